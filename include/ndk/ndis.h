@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The NDIS side of NDK (ntddndis.h): OIDs and the NDIS_NDK_* structures
+ * returned by NdkQueryOid(). SOCKADDR_INET holds Linux socket addresses.
+ */
+#ifndef NDK_NDIS_H
+#define NDK_NDIS_H
+
+#include "ndk/types.h"
+#include "ndk/ndkinfo.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OID_NDK_SET_STATE	0xFC040201
+#define OID_NDK_STATISTICS	0xFC040202
+#define OID_NDK_CONNECTIONS	0xFC040203
+#define OID_NDK_LOCAL_ENDPOINTS 0xFC040204
+
+#define NDIS_OBJECT_TYPE_DEFAULT			 0x80
+#define NDIS_OBJECT_TYPE_NDK_PROVIDER_CHARACTERISTICS	 0xB2
+#define NDIS_OBJECT_TYPE_MINIPORT_ADAPTER_NDK_ATTRIBUTES 0xB3
+
+#ifndef MAXUSHORT
+#define MAXUSHORT 0xffff
+#endif
+
+typedef struct _NDIS_OBJECT_HEADER {
+	UCHAR Type;
+	UCHAR Revision;
+	USHORT Size;
+} NDIS_OBJECT_HEADER, *PNDIS_OBJECT_HEADER;
+
+/* OID_NDK_LOCAL_ENDPOINTS */
+typedef struct _NDIS_NDK_LOCAL_ENDPOINT_ENTRY {
+	SOCKADDR_INET Local;
+	BOOLEAN UserModeOwner;
+	BOOLEAN Listener;
+	ULONG OwnerPid;
+} NDIS_NDK_LOCAL_ENDPOINT_ENTRY, *PNDIS_NDK_LOCAL_ENDPOINT_ENTRY;
+
+#define NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1 1
+
+typedef struct _NDIS_NDK_LOCAL_ENDPOINTS {
+	NDIS_OBJECT_HEADER Header;
+	ULONG Flags;
+	ULONG Count;
+	BOOLEAN NDLocalEndpointsMappedtoTCPLocalEndpoints;
+	NDIS_NDK_LOCAL_ENDPOINT_ENTRY LocalEndpoints[1];
+} NDIS_NDK_LOCAL_ENDPOINTS, *PNDIS_NDK_LOCAL_ENDPOINTS;
+
+#define NDIS_SIZEOF_NDK_LOCAL_ENDPOINTS_REVISION_1(n)         \
+	(offsetof(NDIS_NDK_LOCAL_ENDPOINTS, LocalEndpoints) + \
+	 (size_t)(n) * sizeof(NDIS_NDK_LOCAL_ENDPOINT_ENTRY))
+
+/* OID_NDK_CONNECTIONS */
+typedef struct _NDIS_NDK_CONNECTION_ENTRY {
+	SOCKADDR_INET Local;
+	SOCKADDR_INET Remote;
+	BOOLEAN UserModeOwner;
+	ULONG OwnerPid;
+} NDIS_NDK_CONNECTION_ENTRY, *PNDIS_NDK_CONNECTION_ENTRY;
+
+#define NDIS_NDK_CONNECTIONS_REVISION_1 1
+
+typedef struct _NDIS_NDK_CONNECTIONS {
+	NDIS_OBJECT_HEADER Header;
+	ULONG Flags;
+	ULONG Count;
+	BOOLEAN NDConnectionsMappedtoTCPConnections;
+	NDIS_NDK_CONNECTION_ENTRY Connections[1];
+} NDIS_NDK_CONNECTIONS, *PNDIS_NDK_CONNECTIONS;
+
+#define NDIS_SIZEOF_NDK_CONNECTIONS_REVISION_1(n)      \
+	(offsetof(NDIS_NDK_CONNECTIONS, Connections) + \
+	 (size_t)(n) * sizeof(NDIS_NDK_CONNECTION_ENTRY))
+
+/* OID_NDK_STATISTICS */
+typedef struct _NDIS_NDK_PERFORMANCE_COUNTERS {
+	ULONG64 Connect;
+	ULONG64 Accept;
+	ULONG64 ConnectFailure;
+	ULONG64 ConnectionError;
+	ULONG64 ActiveConnection;
+	ULONG64 Reserved01;
+	ULONG64 Reserved02;
+	ULONG64 Reserved03;
+	ULONG64 Reserved04;
+	ULONG64 Reserved05;
+	ULONG64 Reserved06;
+	ULONG64 Reserved07;
+	ULONG64 Reserved08;
+	ULONG64 Reserved09;
+	ULONG64 Reserved10;
+	ULONG64 Reserved11;
+	ULONG64 Reserved12;
+	ULONG64 Reserved13;
+	ULONG64 Reserved14;
+	ULONG64 Reserved15;
+	ULONG64 Reserved16;
+	ULONG64 Reserved17;
+	ULONG64 Reserved18;
+	ULONG64 Reserved19;
+	ULONG64 Reserved20;
+	ULONG64 CQError;
+	ULONG64 RDMAInOctets;
+	ULONG64 RDMAOutOctets;
+	ULONG64 RDMAInFrames;
+	ULONG64 RDMAOutFrames;
+} NDIS_NDK_PERFORMANCE_COUNTERS, *PNDIS_NDK_PERFORMANCE_COUNTERS;
+
+#define NDIS_NDK_PERFORMANCE_COUNTER_MASK(field) \
+	(((ULONG64)1) << (offsetof(NDIS_NDK_PERFORMANCE_COUNTERS, field) / 8))
+
+#define NDIS_NDK_STATISTICS_INFO_REVISION_1 1
+
+typedef struct _NDIS_NDK_STATISTICS_INFO {
+	NDIS_OBJECT_HEADER Header;
+	ULONG Flags;
+	NDIS_NDK_PERFORMANCE_COUNTERS CounterSet;
+} NDIS_NDK_STATISTICS_INFO, *PNDIS_NDK_STATISTICS_INFO;
+
+#define NDIS_SIZEOF_NDK_STATISTICS_INFO_REVISION_1 \
+	sizeof(NDIS_NDK_STATISTICS_INFO)
+
+/* Capabilities, as a miniport reports them at initialisation. */
+#define NDIS_NDK_CAPABILITIES_REVISION_1 1
+
+typedef struct _NDIS_NDK_CAPABILITIES {
+	NDIS_OBJECT_HEADER Header;
+	ULONG Flags;
+	ULONG MaxQpCount;
+	ULONG MaxCqCount;
+	ULONG MaxMrCount;
+	ULONG MaxPdCount;
+	ULONG MaxInboundReadLimit;
+	ULONG MaxOutboundReadLimit;
+	ULONG MaxMwCount;
+	ULONG MaxSrqCount;
+	ULONG64 MissingCounterMask;
+	NDK_ADAPTER_INFO *NdkInfo;
+} NDIS_NDK_CAPABILITIES, *PNDIS_NDK_CAPABILITIES;
+
+#define NDIS_SIZEOF_NDK_CAPABILITIES_REVISION_1 sizeof(NDIS_NDK_CAPABILITIES)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NDK_NDIS_H */

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libndk: the Windows Network Direct Kernel Provider Interface (NDKPI 2.1)
+ * on Linux, over software iWARP (MPA v2 / DDP / RDMAP over TCP).
+ *
+ * Include this one header. Besides the NDKPI surface (ndkpi.h), libndk has
+ * a few Linux entry points modelled on WskOpenNdkAdapter /
+ * WskCloseNdkAdapter and on an NDIS OID query, and the Windows MDL helpers.
+ */
+#ifndef NDK_NDK_H
+#define NDK_NDK_H
+
+#include "ndk/types.h"
+#include "ndk/ntstatus.h"
+#include "ndk/ndkinfo.h"
+#include "ndk/ndkpi.h"
+#include "ndk/ndis.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The highest NDKPI version per major version that libndk provides. */
+#define NDK_PROVIDER_MAJOR_VERSION 2
+#define NDK_PROVIDER_MINOR_VERSION 1
+
+/*
+ * Opens an NDK adapter on the Linux network interface IfIndex (in the
+ * caller's network namespace). Version is the major version wanted and the
+ * lowest acceptable minor; the adapter runs at the highest minor libndk has
+ * for that major (1.2 or 2.1). Returns STATUS_SUCCESS,
+ * NDIS_STATUS_BAD_VERSION, NDIS_STATUS_ADAPTER_NOT_FOUND (no such
+ * interface), NDIS_STATUS_ADAPTER_NOT_READY (interface down) or
+ * STATUS_INSUFFICIENT_RESOURCES.
+ */
+NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
+			NDK_ADAPTER **ppNdkAdapter);
+
+/*
+ * Closes an adapter. Blocks until every callback of every descendant object
+ * has returned; objects the consumer left open are closed first. Never call
+ * it from inside an NDK callback.
+ */
+VOID NdkCloseAdapter(NDK_ADAPTER *pNdkAdapter);
+
+/*
+ * Queries OID_NDK_LOCAL_ENDPOINTS, OID_NDK_CONNECTIONS or OID_NDK_STATISTICS
+ * for the interface IfIndex, across every process on the machine.
+ */
+NDIS_STATUS NdkQueryOid(NET_IFINDEX IfIndex, NDIS_OID Oid,
+			PVOID InformationBuffer, ULONG InformationBufferLength,
+			PULONG BytesWritten, PULONG BytesNeeded);
+
+/* "STATUS_IO_TIMEOUT" for STATUS_IO_TIMEOUT; "0xC0001234" if unknown. */
+PCSTR NdkStatusName(NTSTATUS Status);
+
+/* MDL helpers with their Windows names and meanings. */
+PMDL IoAllocateMdl(PVOID VirtualAddress, ULONG Length, BOOLEAN SecondaryBuffer,
+		   BOOLEAN ChargeQuota, PIRP Irp);
+VOID IoFreeMdl(PMDL Mdl);
+VOID MmBuildMdlForNonPagedPool(PMDL MemoryDescriptorList);
+PVOID MmGetMdlVirtualAddress(PMDL Mdl);
+ULONG MmGetMdlByteCount(PMDL Mdl);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NDK_NDK_H */
