@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: MIT */
+/* NdkOpenAdapter / NdkCloseAdapter and the adapter's dispatch table. */
+#include <errno.h>
+#include <ifaddrs.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include "core/adapter.h"
+#include "core/log.h"
+#include "core/provider.h"
+#include "qp/stag.h"
+
+/*
+ * Versions provided: the highest minor per major. Higher minors are strict
+ * supersets (ndkpi.md section 1), so a consumer asking for 1.0 runs at 1.2.
+ */
+static const NDK_VERSION provided_versions[] = {
+	{ 1, 2 },
+	{ NDK_PROVIDER_MAJOR_VERSION, NDK_PROVIDER_MINOR_VERSION },
+};
+
+int ndk_negotiate_version(NDK_VERSION requested, NDK_VERSION *result)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(provided_versions); i++) {
+		if (provided_versions[i].Major != requested.Major)
+			continue;
+		if (requested.Minor > provided_versions[i].Minor)
+			return -EPROTONOSUPPORT;
+		*result = provided_versions[i];
+		return 0;
+	}
+	return -EPROTONOSUPPORT;
+}
+
+/*
+ * The limits are what the software provider really enforces. Read limits
+ * are 128 like siw; private data is MPA's 256-byte cap minus the 4-byte
+ * IRD/ORD block of MPA v2 (DESIGN.md section 3).
+ */
+void ndk_adapter_default_info(NDK_ADAPTER_INFO *info, NDK_VERSION version)
+{
+	memset(info, 0, sizeof(*info));
+	info->Version = version;
+	info->VendorId = 0; /* software provider: no OUI */
+	info->DeviceId = 0x4e444b; /* "NDK" */
+	info->MaxRegistrationSize = (SIZE_T)1 << 40;
+	info->MaxWindowSize = (SIZE_T)1 << 40;
+	info->FRMRPageCount = 256;
+	info->MaxInitiatorRequestSge = 16;
+	info->MaxReceiveRequestSge = 16;
+	info->MaxReadRequestSge = 16;
+	info->MaxTransferLength = 1u << 30;
+	info->MaxInlineDataSize = 1024;
+	info->MaxInboundReadLimit = 128;
+	info->MaxOutboundReadLimit = 128;
+	info->MaxReceiveQueueDepth = 16384;
+	info->MaxInitiatorQueueDepth = 16384;
+	info->MaxSrqDepth = 16384;
+	info->MaxCqDepth = 65536;
+	info->LargeRequestThreshold = 64 * 1024;
+	info->MaxCallerData = 252;
+	info->MaxCalleeData = 252;
+	info->AdapterFlags = NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED |
+			     NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED |
+			     NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED |
+			     NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED;
+	info->RdmaTechnology = NdkiWarp;
+}
+
+bool ndk_adapter_has_addr(struct ndk_adapter *ad, const struct sockaddr *addr)
+{
+	struct ifaddrs *ifa_list, *ifa;
+	bool found = false;
+
+	if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)
+		return false;
+	if (getifaddrs(&ifa_list))
+		return false;
+	for (ifa = ifa_list; ifa && !found; ifa = ifa->ifa_next) {
+		if (!ifa->ifa_addr || strcmp(ifa->ifa_name, ad->ifname) ||
+		    ifa->ifa_addr->sa_family != addr->sa_family)
+			continue;
+		if (addr->sa_family == AF_INET) {
+			const struct sockaddr_in *a = (const void *)addr;
+			const struct sockaddr_in *b = (const void *)ifa->ifa_addr;
+
+			found = a->sin_addr.s_addr == b->sin_addr.s_addr;
+		} else {
+			const struct sockaddr_in6 *a = (const void *)addr;
+			const struct sockaddr_in6 *b = (const void *)ifa->ifa_addr;
+
+			found = !memcmp(&a->sin6_addr, &b->sin6_addr,
+					sizeof(a->sin6_addr));
+			/* A link-local address names this link only. */
+			if (found && IN6_IS_ADDR_LINKLOCAL(&a->sin6_addr))
+				found = a->sin6_scope_id == ad->ifindex;
+		}
+	}
+	freeifaddrs(ifa_list);
+	return found;
+}
+
+static NTSTATUS ndk_query_adapter_info(NDK_ADAPTER *pNdkAdapter,
+				       NDK_ADAPTER_INFO *pInfo,
+				       ULONG *pBufferSize)
+{
+	struct ndk_adapter *ad = to_ndk_adapter(pNdkAdapter);
+
+	if (!pBufferSize)
+		return STATUS_INVALID_PARAMETER;
+	if (*pBufferSize < sizeof(*pInfo)) {
+		*pBufferSize = sizeof(*pInfo);
+		return STATUS_BUFFER_TOO_SMALL;
+	}
+	if (!pInfo)
+		return STATUS_INVALID_PARAMETER;
+	*pInfo = ad->info;
+	*pBufferSize = sizeof(*pInfo);
+	return STATUS_SUCCESS;
+}
+
+static const NDK_ADAPTER_DISPATCH adapter_dispatch = {
+	.NdkQueryExtension = ndk_query_extension,
+	.NdkQueryAdapterInfo = ndk_query_adapter_info,
+	.NdkCreateCq = ndk_create_cq,
+	.NdkCreatePd = ndk_create_pd,
+	.NdkCreateSharedEndpoint = ndk_create_shared_endpoint,
+	.NdkCreateConnector = ndk_create_connector,
+	.NdkCreateListener = ndk_create_listener,
+	.NdkBuildLAM = ndk_build_lam,
+	.NdkReleaseLAM = ndk_release_lam,
+};
+
+static void adapter_destroy(struct ndk_obj *obj)
+{
+	/* The adapter is freed by NdkCloseAdapter, never by a reference. */
+}
+
+static const struct ndk_obj_ops adapter_ops = {
+	.type = NdkObjectTypeAdapter,
+	.name = "adapter",
+	.destroy = adapter_destroy,
+};
+
+static int interface_state(NET_IFINDEX ifindex, char *name)
+{
+	struct ifreq ifr;
+	int fd, ret = 0;
+
+	if (!if_indextoname(ifindex, name))
+		return -ENODEV;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	memset(&ifr, 0, sizeof(ifr));
+	strncpy(ifr.ifr_name, name, IF_NAMESIZE - 1);
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+		ret = -errno;
+	else if (!(ifr.ifr_flags & IFF_UP))
+		ret = -ENETDOWN;
+	close(fd);
+	return ret;
+}
+
+NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
+				   NDK_ADAPTER **ppNdkAdapter)
+{
+	struct ndk_adapter *ad;
+	NDK_VERSION run;
+	char name[IF_NAMESIZE];
+	char thread_name[16];
+	int ret;
+
+	ndk_log_init();
+	if (!ppNdkAdapter)
+		return STATUS_INVALID_PARAMETER;
+	if (ndk_negotiate_version(Version, &run))
+		return NDIS_STATUS_BAD_VERSION;
+	ret = interface_state(IfIndex, name);
+	if (ret == -ENODEV || ret == -ENXIO)
+		return NDIS_STATUS_ADAPTER_NOT_FOUND;
+	if (ret == -ENETDOWN)
+		return NDIS_STATUS_ADAPTER_NOT_READY;
+	if (ret)
+		return STATUS_INSUFFICIENT_RESOURCES;
+
+	ad = calloc(1, sizeof(*ad));
+	if (!ad)
+		return STATUS_INSUFFICIENT_RESOURCES;
+	ad->ifindex = IfIndex;
+	memcpy(ad->ifname, name, sizeof(ad->ifname));
+	ad->version = run;
+	ndk_adapter_default_info(&ad->info, run);
+	pthread_mutex_init(&ad->lock, NULL);
+	pthread_cond_init(&ad->cond, NULL);
+	list_init(&ad->objects);
+	ndk_obj_init(&ad->obj, ad, &adapter_ops, &adapter_dispatch);
+
+	ad->stags = ndk_stag_table_create();
+	if (!ad->stags)
+		goto fail;
+	snprintf(thread_name, sizeof(thread_name), "ndk-%s", name);
+	if (ndk_engine_start(&ad->engine, thread_name))
+		goto fail;
+	*ppNdkAdapter = &ad->obj.pub.adapter;
+	ndk_info("opened adapter %s (ifindex %u) at NDKPI %u.%u", name,
+		 (unsigned int)IfIndex, run.Major, run.Minor);
+	return STATUS_SUCCESS;
+fail:
+	if (ad->stags)
+		ndk_stag_table_destroy(ad->stags);
+	pthread_cond_destroy(&ad->cond);
+	pthread_mutex_destroy(&ad->lock);
+	free(ad);
+	return STATUS_INSUFFICIENT_RESOURCES;
+}
+
+NDK_EXPORT VOID NdkCloseAdapter(NDK_ADAPTER *pNdkAdapter)
+{
+	struct ndk_adapter *ad;
+	struct list_head *pos;
+	struct ndk_obj *open_obj;
+
+	if (!pNdkAdapter)
+		return;
+	ad = to_ndk_adapter(pNdkAdapter);
+
+	/*
+	 * Close what the consumer left open, one at a time (no allocation on
+	 * this path); each close pends until its successors are closed.
+	 */
+	pthread_mutex_lock(&ad->lock);
+	ad->closing = true;
+	for (;;) {
+		open_obj = NULL;
+		list_for_each(pos, &ad->objects)
+		{
+			struct ndk_obj *obj =
+				list_entry(pos, struct ndk_obj, entry);
+
+			if (obj->state == NDK_OBJ_OPEN) {
+				open_obj = obj;
+				break;
+			}
+		}
+		if (!open_obj)
+			break;
+		ndk_obj_get(open_obj);
+		pthread_mutex_unlock(&ad->lock);
+		ndk_warn("adapter %s closed with %s %p still open", ad->ifname,
+			 open_obj->ops->name, (void *)open_obj);
+		ndk_obj_close_internal(open_obj);
+		ndk_obj_put(open_obj);
+		pthread_mutex_lock(&ad->lock);
+	}
+	pthread_mutex_unlock(&ad->lock);
+
+	/* Wait until every object is destroyed: all callbacks returned. */
+	pthread_mutex_lock(&ad->lock);
+	while (ad->live)
+		pthread_cond_wait(&ad->cond, &ad->lock);
+	pthread_mutex_unlock(&ad->lock);
+
+	ndk_engine_stop(&ad->engine);
+	ndk_stag_table_destroy(ad->stags);
+	pthread_cond_destroy(&ad->cond);
+	pthread_mutex_destroy(&ad->lock);
+	free(ad);
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The NDK adapter: one Linux network interface, its limits, its progress
+ * engine and the registry of every object created on it.
+ */
+#ifndef NDK_CORE_ADAPTER_H
+#define NDK_CORE_ADAPTER_H
+
+#include <net/if.h>
+#include <pthread.h>
+#include "core/object.h"
+#include "engine/engine.h"
+
+struct ndk_stag_table;
+
+struct ndk_adapter {
+	struct ndk_obj obj; /* NDK_ADAPTER; never closed through Dispatch */
+	NET_IFINDEX ifindex;
+	char ifname[IF_NAMESIZE];
+	NDK_VERSION version; /* negotiated */
+	NDK_ADAPTER_INFO info;
+
+	/*
+	 * lock protects the object registry and every object's close state;
+	 * cond is signalled when live drops. Never held across a consumer
+	 * callback.
+	 */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct list_head objects;
+	unsigned int live; /* registered objects not yet destroyed */
+	bool closing;
+
+	struct ndk_engine engine;
+	struct ndk_stag_table *stags; /* memory tokens, see qp/stag.h */
+};
+
+static inline struct ndk_adapter *to_ndk_adapter(NDK_ADAPTER *a)
+{
+	return container_of(a, struct ndk_adapter, obj.pub.adapter);
+}
+
+/*
+ * True if addr (AF_INET or AF_INET6, port ignored) is currently an address
+ * of this adapter's interface. IPv6 link-local addresses must carry the
+ * interface's scope id.
+ */
+bool ndk_adapter_has_addr(struct ndk_adapter *ad, const struct sockaddr *addr);
+
+/* Fills info for an adapter running at version. */
+void ndk_adapter_default_info(NDK_ADAPTER_INFO *info, NDK_VERSION version);
+
+/* Version negotiation: 0 and the version to run at, or -EPROTONOSUPPORT. */
+int ndk_negotiate_version(NDK_VERSION requested, NDK_VERSION *result);
+
+#endif /* NDK_CORE_ADAPTER_H */

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Run-time configuration from the environment. Every variable is listed in
+ * the README; values out of range fall back to the default with a warning.
+ */
+#ifndef NDK_CORE_CONFIG_H
+#define NDK_CORE_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+uint64_t ndk_config_u64(const char *name, uint64_t def, uint64_t min,
+			uint64_t max);
+bool ndk_config_bool(const char *name, bool def);
+
+#endif /* NDK_CORE_CONFIG_H */
