@@ -2,6 +2,7 @@
 /* NdkOpenAdapter / NdkCloseAdapter and the adapter's dispatch table. */
 #include <errno.h>
 #include <ifaddrs.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -85,12 +86,14 @@ bool ndk_adapter_has_addr(struct ndk_adapter *ad, const struct sockaddr *addr)
 			continue;
 		if (addr->sa_family == AF_INET) {
 			const struct sockaddr_in *a = (const void *)addr;
-			const struct sockaddr_in *b = (const void *)ifa->ifa_addr;
+			const struct sockaddr_in *b =
+				(const void *)ifa->ifa_addr;
 
 			found = a->sin_addr.s_addr == b->sin_addr.s_addr;
 		} else {
 			const struct sockaddr_in6 *a = (const void *)addr;
-			const struct sockaddr_in6 *b = (const void *)ifa->ifa_addr;
+			const struct sockaddr_in6 *b =
+				(const void *)ifa->ifa_addr;
 
 			found = !memcmp(&a->sin6_addr, &b->sin6_addr,
 					sizeof(a->sin6_addr));
@@ -171,7 +174,7 @@ NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 	struct ndk_adapter *ad;
 	NDK_VERSION run;
 	char name[IF_NAMESIZE];
-	char thread_name[16];
+	char thread_name[IF_NAMESIZE + 8];
 	int ret;
 
 	ndk_log_init();
@@ -236,8 +239,7 @@ NDK_EXPORT VOID NdkCloseAdapter(NDK_ADAPTER *pNdkAdapter)
 	ad->closing = true;
 	for (;;) {
 		open_obj = NULL;
-		list_for_each(pos, &ad->objects)
-		{
+		list_for_each (pos, &ad->objects) {
 			struct ndk_obj *obj =
 				list_entry(pos, struct ndk_obj, entry);
 

@@ -19,16 +19,16 @@ void ndk_log(enum ndk_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 #define ndk_log_enabled(level) ((int)(level) <= ndk_log_threshold)
-#define ndk_err(...)  ndk_log(NDK_LOG_ERROR, __VA_ARGS__)
-#define ndk_warn(...) ndk_log(NDK_LOG_WARN, __VA_ARGS__)
-#define ndk_info(...)                               \
-	do {                                        \
-		if (ndk_log_enabled(NDK_LOG_INFO))  \
+#define ndk_err(...)	       ndk_log(NDK_LOG_ERROR, __VA_ARGS__)
+#define ndk_warn(...)	       ndk_log(NDK_LOG_WARN, __VA_ARGS__)
+#define ndk_info(...)                                       \
+	do {                                                \
+		if (ndk_log_enabled(NDK_LOG_INFO))          \
 			ndk_log(NDK_LOG_INFO, __VA_ARGS__); \
 	} while (0)
-#define ndk_dbg(...)                                 \
-	do {                                         \
-		if (ndk_log_enabled(NDK_LOG_DEBUG))  \
+#define ndk_dbg(...)                                         \
+	do {                                                 \
+		if (ndk_log_enabled(NDK_LOG_DEBUG))          \
 			ndk_log(NDK_LOG_DEBUG, __VA_ARGS__); \
 	} while (0)
 

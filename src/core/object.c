@@ -84,8 +84,7 @@ void ndk_obj_get(struct ndk_obj *obj)
 
 void ndk_obj_put(struct ndk_obj *obj)
 {
-	if (atomic_fetch_sub_explicit(&obj->refs, 1, memory_order_acq_rel) !=
-	    1)
+	if (atomic_fetch_sub_explicit(&obj->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	if (obj->ops->type != NdkObjectTypeAdapter) {
 		/* Unregister last so NdkCloseAdapter waits for destroy. */

@@ -110,12 +110,12 @@ NTSTATUS ndk_status_from_errno(int neg_errno, enum ndk_errno_site site)
 		return STATUS_SUCCESS;
 	case EADDRINUSE:
 		/* bind: the local address is taken (NdkConnect/NdkListen). */
-		return site == NDK_SITE_BIND ? STATUS_SHARING_VIOLATION :
-					       STATUS_ADDRESS_ALREADY_EXISTS;
+		return site == NDK_SITE_BIND ? STATUS_SHARING_VIOLATION
+					     : STATUS_ADDRESS_ALREADY_EXISTS;
 	case EADDRNOTAVAIL:
 		/* connect on a bound socket: that 4-tuple already exists. */
-		return site == NDK_SITE_CONNECT ? STATUS_ADDRESS_ALREADY_EXISTS :
-						  STATUS_INVALID_ADDRESS;
+		return site == NDK_SITE_CONNECT ? STATUS_ADDRESS_ALREADY_EXISTS
+						: STATUS_INVALID_ADDRESS;
 	case ECONNREFUSED:
 		return STATUS_CONNECTION_REFUSED;
 	case ENETUNREACH:
@@ -127,8 +127,8 @@ NTSTATUS ndk_status_from_errno(int neg_errno, enum ndk_errno_site site)
 	case ETIMEDOUT:
 		return STATUS_IO_TIMEOUT;
 	case ECONNRESET:
-		return site == NDK_SITE_CONNECT ? STATUS_CONNECTION_REFUSED :
-						  STATUS_CONNECTION_RESET;
+		return site == NDK_SITE_CONNECT ? STATUS_CONNECTION_REFUSED
+						: STATUS_CONNECTION_RESET;
 	case ECONNABORTED:
 	case EPIPE:
 		return STATUS_CONNECTION_ABORTED;
@@ -141,8 +141,8 @@ NTSTATUS ndk_status_from_errno(int neg_errno, enum ndk_errno_site site)
 		return STATUS_INSUFFICIENT_RESOURCES;
 	case EAGAIN:
 		/* No ephemeral port left (connect on an unbound socket). */
-		return site == NDK_SITE_GENERIC ? STATUS_INSUFFICIENT_RESOURCES :
-						  STATUS_TOO_MANY_ADDRESSES;
+		return site == NDK_SITE_GENERIC ? STATUS_INSUFFICIENT_RESOURCES
+						: STATUS_TOO_MANY_ADDRESSES;
 	case EINVAL:
 	case EAFNOSUPPORT:
 		return STATUS_INVALID_PARAMETER;
