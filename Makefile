@@ -1,0 +1,51 @@
+# libndk top-level driver. `make demo` and `make test` work on a fresh
+# Debian 12 machine as root: they install missing build dependencies with
+# apt-get, configure with CMake + Ninja, build and run.
+
+BUILD ?= build
+CMAKE_FLAGS ?=
+DEPS := cmake ninja-build pkg-config gcc clang libcmocka-dev iproute2 \
+	tshark clang-format
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps configure build test demo format format-check clean
+
+all: build
+
+# Installs only what is missing (dpkg-query is cheap; apt-get is not).
+deps:
+	@missing=""; for p in $(DEPS); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | \
+			grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		echo "wireshark-common wireshark-common/install-setuid boolean false" | \
+			$(SUDO) debconf-set-selections; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends $$missing; \
+	fi
+
+$(BUILD)/build.ninja: | deps
+	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+
+configure: $(BUILD)/build.ninja
+
+build: configure
+	ninja -C $(BUILD)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -j2
+
+demo: build
+	$(BUILD)/examples/ndkdemo
+
+format:
+	git ls-files '*.c' '*.h' | xargs clang-format -i
+
+format-check:
+	git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
+
+clean:
+	rm -rf $(BUILD)
