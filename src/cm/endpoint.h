@@ -44,6 +44,25 @@ struct ndk_endpoint;
  * -EAGAIN (port 0 and no free ephemeral port), -EADDRNOTAVAIL, -EINVAL,
  * -ENOMEM, -EMFILE...
  */
+/*
+ * Details of the implementation (endpoint.c):
+ * - Every kind's socket has SO_REUSEADDR (a listener must restart over
+ *   TIME_WAIT connections on its port); the kernel still refuses the bind
+ *   next to a listening socket or a socket without SO_REUSEADDR, and the
+ *   table refuses a second endpoint on one address of this process.
+ * - AF_INET6 sockets have IPV6_V6ONLY=1, except for an IPv4-mapped
+ *   address (::ffff:a.b.c.d), which is the IPv4 endpoint a.b.c.d for the
+ *   table and is bound on an AF_INET6 socket with IPV6_V6ONLY=0.
+ * - A wildcard address (0.0.0.0, ::) conflicts with every address of its
+ *   family on the same port.
+ * - A listener must still map an EADDRINUSE from listen() (another
+ *   process's SO_REUSEADDR socket bound to the port) to
+ *   STATUS_SHARING_VIOLATION.
+ * - The 4-tuple registry matches exactly (no wildcards); IPv4-mapped
+ *   addresses are normalized to IPv4 there too.
+ * - The accessors (fd, addr, kind, refs, port) take no lock, so the
+ *   ndk_endpoint_for_each() callback may use them.
+ */
 int ndk_endpoint_acquire(const struct sockaddr *addr, socklen_t addrlen,
 			 enum ndk_endpoint_kind kind,
 			 struct ndk_endpoint **epp);
@@ -61,6 +80,8 @@ const struct sockaddr *ndk_endpoint_addr(const struct ndk_endpoint *ep,
 					 socklen_t *len);
 enum ndk_endpoint_kind ndk_endpoint_kind(const struct ndk_endpoint *ep);
 unsigned int ndk_endpoint_refs(const struct ndk_endpoint *ep);
+/* The actual port, host byte order. */
+uint16_t ndk_endpoint_port(const struct ndk_endpoint *ep);
 
 /*
  * For NDK_ENDPOINT_SHARED: a new non-blocking TCP socket bound (with
