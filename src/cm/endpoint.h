@@ -34,8 +34,8 @@ struct ndk_endpoint;
  * Reserves the local endpoint addr (AF_INET or AF_INET6; port 0 = pick a
  * free port from the ephemeral range, NDK_EPHEMERAL_PORT_MIN..MAX, default
  * 49152-65535). Creates a non-blocking, close-on-exec TCP socket bound to
- * it; for NDK_ENDPOINT_SHARED the socket has SO_REUSEADDR so connectors
- * can bind further sockets to the same address with
+ * it with SO_REUSEADDR (every kind; see below), so that shared-endpoint
+ * connectors can bind further sockets to the same address with
  * ndk_endpoint_bind_shared(). The caller must already have checked that
  * addr's IP belongs to the adapter.
  * On success *epp holds one reference and ndk_endpoint_fd() gives the

@@ -116,6 +116,9 @@ NTSTATUS ndk_status_from_errno(int neg_errno, enum ndk_errno_site site)
 		/* connect on a bound socket: that 4-tuple already exists. */
 		return site == NDK_SITE_CONNECT ? STATUS_ADDRESS_ALREADY_EXISTS
 						: STATUS_INVALID_ADDRESS;
+	case EEXIST:
+		/* The 4-tuple registry: that connection exists already. */
+		return STATUS_ADDRESS_ALREADY_EXISTS;
 	case ECONNREFUSED:
 		return STATUS_CONNECTION_REFUSED;
 	case ENETUNREACH:

@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <arpa/inet.h>
+#include <errno.h>
 #include <net/if.h>
 #include <sched.h>
 #include <stdlib.h>
