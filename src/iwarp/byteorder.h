@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Explicit byte-order accessors for wire fields. Every iWARP header field is
- * big-endian (network order); the one exception is the MPA CRC32c trailer,
- * which is little-endian (RFC 5044 section 4.1 via RFC 3720 section 12.1).
+ * big-endian (network order); the one exception is the MPA CRC32c trailer
+ * (RFC 5044 section 4), which goes out little-endian like the iSCSI digest
+ * of RFC 3720.
  * The helpers work on byte pointers, so wire structs are plain uint8_t
  * arrays with no alignment or padding concerns.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * CRC32c for MPA FPDUs (RFC 5044 section 4.1). Two implementations compute
+ * CRC32c for MPA FPDUs (RFC 5044 section 4). Two implementations compute
  * the same raw register update (no seed, no final inversion here):
  *
  * - slicing-by-8: eight 256-entry tables let one step consume 8 bytes.

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * CRC32c (Castagnoli), the FPDU CRC of MPA (RFC 5044 section 4.1): reflected
+ * CRC32c (Castagnoli), the FPDU CRC of MPA (RFC 5044 section 4): reflected
  * polynomial 0x82F63B78, register seeded with all ones, result inverted.
- * This is the iSCSI digest (RFC 3720 section 12.1, vectors in Appendix B.4).
+ * This is the iSCSI digest (RFC 3720, vectors in Appendix B.4).
  *
  * Use init/update/final to fold the CRC in while the FPDU is copied:
  *

@@ -314,7 +314,7 @@ static void test_chained_vs_oneshot(void **state)
 	}
 }
 
-/* The trailer is little-endian, not network order (RFC 5044 4.1). */
+/* The trailer is little-endian, not network order (RFC 5044 section 4). */
 static void test_wire_order(void **state)
 {
 	uint8_t t[4];
