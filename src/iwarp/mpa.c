@@ -8,6 +8,7 @@
 
 #include "core/compiler.h"
 #include "iwarp/byteorder.h"
+#include "iwarp/crc32c.h"
 #include "iwarp/mpa.h"
 
 static const char mpa_key_req[MPA_KEY_LEN + 1] = MPA_KEY_REQ;
@@ -268,4 +269,35 @@ int mpa_rtr_check_reply(unsigned int offered, unsigned int chosen)
 	if (!(chosen & offered))
 		return -ENOPROTOOPT;
 	return (int)chosen;
+}
+
+int mpa_fpdu_finish(uint8_t *fpdu, size_t ulpdu_len, bool crc)
+{
+	size_t body = MPA_FPDU_HDR_LEN + ulpdu_len;
+	unsigned int pad = mpa_fpdu_pad(ulpdu_len);
+	uint32_t c = 0;
+
+	if (ulpdu_len > MPA_ULPDU_MAX)
+		return -EMSGSIZE;
+	put_be16(fpdu, (uint16_t)ulpdu_len);
+	memset(fpdu + body, 0, pad);
+	body += pad;
+	/* The CRC covers the length field, the ULPDU and the pad. */
+	if (crc)
+		c = crc32c_oneshot(fpdu, body);
+	crc32c_put_trailer(fpdu + body, c);
+	return (int)(body + MPA_FPDU_CRC_LEN);
+}
+
+int mpa_fpdu_check_crc(const uint8_t *fpdu, size_t fpdu_len)
+{
+	size_t body;
+
+	if (fpdu_len < MPA_FPDU_OVERHEAD ||
+	    mpa_fpdu_len(get_be16(fpdu)) != fpdu_len)
+		return -EINVAL;
+	body = fpdu_len - MPA_FPDU_CRC_LEN;
+	if (crc32c_oneshot(fpdu, body) != crc32c_get_trailer(fpdu + body))
+		return -EBADMSG;
+	return 0;
 }

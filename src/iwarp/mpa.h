@@ -245,6 +245,22 @@ static inline size_t mpa_fpdu_len(size_t ulpdu_len)
 }
 
 /*
+ * Frames a ULPDU that the caller wrote at fpdu + MPA_FPDU_HDR_LEN: writes
+ * ULPDU_Length, the zero pad and the CRC trailer, and returns the FPDU
+ * length (mpa_fpdu_len(ulpdu_len) bytes must fit in fpdu). The CRC field
+ * is always present; with CRC off it is sent as zero (RFC 5044 section 4).
+ * -EMSGSIZE if ulpdu_len does not fit the 16-bit length field.
+ */
+int mpa_fpdu_finish(uint8_t *fpdu, size_t ulpdu_len, bool crc);
+
+/*
+ * Checks the CRC trailer of a whole FPDU of fpdu_len bytes (length field
+ * through trailer): 0 if it matches, -EBADMSG if not (Terminate LLP/MPA
+ * "MPA CRC error"), -EINVAL if fpdu_len is not that of an FPDU.
+ */
+int mpa_fpdu_check_crc(const uint8_t *fpdu, size_t fpdu_len);
+
+/*
  * Largest ULPDU that keeps an FPDU (without markers) within one segment of
  * the effective MSS: EMSS - (6 + EMSS mod 4), the MULPDU rule of RFC 5044.
  */
