@@ -19,6 +19,7 @@
 #ifndef NDK_IWARP_DDP_H
 #define NDK_IWARP_DDP_H
 
+#include <errno.h> /* the negative errno values the API returns */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

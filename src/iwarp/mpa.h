@@ -21,6 +21,7 @@
 #ifndef NDK_IWARP_MPA_H
 #define NDK_IWARP_MPA_H
 
+#include <errno.h> /* the negative errno values the API returns */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
