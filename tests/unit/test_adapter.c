@@ -219,6 +219,10 @@ static void test_errno_mapping(void **state)
 			 STATUS_INSUFFICIENT_RESOURCES);
 	assert_int_equal(ndk_status_from_errno(-ENOBUFS, NDK_SITE_BIND),
 			 STATUS_INSUFFICIENT_RESOURCES);
+	assert_int_equal(ndk_status_from_errno(-EEXIST, NDK_SITE_CONNECT),
+			 STATUS_ADDRESS_ALREADY_EXISTS);
+	assert_int_equal(ndk_status_from_errno(-EAGAIN, NDK_SITE_BIND),
+			 STATUS_TOO_MANY_ADDRESSES);
 }
 
 static void test_mdl(void **state)

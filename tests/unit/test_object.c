@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <net/if.h>
 #include <pthread.h>
 #include <stdlib.h>
