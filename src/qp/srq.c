@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared receive queue: NdkCreateSrq, NdkModifySrq, NdkSrqReceive. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/adapter.h"
+#include "core/log.h"
+#include "core/provider.h"
+#include "qp/pd.h"
+#include "qp/srq.h"
+
+static uint32_t ring_size_for(uint32_t depth)
+{
+	uint32_t size = 1;
+
+	while (size < depth)
+		size <<= 1;
+	return size;
+}
+
+static struct ndk_rqe *srq_slot(struct ndk_srq *srq, unsigned char *ring,
+				uint32_t size, uint32_t idx)
+{
+	return (struct ndk_rqe *)(void *)(ring +
+					  (size_t)(idx & (size - 1)) *
+						  ndk_rqe_stride(srq->max_sge));
+}
+
+static void srq_notify_work(struct ndk_work *w)
+{
+	struct ndk_srq *srq = container_of(w, struct ndk_srq, notify_work);
+
+	/*
+	 * No notification once the close has started (ndkpi.md 5); the
+	 * consumer may close the SRQ inside the callback: our hold keeps the
+	 * close pending until we release it.
+	 */
+	if (ndk_obj_is_open(&srq->obj))
+		srq->notify(srq->notify_ctx, STATUS_SUCCESS);
+	ndk_obj_release(&srq->obj);
+}
+
+/*
+ * SRQ lock held: disarms and returns true if an armed notification is due
+ * because fewer than threshold receives are queued.
+ */
+static bool srq_check_threshold_locked(struct ndk_srq *srq)
+{
+	if (!srq->armed || srq->tail - srq->head >= srq->threshold)
+		return false;
+	srq->armed = false; /* one-shot until NdkModifySrq re-arms */
+	return srq->notify != NULL;
+}
+
+/* SRQ lock not held (begin_event takes the adapter lock). */
+static void srq_fire(struct ndk_srq *srq)
+{
+	if (!ndk_obj_begin_event(&srq->obj))
+		return;
+	/*
+	 * Still queued from an earlier firing that has not run yet: that run
+	 * comes after this arm, so it serves both; drop the extra hold.
+	 */
+	if (!ndk_engine_post(&srq->obj.adapter->engine, &srq->notify_work))
+		ndk_obj_release(&srq->obj);
+}
+
+int ndk_srq_take(struct ndk_srq *srq, struct ndk_rqe *out)
+{
+	struct ndk_rqe *e;
+	bool fire;
+
+	pthread_mutex_lock(&srq->lock);
+	if (srq->head == srq->tail) {
+		pthread_mutex_unlock(&srq->lock);
+		return -EAGAIN;
+	}
+	e = srq_slot(srq, srq->ring, srq->size, srq->head++);
+	out->ctx = e->ctx;
+	out->nsge = e->nsge;
+	out->state = 0;
+	memcpy(out->sge, e->sge, (size_t)e->nsge * sizeof(NDK_SGE));
+	fire = srq_check_threshold_locked(srq);
+	pthread_mutex_unlock(&srq->lock);
+	if (fire)
+		srq_fire(srq);
+	return 0;
+}
+
+uint32_t ndk_srq_count(struct ndk_srq *srq)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(&srq->lock);
+	n = srq->tail - srq->head;
+	pthread_mutex_unlock(&srq->lock);
+	return n;
+}
+
+static NTSTATUS srq_receive(NDK_SRQ *pNdkSrq, PVOID RequestContext,
+			    CONST NDK_SGE *pSgl, ULONG nSge)
+{
+	struct ndk_srq *srq = to_ndk_srq(pNdkSrq);
+	struct ndk_rqe *e;
+
+	if (nSge > srq->max_sge || (nSge && !pSgl))
+		return STATUS_INVALID_PARAMETER;
+	pthread_mutex_lock(&srq->lock);
+	if (srq->tail - srq->head >= srq->depth) {
+		pthread_mutex_unlock(&srq->lock);
+		return STATUS_INSUFFICIENT_RESOURCES;
+	}
+	e = srq_slot(srq, srq->ring, srq->size, srq->tail);
+	e->ctx = RequestContext;
+	e->nsge = nSge;
+	e->state = 0;
+	if (nSge)
+		memcpy(e->sge, pSgl, (size_t)nSge * sizeof(NDK_SGE));
+	srq->tail++;
+	pthread_mutex_unlock(&srq->lock);
+	return STATUS_SUCCESS;
+}
+
+/* SRQ lock held: moves the queued receives into a ring of new_size slots. */
+static void srq_regrow_locked(struct ndk_srq *srq, unsigned char *ring,
+			      uint32_t new_size)
+{
+	size_t stride = ndk_rqe_stride(srq->max_sge);
+	uint32_t n = srq->tail - srq->head, i;
+
+	for (i = 0; i < n; i++)
+		memcpy(srq_slot(srq, ring, new_size, i),
+		       srq_slot(srq, srq->ring, srq->size, srq->head + i),
+		       stride);
+	free(srq->ring);
+	srq->ring = ring;
+	srq->size = new_size;
+	srq->head = 0;
+	srq->tail = n;
+}
+
+static NTSTATUS srq_modify(NDK_SRQ *pNdkSrq, ULONG SrqDepth,
+			   ULONG NotifyThreshold,
+			   NDK_FN_REQUEST_COMPLETION RequestCompletion,
+			   PVOID RequestContext)
+{
+	struct ndk_srq *srq = to_ndk_srq(pNdkSrq);
+	struct ndk_adapter *ad = srq->obj.adapter;
+	unsigned char *ring = NULL;
+	uint32_t depth, threshold, new_size = 0;
+	bool fire;
+
+	if (SrqDepth > ad->info.MaxSrqDepth)
+		return STATUS_INVALID_PARAMETER;
+	/*
+	 * Allocate outside the lock; the depth read here is only a hint for
+	 * the size, the checks below are redone under the lock. Consumers
+	 * serialize calls on one SRQ, so only ndk_srq_take races with us.
+	 */
+	if (SrqDepth) {
+		new_size = ring_size_for(SrqDepth);
+		pthread_mutex_lock(&srq->lock);
+		if (new_size == srq->size)
+			new_size = 0;
+		pthread_mutex_unlock(&srq->lock);
+		if (new_size) {
+			ring = calloc(new_size, ndk_rqe_stride(srq->max_sge));
+			if (!ring)
+				return STATUS_INSUFFICIENT_RESOURCES;
+		}
+	}
+
+	pthread_mutex_lock(&srq->lock);
+	depth = SrqDepth ? SrqDepth : srq->depth;
+	threshold = NotifyThreshold ? NotifyThreshold : srq->threshold;
+	/*
+	 * A depth below the receives already queued would drop some of them;
+	 * a threshold above the depth could never be reached from above (the
+	 * same rule as verbs' srq_limit <= max_wr).
+	 */
+	if (depth < srq->tail - srq->head || threshold > depth) {
+		pthread_mutex_unlock(&srq->lock);
+		free(ring);
+		return STATUS_INVALID_PARAMETER;
+	}
+	if (ring)
+		srq_regrow_locked(srq, ring, new_size);
+	srq->depth = depth;
+	/* Zero keeps the threshold and the arm state (NdkModifySrq). */
+	if (NotifyThreshold) {
+		srq->threshold = NotifyThreshold;
+		srq->armed = true;
+	}
+	/* Armed and already below: notify at once. */
+	fire = srq_check_threshold_locked(srq);
+	pthread_mutex_unlock(&srq->lock);
+	if (fire)
+		srq_fire(srq);
+	return STATUS_SUCCESS;
+}
+
+static void srq_close_begin(struct ndk_obj *obj)
+{
+	struct ndk_srq *srq = container_of(obj, struct ndk_srq, obj);
+
+	pthread_mutex_lock(&srq->lock);
+	srq->armed = false;
+	pthread_mutex_unlock(&srq->lock);
+}
+
+static void srq_destroy(struct ndk_obj *obj)
+{
+	struct ndk_srq *srq = container_of(obj, struct ndk_srq, obj);
+
+	/*
+	 * Receives still queued were never consumed by a QP, so they have no
+	 * CQ to complete on (see srq.h): drop them.
+	 */
+	if (srq->tail != srq->head)
+		ndk_dbg("srq %p: dropping %u unconsumed receives", (void *)srq,
+			srq->tail - srq->head);
+	pthread_mutex_destroy(&srq->lock);
+	free(srq->ring);
+	free(srq);
+}
+
+static const struct ndk_obj_ops srq_ops = {
+	.type = NdkObjectTypeSrq,
+	.name = "srq",
+	.close_begin = srq_close_begin,
+	.destroy = srq_destroy,
+};
+
+static const NDK_SRQ_DISPATCH srq_dispatch = {
+	.NdkCloseSrq = ndk_close_object,
+	.NdkQueryExtension = ndk_query_extension,
+	.NdkModifySrq = srq_modify,
+	.NdkSrqReceive = srq_receive,
+};
+
+NTSTATUS ndk_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth,
+			ULONG MaxReceiveRequestSge, ULONG NotifyThreshold,
+			NDK_FN_SRQ_NOTIFICATION_CALLBACK SrqNotification,
+			PVOID SrqNotificationContext, GROUP_AFFINITY *Affinity,
+			NDK_FN_CREATE_COMPLETION CreateCompletion,
+			PVOID RequestContext, NDK_SRQ **ppNdkSrq)
+{
+	struct ndk_pd *pd;
+	struct ndk_adapter *ad;
+	struct ndk_obj *antes[1];
+	struct ndk_srq *srq;
+	NTSTATUS status;
+
+	if (!pNdkPd || !ppNdkSrq)
+		return STATUS_INVALID_PARAMETER;
+	pd = to_ndk_pd(pNdkPd);
+	ad = pd->obj.adapter;
+	/* Limits from NDK_ADAPTER_INFO (ndkpi.md 8); MaxSrqDepth 0 = no SRQ. */
+	if (!SrqDepth || SrqDepth > ad->info.MaxSrqDepth ||
+	    !MaxReceiveRequestSge ||
+	    MaxReceiveRequestSge > ad->info.MaxReceiveRequestSge ||
+	    NotifyThreshold > SrqDepth)
+		return STATUS_INVALID_PARAMETER;
+
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return STATUS_INSUFFICIENT_RESOURCES;
+	pthread_mutex_init(&srq->lock, NULL);
+	srq->max_sge = MaxReceiveRequestSge;
+	srq->depth = SrqDepth;
+	srq->size = ring_size_for(SrqDepth);
+	srq->threshold = NotifyThreshold;
+	/* Armed at create; only a take can fire it (see srq.h). */
+	srq->armed = NotifyThreshold != 0;
+	srq->notify = SrqNotification;
+	srq->notify_ctx = SrqNotificationContext;
+	ndk_work_init(&srq->notify_work, srq_notify_work);
+	srq->ring = calloc(srq->size, ndk_rqe_stride(srq->max_sge));
+	if (!srq->ring) {
+		srq_destroy(&srq->obj);
+		return STATUS_INSUFFICIENT_RESOURCES;
+	}
+	antes[0] = &pd->obj;
+	status =
+		ndk_obj_setup(&srq->obj, ad, &srq_ops, &srq_dispatch, antes, 1);
+	if (status)
+		return status;
+	*ppNdkSrq = &srq->obj.pub.srq;
+	return STATUS_SUCCESS;
+}
