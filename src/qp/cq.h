@@ -3,6 +3,11 @@
  * Completion queue. Producers (QPs, on any thread) push NDK_RESULT_EX
  * entries; the consumer drains them with NdkGetCqResults(Ex) and arms
  * notifications with NdkArmCq (reference/ndkpi.md section 9.6).
+ *
+ * Notifications run on the adapter's engine thread, one at a time per CQ,
+ * never inline from NdkArmCq or ndk_cq_push, and never once the CQ's close
+ * has started. Entries pushed while the close pends (QPs flushing) are
+ * still queued but notify nobody.
  */
 #ifndef NDK_QP_CQ_H
 #define NDK_QP_CQ_H
@@ -12,6 +17,7 @@
 
 struct ndk_cq;
 
+/* The private CQ behind a consumer-visible one; NULL for NULL. */
 struct ndk_cq *to_ndk_cq(NDK_CQ *cq);
 
 /*
@@ -19,8 +25,15 @@ struct ndk_cq *to_ndk_cq(NDK_CQ *cq);
  * with SEND_AND_SOLICIT_EVENT (it satisfies an NDK_CQ_NOTIFY_SOLICITED
  * arm; an error status always does). Returns 0, or -EOVERFLOW when the CQ
  * was full: the CQ is then in error, the entry is dropped and the consumer
- * is notified with STATUS_BUFFER_OVERFLOW (ndkpi.md section 5).
+ * is notified with STATUS_BUFFER_OVERFLOW (ndkpi.md section 5). A CQ in
+ * error accepts nothing more (-EOVERFLOW). Any thread; never calls back.
  */
 int ndk_cq_push(struct ndk_cq *cq, const NDK_RESULT_EX *res, bool solicited);
+
+/*
+ * True once the CQ overran (it is dead: ndkpi.md section 5). For the
+ * adapter statistics (CQError) and QPs that want to stop early.
+ */
+bool ndk_cq_in_error(struct ndk_cq *cq);
 
 #endif /* NDK_QP_CQ_H */
