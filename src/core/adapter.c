@@ -64,10 +64,12 @@ void ndk_adapter_default_info(NDK_ADAPTER_INFO *info, NDK_VERSION version)
 	info->LargeRequestThreshold = 64 * 1024;
 	info->MaxCallerData = 252;
 	info->MaxCalleeData = 252;
-	info->AdapterFlags = NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED |
-			     NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED |
-			     NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED |
-			     NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED;
+	info->AdapterFlags =
+		NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED |
+		NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED |
+		NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED |
+		NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED |
+		NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED;
 	info->RdmaTechnology = NdkiWarp;
 }
 
@@ -159,7 +161,7 @@ static int interface_state(NET_IFINDEX ifindex, char *name)
 	if (fd < 0)
 		return -errno;
 	memset(&ifr, 0, sizeof(ifr));
-	strncpy(ifr.ifr_name, name, IF_NAMESIZE - 1);
+	memcpy(ifr.ifr_name, name, IF_NAMESIZE);
 	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
 		ret = -errno;
 	else if (!(ifr.ifr_flags & IFF_UP))

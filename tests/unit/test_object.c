@@ -71,11 +71,12 @@ static struct tobj *tobj_new(struct ndk_adapter *ad, struct ndk_obj *parent,
 	return t;
 }
 
-static NTSTATUS tclose(struct tobj *t, NDK_FN_CLOSE_COMPLETION *cb, void *ctx)
+static NTSTATUS tclose(struct tobj *t, NDK_FN_CLOSE_COMPLETION *cb,
+		       const void *ctx)
 {
 	NDK_MW *mw = &t->obj.pub.mw;
 
-	return mw->Dispatch->NdkCloseMw(&mw->Header, cb, ctx);
+	return mw->Dispatch->NdkCloseMw(&mw->Header, cb, (PVOID)ctx);
 }
 
 /* Records the order in which close completions ran. */
