@@ -4,6 +4,7 @@
  * loopback adapter, prints its NDK_ADAPTER_INFO, then creates and closes one
  * object of every type, closing a parent first to show a pending close.
  */
+#include <arpa/inet.h>
 #include <net/if.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -165,6 +166,9 @@ int main(int argc, char **argv)
 	NDK_MW *mw;
 	NDK_CONNECTOR *conn;
 	NDK_LISTENER *lis;
+	NDK_SHARED_ENDPOINT *sep;
+	struct sockaddr_in local = { .sin_family = AF_INET };
+	ULONG len = sizeof(local);
 	struct closer *pd_closer;
 	NTSTATUS st;
 
@@ -194,6 +198,12 @@ int main(int argc, char **argv)
 	CHECK(ad->Dispatch->NdkCreateListener(ad, on_connect_event, NULL, NULL,
 					      NULL, &lis));
 	printf("  created listener\n");
+	local.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK(ad->Dispatch->NdkCreateSharedEndpoint(
+		ad, (PSOCKADDR)&local, sizeof(local), NULL, NULL, &sep));
+	CHECK(sep->Dispatch->NdkGetLocalAddress(sep, (PSOCKADDR)&local, &len));
+	printf("  created shared endpoint 127.0.0.1:%u (port 0 -> ephemeral)\n",
+	       ntohs(local.sin_port));
 
 	printf("== Closing the PD first: it waits for its successors\n");
 	pd_closer = closer_new("PD");
@@ -211,6 +221,8 @@ int main(int argc, char **argv)
 		     "connector", 1);
 	close_object(&lis->Header, lis->Dispatch->NdkCloseListener, "listener",
 		     1);
+	close_object(&sep->Header, sep->Dispatch->NdkCloseSharedEndpoint,
+		     "shared endpoint", 1);
 
 	NdkCloseAdapter(ad);
 	printf("== Adapter closed\n");

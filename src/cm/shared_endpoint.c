@@ -1,10 +1,54 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * NDK shared endpoint. Binding the local address is part of issue #3;
- * until it lands creation returns STATUS_NOT_IMPLEMENTED.
+ * NDK shared endpoint: one local address (IP + ND port) used by many
+ * outgoing connections to different destinations (ndkpi.md 4.8, 9.3).
+ * The object holds one reference on its ND endpoint; each connector that
+ * connects through it will hold another.
  */
+#include <stdlib.h>
+#include "cm/address.h"
+#include "cm/shared_endpoint.h"
 #include "core/adapter.h"
 #include "core/provider.h"
+
+static void sep_destroy(struct ndk_obj *obj)
+{
+	free(container_of(obj, struct ndk_shared_endpoint, obj));
+}
+
+/* Dropped when the close completes, i.e. after its connectors closed. */
+static void sep_close_end(struct ndk_obj *obj)
+{
+	struct ndk_shared_endpoint *sep =
+		container_of(obj, struct ndk_shared_endpoint, obj);
+
+	ndk_endpoint_put(sep->ep);
+	sep->ep = NULL;
+}
+
+static const struct ndk_obj_ops sep_ops = {
+	.type = NdkObjectTypeSharedEndpoint,
+	.name = "shared-endpoint",
+	.close_end = sep_close_end,
+	.destroy = sep_destroy,
+};
+
+static NTSTATUS sep_get_local_address(NDK_SHARED_ENDPOINT *pNdkSharedEndpoint,
+				      PSOCKADDR pAddress, ULONG *pAddressLength)
+{
+	struct ndk_shared_endpoint *sep =
+		to_ndk_shared_endpoint(pNdkSharedEndpoint);
+	socklen_t len;
+
+	return ndk_addr_copy_out(ndk_endpoint_addr(sep->ep, &len), pAddress,
+				 pAddressLength);
+}
+
+static const NDK_SHARED_ENDPOINT_DISPATCH sep_dispatch = {
+	.NdkCloseSharedEndpoint = ndk_close_object,
+	.NdkQueryExtension = ndk_query_extension,
+	.NdkGetLocalAddress = sep_get_local_address,
+};
 
 NTSTATUS ndk_create_shared_endpoint(NDK_ADAPTER *pNdkAdapter,
 				    CONST PSOCKADDR pAddress,
@@ -13,5 +57,30 @@ NTSTATUS ndk_create_shared_endpoint(NDK_ADAPTER *pNdkAdapter,
 				    PVOID RequestContext,
 				    NDK_SHARED_ENDPOINT **ppNdkSharedEndpoint)
 {
-	return STATUS_NOT_IMPLEMENTED;
+	struct ndk_adapter *ad = to_ndk_adapter(pNdkAdapter);
+	struct ndk_obj *antes[] = { &ad->obj };
+	struct ndk_endpoint *ep;
+	struct ndk_shared_endpoint *sep;
+	NTSTATUS status;
+
+	if (!ppNdkSharedEndpoint)
+		return STATUS_INVALID_PARAMETER;
+	status = ndk_local_endpoint_acquire(ad, pAddress, AddressLength,
+					    NDK_ENDPOINT_SHARED, &ep);
+	if (status)
+		return status;
+	sep = calloc(1, sizeof(*sep));
+	if (!sep) {
+		ndk_endpoint_put(ep);
+		return STATUS_INSUFFICIENT_RESOURCES;
+	}
+	status =
+		ndk_obj_setup(&sep->obj, ad, &sep_ops, &sep_dispatch, antes, 1);
+	if (status) {
+		ndk_endpoint_put(ep);
+		return status;
+	}
+	sep->ep = ep;
+	*ppNdkSharedEndpoint = &sep->obj.pub.sep;
+	return STATUS_SUCCESS;
 }
