@@ -338,10 +338,12 @@ static void test_link_rules(void **state)
 	assert_int_equal(ndk_obj_link(&b->obj, NULL), -EINVAL);
 	ndk_obj_unlink(&b->obj, &a->obj);
 	assert_false(ndk_obj_is_linked(&b->obj, &a->obj));
-	/* Unlinked: a closes inline now. */
+	/* Unlinked: a closes inline now (our reference keeps its memory). */
+	ndk_obj_get(&a->obj);
 	assert_int_equal(tclose(a, NULL, NULL), STATUS_SUCCESS);
-	/* A closing object cannot gain successors. */
+	/* A closed object cannot gain successors. */
 	assert_int_equal(ndk_obj_link(&b->obj, &a->obj), -EINVAL);
+	ndk_obj_put(&a->obj);
 	assert_int_equal(tclose(b, NULL, NULL), STATUS_SUCCESS);
 	NdkCloseAdapter(&ad->obj.pub.adapter);
 	assert_int_equal(atomic_load(&destroyed), 2);
