@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Memory windows (ndkpi.md 4.5, NdkBind in 4.7). An MW takes its STag
+ * index at create, so NdkGetRemoteTokenFromMw always returns a token of
+ * this MW; the token is only valid after a bind, and every bind gives a
+ * new key, so tokens handed out for an earlier binding stop working.
+ *
+ * A window grants remote access only (no local SGE may name it) and dies
+ * with the MR registration it was bound to. A successful bind makes the
+ * MR an antecedent of the MW (ndkpi.md 9.1); the link stays until the MW
+ * is bound to another MR or closed (invalidation does not drop it), so the
+ * MR's close pends until then.
+ */
+#ifndef NDK_QP_MW_H
+#define NDK_QP_MW_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include "core/object.h"
+
+struct ndk_mr;
+struct ndk_stag_table;
+
+struct ndk_mw {
+	struct ndk_obj obj;
+	struct ndk_stag_table *stags;
+	uint32_t pd_id;
+	bool has_stag;
+	atomic_uint stag;
+	pthread_mutex_t lock; /* serialises bind and invalidate */
+	struct ndk_mr *mr; /* antecedent since the last successful bind */
+};
+
+static inline struct ndk_mw *to_ndk_mw(NDK_MW *mw)
+{
+	return container_of(mw, struct ndk_mw, obj.pub.mw);
+}
+
+uint32_t ndk_mw_token(struct ndk_mw *mw);
+
+/*
+ * NdkBind's work: exposes [va, va + len) of mr's current registration
+ * with the remote access in flags (NDK_OP_FLAG_ALLOW_REMOTE_READ/WRITE;
+ * other flags are the QP's business) and gives the MW a new token. An
+ * earlier binding is replaced. Errors:
+ *   -EINVAL  bad flags, len > MaxWindowSize, MR closing, other adapter
+ *   -EPERM   MR and MW in different PDs
+ *   -ENOENT  the MR is not registered / fast-registered right now
+ *   -ERANGE  va not in [MR base, MR base + length) or the window overruns
+ *   -EOVERFLOW va + len wraps
+ *   -EACCES  remote write asked for but the MR lacks local write
+ *            (STATUS_ACCESS_VIOLATION, ndkpi.md 4.7)
+ * On error the previous binding, if any, is left as it was.
+ */
+int ndk_mw_bind(struct ndk_mw *mw, struct ndk_mr *mr, uint64_t va, uint64_t len,
+		ULONG flags);
+
+/*
+ * NdkInvalidate on an MW: revokes the binding and returns once no access
+ * through it is in flight. Idempotent.
+ */
+int ndk_mw_invalidate(struct ndk_mw *mw);
+
+#endif /* NDK_QP_MW_H */
