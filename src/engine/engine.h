@@ -48,16 +48,26 @@ struct ndk_timer {
 	unsigned int heap_index; /* engine-private; 0 = not armed */
 };
 
+struct epoll_event;
+
 struct ndk_engine {
 	pthread_t thread;
 	int epfd;
 	int wakefd; /* eventfd */
-	pthread_mutex_t lock; /* protects work list, timer heap, stopping */
+	/* Protects the work list, the timer heap, stopping and dead. */
+	pthread_mutex_t lock;
 	struct list_head work;
 	struct ndk_timer **heap; /* 1-based binary min-heap */
 	unsigned int heap_len, heap_cap;
 	bool stopping;
-	bool running;
+	bool dead; /* thread left its loop: posted work would never run */
+	bool running; /* start succeeded and stop has not finished */
+	/*
+	 * Engine thread only: the epoll batch being dispatched, so that
+	 * ndk_engine_del_fd() can drop events not yet handed out.
+	 */
+	struct epoll_event *ready;
+	int nready;
 	_Atomic(unsigned long) iterations; /* loop passes, for tests/stats */
 };
 
@@ -73,11 +83,15 @@ void ndk_engine_stop(struct ndk_engine *e);
 bool ndk_engine_on_thread(const struct ndk_engine *e);
 
 void ndk_work_init(struct ndk_work *w, void (*fn)(struct ndk_work *));
-/* Queues w unless it is already queued; returns false if it was. */
+/*
+ * Queues w unless it is already queued; returns false if it was (or if the
+ * engine thread has already exited, in which case w is not queued).
+ */
 bool ndk_engine_post(struct ndk_engine *e, struct ndk_work *w);
 /*
  * Runs fn(arg) on the engine thread and waits for it to return. Runs it
- * directly when already on the engine thread. Returns fn's result.
+ * directly when already on the engine thread. Returns fn's result, or
+ * -ESHUTDOWN if the engine thread has exited.
  */
 int ndk_engine_call(struct ndk_engine *e, int (*fn)(void *arg), void *arg);
 
