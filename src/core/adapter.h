@@ -33,6 +33,16 @@ struct ndk_adapter {
 
 	struct ndk_engine engine;
 	struct ndk_stag_table *stags; /* memory tokens, see qp/stag.h */
+
+	/* Counters behind OID_NDK_STATISTICS (ndkpi.md 10.3). */
+	struct {
+		atomic_ullong connect; /* outbound connections established */
+		atomic_ullong accept; /* inbound connections established */
+		atomic_ullong connect_failure; /* failed attempts, both ways */
+		atomic_ullong connection_error; /* established, then failed */
+		atomic_ullong active_connection;
+		atomic_ullong cq_error;
+	} stats;
 };
 
 static inline struct ndk_adapter *to_ndk_adapter(NDK_ADAPTER *a)

@@ -236,9 +236,12 @@ static NTSTATUS obj_close(struct ndk_obj *obj, NDK_FN_CLOSE_COMPLETION *cb,
 
 	pthread_mutex_lock(&ad->lock);
 	if (obj->state != NDK_OBJ_OPEN) {
-		/* A second close is a consumer bug; the first one stands. */
+		/* A second close is a consumer bug; the first one stands.
+		 * The provider's own closes may race with it: no noise. */
 		pthread_mutex_unlock(&ad->lock);
-		ndk_warn("%s %p closed twice", obj->ops->name, (void *)obj);
+		if (!internal)
+			ndk_warn("%s %p closed twice", obj->ops->name,
+				 (void *)obj);
 		return STATUS_INVALID_DEVICE_STATE;
 	}
 	set_state(obj, NDK_OBJ_CLOSING);
@@ -341,6 +344,12 @@ bool ndk_req_complete(struct ndk_req *r, NTSTATUS status)
 	r->status = status;
 	ndk_engine_post(&r->obj->adapter->engine, &r->work);
 	return true;
+}
+
+void ndk_req_withdraw(struct ndk_req *r)
+{
+	if (atomic_exchange(&r->pending, false))
+		ndk_obj_release(r->obj);
 }
 
 NTSTATUS ndk_query_extension(NDK_OBJECT_HEADER *pNdkObject,

@@ -156,6 +156,11 @@ void ndk_req_pend(struct ndk_req *r, struct ndk_obj *obj,
  * so racing completers (a reply and a timeout) complete it only once.
  */
 bool ndk_req_complete(struct ndk_req *r, NTSTATUS status);
+/*
+ * Withdraws a request marked pending that then failed inline: no callback
+ * will run (only a STATUS_PENDING return obliges one, ndkpi.md 3).
+ */
+void ndk_req_withdraw(struct ndk_req *r);
 
 /* NDK_FN_QUERY_EXTENSION_INTERFACE: no extensions exist. */
 NDK_FN_QUERY_EXTENSION_INTERFACE ndk_query_extension;

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * NDK connector: one connection, driven through the NDK three-step
+ * handshake mapped onto MPA v2 peer-to-peer mode (DESIGN.md section 3):
+ *
+ *   active                          wire                      passive
+ *   NdkConnect         TCP connect, MPA Request  ->          ConnectEvent
+ *                                                <- MPA Reply  NdkAccept(Ex)
+ *   Connect completes
+ *   NdkCompleteConnect   RTR (zero-length Write or Read) ->
+ *                                                       Accept completes
+ *
+ * Threads: the engine thread does every socket read and runs timers;
+ * consumer calls write the (small) MPA frames directly on the non-blocking
+ * socket under lock, so no consumer call ever waits for the engine.
+ * lock protects everything below it. It is never held across a consumer
+ * callback; requests complete through ndk_req (always on the engine).
+ * Lock order: connector lock, then listener lock, then QP lock.
+ */
+#ifndef NDK_CM_CONNECTOR_H
+#define NDK_CM_CONNECTOR_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+#include "core/list.h"
+#include "core/object.h"
+#include "engine/engine.h"
+#include "iwarp/mpa.h"
+
+struct ndk_endpoint;
+struct ndk_listener;
+struct ndk_shared_endpoint;
+struct ndk_qp;
+
+enum ndk_conn_state {
+	NDK_CONN_IDLE, /* created by NdkCreateConnector */
+	NDK_CONN_TCP_CONNECTING, /* active: connect() in progress */
+	NDK_CONN_AWAIT_REPLY, /* active: Request sent */
+	NDK_CONN_REPLIED, /* active: accepted, Connect completed */
+	NDK_CONN_AWAIT_REQUEST, /* passive: TCP accepted, reading Request */
+	NDK_CONN_REQUESTED, /* passive: ConnectEvent raised */
+	NDK_CONN_AWAIT_RTR, /* passive: Reply sent, Accept pending */
+	NDK_CONN_ESTABLISHED,
+	NDK_CONN_PEER_CLOSED, /* peer disconnected; DisconnectEvent raised */
+	NDK_CONN_DISCONNECTING, /* NdkDisconnect: FIN sent, awaiting peer's */
+	NDK_CONN_CLOSED, /* no TCP connection; fail says why */
+	NDK_CONN_STATE_COUNT
+};
+
+struct ndk_connector {
+	struct ndk_obj obj;
+	pthread_mutex_t lock;
+	enum ndk_conn_state state;
+	bool passive;
+	bool closing;
+	int fd;
+	struct ndk_io io;
+	bool io_added;
+	struct ndk_timer timer;
+	uint64_t timer_deadline_ns; /* a fire before it is a stale one */
+	bool connect_completed; /* active: Connect completed with success */
+	NTSTATUS fail; /* what CompleteConnect/Accept/Reject say once CLOSED */
+
+	/* Local endpoint reference: own (NdkConnect), shared or listener's. */
+	struct ndk_endpoint *ep;
+	struct ndk_listener *listener; /* passive side */
+	bool in_backlog; /* counted in the listener's pending requests */
+	struct ndk_shared_endpoint *sep;
+	struct ndk_qp *qp;
+	struct sockaddr_storage local, peer;
+	bool have_addresses;
+	bool tuple_registered;
+
+	/* MPA negotiation (RFC 5044 7.1, RFC 6581). */
+	uint8_t rx[MPA_RR_FRAME_MAX];
+	size_t rx_len;
+	uint8_t tx[MPA_RR_FRAME_MAX];
+	size_t tx_len, tx_off;
+	bool crc, p2p, peer_enhanced;
+	uint8_t peer_rev;
+	unsigned int rtr; /* offered (active) or chosen (both, once known) */
+	struct mpa_read_limits req; /* own request, capped to the adapter */
+	struct mpa_read_limits peer_limits; /* the peer's IRD/ORD block */
+	struct mpa_read_limits eff; /* effective, once negotiated */
+	uint8_t peer_pd[MPA_PRIVATE_DATA_MAX];
+	uint16_t peer_pd_len;
+	bool have_peer_data;
+
+	/* Requests that pend, and the disconnect event. */
+	struct ndk_req connect_req, accept_req, complete_req, disconnect_req;
+	NDK_FN_DISCONNECT_EVENT_CALLBACK *disc_cb;
+	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX *disc_cb_ex;
+	PVOID disc_ctx;
+	bool disc_fired; /* at most once per connection */
+	struct ndk_work disc_work;
+	struct ndk_work event_work; /* passive: ConnectEvent delivery */
+	struct ndk_work teardown_work;
+	struct list_head lentry; /* listener->undelivered, under its lock */
+	bool tracked;
+};
+
+static inline struct ndk_connector *ndk_connector_of_lentry(struct list_head *e)
+{
+	return container_of(e, struct ndk_connector, lentry);
+}
+
+/* Removes a passive connector from its listener's undelivered list. */
+void ndk_connector_untrack(struct ndk_connector *c);
+
+static inline struct ndk_connector *to_ndk_connector(NDK_CONNECTOR *c)
+{
+	return container_of(c, struct ndk_connector, obj.pub.connector);
+}
+
+const char *ndk_conn_state_name(enum ndk_conn_state state);
+
+/*
+ * Passive side: a connector for a TCP connection the listener accepted.
+ * It reads the MPA Request and then raises the listener's ConnectEvent
+ * (or refuses the request). Engine thread. Takes ownership of fd.
+ */
+int ndk_connector_accepted(struct ndk_listener *l, int fd);
+
+/* Timeouts, from the environment (README: Configuration). */
+uint64_t ndk_cm_timeout_ms(void);
+
+#endif /* NDK_CM_CONNECTOR_H */

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helpers for the connection-management tests: a "host" (adapter, PD, CQ)
+ * and waitable request completions and connect events, all through the
+ * public NDK API.
+ */
+#ifndef NDK_CMUTIL_H
+#define NDK_CMUTIL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <netinet/in.h>
+#include <ndk/ndk.h>
+
+/* A request completion that a test can wait for. */
+struct cm_req {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int calls;
+	NTSTATUS status;
+};
+
+void cm_req_init(struct cm_req *r);
+NDK_FN_REQUEST_COMPLETION cm_req_done;
+/* Waits up to ms for the completion; returns its status, or -1 on
+ * timeout. Fails the test if it completed more than once. */
+NTSTATUS cm_req_wait(struct cm_req *r, unsigned int ms);
+/* Inline result or, if STATUS_PENDING, the completion's. */
+NTSTATUS cm_req_result(NTSTATUS inline_status, struct cm_req *r,
+		       unsigned int ms);
+
+/* Connect events of one listener, queued. */
+#define CM_MAX_EVENTS 64
+struct cm_listener {
+	NDK_LISTENER *listener;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	NDK_CONNECTOR *incoming[CM_MAX_EVENTS];
+	int head, tail;
+	struct sockaddr_storage addr;
+};
+
+struct cm_host {
+	NDK_ADAPTER *ad;
+	NDK_ADAPTER_INFO info;
+	NDK_PD *pd;
+	NDK_CQ *cq;
+};
+
+void cm_host_open(struct cm_host *h, const char *ifname);
+void cm_host_close(struct cm_host *h);
+NDK_QP *cm_qp(struct cm_host *h);
+NDK_CONNECTOR *cm_connector(struct cm_host *h);
+
+/* Listens on addr (port 0 allowed); l->addr gets the actual address. */
+NTSTATUS cm_listen(struct cm_host *h, struct cm_listener *l,
+		   const struct sockaddr *addr);
+void cm_listener_close(struct cm_listener *l);
+/* Next connector from the ConnectEvent, or NULL after ms. */
+NDK_CONNECTOR *cm_next_incoming(struct cm_listener *l, unsigned int ms);
+
+struct sockaddr_in cm_lo4(uint16_t port);
+struct sockaddr_in6 cm_lo6(uint16_t port);
+uint16_t cm_port(const struct sockaddr *sa);
+
+/* NdkConnect from 127.0.0.1:0 (or ::1) with private data. */
+NTSTATUS cm_connect(NDK_CONNECTOR *c, NDK_QP *qp, const struct sockaddr *dst,
+		    ULONG ird, ULONG ord, const void *pd, ULONG pdlen,
+		    struct cm_req *r);
+
+void cm_close_connector(NDK_CONNECTOR *c);
+void cm_close_qp(NDK_QP *qp);
+
+#endif
