@@ -89,9 +89,10 @@ static int conn_watch(struct ndk_connector *c, uint32_t events)
 
 	if (c->fd < 0)
 		return -EBADF;
-	c->io.fd = c->fd;
-	c->io.fn = conn_io_fn;
 	if (!c->io_added) {
+		/* Written once, before the engine can see them. */
+		c->io.fd = c->fd;
+		c->io.fn = conn_io_fn;
 		ret = ndk_engine_add_fd(conn_engine(c), &c->io, events);
 		if (!ret)
 			c->io_added = true;
