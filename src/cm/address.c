@@ -46,7 +46,10 @@ NTSTATUS ndk_local_endpoint_acquire(struct ndk_adapter *ad,
 		return STATUS_INVALID_PARAMETER;
 	/* The endpoint must be an address of this adapter (NdkListen,
 	 * NdkConnect, NdkCreateSharedEndpoint: STATUS_INVALID_ADDRESS). */
-	if (!ndk_adapter_has_addr(ad, sa))
+	ret = ndk_adapter_has_addr(ad, sa);
+	if (ret < 0)
+		return ndk_status_from_errno(ret, NDK_SITE_GENERIC);
+	if (!ret)
 		return STATUS_INVALID_ADDRESS;
 	ret = ndk_endpoint_acquire(sa, ndk_addr_len(sa), kind, epp);
 	return ndk_status_from_errno(ret, NDK_SITE_BIND);

@@ -102,6 +102,8 @@ static int conn_watch(struct ndk_connector *c, uint32_t events)
 }
 
 static void conn_drop_work_fn(struct ndk_work *w);
+static void disc_work_fn(struct ndk_work *w);
+static void event_work_fn(struct ndk_work *w);
 
 /*
  * Ends the TCP connection. Deregistering from epoll must happen on the
@@ -124,7 +126,6 @@ static void conn_drop_socket(struct ndk_connector *c)
 	if (c->io_added)
 		ndk_engine_mod_fd(conn_engine(c), &c->io, 0);
 	ndk_obj_hold(&c->obj);
-	ndk_work_init(&c->teardown_work, conn_drop_work_fn);
 	if (!ndk_engine_post(conn_engine(c), &c->teardown_work))
 		ndk_obj_release(&c->obj);
 }
@@ -207,12 +208,15 @@ static bool conn_peer_gone(struct ndk_connector *c)
 	return n < 0 && errno != EAGAIN && errno != EINTR;
 }
 
-static void conn_start_timer(struct ndk_connector *c)
+static void conn_start_timer_ms(struct ndk_connector *c, uint64_t ms)
 {
-	uint64_t ms = ndk_cm_timeout_ms();
-
 	c->timer_deadline_ns = ndk_now_ns() + ms * 1000000;
 	ndk_timer_start(conn_engine(c), &c->timer, ms);
+}
+
+static void conn_start_timer(struct ndk_connector *c)
+{
+	conn_start_timer_ms(c, ndk_cm_timeout_ms());
 }
 
 /*
@@ -341,7 +345,6 @@ static void conn_peer_disconnected(struct ndk_connector *c, bool error)
 		return;
 	c->disc_fired = true;
 	ndk_obj_hold(&c->obj);
-	ndk_work_init(&c->disc_work, disc_work_fn);
 	if (!ndk_engine_post(conn_engine(c), &c->disc_work))
 		ndk_obj_release(&c->obj);
 }
@@ -448,7 +451,12 @@ static void conn_got_reply(struct ndk_connector *c, const struct mpa_rr *rr)
 	c->connect_completed = true;
 	/* Nothing may arrive now but an end of stream (RFC 5044 1.1). */
 	conn_watch(c, EPOLLIN);
-	conn_start_timer(c);
+	/*
+	 * Twice the acceptor's RTR timeout: against a libndk peer its Accept
+	 * times out first (IO_TIMEOUT there, CONNECTION_ABORTED here); ours
+	 * only ends an attempt whose peer never gives up.
+	 */
+	conn_start_timer_ms(c, 2 * ndk_cm_timeout_ms());
 	ndk_req_complete(&c->connect_req, STATUS_SUCCESS);
 }
 
@@ -485,7 +493,6 @@ static void conn_read_reply(struct ndk_connector *c)
 /* ------------------------------------------------------------------ */
 /* Passive side                                                       */
 
-static void event_work_fn(struct ndk_work *w);
 
 /* Refuses a request with an MPA Reply R=1 and ends the connection. */
 static void conn_send_reject(struct ndk_connector *c, const void *pd,
@@ -551,7 +558,6 @@ static void conn_got_request(struct ndk_connector *c, const struct mpa_rr *rr,
 	conn_set_state(c, NDK_CONN_REQUESTED);
 	conn_watch(c, EPOLLIN); /* only to notice the peer leaving */
 	ndk_obj_hold(&c->obj);
-	ndk_work_init(&c->event_work, event_work_fn);
 	if (!ndk_engine_post(conn_engine(c), &c->event_work))
 		ndk_obj_release(&c->obj);
 }
@@ -1536,6 +1542,11 @@ static struct ndk_connector *connector_alloc(void)
 		return NULL;
 	pthread_mutex_init(&c->lock, NULL);
 	list_init(&c->lentry);
+	/* Initialised once: re-initialising a queued item corrupts the
+	 * engine's queue. */
+	ndk_work_init(&c->teardown_work, conn_drop_work_fn);
+	ndk_work_init(&c->disc_work, disc_work_fn);
+	ndk_work_init(&c->event_work, event_work_fn);
 	c->fd = -1;
 	c->state = NDK_CONN_IDLE;
 	ndk_timer_init(&c->timer, conn_timer_fn);

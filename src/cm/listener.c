@@ -194,7 +194,6 @@ static void listener_close_begin(struct ndk_obj *obj)
 	l->listening = false;
 	pthread_mutex_unlock(&l->lock);
 	ndk_obj_hold(&l->obj);
-	ndk_work_init(&l->teardown_work, listener_teardown_fn);
 	if (!ndk_engine_post(&l->obj.adapter->engine, &l->teardown_work))
 		ndk_obj_release(&l->obj);
 
@@ -270,6 +269,7 @@ NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter,
 	l->backlog = (unsigned int)ndk_config_u64("NDK_LISTEN_BACKLOG", 128, 1,
 						  65535);
 	list_init(&l->undelivered);
+	ndk_work_init(&l->teardown_work, listener_teardown_fn);
 	pthread_mutex_init(&l->lock, NULL);
 	status = ndk_obj_setup(&l->obj, ad, &listener_ops, &listener_dispatch,
 			       antes, 1);

@@ -73,15 +73,15 @@ void ndk_adapter_default_info(NDK_ADAPTER_INFO *info, NDK_VERSION version)
 	info->RdmaTechnology = NdkiWarp;
 }
 
-bool ndk_adapter_has_addr(struct ndk_adapter *ad, const struct sockaddr *addr)
+int ndk_adapter_has_addr(struct ndk_adapter *ad, const struct sockaddr *addr)
 {
 	struct ifaddrs *ifa_list, *ifa;
 	bool found = false;
 
 	if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)
-		return false;
+		return 0;
 	if (getifaddrs(&ifa_list))
-		return false;
+		return errno ? -errno : -ENOMEM;
 	for (ifa = ifa_list; ifa && !found; ifa = ifa->ifa_next) {
 		if (!ifa->ifa_addr || strcmp(ifa->ifa_name, ad->ifname) ||
 		    ifa->ifa_addr->sa_family != addr->sa_family)
@@ -105,7 +105,7 @@ bool ndk_adapter_has_addr(struct ndk_adapter *ad, const struct sockaddr *addr)
 		}
 	}
 	freeifaddrs(ifa_list);
-	return found;
+	return found ? 1 : 0;
 }
 
 static NTSTATUS ndk_query_adapter_info(NDK_ADAPTER *pNdkAdapter,

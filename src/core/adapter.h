@@ -51,11 +51,12 @@ static inline struct ndk_adapter *to_ndk_adapter(NDK_ADAPTER *a)
 }
 
 /*
- * True if addr (AF_INET or AF_INET6, port ignored) is currently an address
- * of this adapter's interface. IPv6 link-local addresses must carry the
- * interface's scope id.
+ * 1 if addr (AF_INET or AF_INET6, port ignored) is currently an address of
+ * this adapter's interface, 0 if not, or a negative errno if the
+ * interface's addresses could not be read (e.g. -EMFILE). IPv6 link-local
+ * addresses must carry the interface's scope id.
  */
-bool ndk_adapter_has_addr(struct ndk_adapter *ad, const struct sockaddr *addr);
+int ndk_adapter_has_addr(struct ndk_adapter *ad, const struct sockaddr *addr);
 
 /* Fills info for an adapter running at version. */
 void ndk_adapter_default_info(NDK_ADAPTER_INFO *info, NDK_VERSION version);

@@ -147,7 +147,10 @@ struct ndk_req {
 	atomic_bool pending;
 };
 
-/* Marks r pending on obj (holds obj). */
+/*
+ * Marks r pending on obj (holds obj). A request is pended again only after
+ * its previous completion has run: its work item is re-initialised here.
+ */
 void ndk_req_pend(struct ndk_req *r, struct ndk_obj *obj,
 		  NDK_FN_REQUEST_COMPLETION *cb, PVOID ctx);
 /*

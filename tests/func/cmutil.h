@@ -30,7 +30,7 @@ NTSTATUS cm_req_result(NTSTATUS inline_status, struct cm_req *r,
 		       unsigned int ms);
 
 /* Connect events of one listener, queued. */
-#define CM_MAX_EVENTS 64
+#define CM_MAX_EVENTS 1024
 struct cm_listener {
 	NDK_LISTENER *listener;
 	pthread_mutex_t lock;

@@ -1,0 +1,717 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every status code the seeds name for NdkConnect, NdkAcceptEx,
+ * NdkCompleteConnect(Ex), NdkReject and NdkGetConnectionData, each
+ * provoked on loopback through the public API (unreachable networks are
+ * in test_netns.c, malformed peers in test_badpeer.c).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "cmutil.h"
+#include "testutil.h"
+
+static struct cm_host srv, cli;
+
+static int setup(void **state)
+{
+	unsetenv("NDK_CM_TIMEOUT_MS");
+	unsetenv("NDK_LISTEN_BACKLOG");
+	unsetenv("NDK_EPHEMERAL_PORT_MIN");
+	unsetenv("NDK_EPHEMERAL_PORT_MAX");
+	cm_host_open(&srv, "lo");
+	cm_host_open(&cli, "lo");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	cm_host_close(&cli);
+	cm_host_close(&srv);
+	unsetenv("NDK_CM_TIMEOUT_MS");
+	unsetenv("NDK_LISTEN_BACKLOG");
+	unsetenv("NDK_EPHEMERAL_PORT_MIN");
+	unsetenv("NDK_EPHEMERAL_PORT_MAX");
+	return 0;
+}
+
+/* NdkConnect from 127.0.0.1:0, returning the final status. */
+static NTSTATUS connect_status(NDK_CONNECTOR *c, NDK_QP *qp,
+			       const struct sockaddr *dst, unsigned int ms)
+{
+	struct cm_req r;
+	NTSTATUS st = cm_connect(c, qp, dst, 4, 4, NULL, 0, &r);
+
+	return cm_req_result(st, &r, ms);
+}
+
+/* A port that nothing listens on: bound by a shared endpoint. */
+static struct sockaddr_in reserved_port(NDK_SHARED_ENDPOINT **sep)
+{
+	struct sockaddr_in sin = cm_lo4(0);
+	ULONG len = sizeof(sin);
+
+	assert_int_equal(
+		srv.ad->Dispatch->NdkCreateSharedEndpoint(
+			srv.ad, (PSOCKADDR)&sin, sizeof(sin), NULL, NULL, sep),
+		STATUS_SUCCESS);
+	assert_int_equal((*sep)->Dispatch->NdkGetLocalAddress(
+				 *sep, (PSOCKADDR)&sin, &len),
+			 STATUS_SUCCESS);
+	return sin;
+}
+
+static void close_sep(NDK_SHARED_ENDPOINT *sep)
+{
+	NTSTATUS st =
+		sep->Dispatch->NdkCloseSharedEndpoint(&sep->Header, NULL, NULL);
+
+	assert_true(st == STATUS_SUCCESS || st == STATUS_PENDING);
+}
+
+static void test_refused_no_listener(void **state)
+{
+	NDK_SHARED_ENDPOINT *sep;
+	struct sockaddr_in dst = reserved_port(&sep);
+	NDK_QP *qp = cm_qp(&cli);
+	NDK_CONNECTOR *c = cm_connector(&cli);
+
+	assert_int_equal(connect_status(c, qp, (struct sockaddr *)&dst, 5000),
+			 STATUS_CONNECTION_REFUSED);
+	/* Not connecting: CompleteConnect has nothing to complete. */
+	assert_int_equal(
+		c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL),
+		STATUS_CONNECTION_INVALID);
+	cm_close_connector(c);
+	cm_close_qp(qp);
+	close_sep(sep);
+}
+
+static void test_refused_paused_and_backlog(void **state)
+{
+	struct sockaddr_in any = cm_lo4(0);
+	struct cm_listener l;
+	NDK_QP *qp = cm_qp(&cli);
+	NDK_CONNECTOR *c1 = cm_connector(&cli), *c2 = cm_connector(&cli);
+	NDK_CONNECTOR *c3 = cm_connector(&cli), *in;
+	struct cm_req r1;
+
+	setenv("NDK_LISTEN_BACKLOG", "1", 1);
+	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
+			 STATUS_SUCCESS);
+	/* Paused: handled as if no listener existed (ndkpi.md 4.9). */
+	l.listener->Dispatch->NdkControlConnectEvents(l.listener, TRUE);
+	assert_int_equal(
+		connect_status(c1, qp, (struct sockaddr *)&l.addr, 5000),
+		STATUS_CONNECTION_REFUSED);
+	assert_null(cm_next_incoming(&l, 50));
+	l.listener->Dispatch->NdkControlConnectEvents(l.listener, FALSE);
+
+	/* Backlog of one: a second pending request is refused. */
+	assert_int_equal(cm_connect(c2, cm_qp(&cli), (struct sockaddr *)&l.addr,
+				    4, 4, NULL, 0, &r1),
+			 STATUS_PENDING);
+	in = cm_next_incoming(&l, 5000);
+	assert_non_null(in);
+	assert_int_equal(connect_status(c3, cm_qp(&cli),
+					(struct sockaddr *)&l.addr, 5000),
+			 STATUS_CONNECTION_REFUSED);
+	cm_close_connector(in);
+	assert_int_equal(cm_req_wait(&r1, 5000), STATUS_CONNECTION_REFUSED);
+	cm_close_connector(c1);
+	cm_close_connector(c2);
+	cm_close_connector(c3);
+	cm_listener_close(&l);
+	unsetenv("NDK_LISTEN_BACKLOG");
+}
+
+static void test_reject_with_data(void **state)
+{
+	struct sockaddr_in any = cm_lo4(0);
+	struct cm_listener l;
+	NDK_QP *qp = cm_qp(&cli);
+	NDK_CONNECTOR *c = cm_connector(&cli), *in;
+	struct cm_req r;
+	char buf[64];
+	ULONG len, ird = 99, ord = 99;
+
+	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
+			 STATUS_SUCCESS);
+	assert_int_equal(cm_connect(c, qp, (struct sockaddr *)&l.addr, 4, 4,
+				    "ping", 4, &r),
+			 STATUS_PENDING);
+	in = cm_next_incoming(&l, 5000);
+	assert_non_null(in);
+	/* More than MaxCalleeData: refused inline, nothing sent. */
+	memset(buf, 'x', sizeof(buf));
+	assert_int_equal(in->Dispatch->NdkReject(in, buf, 253),
+			 STATUS_INVALID_BUFFER_SIZE);
+	assert_int_equal(in->Dispatch->NdkReject(in, (PVOID) "go away", 7),
+			 STATUS_SUCCESS);
+	assert_int_equal(cm_req_wait(&r, 5000), STATUS_CONNECTION_REFUSED);
+	/* The reject's private data, with RDS its exact length (seed 002). */
+	len = 0;
+	assert_int_equal(
+		c->Dispatch->NdkGetConnectionData(c, &ird, &ord, NULL, &len),
+		STATUS_SUCCESS);
+	assert_int_equal(len, 7);
+	len = sizeof(buf);
+	assert_int_equal(
+		c->Dispatch->NdkGetConnectionData(c, NULL, NULL, buf, &len),
+		STATUS_SUCCESS);
+	assert_memory_equal(buf, "go away", 7);
+	/* Rejected once: a second Reject has nothing to reject. */
+	assert_int_equal(in->Dispatch->NdkReject(in, NULL, 0),
+			 STATUS_CONNECTION_INVALID);
+	cm_close_connector(in);
+	cm_close_connector(c);
+	cm_listener_close(&l);
+}
+
+static void test_private_data_limit(void **state)
+{
+	struct sockaddr_in any = cm_lo4(0);
+	struct cm_listener l;
+	NDK_QP *qp = cm_qp(&cli);
+	NDK_CONNECTOR *c = cm_connector(&cli), *in;
+	static char pd[300];
+	struct cm_req r;
+
+	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
+			 STATUS_SUCCESS);
+	assert_int_equal(cli.info.MaxCallerData, 252);
+	assert_int_equal(cm_connect(c, qp, (struct sockaddr *)&l.addr, 4, 4, pd,
+				    253, &r),
+			 STATUS_INVALID_BUFFER_SIZE);
+	assert_null(cm_next_incoming(&l, 100)); /* nothing was sent */
+	/* The connector is untouched: 252 bytes go through. */
+	memset(pd, 0xa5, sizeof(pd));
+	assert_int_equal(cm_connect(c, qp, (struct sockaddr *)&l.addr, 4, 4, pd,
+				    252, &r),
+			 STATUS_PENDING);
+	in = cm_next_incoming(&l, 5000);
+	assert_non_null(in);
+	{
+		char got[300];
+		ULONG len = sizeof(got);
+
+		assert_int_equal(in->Dispatch->NdkGetConnectionData(
+					 in, NULL, NULL, got, &len),
+				 STATUS_SUCCESS);
+		assert_int_equal(len, 252);
+		assert_memory_equal(got, pd, 252);
+		/* Accept with too much data: refused inline. */
+		assert_int_equal(in->Dispatch->NdkAccept(in, cm_qp(&srv), 1, 1,
+							 pd, 253, NULL, NULL,
+							 NULL, NULL),
+				 STATUS_INVALID_BUFFER_SIZE);
+	}
+	cm_close_connector(in);
+	assert_int_equal(cm_req_wait(&r, 5000), STATUS_CONNECTION_REFUSED);
+	cm_close_connector(c);
+	cm_listener_close(&l);
+}
+
+/* Accept pending; the active side rejects (closes) instead of CompleteConnect. */
+static void test_accept_aborted_and_complete_aborted(void **state)
+{
+	struct sockaddr_in any = cm_lo4(0);
+	struct cm_listener l;
+	NDK_CONNECTOR *c = cm_connector(&cli), *in;
+	struct cm_req r, acc;
+
+	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
+			 STATUS_SUCCESS);
+	/* 1: the active side rejects after its connect completed. */
+	assert_int_equal(cm_connect(c, cm_qp(&cli), (struct sockaddr *)&l.addr,
+				    4, 4, NULL, 0, &r),
+			 STATUS_PENDING);
+	in = cm_next_incoming(&l, 5000);
+	assert_non_null(in);
+	cm_req_init(&acc);
+	assert_int_equal(in->Dispatch->NdkAccept(in, cm_qp(&srv), 4, 4, NULL, 0,
+						 NULL, NULL, cm_req_done, &acc),
+			 STATUS_PENDING);
+	assert_int_equal(cm_req_wait(&r, 5000), STATUS_SUCCESS);
+	assert_int_equal(c->Dispatch->NdkReject(c, NULL, 0), STATUS_SUCCESS);
+	assert_int_equal(cm_req_wait(&acc, 5000), STATUS_CONNECTION_ABORTED);
+	cm_close_connector(in);
+	cm_close_connector(c);
+
+	/* 2: the acceptor goes away before CompleteConnect. */
+	c = cm_connector(&cli);
+	assert_int_equal(cm_connect(c, cm_qp(&cli), (struct sockaddr *)&l.addr,
+				    4, 4, NULL, 0, &r),
+			 STATUS_PENDING);
+	in = cm_next_incoming(&l, 5000);
+	assert_non_null(in);
+	cm_req_init(&acc);
+	assert_int_equal(in->Dispatch->NdkAccept(in, cm_qp(&srv), 4, 4, NULL, 0,
+						 NULL, NULL, cm_req_done, &acc),
+			 STATUS_PENDING);
+	assert_int_equal(cm_req_wait(&r, 5000), STATUS_SUCCESS);
+	cm_close_connector(in);
+	assert_int_equal(cm_req_wait(&acc, 5000), STATUS_CANCELLED);
+	tu_sleep_ms(50); /* let the FIN arrive */
+	assert_int_equal(
+		c->Dispatch->NdkCompleteConnectEx(c, NULL, NULL, NULL, NULL),
+		STATUS_CONNECTION_ABORTED);
+	cm_close_connector(c);
+
+	/* 3: the connecting peer leaves before Accept / Reject. */
+	c = cm_connector(&cli);
+	assert_int_equal(cm_connect(c, cm_qp(&cli), (struct sockaddr *)&l.addr,
+				    4, 4, NULL, 0, &r),
+			 STATUS_PENDING);
+	in = cm_next_incoming(&l, 5000);
+	assert_non_null(in);
+	cm_close_connector(c);
+	assert_int_equal(cm_req_wait(&r, 5000), STATUS_CANCELLED);
+	tu_sleep_ms(50);
+	assert_int_equal(in->Dispatch->NdkReject(in, NULL, 0),
+			 STATUS_CONNECTION_ABORTED);
+	assert_int_equal(in->Dispatch->NdkAcceptEx(in, cm_qp(&srv), 4, 4, NULL,
+						   0, NULL, NULL, NULL, NULL),
+			 STATUS_CONNECTION_ABORTED);
+	cm_close_connector(in);
+	cm_listener_close(&l);
+}
+
+static void test_timeouts(void **state)
+{
+	struct sockaddr_in any = cm_lo4(0);
+	struct cm_listener l;
+	NDK_CONNECTOR *c = cm_connector(&cli), *in;
+	struct cm_req r, acc;
+	int raw, peer;
+	struct sockaddr_in raw_addr = cm_lo4(0);
+	socklen_t alen = sizeof(raw_addr);
+
+	setenv("NDK_CM_TIMEOUT_MS", "300", 1);
+	/* IO_TIMEOUT: the peer accepts TCP but never answers the Request. */
+	raw = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(raw >= 0);
+	assert_int_equal(
+		bind(raw, (struct sockaddr *)&raw_addr, sizeof(raw_addr)), 0);
+	assert_int_equal(listen(raw, 4), 0);
+	getsockname(raw, (struct sockaddr *)&raw_addr, &alen);
+	assert_int_equal(connect_status(c, cm_qp(&cli),
+					(struct sockaddr *)&raw_addr, 5000),
+			 STATUS_IO_TIMEOUT);
+	peer = accept(raw, NULL, NULL);
+	if (peer >= 0)
+		close(peer);
+	close(raw);
+	cm_close_connector(c);
+
+	/* Accept IO_TIMEOUT: the peer never calls CompleteConnect; and
+	 * its late CompleteConnect reports IO_TIMEOUT too. */
+	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
+			 STATUS_SUCCESS);
+	c = cm_connector(&cli);
+	assert_int_equal(cm_connect(c, cm_qp(&cli), (struct sockaddr *)&l.addr,
+				    4, 4, NULL, 0, &r),
+			 STATUS_PENDING);
+	in = cm_next_incoming(&l, 5000);
+	assert_non_null(in);
+	cm_req_init(&acc);
+	assert_int_equal(in->Dispatch->NdkAccept(in, cm_qp(&srv), 4, 4, NULL, 0,
+						 NULL, NULL, cm_req_done, &acc),
+			 STATUS_PENDING);
+	assert_int_equal(cm_req_wait(&r, 5000), STATUS_SUCCESS);
+	assert_int_equal(cm_req_wait(&acc, 5000), STATUS_IO_TIMEOUT);
+	/* The acceptor gave up first and closed: abandoned, for us. */
+	tu_sleep_ms(50);
+	assert_int_equal(
+		c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL),
+		STATUS_CONNECTION_ABORTED);
+	cm_close_connector(c);
+	cm_close_connector(in);
+	cm_listener_close(&l);
+
+	/* CompleteConnect IO_TIMEOUT: a responder that replies (MPA v2,
+	 * P2P, Write RTR) and then waits forever; we come too late. */
+	raw = socket(AF_INET, SOCK_STREAM, 0);
+	raw_addr = cm_lo4(0);
+	alen = sizeof(raw_addr);
+	assert_int_equal(
+		bind(raw, (struct sockaddr *)&raw_addr, sizeof(raw_addr)), 0);
+	assert_int_equal(listen(raw, 4), 0);
+	getsockname(raw, (struct sockaddr *)&raw_addr, &alen);
+	c = cm_connector(&cli);
+	assert_int_equal(cm_connect(c, cm_qp(&cli),
+				    (struct sockaddr *)&raw_addr, 4, 4, NULL, 0,
+				    &r),
+			 STATUS_PENDING);
+	peer = accept(raw, NULL, NULL);
+	assert_true(peer >= 0);
+	{
+		static const unsigned char reply[] = {
+			'M', 'P', 'A',	' ', 'I',  'D', ' ', 'R',  'e',
+			'p', ' ', 'F',	'r', 'a',  'm', 'e', 0x50, 2,
+			0,   4,	  0x80, 4,   0x80, 4 /* P2P, IRD 4 | Write RTR, ORD 4 */
+		};
+		char req[64];
+
+		assert_true(recv(peer, req, sizeof(req), 0) > 0);
+		assert_int_equal(send(peer, reply, sizeof(reply), 0),
+				 sizeof(reply));
+	}
+	assert_int_equal(cm_req_wait(&r, 5000), STATUS_SUCCESS);
+	tu_sleep_ms(600);
+	assert_int_equal(
+		c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL),
+		STATUS_IO_TIMEOUT);
+	cm_close_connector(c);
+	close(peer);
+	close(raw);
+	unsetenv("NDK_CM_TIMEOUT_MS");
+}
+
+static void test_sharing_violation(void **state)
+{
+	struct sockaddr_in any = cm_lo4(0), held;
+	struct cm_listener l, l2;
+	NDK_SHARED_ENDPOINT *sep;
+	NDK_CONNECTOR *c = cm_connector(&cli), *in, *c2;
+	struct cm_req r, acc;
+	struct pending {
+		NDK_CONNECTOR *c;
+	} dummy;
+	ULONG len;
+
+	(void)dummy;
+	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
+			 STATUS_SUCCESS);
+	memcpy(&held, &l.addr, sizeof(held));
+	/* Held by a listener: connect from it, listen on it. */
+	c2 = cm_connector(&cli);
+	cm_req_init(&r);
+	assert_int_equal(c2->Dispatch->NdkConnect(
+				 c2, cm_qp(&cli), (PSOCKADDR)&held,
+				 sizeof(held), (PSOCKADDR)&held, sizeof(held),
+				 1, 1, NULL, 0, cm_req_done, &r),
+			 STATUS_SHARING_VIOLATION);
+	assert_int_equal(cm_listen(&srv, &l2, (struct sockaddr *)&held),
+			 STATUS_SHARING_VIOLATION);
+	cm_listener_close(&l2);
+
+	/* An accepted connector keeps the endpoint after the listener is
+	 * closed (ndkpi.md 9.3). */
+	assert_int_equal(cm_connect(c, cm_qp(&cli), (struct sockaddr *)&held, 4,
+				    4, NULL, 0, &r),
+			 STATUS_PENDING);
+	in = cm_next_incoming(&l, 5000);
+	assert_non_null(in);
+	cm_req_init(&acc);
+	assert_int_equal(in->Dispatch->NdkAccept(in, cm_qp(&srv), 4, 4, NULL, 0,
+						 NULL, NULL, cm_req_done, &acc),
+			 STATUS_PENDING);
+	assert_int_equal(cm_req_wait(&r, 5000), STATUS_SUCCESS);
+	assert_int_equal(
+		c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL),
+		STATUS_SUCCESS);
+	assert_int_equal(cm_req_wait(&acc, 5000), STATUS_SUCCESS);
+	assert_int_equal(l.listener->Dispatch->NdkCloseListener(
+				 &l.listener->Header, NULL, NULL),
+			 STATUS_PENDING);
+	assert_int_equal(cm_listen(&srv, &l2, (struct sockaddr *)&held),
+			 STATUS_SHARING_VIOLATION);
+	cm_listener_close(&l2);
+	/* Once closing, new requests on it are refused. */
+	assert_int_equal(connect_status(cm_connector(&cli), cm_qp(&cli),
+					(struct sockaddr *)&held, 5000),
+			 STATUS_CONNECTION_REFUSED);
+	cm_close_connector(in);
+	cm_close_connector(c);
+	/* Last reference gone: the address is free again. */
+	tu_sleep_ms(20);
+	assert_int_equal(cm_listen(&srv, &l2, (struct sockaddr *)&held),
+			 STATUS_SUCCESS);
+	cm_listener_close(&l2);
+
+	/* Held by a connector's own endpoint and by a shared endpoint. */
+	held = reserved_port(&sep);
+	c2 = cm_connector(&cli);
+	assert_int_equal(c2->Dispatch->NdkConnect(
+				 c2, cm_qp(&cli), (PSOCKADDR)&held,
+				 sizeof(held), (PSOCKADDR)&held, sizeof(held),
+				 1, 1, NULL, 0, cm_req_done, &r),
+			 STATUS_SHARING_VIOLATION);
+	close_sep(sep);
+	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
+			 STATUS_SUCCESS);
+	c = cm_connector(&cli);
+	assert_int_equal(cm_connect(c, cm_qp(&cli), (struct sockaddr *)&l.addr,
+				    4, 4, NULL, 0, &r),
+			 STATUS_PENDING);
+	len = sizeof(held);
+	assert_int_equal(
+		c->Dispatch->NdkGetLocalAddress(c, (PSOCKADDR)&held, &len),
+		STATUS_SUCCESS);
+	assert_int_equal(srv.ad->Dispatch->NdkCreateSharedEndpoint(
+				 srv.ad, (PSOCKADDR)&held, sizeof(held), NULL,
+				 NULL, &sep),
+			 STATUS_SHARING_VIOLATION);
+	in = cm_next_incoming(&l, 5000);
+	assert_non_null(in);
+	cm_close_connector(in);
+	cm_close_connector(c);
+	cm_listener_close(&l);
+}
+
+/* An IPv4 address of this machine that is not on lo, if any. */
+static bool other_address(struct sockaddr_in *out)
+{
+	struct ifaddrs *list, *i;
+	bool found = false;
+
+	if (getifaddrs(&list))
+		return false;
+	for (i = list; i && !found; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
+		    !strcmp(i->ifa_name, "lo"))
+			continue;
+		memcpy(out, i->ifa_addr, sizeof(*out));
+		found = true;
+	}
+	freeifaddrs(list);
+	return found;
+}
+
+static void test_invalid_address(void **state)
+{
+	struct sockaddr_in src, dst = cm_lo4(9);
+	NDK_CONNECTOR *c = cm_connector(&cli);
+	struct cm_req r;
+
+	/* eth0's address on the lo adapter, or one on no interface. */
+	if (!other_address(&src)) {
+		src = cm_lo4(0);
+		inet_pton(AF_INET, "192.0.2.1", &src.sin_addr);
+	}
+	src.sin_port = 0;
+	cm_req_init(&r);
+	assert_int_equal(c->Dispatch->NdkConnect(
+				 c, cm_qp(&cli), (PSOCKADDR)&src, sizeof(src),
+				 (PSOCKADDR)&dst, sizeof(dst), 1, 1, NULL, 0,
+				 cm_req_done, &r),
+			 STATUS_INVALID_ADDRESS);
+	/* Malformed addresses are parameters errors. */
+	assert_int_equal(
+		c->Dispatch->NdkConnect(c, cm_qp(&cli), (PSOCKADDR)&src, 3,
+					(PSOCKADDR)&dst, sizeof(dst), 1, 1,
+					NULL, 0, cm_req_done, &r),
+		STATUS_INVALID_PARAMETER);
+	cm_close_connector(c);
+}
+
+static void test_too_many_addresses(void **state)
+{
+	struct sockaddr_in any = cm_lo4(0);
+	NDK_SHARED_ENDPOINT *sep;
+	struct sockaddr_in held = reserved_port(&sep);
+	char port[8];
+	NDK_CONNECTOR *c = cm_connector(&cli);
+	struct cm_req r;
+
+	/* A one-port ephemeral range, already taken. */
+	snprintf(port, sizeof(port), "%u", ntohs(held.sin_port));
+	setenv("NDK_EPHEMERAL_PORT_MIN", port, 1);
+	setenv("NDK_EPHEMERAL_PORT_MAX", port, 1);
+	assert_int_equal(cm_connect(c, cm_qp(&cli), (struct sockaddr *)&any, 4,
+				    4, NULL, 0, &r),
+			 STATUS_TOO_MANY_ADDRESSES);
+	unsetenv("NDK_EPHEMERAL_PORT_MIN");
+	unsetenv("NDK_EPHEMERAL_PORT_MAX");
+	close_sep(sep);
+	cm_close_connector(c);
+}
+
+static void test_shared_endpoint_connects(void **state)
+{
+	struct sockaddr_in any = cm_lo4(0), local, got;
+	struct cm_listener l1, l2;
+	NDK_SHARED_ENDPOINT *sep;
+	NDK_CONNECTOR *c[3], *in[2];
+	struct cm_req r[3];
+	ULONG len;
+	int i;
+
+	assert_int_equal(cm_listen(&srv, &l1, (struct sockaddr *)&any),
+			 STATUS_SUCCESS);
+	assert_int_equal(cm_listen(&srv, &l2, (struct sockaddr *)&any),
+			 STATUS_SUCCESS);
+	local = cm_lo4(0);
+	assert_int_equal(cli.ad->Dispatch->NdkCreateSharedEndpoint(
+				 cli.ad, (PSOCKADDR)&local, sizeof(local), NULL,
+				 NULL, &sep),
+			 STATUS_SUCCESS);
+	len = sizeof(local);
+	assert_int_equal(
+		sep->Dispatch->NdkGetLocalAddress(sep, (PSOCKADDR)&local, &len),
+		STATUS_SUCCESS);
+	for (i = 0; i < 3; i++) {
+		c[i] = cm_connector(&cli);
+		cm_req_init(&r[i]);
+	}
+	/* One local address:port, two destinations. */
+	assert_int_equal(c[0]->Dispatch->NdkConnectWithSharedEndpoint(
+				 c[0], cm_qp(&cli), sep, (PSOCKADDR)&l1.addr,
+				 sizeof(struct sockaddr_in), 4, 4, NULL, 0,
+				 cm_req_done, &r[0]),
+			 STATUS_PENDING);
+	assert_int_equal(c[1]->Dispatch->NdkConnectWithSharedEndpoint(
+				 c[1], cm_qp(&cli), sep, (PSOCKADDR)&l2.addr,
+				 sizeof(struct sockaddr_in), 4, 4, NULL, 0,
+				 cm_req_done, &r[1]),
+			 STATUS_PENDING);
+	/* The same destination again: that 4-tuple exists. */
+	assert_int_equal(c[2]->Dispatch->NdkConnectWithSharedEndpoint(
+				 c[2], cm_qp(&cli), sep, (PSOCKADDR)&l1.addr,
+				 sizeof(struct sockaddr_in), 4, 4, NULL, 0,
+				 cm_req_done, &r[2]),
+			 STATUS_ADDRESS_ALREADY_EXISTS);
+	in[0] = cm_next_incoming(&l1, 5000);
+	in[1] = cm_next_incoming(&l2, 5000);
+	assert_non_null(in[0]);
+	assert_non_null(in[1]);
+	for (i = 0; i < 2; i++) {
+		len = sizeof(got);
+		assert_int_equal(in[i]->Dispatch->NdkGetPeerAddress(
+					 in[i], (PSOCKADDR)&got, &len),
+				 STATUS_SUCCESS);
+		assert_int_equal(got.sin_port, local.sin_port);
+	}
+	/* The shared endpoint's close waits for its connectors. */
+	assert_int_equal(
+		sep->Dispatch->NdkCloseSharedEndpoint(&sep->Header, NULL, NULL),
+		STATUS_PENDING);
+	for (i = 0; i < 3; i++)
+		cm_close_connector(c[i]);
+	cm_close_connector(in[0]);
+	cm_close_connector(in[1]);
+	cm_listener_close(&l1);
+	cm_listener_close(&l2);
+}
+
+static void test_insufficient_resources(void **state)
+{
+	pid_t pid = fork();
+	int wstatus;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl;
+		struct sockaddr_in dst = cm_lo4(9);
+		struct cm_host h;
+		NDK_CONNECTOR *c;
+		NDK_QP *qp;
+		struct cm_req r;
+		NTSTATUS st;
+		int fd;
+
+		/* The parent's engine threads do not exist after fork. */
+		cm_host_open(&h, "lo");
+		c = cm_connector(&h);
+		qp = cm_qp(&h);
+		/* Use up every file descriptor, then connect. */
+		getrlimit(RLIMIT_NOFILE, &rl);
+		rl.rlim_cur = 64;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		while ((fd = dup(0)) >= 0)
+			;
+		st = cm_connect(c, qp, (struct sockaddr *)&dst, 1, 1, NULL, 0,
+				&r);
+		if (st != STATUS_INSUFFICIENT_RESOURCES)
+			fprintf(stderr, "connect: %s\n", NdkStatusName(st));
+		_exit(st == STATUS_INSUFFICIENT_RESOURCES ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &wstatus, 0), pid);
+	assert_true(WIFEXITED(wstatus));
+	assert_int_equal(WEXITSTATUS(wstatus), 0);
+}
+
+/* Hundreds of connects in flight at once; every one completes. */
+static void test_many_at_once(void **state)
+{
+	enum { N = 200 };
+	struct sockaddr_in any = cm_lo4(0);
+	struct cm_listener l;
+	static NDK_CONNECTOR *c[N];
+	static struct cm_req r[N];
+	int i, accepted = 0;
+
+	setenv("NDK_LISTEN_BACKLOG", "1000", 1);
+	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
+			 STATUS_SUCCESS);
+	for (i = 0; i < N; i++) {
+		c[i] = cm_connector(&cli);
+		assert_int_equal(cm_connect(c[i], cm_qp(&cli),
+					    (struct sockaddr *)&l.addr, 1, 1,
+					    NULL, 0, &r[i]),
+				 STATUS_PENDING);
+	}
+	while (accepted < N) {
+		NDK_CONNECTOR *in = cm_next_incoming(&l, 10000);
+
+		assert_non_null(in);
+		assert_int_equal(in->Dispatch->NdkAccept(in, cm_qp(&srv), 1, 1,
+							 NULL, 0, NULL, NULL,
+							 NULL, NULL),
+				 STATUS_PENDING);
+		accepted++;
+	}
+	for (i = 0; i < N; i++) {
+		assert_int_equal(cm_req_wait(&r[i], 10000), STATUS_SUCCESS);
+		assert_int_equal(c[i]->Dispatch->NdkCompleteConnect(
+					 c[i], NULL, NULL, NULL, NULL),
+				 STATUS_SUCCESS);
+	}
+	for (i = 0; i < N; i++)
+		cm_close_connector(c[i]);
+	cm_listener_close(&l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_refused_no_listener, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_refused_paused_and_backlog,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reject_with_data, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_private_data_limit, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_accept_aborted_and_complete_aborted, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_timeouts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sharing_violation, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_invalid_address, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_too_many_addresses, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_shared_endpoint_connects,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_insufficient_resources,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_at_once, setup,
+						teardown),
+	};
+
+	return cmocka_run_group_tests_name("cm_status", tests, NULL, NULL);
+}
