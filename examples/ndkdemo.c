@@ -151,6 +151,153 @@ static void close_object(NDK_OBJECT_HEADER *hdr, NDK_FN_CLOSE_OBJECT *fn,
 		free(c);
 }
 
+/* ---- A connection on loopback: the NDK three-step handshake ---- */
+
+struct waiter {
+	struct event ev;
+	NTSTATUS status;
+};
+
+static void on_request(PVOID ctx, NTSTATUS status)
+{
+	struct waiter *w = ctx;
+
+	w->status = status;
+	event_signal(&w->ev);
+}
+
+static NDK_CONNECTOR *incoming;
+static struct event incoming_ev;
+
+static void on_incoming(PVOID ctx, NDK_CONNECTOR *connector)
+{
+	printf("  [passive] ConnectEvent: a new connector\n");
+	incoming = connector;
+	event_signal(&incoming_ev);
+}
+
+static struct event disc_ev;
+
+static void on_disconnect_ex(PVOID ctx, ULONG reason)
+{
+	printf("  [%s] DisconnectEventEx (ProviderDisconnectReason %u)\n",
+	       (const char *)ctx, reason);
+	event_signal(&disc_ev);
+}
+
+static void print_connection_data(const char *side, NDK_CONNECTOR *c)
+{
+	char pd[256];
+	ULONG len = 0, ird = 0, ord = 0;
+
+	CHECK(c->Dispatch->NdkGetConnectionData(c, &ird, &ord, NULL, &len));
+	printf("  [%s] GetConnectionData(NULL, 0): RDS %u, IRD %u, ORD %u\n",
+	       side, len, ird, ord);
+	len = sizeof(pd);
+	CHECK(c->Dispatch->NdkGetConnectionData(c, NULL, NULL, pd, &len));
+	printf("  [%s] private data \"%.*s\"\n", side, (int)len, pd);
+}
+
+static void print_addresses(const char *side, NDK_CONNECTOR *c)
+{
+	struct sockaddr_in a, b;
+	ULONG la = sizeof(a), lb = sizeof(b);
+	char sa[INET_ADDRSTRLEN], sb[INET_ADDRSTRLEN];
+
+	CHECK(c->Dispatch->NdkGetLocalAddress(c, (PSOCKADDR)&a, &la));
+	CHECK(c->Dispatch->NdkGetPeerAddress(c, (PSOCKADDR)&b, &lb));
+	printf("  [%s] local %s:%u, peer %s:%u\n", side,
+	       inet_ntop(AF_INET, &a.sin_addr, sa, sizeof(sa)),
+	       ntohs(a.sin_port),
+	       inet_ntop(AF_INET, &b.sin_addr, sb, sizeof(sb)),
+	       ntohs(b.sin_port));
+}
+
+static void demo_connection(NDK_ADAPTER *ad)
+{
+	NDK_PD *pd;
+	NDK_CQ *cq;
+	NDK_QP *aqp, *pqp;
+	NDK_LISTENER *lis;
+	NDK_CONNECTOR *active;
+	struct sockaddr_in laddr = { .sin_family = AF_INET };
+	struct sockaddr_in src = { .sin_family = AF_INET };
+	ULONG len = sizeof(laddr);
+	struct waiter conn, acc, disc;
+	NTSTATUS st;
+
+	printf("== Connection on loopback (MPA v2, peer-to-peer)\n");
+	event_init(&incoming_ev);
+	event_init(&disc_ev);
+	event_init(&conn.ev);
+	event_init(&acc.ev);
+	event_init(&disc.ev);
+	CHECK(ad->Dispatch->NdkCreatePd(ad, NULL, NULL, &pd));
+	CHECK(ad->Dispatch->NdkCreateCq(ad, 64, on_cq_event, NULL, NULL, NULL,
+					NULL, &cq));
+	CHECK(pd->Dispatch->NdkCreateQp(pd, cq, cq, NULL, 16, 16, 1, 1, 0, NULL,
+					NULL, &aqp));
+	CHECK(pd->Dispatch->NdkCreateQp(pd, cq, cq, NULL, 16, 16, 1, 1, 0, NULL,
+					NULL, &pqp));
+	CHECK(ad->Dispatch->NdkCreateListener(ad, on_incoming, NULL, NULL, NULL,
+					      &lis));
+	laddr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK(lis->Dispatch->NdkListen(lis, (PSOCKADDR)&laddr, sizeof(laddr),
+				       NULL, NULL));
+	CHECK(lis->Dispatch->NdkGetLocalAddress(lis, (PSOCKADDR)&laddr, &len));
+	printf("  [passive] listening on 127.0.0.1:%u\n",
+	       ntohs(laddr.sin_port));
+
+	CHECK(ad->Dispatch->NdkCreateConnector(ad, NULL, NULL, &active));
+	src.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	st = active->Dispatch->NdkConnect(
+		active, aqp, (PSOCKADDR)&src, sizeof(src), (PSOCKADDR)&laddr,
+		sizeof(laddr), 16, 8, (PVOID) "hello from the initiator", 24,
+		on_request, &conn);
+	printf("  [active]  NdkConnect(IRD 16, ORD 8, 24 bytes) -> %s\n",
+	       NdkStatusName(st));
+	event_wait(&incoming_ev);
+	print_connection_data("passive", incoming);
+	print_addresses("passive", incoming);
+	st = incoming->Dispatch->NdkAcceptEx(
+		incoming, pqp, 4, 32, (PVOID) "welcome", 7, on_disconnect_ex,
+		"passive", on_request, &acc);
+	printf("  [passive] NdkAcceptEx(IRD 4, ORD 32, 7 bytes) -> %s\n",
+	       NdkStatusName(st));
+	if (st == STATUS_PENDING)
+		event_wait(&conn.ev);
+	printf("  [active]  Connect completed: %s\n",
+	       NdkStatusName(conn.status));
+	print_connection_data("active", active);
+	print_addresses("active", active);
+	st = active->Dispatch->NdkCompleteConnectEx(
+		active, on_disconnect_ex, (PVOID) "active", NULL, NULL);
+	printf("  [active]  NdkCompleteConnectEx -> %s (sends the RTR)\n",
+	       NdkStatusName(st));
+	event_wait(&acc.ev);
+	printf("  [passive] Accept completed: %s\n", NdkStatusName(acc.status));
+
+	st = active->Dispatch->NdkDisconnect(active, on_request, &disc);
+	printf("  [active]  NdkDisconnect -> %s\n", NdkStatusName(st));
+	event_wait(&disc_ev);
+	st = incoming->Dispatch->NdkDisconnect(incoming, NULL, NULL);
+	printf("  [passive] NdkDisconnect -> %s\n", NdkStatusName(st));
+	event_wait(&disc.ev);
+	printf("  [active]  Disconnect completed: %s\n",
+	       NdkStatusName(disc.status));
+
+	close_object(&active->Header, active->Dispatch->NdkCloseConnector,
+		     "active connector", 1);
+	close_object(&incoming->Header, incoming->Dispatch->NdkCloseConnector,
+		     "passive connector", 1);
+	close_object(&lis->Header, lis->Dispatch->NdkCloseListener, "listener",
+		     1);
+	close_object(&aqp->Header, aqp->Dispatch->NdkCloseQp, "active QP", 1);
+	close_object(&pqp->Header, pqp->Dispatch->NdkCloseQp, "passive QP", 1);
+	close_object(&cq->Header, cq->Dispatch->NdkCloseCq, "CQ", 1);
+	close_object(&pd->Header, pd->Dispatch->NdkClosePd, "PD", 1);
+}
+
 int main(int argc, char **argv)
 {
 	const char *ifname = argc > 1 ? argv[1] : "lo";
@@ -223,6 +370,8 @@ int main(int argc, char **argv)
 		     1);
 	close_object(&sep->Header, sep->Dispatch->NdkCloseSharedEndpoint,
 		     "shared endpoint", 1);
+
+	demo_connection(ad);
 
 	NdkCloseAdapter(ad);
 	printf("== Adapter closed\n");
