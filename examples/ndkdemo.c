@@ -261,7 +261,7 @@ static void demo_connection(NDK_ADAPTER *ad)
 	print_addresses("passive", incoming);
 	st = incoming->Dispatch->NdkAcceptEx(
 		incoming, pqp, 4, 32, (PVOID) "welcome", 7, on_disconnect_ex,
-		"passive", on_request, &acc);
+		(PVOID) "passive", on_request, &acc);
 	printf("  [passive] NdkAcceptEx(IRD 4, ORD 32, 7 bytes) -> %s\n",
 	       NdkStatusName(st));
 	if (st == STATUS_PENDING)
