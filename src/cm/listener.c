@@ -189,12 +189,19 @@ static void listener_close_begin(struct ndk_obj *obj)
 	struct ndk_connector *mine[16];
 	unsigned int n, i;
 
+	bool posted = false;
+
 	pthread_mutex_lock(&l->lock);
 	l->closing = true;
 	l->listening = false;
+	if (l->fd >= 0) {
+		/* Off the engine, epoll removal must wait for it. */
+		ndk_obj_hold(&l->obj);
+		posted = true;
+	}
 	pthread_mutex_unlock(&l->lock);
-	ndk_obj_hold(&l->obj);
-	if (!ndk_engine_post(&l->obj.adapter->engine, &l->teardown_work))
+	if (posted &&
+	    !ndk_engine_post(&l->obj.adapter->engine, &l->teardown_work))
 		ndk_obj_release(&l->obj);
 
 	/* Requests still being read were never handed out: close them. */
