@@ -106,6 +106,22 @@ static void disc_work_fn(struct ndk_work *w);
 static void event_work_fn(struct ndk_work *w);
 
 /*
+ * Hands the rest of the teardown to the engine thread and keeps the
+ * connector busy until it has run: by then no handler or timer function
+ * of this connector is running or can start (the engine runs them one at
+ * a time). c->lock held, off the engine thread.
+ */
+static void conn_sync_with_engine(struct ndk_connector *c)
+{
+	/* Stop level-triggered wake-ups until the engine closes the fd. */
+	if (c->io_added)
+		ndk_engine_mod_fd(conn_engine(c), &c->io, 0);
+	ndk_obj_hold(&c->obj);
+	if (!ndk_engine_post(conn_engine(c), &c->teardown_work))
+		ndk_obj_release(&c->obj); /* already queued, with its hold */
+}
+
+/*
  * Ends the TCP connection. Deregistering from epoll must happen on the
  * engine thread (so no handler runs after it), so off the engine the fd is
  * handed over to a work item. c->lock held.
@@ -122,12 +138,7 @@ static void conn_drop_socket(struct ndk_connector *c)
 		c->io_added = false;
 		return;
 	}
-	/* Stop level-triggered wake-ups until the engine closes it. */
-	if (c->io_added)
-		ndk_engine_mod_fd(conn_engine(c), &c->io, 0);
-	ndk_obj_hold(&c->obj);
-	if (!ndk_engine_post(conn_engine(c), &c->teardown_work))
-		ndk_obj_release(&c->obj);
+	conn_sync_with_engine(c);
 }
 
 static void conn_drop_work_fn(struct ndk_work *w)
@@ -208,8 +219,31 @@ static bool conn_peer_gone(struct ndk_connector *c)
 	return n < 0 && errno != EAGAIN && errno != EINTR;
 }
 
+/* True if a byte is queued (nothing consumed). */
+static bool conn_rx_pending(struct ndk_connector *c)
+{
+	uint8_t b;
+
+	return c->fd >= 0 && recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
+/*
+ * Between the handshake steps the peer must wait for our next one: the
+ * initiator sends nothing between its Request and our Reply, the responder
+ * nothing between its Reply and our RTR or first FPDU (RFC 5044 7.1,
+ * iwarp.md 1.1). A byte, an end of stream or an error there all end the
+ * attempt, as the engine does when it sees them first (conn_io_fn).
+ */
+static bool conn_peer_acted(struct ndk_connector *c)
+{
+	return conn_peer_gone(c) || conn_rx_pending(c);
+}
+
 static void conn_start_timer_ms(struct ndk_connector *c, uint64_t ms)
 {
+	c->used = true;
+	ndk_dbg("connector %p: timer %llu ms in %s", (void *)c,
+		(unsigned long long)ms, ndk_conn_state_name(c->state));
 	c->timer_deadline_ns = ndk_now_ns() + ms * 1000000;
 	ndk_timer_start(conn_engine(c), &c->timer, ms);
 }
@@ -470,6 +504,15 @@ static void conn_read_reply(struct ndk_connector *c)
 		ret = mpa_rr_parse(c->rx, c->rx_len, MPA_RR_REPLY,
 				   MPA_PRIVATE_DATA_MAX, &rr, &need);
 		if (ret > 0) {
+			if (conn_rx_pending(c)) {
+				/* Data behind the Reply: siw refuses too. */
+				ndk_info(
+					"connector %p: data behind the MPA Reply",
+					(void *)c);
+				conn_connect_failed(c,
+						    STATUS_CONNECTION_REFUSED);
+				return;
+			}
 			conn_got_reply(c, &rr);
 			return;
 		}
@@ -492,7 +535,6 @@ static void conn_read_reply(struct ndk_connector *c)
 
 /* ------------------------------------------------------------------ */
 /* Passive side                                                       */
-
 
 /* Refuses a request with an MPA Reply R=1 and ends the connection. */
 static void conn_send_reject(struct ndk_connector *c, const void *pd,
@@ -572,6 +614,15 @@ static void conn_read_request(struct ndk_connector *c, bool *close_now)
 		ret = mpa_rr_parse(c->rx, c->rx_len, MPA_RR_REQUEST,
 				   MPA_PRIVATE_DATA_MAX, &rr, &need);
 		if (ret > 0) {
+			if (conn_rx_pending(c)) {
+				/* Data behind the Request: siw drops it too
+				 * ("peer sent extra data"); no ConnectEvent. */
+				ndk_info("connector %p: data behind the MPA "
+					 "Request",
+					 (void *)c);
+				*close_now = true;
+				return;
+			}
 			conn_got_request(c, &rr, close_now);
 			return;
 		}
@@ -1127,7 +1178,7 @@ conn_complete_connect(struct ndk_connector *c,
 		status = STATUS_CONNECTION_INVALID;
 		goto out;
 	}
-	if (conn_peer_gone(c)) {
+	if (conn_peer_acted(c)) {
 		conn_abandon(c, STATUS_CONNECTION_ABORTED);
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;
@@ -1215,7 +1266,7 @@ static NTSTATUS conn_accept(struct ndk_connector *c, NDK_QP *pNdkQp, ULONG ird,
 		status = STATUS_CONNECTION_INVALID;
 		goto out;
 	}
-	if (conn_peer_gone(c)) {
+	if (conn_peer_acted(c)) {
 		conn_abandon(c, STATUS_CONNECTION_ABORTED);
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;
@@ -1319,7 +1370,7 @@ static NTSTATUS connector_reject(NDK_CONNECTOR *pNdkConnector,
 	pthread_mutex_lock(&c->lock);
 	switch (c->state) {
 	case NDK_CONN_REQUESTED:
-		if (conn_peer_gone(c)) {
+		if (conn_peer_acted(c)) {
 			conn_abandon(c, STATUS_CONNECTION_ABORTED);
 			status = STATUS_CONNECTION_ABORTED;
 			break;
@@ -1495,7 +1546,14 @@ static void connector_close_begin(struct ndk_obj *obj)
 	if (c->state != NDK_CONN_CLOSED && c->state != NDK_CONN_IDLE)
 		conn_set_state(c, NDK_CONN_CLOSED);
 	conn_stop_timer(c);
-	conn_drop_socket(c);
+	/*
+	 * A timer function may already be waiting for c->lock: unless the
+	 * connector never started a connection, let the engine pass first.
+	 */
+	if (c->fd >= 0)
+		conn_drop_socket(c);
+	else if (c->used && !on_engine(c))
+		conn_sync_with_engine(c);
 	pthread_mutex_unlock(&c->lock);
 }
 

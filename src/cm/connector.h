@@ -60,6 +60,7 @@ struct ndk_connector {
 	struct ndk_timer timer;
 	uint64_t timer_deadline_ns; /* a fire before it is a stale one */
 	bool connect_completed; /* active: Connect completed with success */
+	bool used; /* a timer was ever armed: closes sync with the engine */
 	NTSTATUS fail; /* what CompleteConnect/Accept/Reject say once CLOSED */
 
 	/* Local endpoint reference: own (NdkConnect), shared or listener's. */

@@ -76,14 +76,21 @@ void ndk_adapter_default_info(NDK_ADAPTER_INFO *info, NDK_VERSION version)
 int ndk_adapter_has_addr(struct ndk_adapter *ad, const struct sockaddr *addr)
 {
 	struct ifaddrs *ifa_list, *ifa;
+	size_t namelen;
 	bool found = false;
 
 	if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)
 		return 0;
+	namelen = strlen(ad->ifname);
 	if (getifaddrs(&ifa_list))
 		return errno ? -errno : -ENOMEM;
 	for (ifa = ifa_list; ifa && !found; ifa = ifa->ifa_next) {
-		if (!ifa->ifa_addr || strcmp(ifa->ifa_name, ad->ifname) ||
+		/* IPv4 addresses carry their label ("eth0:1") as the name;
+		 * device names never contain ':'. */
+		if (!ifa->ifa_addr ||
+		    strncmp(ifa->ifa_name, ad->ifname, namelen) ||
+		    (ifa->ifa_name[namelen] != '\0' &&
+		     ifa->ifa_name[namelen] != ':') ||
 		    ifa->ifa_addr->sa_family != addr->sa_family)
 			continue;
 		if (addr->sa_family == AF_INET) {

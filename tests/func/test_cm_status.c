@@ -369,7 +369,7 @@ static void test_timeouts(void **state)
 				 sizeof(reply));
 	}
 	assert_int_equal(cm_req_wait(&r, 5000), STATUS_SUCCESS);
-	tu_sleep_ms(600);
+	tu_sleep_ms(900); /* our establishment timer is twice the CM one */
 	assert_int_equal(
 		c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL),
 		STATUS_IO_TIMEOUT);
