@@ -5,11 +5,15 @@
  * reference/iwarp.md 1 and 5):
  *
  *  - passive side: a raw client attacks our NDK listener (garbage, a
- *    truncated Request, markers, an oversized PD_Length, closing or going
- *    silent at every step, a wrong RTR, an MPA v1 Request);
+ *    truncated Request, markers, an oversized PD_Length, data behind the
+ *    Request, closing (FIN or RST) or going silent at every step, a wrong
+ *    RTR, an MPA v1 Request);
  *  - active side: a raw server answers our NdkConnect (garbage, no Reply,
  *    a Reject with data, markers, a foreign RTR choice, a truncated or
- *    oversized Reply, an MPA v1 Reply).
+ *    oversized Reply, data behind the Reply, an MPA v1 Reply).
+ *
+ * Well-behaved raw peers (every RTR type, byte-by-byte frames, Reject)
+ * are the controls that show the bad ones fail for the right reason.
  *
  * Every case must end in a clean status, with no ConnectEvent for a
  * malformed Request, no crash or hang, the listener still working and the
@@ -25,6 +29,7 @@
 #include <errno.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,6 +220,24 @@ static void raw_send(int fd, const void *buf, size_t len)
 	assert_int_equal(send(fd, buf, len, MSG_NOSIGNAL), (ssize_t)len);
 }
 
+/* Closes with an RST instead of a FIN (SO_LINGER 0). */
+static void raw_abort(int fd)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+}
+
+/* Sends one byte at a time, 1 ms apart: every split of the stream. */
+static void raw_send_slowly(int fd, const uint8_t *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		raw_send(fd, buf + i, 1);
+		tu_sleep_ms(1);
+	}
+}
+
 /*
  * Reads len bytes within ms. Returns len, fewer if the stream ended
  * (EOF or reset) first, or -ETIMEDOUT if it is still open but short.
@@ -297,6 +320,19 @@ static void raw_read_frame(int fd, struct frame *f, const char *key)
 /* ------------------------------------------------------------------ */
 /* Our side                                                           */
 
+/* NdkCloseAdapter after closing the PD and CQ, so it has nothing left to
+ * close (and warn about) but what a scenario leaves open on purpose. */
+static void host_close(struct cm_host *h)
+{
+	NTSTATUS st;
+
+	st = h->cq->Dispatch->NdkCloseCq(&h->cq->Header, NULL, NULL);
+	assert_true(st == STATUS_SUCCESS || st == STATUS_PENDING);
+	st = h->pd->Dispatch->NdkClosePd(&h->pd->Header, NULL, NULL);
+	assert_true(st == STATUS_SUCCESS || st == STATUS_PENDING);
+	cm_host_close(h);
+}
+
 struct passive {
 	struct cm_host h;
 	struct cm_listener l;
@@ -368,7 +404,14 @@ static void passive_close(struct passive *p)
 {
 	sanity_connect(p);
 	cm_listener_close(&p->l);
-	cm_host_close(&p->h);
+	host_close(&p->h);
+}
+
+static void listener_close_raw(NDK_LISTENER *l)
+{
+	NTSTATUS st = l->Dispatch->NdkCloseListener(&l->Header, NULL, NULL);
+
+	assert_true(st == STATUS_SUCCESS || st == STATUS_PENDING);
 }
 
 /* Runs a scenario LOOPS times: the descriptors must all come back. */
@@ -475,14 +518,18 @@ static void test_passive_garbage(void **state)
 	loop(sc_passive_garbage);
 }
 
-/* The raw client sends the first len bytes of good_req and closes. */
-static void truncated_close(struct passive *p, size_t len)
+/* The raw client sends the first len bytes of good_req and closes
+ * (FIN), or aborts (RST). */
+static void truncated_close(struct passive *p, size_t len, bool rst)
 {
 	int fd = raw_connect(&p->l.addr);
 
 	if (len)
 		raw_send(fd, good_req, len);
-	close(fd);
+	if (rst)
+		raw_abort(fd);
+	else
+		close(fd);
 }
 
 static void sc_passive_truncated_close(void)
@@ -490,12 +537,14 @@ static void sc_passive_truncated_close(void)
 	struct passive p;
 
 	passive_open(&p);
-	truncated_close(&p, 0); /* TCP only, no Request at all */
-	truncated_close(&p, 7); /* inside the key */
-	truncated_close(&p, 19); /* inside PD_Length */
-	truncated_close(&p, 20); /* header, no private data */
-	truncated_close(&p, 22); /* inside the IRD/ORD block */
-	truncated_close(&p, sizeof(good_req) - 1); /* one byte short */
+	for (int rst = 0; rst < 2; rst++) {
+		truncated_close(&p, 0, rst); /* TCP only, no Request */
+		truncated_close(&p, 7, rst); /* inside the key */
+		truncated_close(&p, 19, rst); /* inside PD_Length */
+		truncated_close(&p, 20, rst); /* header, no private data */
+		truncated_close(&p, 22, rst); /* inside the IRD/ORD block */
+		truncated_close(&p, sizeof(good_req) - 1, rst); /* 1 short */
+	}
 	passive_settled(&p);
 	passive_close(&p);
 }
@@ -644,61 +693,144 @@ static void test_passive_pd_max(void **state)
 }
 
 /*
- * Bytes behind the Request, before any Reply: a protocol error (siw drops
- * the connection, iwarp.md 1.1). Whatever the provider does first, the
- * attempt must fail: either no ConnectEvent, or one whose Accept fails.
+ * Bytes behind the Request, in the same write: the initiator did not wait
+ * for the Reply (RFC 5044 7.1, iwarp.md 1.1). siw drops such a peer
+ * ("peer sent extra data"), and so must we: no ConnectEvent, no Reply.
  */
-static int extra_events; /* ConnectEvents seen for such requests */
-
 static void sc_passive_extra_bytes(void)
 {
 	struct passive p;
-	uint8_t buf[64];
-	NDK_CONNECTOR *c;
-	struct cm_req acc;
-	NDK_QP *qp;
-	NTSTATUS st;
-	int fd;
+	uint8_t buf[128];
+	size_t n;
 
 	passive_open(&p);
 	memcpy(buf, good_req, sizeof(good_req));
 	memcpy(buf + sizeof(good_req), "EXTRA!!!", 8);
-	fd = raw_connect(&p.l.addr);
-	raw_send(fd, buf, sizeof(good_req) + 8);
-	c = cm_next_incoming(&p.l, 200);
-	if (c) {
-		extra_events++;
-		qp = cm_qp(&p.h);
-		cm_req_init(&acc);
-		st = c->Dispatch->NdkAccept(c, qp, 1, 1, NULL, 0, NULL, NULL,
-					    cm_req_done, &acc);
-		st = cm_req_result(st, &acc, WAIT_MS);
-		assert_int_not_equal(st, STATUS_SUCCESS);
-		assert_int_not_equal(st, -1);
-		cm_close_connector(c);
-		cm_close_qp(qp);
-	}
-	/* Either way no Reply that accepts: a drop, or at most a reject. */
-	if (raw_next(fd, WAIT_MS) == END_DATA) {
-		struct frame rep;
-
-		raw_read_frame(fd, &rep, KEY_REP);
-		assert_true(rep.hdr[16] & F_R);
-		assert_dropped(fd, WAIT_MS);
-	}
-	close(fd);
+	expect_drop(&p, buf, sizeof(good_req) + 8);
+	/* One byte is enough. */
+	expect_drop(&p, buf, sizeof(good_req) + 1);
+	/* The right RTR, sent before the Reply came. */
+	n = fpdu(buf + sizeof(good_req), ulpdu_write_rtr,
+		 sizeof(ulpdu_write_rtr), true);
+	expect_drop(&p, buf, sizeof(good_req) + n);
+	/* The Request twice. */
+	memcpy(buf + sizeof(good_req), good_req, sizeof(good_req));
+	expect_drop(&p, buf, 2 * sizeof(good_req));
 	passive_settled(&p);
 	passive_close(&p);
 }
 
 static void test_passive_extra_bytes(void **state)
 {
-	extra_events = 0;
 	loop(sc_passive_extra_bytes);
-	if (extra_events)
-		print_message("note: %d of %d requests with trailing bytes "
-			      "reached ConnectEvent before the drop\n",
-			      extra_events, LOOPS);
+}
+
+/*
+ * The same against a consumer that accepts inside its ConnectEvent, on the
+ * engine thread, before the engine looks at the socket again: a Request
+ * with its RTR glued on must not give an established connection.
+ */
+struct inline_acceptor {
+	NDK_QP *qp;
+	struct cm_req acc;
+	atomic_int events;
+};
+
+static VOID accept_inline(PVOID ctx, NDK_CONNECTOR *c)
+{
+	struct inline_acceptor *ia = ctx;
+
+	atomic_fetch_add(&ia->events, 1);
+	(void)c->Dispatch->NdkAccept(c, ia->qp, 1, 1, NULL, 0, NULL, NULL,
+				     cm_req_done, &ia->acc);
+}
+
+static void sc_passive_early_rtr_inline_accept(void)
+{
+	struct inline_acceptor ia = { 0 };
+	struct sockaddr_in any = cm_lo4(0);
+	struct sockaddr_storage addr;
+	ULONG len = sizeof(addr);
+	struct cm_host h;
+	NDK_LISTENER *l;
+	uint8_t buf[128];
+	size_t n;
+	int fd;
+
+	cm_host_open(&h, "lo");
+	ia.qp = cm_qp(&h);
+	cm_req_init(&ia.acc);
+	assert_int_equal(h.ad->Dispatch->NdkCreateListener(h.ad, accept_inline,
+							   &ia, NULL, NULL, &l),
+			 STATUS_SUCCESS);
+	assert_int_equal(l->Dispatch->NdkListen(l, (PSOCKADDR)&any, sizeof(any),
+						NULL, NULL),
+			 STATUS_SUCCESS);
+	assert_int_equal(
+		l->Dispatch->NdkGetLocalAddress(l, (PSOCKADDR)&addr, &len),
+		STATUS_SUCCESS);
+	memcpy(buf, good_req, sizeof(good_req));
+	n = fpdu(buf + sizeof(good_req), ulpdu_write_rtr,
+		 sizeof(ulpdu_write_rtr), true);
+	fd = raw_connect(&addr);
+	raw_send(fd, buf, sizeof(good_req) + n);
+	assert_dropped(fd, WAIT_MS);
+	close(fd);
+	if (atomic_load(&ia.events))
+		fail_msg("ConnectEvent for a Request with its RTR behind it; "
+			 "Accept gave %#x",
+			 (unsigned int)cm_req_wait(&ia.acc, WAIT_MS));
+	listener_close_raw(l);
+	cm_close_qp(ia.qp);
+	host_close(&h);
+}
+
+static void test_passive_early_rtr_inline_accept(void **state)
+{
+	loop(sc_passive_early_rtr_inline_accept);
+}
+
+/*
+ * Bytes that come after the Request, once the ConnectEvent is out: the
+ * consumer's Accept or Reject finds the attempt over (no Reply goes out).
+ */
+static void sc_passive_extra_bytes_later(void)
+{
+	struct passive p;
+	NDK_CONNECTOR *c1, *c2;
+	struct cm_req acc;
+	NDK_QP *qp;
+	NTSTATUS st;
+	int fd1, fd2;
+
+	passive_open(&p);
+	qp = cm_qp(&p.h);
+	c1 = raw_request(&p, &fd1, good_req, sizeof(good_req));
+	raw_send(fd1, "EXTRA!!!", 8);
+	c2 = raw_request(&p, &fd2, good_req, sizeof(good_req));
+	raw_send(fd2, "X", 1);
+	tu_sleep_ms(10);
+	cm_req_init(&acc);
+	st = c1->Dispatch->NdkAccept(c1, qp, 1, 1, NULL, 0, NULL, NULL,
+				     cm_req_done, &acc);
+	assert_int_equal(cm_req_result(st, &acc, WAIT_MS),
+			 STATUS_CONNECTION_ABORTED);
+	assert_int_equal(c2->Dispatch->NdkReject(c2, NULL, 0),
+			 STATUS_CONNECTION_ABORTED);
+	assert_dropped(fd1, WAIT_MS);
+	assert_dropped(fd2, WAIT_MS);
+	close(fd1);
+	close(fd2);
+	cm_close_connector(c1);
+	cm_close_connector(c2);
+	cm_close_qp(qp);
+	passive_settled(&p);
+	passive_close(&p);
+}
+
+static void test_passive_extra_bytes_later(void **state)
+{
+	loop(sc_passive_extra_bytes_later);
 }
 
 /* ------------------------------------------------------------------ */
@@ -707,7 +839,7 @@ static void test_passive_extra_bytes(void **state)
 static void sc_passive_close_before_accept(void)
 {
 	struct passive p;
-	NDK_CONNECTOR *c1, *c2;
+	NDK_CONNECTOR *c1, *c2, *c3;
 	struct cm_req acc;
 	NDK_QP *qp;
 	int fd;
@@ -729,8 +861,17 @@ static void sc_passive_close_before_accept(void)
 	tu_sleep_ms(20);
 	assert_int_equal(c2->Dispatch->NdkReject(c2, NULL, 0),
 			 STATUS_CONNECTION_ABORTED);
+	/* An RST instead of a FIN: the same. */
+	c3 = raw_request(&p, &fd, good_req, sizeof(good_req));
+	raw_abort(fd);
+	tu_sleep_ms(20);
+	cm_req_init(&acc);
+	assert_int_equal(c3->Dispatch->NdkAccept(c3, qp, 1, 1, NULL, 0, NULL,
+						 NULL, cm_req_done, &acc),
+			 STATUS_CONNECTION_ABORTED);
 	cm_close_connector(c1);
 	cm_close_connector(c2);
+	cm_close_connector(c3);
 	cm_close_qp(qp);
 	passive_settled(&p);
 	passive_close(&p);
@@ -783,14 +924,21 @@ static void sc_passive_close_instead_of_rtr(void)
 	int fd;
 
 	passive_open(&p);
-	c = raw_request(&p, &fd, good_req, sizeof(good_req));
-	qp = accept_and_read_reply(&p, c, fd, &acc, &rep);
-	assert_p2p_write_reply(&rep);
-	assert_int_equal(cm_req_wait(&acc, 20), -1); /* waits for the RTR */
-	close(fd);
-	assert_int_equal(cm_req_wait(&acc, WAIT_MS), STATUS_CONNECTION_ABORTED);
-	cm_close_connector(c);
-	cm_close_qp(qp);
+	for (int rst = 0; rst < 2; rst++) {
+		c = raw_request(&p, &fd, good_req, sizeof(good_req));
+		qp = accept_and_read_reply(&p, c, fd, &acc, &rep);
+		assert_p2p_write_reply(&rep);
+		/* The Accept waits for the RTR. */
+		assert_int_equal(cm_req_wait(&acc, 20), -1);
+		if (rst)
+			raw_abort(fd);
+		else
+			close(fd);
+		assert_int_equal(cm_req_wait(&acc, WAIT_MS),
+				 STATUS_CONNECTION_ABORTED);
+		cm_close_connector(c);
+		cm_close_qp(qp);
+	}
 	passive_settled(&p);
 	passive_close(&p);
 }
@@ -1051,6 +1199,37 @@ static void test_passive_v1_leaves(void **state)
 	loop(sc_passive_v1_leaves);
 }
 
+/* Control: a Request dribbled in byte by byte is read whole. */
+static void sc_passive_slow(void)
+{
+	struct passive p;
+	NDK_CONNECTOR *c;
+	char buf[8];
+	ULONG len = sizeof(buf);
+	int fd;
+
+	passive_open(&p);
+	fd = raw_connect(&p.l.addr);
+	raw_send_slowly(fd, good_req, sizeof(good_req));
+	c = cm_next_incoming(&p.l, WAIT_MS);
+	assert_non_null(c);
+	assert_int_equal(
+		c->Dispatch->NdkGetConnectionData(c, NULL, NULL, buf, &len),
+		STATUS_SUCCESS);
+	assert_int_equal(len, 2);
+	assert_memory_equal(buf, "hi", 2);
+	assert_int_equal(c->Dispatch->NdkReject(c, NULL, 0), STATUS_SUCCESS);
+	close(fd);
+	cm_close_connector(c);
+	passive_settled(&p);
+	passive_close(&p);
+}
+
+static void test_passive_slow(void **state)
+{
+	loop(sc_passive_slow);
+}
+
 /* Control: NdkReject sends R=1 with the consumer's data, then FIN. */
 static void sc_passive_reject(void)
 {
@@ -1104,7 +1283,7 @@ static void sc_passive_close_during(void)
 	assert_dropped(fd[3], WAIT_MS);
 	assert_int_equal(raw_next(fd[2], 20), END_TIMEOUT);
 	/* NdkCloseAdapter closes what the consumer left open. */
-	cm_host_close(&p.h);
+	host_close(&p.h);
 	assert_dropped(fd[2], WAIT_MS);
 	for (int i = 0; i < 4; i++)
 		close(fd[i]);
@@ -1156,9 +1335,10 @@ static void active_close(struct active *a)
 {
 	cm_close_connector(a->c);
 	cm_close_qp(a->qp);
-	close(a->sfd);
+	if (a->sfd >= 0)
+		close(a->sfd);
 	close(a->lfd);
-	cm_host_close(&a->h);
+	host_close(&a->h);
 }
 
 /* The raw server answers with bytes; Connect must complete with want
@@ -1213,8 +1393,17 @@ static void test_active_garbage(void **state)
 
 static void sc_active_close(void)
 {
+	struct active a;
+
 	/* FIN without a byte: refused (like no listener). */
 	active_expect(NULL, 0, true, STATUS_CONNECTION_REFUSED);
+	/* RST without a byte: the same. */
+	active_open(&a);
+	raw_abort(a.sfd);
+	a.sfd = -1;
+	assert_int_equal(cm_req_wait(&a.conn, WAIT_MS),
+			 STATUS_CONNECTION_REFUSED);
+	active_close(&a);
 }
 
 static void test_active_close(void **state)
@@ -1407,6 +1596,72 @@ static void test_active_good(void **state)
 	loop(sc_active_good);
 }
 
+/* Control: a Reply dribbled in byte by byte is read whole. */
+static void sc_active_slow(void)
+{
+	struct active a;
+	uint8_t buf[64];
+	size_t n;
+
+	active_open(&a);
+	n = good_reply(buf);
+	raw_send_slowly(a.sfd, buf, n);
+	assert_int_equal(cm_req_wait(&a.conn, WAIT_MS), STATUS_SUCCESS);
+	assert_int_equal(
+		a.c->Dispatch->NdkCompleteConnect(a.c, NULL, NULL, NULL, NULL),
+		STATUS_SUCCESS);
+	assert_int_equal(raw_recv(a.sfd, buf, 20, WAIT_MS), 20);
+	active_close(&a);
+}
+
+static void test_active_slow(void **state)
+{
+	loop(sc_active_slow);
+}
+
+/* Data behind the Reply in the same write: refused, as siw does. */
+static void sc_active_extra_bytes(void)
+{
+	uint8_t buf[64];
+	size_t n;
+
+	n = good_reply(buf);
+	memcpy(buf + n, "EXTRA!!!", 8);
+	active_expect(buf, n + 8, false, STATUS_CONNECTION_REFUSED);
+	active_expect(buf, n + 1, false, STATUS_CONNECTION_REFUSED);
+}
+
+static void test_active_extra_bytes(void **state)
+{
+	loop(sc_active_extra_bytes);
+}
+
+/* Data after the Reply, before our RTR: CompleteConnect is too late. */
+static void sc_active_extra_bytes_later(void)
+{
+	struct active a;
+	uint8_t buf[64];
+	size_t n;
+
+	active_open(&a);
+	n = good_reply(buf);
+	raw_send(a.sfd, buf, n);
+	assert_int_equal(cm_req_wait(&a.conn, WAIT_MS), STATUS_SUCCESS);
+	raw_send(a.sfd, "EXTRA!!!", 8);
+	tu_sleep_ms(10);
+	assert_int_equal(
+		a.c->Dispatch->NdkCompleteConnect(a.c, NULL, NULL, NULL, NULL),
+		STATUS_CONNECTION_ABORTED);
+	/* No RTR went out: just the end of the stream. */
+	assert_dropped(a.sfd, WAIT_MS);
+	active_close(&a);
+}
+
+static void test_active_extra_bytes_later(void **state)
+{
+	loop(sc_active_extra_bytes_later);
+}
+
 /* The responder leaves after its Reply, before CompleteConnect. */
 static void sc_active_close_after_reply(void)
 {
@@ -1483,7 +1738,7 @@ static void sc_active_v1(void)
 	cm_close_qp(a.qp);
 	close(a.sfd);
 	close(a.lfd);
-	cm_host_close(&a.h);
+	host_close(&a.h);
 }
 
 static void test_active_v1(void **state)
@@ -1502,6 +1757,8 @@ int main(void)
 		cmocka_unit_test(test_passive_pd_too_long),
 		cmocka_unit_test(test_passive_pd_max),
 		cmocka_unit_test(test_passive_extra_bytes),
+		cmocka_unit_test(test_passive_early_rtr_inline_accept),
+		cmocka_unit_test(test_passive_extra_bytes_later),
 		cmocka_unit_test(test_passive_close_before_accept),
 		cmocka_unit_test(test_passive_close_no_wait),
 		cmocka_unit_test(test_passive_close_instead_of_rtr),
@@ -1510,6 +1767,7 @@ int main(void)
 		cmocka_unit_test(test_passive_good_rtr),
 		cmocka_unit_test(test_passive_v1),
 		cmocka_unit_test(test_passive_v1_leaves),
+		cmocka_unit_test(test_passive_slow),
 		cmocka_unit_test(test_passive_reject),
 		cmocka_unit_test(test_passive_close_during),
 		cmocka_unit_test(test_active_garbage),
@@ -1521,6 +1779,9 @@ int main(void)
 		cmocka_unit_test(test_active_reject),
 		cmocka_unit_test(test_active_no_reply),
 		cmocka_unit_test(test_active_good),
+		cmocka_unit_test(test_active_slow),
+		cmocka_unit_test(test_active_extra_bytes),
+		cmocka_unit_test(test_active_extra_bytes_later),
 		cmocka_unit_test(test_active_close_after_reply),
 		cmocka_unit_test(test_active_no_complete),
 		cmocka_unit_test(test_active_v1),
