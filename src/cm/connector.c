@@ -697,6 +697,9 @@ static void conn_read_rtr(struct ndk_connector *c)
 			conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
 			return;
 		}
+		/* Woken for EPOLLOUT only: no FPDU yet. */
+		if (!conn_rx_pending(c))
+			return;
 		goto established;
 	}
 	ret = conn_fill(c, MPA_FPDU_HDR_LEN);
