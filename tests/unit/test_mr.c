@@ -625,6 +625,11 @@ static void test_concurrent_lookup(void **state)
 	for (i = 0; i < ARRAY_SIZE(th); i++)
 		assert_int_equal(
 			pthread_create(&th[i], NULL, stress_reader, &s), 0);
+	/* Let the readers get going first: on a loaded 2-core machine the
+	 * loop below can finish before they are scheduled at all. */
+	for (i = 0; i < 5000 && atomic_load(&s.ok) + atomic_load(&s.stale) == 0;
+	     i++)
+		tu_sleep_ms(1);
 	for (i = 0; i < 300; i++) {
 		assert_int_equal(reg(s.mr, f->buf, PAGE_SIZE, PAGE_SIZE, 0x7),
 				 STATUS_SUCCESS);
