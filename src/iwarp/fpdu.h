@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * FPDU receive parser and transmit builder (RFC 5044 section 4 framing of
+ * RFC 5041 DDP segments carrying RFC 5040 RDMAP messages). Pure wire code:
+ * no I/O, no allocation, no globals. Markers are never used: MPA markers
+ * are refused at connection setup (iwarp.md 2.4).
+ *
+ *	off 0	2	ULPDU_Length (big-endian): DDP header + payload
+ *	off 2	14|18	DDP/RDMAP header (tagged | untagged)
+ *	     [	28	Read Request body (untagged opcode 1)	]
+ *	..	n	payload
+ *	..	0-3	pad (zero) to a multiple of 4
+ *	..	4	CRC32c over length, ULPDU and pad (LE on the wire)
+ *
+ * Receive: struct fpdu_rx is a restartable parser the data path feeds with
+ * whatever a non-blocking read returned. Each fpdu_rx_step() consumes bytes
+ * up to the next event and stops there:
+ *
+ *	for (off = 0;;) {
+ *		off += fpdu_rx_step(&rx, buf + off, len - off, &ev);
+ *		switch (ev.type) {
+ *		case FPDU_EV_NONE:	read more bytes; break out
+ *		case FPDU_EV_HEADER:	look up the STag / receive buffer
+ *		case FPDU_EV_PAYLOAD:	place ev.data[0..ev.len) at ev.offset
+ *		case FPDU_EV_END:	CRC verdict, L bit: complete the message
+ *		case FPDU_EV_ERROR:	send a Terminate for ev.cause, close
+ *		}
+ *	}
+ *
+ * The events are the same for any split of the byte stream, except that
+ * the payload of an FPDU may come in more, smaller chunks.
+ *
+ * Transmit: an FPDU goes out as three pieces, so the payload is never
+ * copied (it can be an iovec of several SGEs):
+ *
+ *	hdr[FPDU_HDR_MAX]	fpdu_tx_hdr(): length, DDP header (+ body)
+ *	payload ...		the caller's buffers
+ *	trailer[FPDU_TRAILER_MAX] fpdu_tx_trailer(): pad and CRC
+ *
+ * with the CRC folded in by struct fpdu_tx_crc. struct fpdu_seg cuts a
+ * message into DDP segments that fit the MULPDU (RFC 5041, RFC 5044 4).
+ */
+#ifndef NDK_IWARP_FPDU_H
+#define NDK_IWARP_FPDU_H
+
+#include <errno.h> /* the negative errno values the API returns */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "iwarp/crc32c.h"
+#include "iwarp/ddp.h"
+#include "iwarp/mpa.h"
+
+/* MPA length, the longer DDP header and the Read Request body: 48 bytes. */
+#define FPDU_HDR_MAX \
+	(MPA_FPDU_HDR_LEN + DDP_UNTAGGED_HDR_LEN + RDMAP_READ_REQ_LEN)
+/* Up to 3 pad bytes and the CRC. */
+#define FPDU_TRAILER_MAX (3 + MPA_FPDU_CRC_LEN)
+/* The whole ULPDU of a Read Request (RFC 5040 section 4): 46 bytes. */
+#define FPDU_READ_REQ_ULPDU (DDP_UNTAGGED_HDR_LEN + RDMAP_READ_REQ_LEN)
+
+/* ---- Receive ---------------------------------------------------------- */
+
+enum fpdu_ev_type {
+	FPDU_EV_NONE, /* all of buf consumed, more bytes needed */
+	FPDU_EV_HEADER, /* length and DDP header (+ body) in and checked */
+	FPDU_EV_PAYLOAD, /* a chunk of payload, pointing into buf */
+	FPDU_EV_END, /* pad and CRC consumed: the FPDU is complete */
+	FPDU_EV_ERROR, /* malformed FPDU; latched */
+};
+
+/*
+ * What one fpdu_rx_step() reports. Only the fields of ev->type are set.
+ *
+ * hdr		HEADER, PAYLOAD, END (and ERROR once the header was decoded,
+ *		else NULL): the DDP/RDMAP header of the current FPDU. Points
+ *		into struct fpdu_rx; valid until the next FPDU starts.
+ * ulpdu_len	HEADER: ULPDU_Length, header (and body) included.
+ * payload_len	HEADER: payload bytes after the header (0 for a Read
+ *		Request); PAYLOAD events sum up to exactly this.
+ * read_req	HEADER of a Read Request: its body, decoded.
+ * data, len	PAYLOAD: len > 0 bytes at data, inside the buf passed to
+ *		this step. Never copied: handle them before the next step.
+ * offset	PAYLOAD: where data sits in this FPDU's payload. The DDP
+ *		offset is hdr->to + offset (tagged) or hdr->mo + offset.
+ * crc_ok	END: the CRC matched (always true with CRC off). What a bad
+ *		CRC means is the caller's choice (siw: Terminate LLP/MPA
+ *		"MPA CRC error", then close).
+ * last		END: the DDP L bit: this FPDU ends its message.
+ * err, cause	ERROR: a negative errno and the Terminate cause to send.
+ */
+struct fpdu_ev {
+	enum fpdu_ev_type type;
+	const struct ddp_hdr *hdr;
+	uint16_t ulpdu_len;
+	uint16_t payload_len;
+	struct rdmap_read_req read_req;
+	const uint8_t *data;
+	size_t len;
+	size_t offset;
+	bool crc_ok;
+	bool last;
+	int err;
+	struct iwarp_term_cause cause;
+};
+
+enum fpdu_rx_state {
+	FPDU_RX_HDR, /* collecting length, DDP header and body into raw[] */
+	FPDU_RX_PAYLOAD, /* handing out payload chunks */
+	FPDU_RX_TRAILER, /* collecting pad and CRC */
+	FPDU_RX_ERROR, /* latched */
+};
+
+/*
+ * Receive state of one direction of one connection. Owned by whoever
+ * reads the socket (the engine thread); no locking inside. raw[] keeps the
+ * current FPDU's first bytes as received, for Terminates that must quote
+ * the offending header (fpdu_rx_term()).
+ */
+struct fpdu_rx {
+	uint8_t state; /* enum fpdu_rx_state */
+	bool crc; /* CRC negotiated: check it */
+	bool hdr_in; /* raw[] holds the DDP header, decoded into ddp */
+	bool body_in; /* ... and a Read Request body, in read_req */
+	uint8_t have; /* bytes in raw[] (HDR) or trailer[] (TRAILER) */
+	uint8_t want; /* bytes those need before the next decision */
+	uint8_t pad;
+	uint16_t max_ulpdu; /* largest ULPDU_Length accepted */
+	uint16_t ulpdu_len;
+	uint16_t payload_len;
+	uint16_t payload_off;
+	uint32_t crc_reg; /* raw CRC32c register over what was seen */
+	uint8_t raw[FPDU_HDR_MAX];
+	uint8_t trailer[FPDU_TRAILER_MAX];
+	struct ddp_hdr ddp;
+	struct rdmap_read_req read_req;
+	int err;
+	struct iwarp_term_cause cause;
+	uint64_t stream_off; /* bytes consumed since init, for logs */
+};
+
+/* Resets rx to the start of an FPDU; crc says whether MPA negotiated CRC. */
+void fpdu_rx_init(struct fpdu_rx *rx, bool crc);
+
+/*
+ * Refuses FPDUs whose ULPDU_Length exceeds max_ulpdu (e.g. what the local
+ * buffers are sized for); the default is MPA_ULPDU_MAX, i.e. no limit.
+ * Values under the tagged header length are raised to it.
+ */
+void fpdu_rx_set_max_ulpdu(struct fpdu_rx *rx, size_t max_ulpdu);
+
+/*
+ * Consumes bytes of buf up to and including the next event, fills ev and
+ * returns the number consumed (<= len). It returns 0 only when len is 0
+ * (FPDU_EV_NONE) or an error is latched (FPDU_EV_ERROR again).
+ *
+ * Errors (ev->err, ev->cause), each latched until fpdu_rx_init():
+ *   -EMSGSIZE	ULPDU_Length over the configured maximum:
+ *		LLP/MPA/local catastrophic (RFC 6581)
+ *   -EBADMSG	ULPDU_Length shorter than the DDP header its T bit calls
+ *		for: DDP/local catastrophic/0
+ *   -EPROTO	ddp_hdr_check() failed (DDP or RDMAP version, reserved or
+ *		mistagged opcode, QN, MO of a single-segment message): its
+ *		cause
+ *   -EPROTO	a Read Request that is not one 46-byte ULPDU with L=1, or a
+ *		Terminate with L=0 (both are single-segment messages,
+ *		RFC 5040 section 4): RDMAP/remote operation/catastrophic
+ *		local to the stream
+ * A Terminate (opcode 7, QN 2) is reported like any untagged message:
+ * its body is the payload; see fpdu_term_parse().
+ */
+size_t fpdu_rx_step(struct fpdu_rx *rx, const uint8_t *buf, size_t len,
+		    struct fpdu_ev *ev);
+
+/* True between FPDUs: a TCP close here loses no half-received FPDU. */
+static inline bool fpdu_rx_at_boundary(const struct fpdu_rx *rx)
+{
+	return rx->state == FPDU_RX_HDR && rx->have == 0;
+}
+
+/*
+ * The Terminate to send for cause about the current FPDU (a latched error,
+ * or one the caller found, e.g. an invalid STag at FPDU_EV_HEADER): the
+ * cause plus the headers rdmap_term_attach() asks for, when they were
+ * received. Pointers in t point into rx; build the Terminate before the
+ * next step.
+ */
+void fpdu_rx_term(const struct fpdu_rx *rx,
+		  const struct iwarp_term_cause *cause, struct rdmap_term *t);
+
+/*
+ * Decodes the body of a received Terminate: hdr is the FPDU's header,
+ * body/len the collected payload. Returns 0, -EPROTO if hdr is not a
+ * Terminate, or -EBADMSG if the body is shorter than its flags say.
+ */
+int fpdu_term_parse(const struct ddp_hdr *hdr, const uint8_t *body, size_t len,
+		    struct rdmap_term *t);
+
+/* ---- Transmit --------------------------------------------------------- */
+
+/*
+ * Writes ULPDU_Length, the DDP/RDMAP header of ddp and, for a Read
+ * Request, the body rr (NULL otherwise) into hdr (FPDU_HDR_MAX bytes
+ * fit any) for payload_len bytes of payload to follow. Returns the bytes
+ * written, -EINVAL (opcode over 4 bits, Read Request without rr or with
+ * payload) or -EMSGSIZE (ULPDU over 16 bits).
+ */
+int fpdu_tx_hdr(uint8_t *hdr, const struct ddp_hdr *ddp, size_t payload_len,
+		const struct rdmap_read_req *rr);
+
+/* ULPDU_Length of an FPDU: header, Read Request body and payload. */
+static inline size_t fpdu_ulpdu_len(const struct ddp_hdr *ddp,
+				    size_t payload_len)
+{
+	return ddp_hdr_len(ddp->tagged) + payload_len +
+	       (!ddp->tagged && ddp->opcode == RDMAP_READ_REQ
+			? RDMAP_READ_REQ_LEN
+			: 0);
+}
+
+/*
+ * Accumulates the CRC over the pieces of one FPDU as they are queued:
+ * the header from fpdu_tx_hdr(), then every payload segment. With CRC off
+ * it does nothing.
+ */
+struct fpdu_tx_crc {
+	uint32_t reg;
+	bool on;
+};
+
+static inline void fpdu_tx_crc_init(struct fpdu_tx_crc *c, bool on)
+{
+	c->reg = crc32c_init();
+	c->on = on;
+}
+
+static inline void fpdu_tx_crc_add(struct fpdu_tx_crc *c, const void *p,
+				   size_t len)
+{
+	if (c->on)
+		c->reg = crc32c_update(c->reg, p, len);
+}
+
+/*
+ * Writes the pad (zero) and the CRC of an FPDU of ulpdu_len ULPDU bytes
+ * into trailer (FPDU_TRAILER_MAX bytes fit any) and returns their number.
+ * crc_reg is the raw CRC32c register (crc32c_init() then crc32c_update())
+ * over the length field and the ULPDU; the pad is folded in here. With
+ * crc false the CRC field is zero (RFC 5044 section 4).
+ */
+size_t fpdu_tx_trailer(uint8_t *trailer, uint32_t crc_reg, size_t ulpdu_len,
+		       bool crc);
+
+/*
+ * A whole FPDU in one buffer (payload copied): for short and control
+ * messages. Returns its length, -ENOBUFS if size is short, or an error of
+ * fpdu_tx_hdr().
+ */
+int fpdu_tx_build(uint8_t *buf, size_t size, const struct ddp_hdr *ddp,
+		  const struct rdmap_read_req *rr, const void *payload,
+		  size_t payload_len, bool crc);
+
+/*
+ * Payload bytes one FPDU can carry when its ULPDU may be at most mulpdu
+ * bytes (mpa_mulpdu() of the effective MSS): mulpdu minus the DDP header,
+ * 0 if the header does not fit.
+ */
+size_t fpdu_max_payload(size_t mulpdu, bool tagged);
+
+/*
+ * Segmentation of one RDMAP message into DDP segments (RFC 5041,
+ * RFC 5040): every segment repeats the message's header with its own
+ * offset -- TO advanced by the bytes before it (tagged) or MO = the bytes
+ * before it (untagged, same MSN) -- and only the last has L=1. A
+ * zero-length message is one segment with L=1 and no payload.
+ *
+ *	fpdu_seg_init(&s, &msg, len, fpdu_max_payload(mulpdu, msg.tagged));
+ *	while (fpdu_seg_next(&s, &h, &off, &n))
+ *		send h with payload bytes [off, off + n) of the message
+ *
+ * msg gives opcode, T, STag and base TO, or QN, MSN and Invalidate STag;
+ * its L and MO are ignored (MO starts at 0). An untagged message is at
+ * most 4 GiB - 1 (MO is 32 bits); tagged TOs wrap modulo 2^64, which the
+ * caller rules out by its bounds checks.
+ */
+struct fpdu_seg {
+	struct ddp_hdr msg;
+	size_t msg_len;
+	size_t max_payload;
+	size_t off; /* next segment starts here */
+	bool done;
+};
+
+/* -EINVAL if max_payload is 0 or an untagged message exceeds 32 bits. */
+int fpdu_seg_init(struct fpdu_seg *s, const struct ddp_hdr *msg, size_t msg_len,
+		  size_t max_payload);
+
+/*
+ * Fills the header and payload range of the next segment; false once the
+ * last was handed out.
+ */
+bool fpdu_seg_next(struct fpdu_seg *s, struct ddp_hdr *h, size_t *off,
+		   size_t *payload_len);
+
+/*
+ * The segment that starts at message offset off, without the iterator
+ * (for a sender that resumes from a byte count): fills h and returns the
+ * payload length. off must be below msg_len, or 0 for an empty message.
+ */
+size_t fpdu_seg_at(const struct ddp_hdr *msg, size_t msg_len, size_t off,
+		   size_t max_payload, struct ddp_hdr *h);
+
+#endif /* NDK_IWARP_FPDU_H */
