@@ -213,6 +213,101 @@ static void print_addresses(const char *side, NDK_CONNECTOR *c)
 	       ntohs(b.sin_port));
 }
 
+/* Registers buf for local and remote access; returns the MR. */
+static NDK_MR *register_buffer(NDK_PD *pd, void *buf, ULONG len)
+{
+	NDK_MR *mr;
+	PMDL mdl = IoAllocateMdl(buf, len, FALSE, FALSE, NULL);
+
+	CHECK(pd->Dispatch->NdkCreateMr(pd, FALSE, NULL, NULL, &mr));
+	CHECK(mr->Dispatch->NdkRegisterMr(
+		mr, mdl, len,
+		NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
+			NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
+		NULL, NULL));
+	IoFreeMdl(mdl);
+	return mr;
+}
+
+static void wait_one(NDK_CQ *cq, NDK_RESULT_EX *res)
+{
+	while (!cq->Dispatch->NdkGetCqResultsEx(cq, res, 1))
+		;
+}
+
+static const char *op_name(NDK_OPERATION_TYPE t)
+{
+	switch (t) {
+	case NdkOperationTypeReceive:
+		return "Receive";
+	case NdkOperationTypeSend:
+		return "Send";
+	case NdkOperationTypeRead:
+		return "Read";
+	case NdkOperationTypeWrite:
+		return "Write";
+	default:
+		return "other";
+	}
+}
+
+/* Send/Receive, RDMA Write and RDMA Read over the connection. */
+static void demo_data(NDK_PD *pd, NDK_CQ *cq, NDK_QP *aqp, NDK_QP *pqp)
+{
+	static char abuf[256], pbuf[256];
+	NDK_MR *amr = register_buffer(pd, abuf, sizeof(abuf));
+	NDK_MR *pmr = register_buffer(pd, pbuf, sizeof(pbuf));
+	UINT32 atok = amr->Dispatch->NdkGetLocalTokenFromMr(amr);
+	UINT32 ptok = pmr->Dispatch->NdkGetLocalTokenFromMr(pmr);
+	UINT32 premote = pmr->Dispatch->NdkGetRemoteTokenFromMr(pmr);
+	NDK_SGE rs = { .VirtualAddress = pbuf,
+		       .Length = 64,
+		       .MemoryRegionToken = ptok };
+	NDK_SGE ss = { .VirtualAddress = abuf,
+		       .Length = 0,
+		       .MemoryRegionToken = atok };
+	NDK_RESULT_EX res;
+
+	printf("== Data on the connection (DDP/RDMAP in MPA FPDUs)\n");
+	CHECK(pqp->Dispatch->NdkReceive(pqp, NULL, &rs, 1));
+	strcpy(abuf, "a Send from the initiator");
+	ss.Length = (ULONG)strlen(abuf) + 1;
+	CHECK(aqp->Dispatch->NdkSend(aqp, NULL, &ss, 1, 0));
+	wait_one(cq, &res);
+	printf("  completion: %s %s, %u bytes\n", op_name(res.Type),
+	       NdkStatusName(res.Status), res.BytesTransferred);
+	wait_one(cq, &res);
+	printf("  completion: %s %s, %u bytes\n", op_name(res.Type),
+	       NdkStatusName(res.Status), res.BytesTransferred);
+	printf("  [passive] received \"%s\"\n", pbuf);
+
+	/* RDMA Write into the passive buffer at offset 128, then a Send
+	 * behind it tells the passive side the data is there. */
+	strcpy(abuf, "an RDMA Write, placed without the target calling in");
+	ss.Length = (ULONG)strlen(abuf) + 1;
+	CHECK(aqp->Dispatch->NdkWrite(aqp, NULL, &ss, 1,
+				      (UINT64)(uintptr_t)(pbuf + 128), premote,
+				      NDK_OP_FLAG_SILENT_SUCCESS));
+	CHECK(pqp->Dispatch->NdkReceive(pqp, NULL, NULL, 0));
+	CHECK(aqp->Dispatch->NdkSend(aqp, NULL, NULL, 0,
+				     NDK_OP_FLAG_SILENT_SUCCESS));
+	wait_one(cq, &res);
+	printf("  [passive] at offset 128: \"%s\"\n", pbuf + 128);
+
+	/* RDMA Read of those bytes back into the initiator's buffer. */
+	memset(abuf, 0, sizeof(abuf));
+	ss.Length = 64;
+	CHECK(aqp->Dispatch->NdkRead(aqp, NULL, &ss, 1,
+				     (UINT64)(uintptr_t)(pbuf + 128), premote,
+				     0));
+	wait_one(cq, &res);
+	printf("  completion: %s %s\n", op_name(res.Type),
+	       NdkStatusName(res.Status));
+	printf("  [active]  read back \"%s\"\n", abuf);
+	CHECK(amr->Dispatch->NdkCloseMr(&amr->Header, NULL, NULL));
+	CHECK(pmr->Dispatch->NdkCloseMr(&pmr->Header, NULL, NULL));
+}
+
 static void demo_connection(NDK_ADAPTER *ad)
 {
 	NDK_PD *pd;
@@ -276,6 +371,8 @@ static void demo_connection(NDK_ADAPTER *ad)
 	       NdkStatusName(st));
 	event_wait(&acc.ev);
 	printf("  [passive] Accept completed: %s\n", NdkStatusName(acc.status));
+
+	demo_data(pd, cq, aqp, pqp);
 
 	st = active->Dispatch->NdkDisconnect(active, on_request, &disc);
 	printf("  [active]  NdkDisconnect -> %s\n", NdkStatusName(st));

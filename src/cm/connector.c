@@ -22,6 +22,7 @@
 #include "core/provider.h"
 #include "core/status.h"
 #include "iwarp/ddp.h"
+#include "qp/dp.h"
 #include "qp/qp.h"
 
 static const char *const conn_state_names[NDK_CONN_STATE_COUNT] = {
@@ -102,6 +103,7 @@ static int conn_watch(struct ndk_connector *c, uint32_t events)
 }
 
 static void conn_drop_work_fn(struct ndk_work *w);
+static int conn_attach_dp(struct ndk_connector *c);
 static void disc_work_fn(struct ndk_work *w);
 static void event_work_fn(struct ndk_work *w);
 
@@ -288,6 +290,8 @@ static void conn_qp_disconnected(struct ndk_connector *c, bool flush)
 
 	if (!c->qp)
 		return;
+	/* The data path stops using the socket before it goes. */
+	ndk_dp_detach(c->qp);
 	if (ndk_qp_state(c->qp) == NDK_QP_CONNECTED) {
 		ndk_qp_cm_disconnected(c->qp, false, flush);
 		atomic_fetch_sub(&ad->stats.active_connection, 1);
@@ -371,6 +375,10 @@ static void conn_peer_disconnected(struct ndk_connector *c, bool error)
 	struct ndk_adapter *ad = c->obj.adapter;
 
 	conn_set_state(c, NDK_CONN_PEER_CLOSED);
+	/* Nothing more goes out; requests wait for the consumer's
+	 * NdkDisconnect or NdkFlush (no implicit flush, ndkpi.md 6.4). */
+	if (c->qp)
+		ndk_dp_detach(c->qp);
 	if (c->io_added)
 		ndk_engine_mod_fd(conn_engine(c), &c->io, 0);
 	if (error)
@@ -778,7 +786,7 @@ static void conn_read_rtr(struct ndk_connector *c)
 	}
 established:
 	conn_stop_timer(c);
-	if (ndk_qp_cm_connected(c->qp, c->eff.ird, c->eff.ord)) {
+	if (conn_attach_dp(c)) {
 		conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
 		return;
 	}
@@ -793,34 +801,44 @@ established:
 /* Established                                                        */
 
 /*
- * Until the data path takes the socket over (issue #4), an established
- * connection only watches for the peer leaving; received FPDUs are read
- * and dropped.
+ * The data path reads and writes an established connection; it reports
+ * the end of the stream, a reset, or a Terminate sent or received.
  */
-static void conn_read_established(struct ndk_connector *c)
+static void conn_established_io(struct ndk_connector *c, uint32_t events)
 {
-	uint8_t buf[4096];
+	int ret = c->qp ? ndk_dp_io(c->qp, events) : -ENOTCONN;
 
-	for (;;) {
-		ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
-
-		if (n > 0)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		if (c->state == NDK_CONN_DISCONNECTING) {
-			/* Our FIN was answered: the disconnect is done. */
-			conn_stop_timer(c);
-			conn_qp_disconnected(c, true);
-			conn_drop_socket(c);
-			conn_set_state(c, NDK_CONN_CLOSED);
-			c->fail = STATUS_CONNECTION_INVALID;
-			ndk_req_complete(&c->disconnect_req, STATUS_SUCCESS);
-			return;
-		}
-		conn_peer_disconnected(c, n < 0);
+	if (!ret)
+		return;
+	if (c->state == NDK_CONN_DISCONNECTING && ret == -EPIPE) {
+		/* Our FIN was answered: the disconnect is done. */
+		conn_stop_timer(c);
+		conn_qp_disconnected(c, true);
+		conn_drop_socket(c);
+		conn_set_state(c, NDK_CONN_CLOSED);
+		c->fail = STATUS_CONNECTION_INVALID;
+		ndk_req_complete(&c->disconnect_req, STATUS_SUCCESS);
 		return;
 	}
+	if (ret == -EPROTO) {
+		/* After a Terminate the stream is over: send our FIN. */
+		ndk_info("connector %p: connection terminated", (void *)c);
+		ndk_dp_detach(c->qp);
+		shutdown(c->fd, SHUT_WR);
+	}
+	if (c->state == NDK_CONN_ESTABLISHED)
+		conn_peer_disconnected(c, ret != -EPIPE);
+}
+
+/* Hands an established connection to its QP's data path. */
+static int conn_attach_dp(struct ndk_connector *c)
+{
+	int ret = ndk_dp_attach(c->qp, c->fd, conn_engine(c), &c->io, c->crc,
+				c->eff.ird, c->eff.ord);
+
+	if (ret)
+		return ret;
+	return ndk_qp_cm_connected(c->qp, c->eff.ird, c->eff.ord);
 }
 
 /* ------------------------------------------------------------------ */
@@ -874,7 +892,7 @@ static void conn_io_fn(struct ndk_io *io, uint32_t events)
 		break;
 	case NDK_CONN_ESTABLISHED:
 	case NDK_CONN_DISCONNECTING:
-		conn_read_established(c);
+		conn_established_io(c, events);
 		break;
 	default:
 		if (c->io_added)
@@ -1198,7 +1216,7 @@ conn_complete_connect(struct ndk_connector *c,
 			goto out;
 		}
 	}
-	if (ndk_qp_cm_connected(c->qp, c->eff.ird, c->eff.ord)) {
+	if (conn_attach_dp(c)) {
 		conn_abandon(c, STATUS_CONNECTION_ABORTED);
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;

@@ -12,6 +12,7 @@
 #include "core/provider.h"
 #include "qp/cq.h"
 #include "qp/pd.h"
+#include "qp/dp.h"
 #include "qp/qp.h"
 #include "qp/srq.h"
 
@@ -175,9 +176,9 @@ static struct ndk_rqe *rq_slot(struct ndk_rq *rq, uint32_t idx)
 						  ndk_rqe_stride(rq->max_sge));
 }
 
-static void qp_push(struct ndk_qp *qp, struct ndk_cq *cq, PVOID ctx,
-		    NTSTATUS status, ULONG bytes, NDK_OPERATION_TYPE type,
-		    ULONG_PTR tsco)
+static void qp_push_se(struct ndk_qp *qp, struct ndk_cq *cq, PVOID ctx,
+		       NTSTATUS status, ULONG bytes, NDK_OPERATION_TYPE type,
+		       ULONG_PTR tsco, bool solicited)
 {
 	NDK_RESULT_EX res = {
 		.Status = status,
@@ -190,9 +191,16 @@ static void qp_push(struct ndk_qp *qp, struct ndk_cq *cq, PVOID ctx,
 	};
 
 	/* On overrun the CQ reports STATUS_BUFFER_OVERFLOW itself. */
-	if (ndk_cq_push(cq, &res, false))
+	if (ndk_cq_push(cq, &res, solicited))
 		ndk_warn("qp %p: CQ %p overrun, completion dropped", (void *)qp,
 			 (void *)cq);
+}
+
+static void qp_push(struct ndk_qp *qp, struct ndk_cq *cq, PVOID ctx,
+		    NTSTATUS status, ULONG bytes, NDK_OPERATION_TYPE type,
+		    ULONG_PTR tsco)
+{
+	qp_push_se(qp, cq, ctx, status, bytes, type, tsco, false);
 }
 
 /*
@@ -235,7 +243,7 @@ static void rq_flush(struct ndk_qp *qp, bool taken)
 void ndk_qp_flush(struct ndk_qp *qp)
 {
 	rq_flush(qp, false);
-	/* The initiator queue (SQ, ORQ) is flushed here by the data path. */
+	ndk_dp_flush(qp);
 }
 
 struct ndk_rqe *ndk_qp_recv_take(struct ndk_qp *qp)
@@ -272,6 +280,14 @@ void ndk_qp_recv_complete(struct ndk_qp *qp, struct ndk_rqe *rqe,
 			  NTSTATUS status, ULONG bytes, NDK_OPERATION_TYPE type,
 			  ULONG_PTR tsco)
 {
+	ndk_qp_recv_complete_se(qp, rqe, status, bytes, type, tsco, false);
+}
+
+void ndk_qp_recv_complete_se(struct ndk_qp *qp, struct ndk_rqe *rqe,
+			     NTSTATUS status, ULONG bytes,
+			     NDK_OPERATION_TYPE type, ULONG_PTR tsco,
+			     bool solicited)
+{
 	struct ndk_rq *rq = &qp->rq;
 
 	pthread_mutex_lock(&rq->lock);
@@ -281,7 +297,8 @@ void ndk_qp_recv_complete(struct ndk_qp *qp, struct ndk_rqe *rqe,
 		pthread_mutex_unlock(&rq->lock);
 		return;
 	}
-	qp_push(qp, qp->rcq, rqe->ctx, status, bytes, type, tsco);
+	/* An error status satisfies a SOLICITED arm anyway (9.6). */
+	qp_push_se(qp, qp->rcq, rqe->ctx, status, bytes, type, tsco, solicited);
 	rq->done++;
 	/* Flushed receives queued behind this one may go now. */
 	rq_push_flushed_locked(qp);
@@ -327,35 +344,37 @@ static VOID qp_flush(NDK_QP *pNdkQp)
 }
 
 /*
- * Initiator WRs. A QP that is not connected fails them inline with
- * STATUS_CONNECTION_INVALID (ndkpi.md 4.7, 6.5); the transfer itself is
- * the data path's (not there yet).
+ * Initiator WRs (ndkpi.md 4.7). A QP that is not connected fails them
+ * inline with STATUS_CONNECTION_INVALID (6.5); the rest is qp/dp_tx.c.
  */
-static NTSTATUS qp_initiator_check(NDK_QP *pNdkQp)
-{
-	if (ndk_qp_state(to_ndk_qp(pNdkQp)) != NDK_QP_CONNECTED)
-		return STATUS_CONNECTION_INVALID;
-	return STATUS_NOT_IMPLEMENTED;
-}
-
 static NTSTATUS qp_send(NDK_QP *pNdkQp, PVOID RequestContext,
 			CONST NDK_SGE *pSgl, ULONG nSge, ULONG Flags)
 {
-	return qp_initiator_check(pNdkQp);
+	return ndk_dp_post_send(to_ndk_qp(pNdkQp), RequestContext, pSgl, nSge,
+				Flags, false, 0);
 }
 
 static NTSTATUS qp_send_and_invalidate(NDK_QP *pNdkQp, PVOID RequestContext,
 				       CONST NDK_SGE *pSgl, ULONG nSge,
 				       ULONG Flags, UINT32 RemoteToken)
 {
-	return qp_initiator_check(pNdkQp);
+	return ndk_dp_post_send(to_ndk_qp(pNdkQp), RequestContext, pSgl, nSge,
+				Flags, true, RemoteToken);
+}
+
+static NTSTATUS qp_not_yet(NDK_QP *pNdkQp)
+{
+	/* Bind, FastRegister, Invalidate: the next data-path step. */
+	if (ndk_qp_state(to_ndk_qp(pNdkQp)) != NDK_QP_CONNECTED)
+		return STATUS_CONNECTION_INVALID;
+	return STATUS_NOT_IMPLEMENTED;
 }
 
 static NTSTATUS qp_bind(NDK_QP *pNdkQp, PVOID RequestContext, NDK_MR *pMr,
 			NDK_MW *pMw, PVOID VirtualAddress, SIZE_T Length,
 			ULONG Flags)
 {
-	return qp_initiator_check(pNdkQp);
+	return qp_not_yet(pNdkQp);
 }
 
 static NTSTATUS qp_fast_register(NDK_QP *pNdkQp, PVOID RequestContext,
@@ -364,27 +383,30 @@ static NTSTATUS qp_fast_register(NDK_QP *pNdkQp, PVOID RequestContext,
 				 ULONG FBO, SIZE_T Length,
 				 PVOID BaseVirtualAddress, ULONG Flags)
 {
-	return qp_initiator_check(pNdkQp);
+	return qp_not_yet(pNdkQp);
 }
 
 static NTSTATUS qp_invalidate(NDK_QP *pNdkQp, PVOID RequestContext,
 			      NDK_OBJECT_HEADER *pNdkMrOrMw, ULONG Flags)
 {
-	return qp_initiator_check(pNdkQp);
+	return qp_not_yet(pNdkQp);
 }
 
 static NTSTATUS qp_read(NDK_QP *pNdkQp, PVOID RequestContext,
 			CONST NDK_SGE *pSgl, ULONG nSge, UINT64 RemoteAddress,
 			UINT32 RemoteToken, ULONG Flags)
 {
-	return qp_initiator_check(pNdkQp);
+	return ndk_dp_post_rdma(to_ndk_qp(pNdkQp), NDK_WQE_READ, RequestContext,
+				pSgl, nSge, RemoteAddress, RemoteToken, Flags);
 }
 
 static NTSTATUS qp_write(NDK_QP *pNdkQp, PVOID RequestContext,
 			 CONST NDK_SGE *pSgl, ULONG nSge, UINT64 RemoteAddress,
 			 UINT32 RemoteToken, ULONG Flags)
 {
-	return qp_initiator_check(pNdkQp);
+	return ndk_dp_post_rdma(to_ndk_qp(pNdkQp), NDK_WQE_WRITE,
+				RequestContext, pSgl, nSge, RemoteAddress,
+				RemoteToken, Flags);
 }
 
 static void qp_close_begin(struct ndk_obj *obj)
@@ -401,13 +423,15 @@ static void qp_close_begin(struct ndk_obj *obj)
 	 * stop filling them before this point (its close hook goes here).
 	 */
 	rq_flush(qp, true);
-	/* The initiator queue is flushed here by the data path. */
+	ndk_dp_detach(qp);
+	ndk_dp_flush(qp);
 }
 
 static void qp_destroy(struct ndk_obj *obj)
 {
 	struct ndk_qp *qp = container_of(obj, struct ndk_qp, obj);
 
+	ndk_dp_free(qp);
 	pthread_mutex_destroy(&qp->rq.lock);
 	pthread_mutex_destroy(&qp->lock);
 	free(qp->rq.ring);

@@ -33,6 +33,7 @@
 struct ndk_cq;
 struct ndk_pd;
 struct ndk_connector;
+struct ndk_dp;
 
 /*
  * QP states. WRs other than receives need CONNECTED (ndkpi.md 6.5);
@@ -92,6 +93,7 @@ struct ndk_qp {
 
 	struct ndk_rq rq;
 	struct ndk_iq iq;
+	struct ndk_dp *dp; /* data path, while connected (qp/dp.h) */
 };
 
 static inline struct ndk_qp *to_ndk_qp(NDK_QP *qp)
@@ -178,6 +180,11 @@ struct ndk_rqe *ndk_qp_recv_take(struct ndk_qp *qp);
 void ndk_qp_recv_complete(struct ndk_qp *qp, struct ndk_rqe *rqe,
 			  NTSTATUS status, ULONG bytes, NDK_OPERATION_TYPE type,
 			  ULONG_PTR tsco);
+/* The same for a Send with SEND_AND_SOLICIT_EVENT: solicited is true. */
+void ndk_qp_recv_complete_se(struct ndk_qp *qp, struct ndk_rqe *rqe,
+			     NTSTATUS status, ULONG bytes,
+			     NDK_OPERATION_TYPE type, ULONG_PTR tsco,
+			     bool solicited);
 
 /* Receives taken from an SRQ that one QP may have in progress at once. */
 #define NDK_QP_SRQ_INFLIGHT 4

@@ -380,8 +380,22 @@ static void test_unconnected_wrs(void **state)
 	assert_int_equal(ndk_qp_cm_connecting(q, NULL), 0);
 	expect_initiator(qp, STATUS_CONNECTION_INVALID);
 	assert_int_equal(ndk_qp_cm_connected(q, 4, 4), 0);
-	/* Connected: past the state check, the data path is not there. */
-	expect_initiator(qp, STATUS_NOT_IMPLEMENTED);
+	/*
+	 * Marked connected but no connection attached its data path (only
+	 * the connector does that): still nothing to send on.
+	 */
+	{
+		NDK_SGE sge = { 0 };
+
+		assert_int_equal(qp->Dispatch->NdkSend(qp, NULL, &sge, 1, 0),
+				 STATUS_CONNECTION_INVALID);
+		assert_int_equal(
+			qp->Dispatch->NdkWrite(qp, NULL, &sge, 1, 0x1000, 1, 0),
+			STATUS_CONNECTION_INVALID);
+		assert_int_equal(
+			qp->Dispatch->NdkBind(qp, NULL, NULL, NULL, NULL, 0, 0),
+			STATUS_NOT_IMPLEMENTED);
+	}
 	/* A peer's disconnect does not flush (ndkpi.md 6.4). */
 	assert_int_equal(ndk_qp_cm_disconnected(q, false, false), 0);
 	assert_int_equal(drain(e->rcq, res, 2), 0);

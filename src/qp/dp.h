@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The QP data path: initiator queue, transmit and receive over one
+ * established connection (RFC 5040 RDMAP, RFC 5041 DDP, RFC 5044 MPA).
+ *
+ * A QP gets a struct ndk_dp when its connection is established. The
+ * connector keeps owning the socket and its epoll registration; it hands
+ * readiness to ndk_dp_io() and calls ndk_dp_detach() before it closes the
+ * socket.
+ *
+ * Locking: dp->lock protects the initiator queue, the ORQ and IRQ and the
+ * transmit state. Posting threads, the engine's receive path and EPOLLOUT
+ * all transmit under it; socket writes are non-blocking, so it is held for
+ * short times only. The receive parser state is the engine thread's own.
+ * Lock order: connector lock, dp->lock, receive-queue lock, CQ lock.
+ */
+#ifndef NDK_QP_DP_H
+#define NDK_QP_DP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include <ndk/ndk.h>
+#include "engine/engine.h"
+#include "iwarp/fpdu.h"
+
+struct ndk_qp;
+
+enum ndk_wqe_op {
+	NDK_WQE_SEND,
+	NDK_WQE_WRITE,
+	NDK_WQE_READ,
+	NDK_WQE_BIND,
+	NDK_WQE_FAST_REGISTER,
+	NDK_WQE_INVALIDATE,
+};
+
+enum ndk_wqe_state {
+	NDK_WQE_QUEUED, /* not started */
+	NDK_WQE_ACTIVE, /* being transmitted */
+	NDK_WQE_WAIT_RESPONSE, /* Read Request sent, response pending */
+	NDK_WQE_DONE, /* finished; completes once those before it did */
+};
+
+/* One initiator work request (a slot of the SQ ring). */
+struct ndk_wqe {
+	uint8_t op; /* enum ndk_wqe_op */
+	uint8_t state; /* enum ndk_wqe_state */
+	bool inline_data; /* payload copied into data[] at post time */
+	uint32_t nsge;
+	ULONG flags;
+	PVOID ctx;
+	NTSTATUS status;
+	uint32_t length; /* payload bytes */
+	uint32_t done_bytes; /* sent (Send, Write) or placed (Read) */
+	uint32_t stag; /* remote STag (Write, Read) or invalidate STag */
+	uint64_t addr; /* remote address (Write, Read) */
+	void *obj; /* Bind: MW; FastRegister/Invalidate: MR or MW header */
+	void *obj2; /* Bind: MR */
+	uint64_t va, len; /* Bind, FastRegister */
+	const NDK_LOGICAL_ADDRESS *pages; /* FastRegister */
+	uint32_t npages, fbo;
+	NDK_SGE sge[]; /* max_sge SGEs, or inline bytes */
+};
+
+/* An inbound Read Request being answered (RFC 5040 4.4, the IRQ). */
+struct ndk_irqe {
+	uint32_t sink_stag;
+	uint64_t sink_to;
+	uint32_t src_stag;
+	uint64_t src_to;
+	uint32_t length;
+	uint32_t sent;
+};
+
+/* Receive-side state of the message in progress. */
+struct ndk_dp_rx;
+
+struct ndk_dp {
+	struct ndk_qp *qp;
+	pthread_mutex_t lock;
+	bool attached; /* false once the connection is gone */
+	int fd;
+	struct ndk_engine *engine;
+	struct ndk_io *io; /* the connector's registration */
+	bool want_out; /* EPOLLOUT is armed */
+	bool crc;
+	uint32_t mulpdu; /* largest ULPDU per FPDU (RFC 5044 MULPDU) */
+	uint32_t ird, ord;
+
+	/* Initiator queue: done <= next <= tail, free-running. */
+	unsigned char *sq;
+	uint32_t sq_size, sq_depth, sq_stride;
+	uint32_t sq_done, sq_next, sq_tail;
+	uint32_t reads_out; /* Read Requests awaiting responses (ORQ) */
+	uint32_t orq_head; /* SQ index of the oldest outstanding Read */
+
+	/* IRQ: inbound Read Requests, answered in order. */
+	struct ndk_irqe *irq;
+	uint32_t irq_head, irq_tail; /* free-running, at most ird apart */
+
+	/* Transmit: one FPDU at a time, gathered from its pieces. */
+	uint8_t tx_hdr[FPDU_HDR_MAX];
+	uint8_t tx_trl[FPDU_TRAILER_MAX];
+	struct iovec tx_iov[20];
+	int tx_iovcnt;
+	size_t tx_left; /* bytes of the current FPDU still to write */
+	bool tx_fin; /* the FPDU is the last of request tx_fin_idx */
+	uint32_t tx_fin_idx;
+	uint32_t msn_send; /* next MSN for QN 0 (RFC 5041 5.1) */
+	uint32_t msn_readreq; /* next MSN for QN 1 */
+	uint8_t term[FPDU_HDR_MAX + RDMAP_TERM_BODY_MAX + FPDU_TRAILER_MAX];
+	size_t term_len;
+	bool terminated; /* no FPDU after a Terminate */
+
+	/* Receive. */
+	struct ndk_dp_rx *rx;
+};
+
+/*
+ * Creates the data path of a connected QP; the socket is the connector's.
+ * Returns 0 or -ENOMEM.
+ */
+int ndk_dp_attach(struct ndk_qp *qp, int fd, struct ndk_engine *engine,
+		  struct ndk_io *io, bool crc, uint32_t ird, uint32_t ord);
+/* The connection is going away: no more socket use. Any thread. */
+void ndk_dp_detach(struct ndk_qp *qp);
+/* Frees the data path (QP destroy). */
+void ndk_dp_free(struct ndk_qp *qp);
+/*
+ * Engine thread, from the connector's handler: socket readiness. Returns
+ * 0, or a negative errno when the connection ended: -EPIPE (peer closed),
+ * -ECONNRESET..., -EPROTO (a Terminate was sent or received).
+ */
+int ndk_dp_io(struct ndk_qp *qp, uint32_t events);
+
+/* Work-request entry points (QP dispatch slots), connected QPs only. */
+NTSTATUS ndk_dp_post_send(struct ndk_qp *qp, PVOID ctx, const NDK_SGE *sgl,
+			  ULONG nsge, ULONG flags, bool invalidate,
+			  UINT32 inv_stag);
+NTSTATUS ndk_dp_post_rdma(struct ndk_qp *qp, enum ndk_wqe_op op, PVOID ctx,
+			  const NDK_SGE *sgl, ULONG nsge, UINT64 addr,
+			  UINT32 stag, ULONG flags);
+/* Completes every initiator request with STATUS_CANCELLED, in order. */
+void ndk_dp_flush(struct ndk_qp *qp);
+
+/* Transmit whatever can go; dp->lock held. */
+void ndk_dp_tx_locked(struct ndk_dp *dp);
+
+#endif /* NDK_QP_DP_H */

@@ -1,0 +1,584 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * QP data path, receive side: placement of incoming Sends, RDMA Writes and
+ * Read Responses, answering Read Requests, and Terminates (RFC 5040,
+ * RFC 5041). Runs on the engine thread only. Incoming data is placed in
+ * ascending address order by the provider alone, without the consumer
+ * calling in (DESIGN.md 4).
+ *
+ * Every tagged placement and every Read Request is checked against the
+ * STag table (invalid STag, PD, access, base and bounds); a failure ends
+ * the connection with a Terminate carrying the RFC 5041 / 5040 code, and
+ * no byte is written outside the registered range.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include "core/adapter.h"
+#include "core/log.h"
+#include "iwarp/crc32c.h"
+#include "iwarp/fpdu.h"
+#include "iwarp/mpa.h"
+#include "qp/cq.h"
+#include "qp/dp.h"
+#include "qp/pd.h"
+#include "qp/qp.h"
+#include "qp/srq.h"
+#include "qp/stag.h"
+
+/* What the FPDU being received is placed into. */
+enum rx_target {
+	RX_NONE,
+	RX_SEND, /* a receive's SGE list at MO */
+	RX_WRITE, /* a remote-writable STag range */
+	RX_READ_RESP, /* the oldest outstanding Read's SGE list */
+	RX_TERMINATE, /* collected, then parsed */
+	RX_DISCARD, /* zero-length RTR leftovers */
+};
+
+struct ndk_dp_rx {
+	struct fpdu_rx parser;
+	enum rx_target target;
+	struct ddp_hdr hdr; /* of the FPDU being received */
+	/* Send: the receive being filled, and its message state. */
+	struct ndk_rqe *rqe;
+	uint32_t msn_send; /* next expected MSN on QN 0 (RFC 5041 5.1) */
+	uint32_t msn_readreq; /* next expected MSN on QN 1 */
+	uint64_t recv_len; /* capacity of rqe */
+	uint32_t recv_bytes; /* message bytes so far */
+	bool recv_overflow;
+	/* Write / Read Response placement. */
+	struct ndk_stag_ref ref;
+	bool have_ref;
+	uint8_t term[RDMAP_TERM_BODY_MAX];
+	size_t term_len;
+	uint8_t buf[16384]; /* socket reads, engine thread only */
+};
+
+/* ------------------------------------------------------------------ */
+/* Terminate                                                          */
+
+/*
+ * Queues a Terminate for cause about the current FPDU (RFC 5040 5.2) and
+ * stops the data path; the caller reports -EPROTO so the connector ends
+ * the connection.
+ */
+static int rx_fail(struct ndk_dp *dp, unsigned int layer, unsigned int etype,
+		   unsigned int ecode)
+{
+	struct iwarp_term_cause cause = { .layer = (uint8_t)layer,
+					  .etype = (uint8_t)etype,
+					  .ecode = (uint8_t)ecode };
+	struct rdmap_term t;
+	int n;
+
+	fpdu_rx_term(&dp->rx->parser, &cause, &t);
+	pthread_mutex_lock(&dp->lock);
+	if (!dp->terminated && !dp->term_len) {
+		n = rdmap_term_build(&t, dp->crc, dp->term, sizeof(dp->term));
+		if (n > 0)
+			dp->term_len = (size_t)n;
+		ndk_info("qp %p: sending Terminate %s / %s / %s",
+			 (void *)dp->qp, iwarp_term_layer_name(layer),
+			 iwarp_term_etype_name(layer, etype),
+			 iwarp_term_ecode_name(layer, etype, ecode));
+		ndk_dp_tx_locked(dp);
+	}
+	pthread_mutex_unlock(&dp->lock);
+	return -EPROTO;
+}
+
+/* A failed STag check: the RFC 5041 tagged-buffer code, or RFC 5040's
+ * remote protection codes for a Read Request's source. */
+static int rx_fail_stag(struct ndk_dp *dp, int err, bool read_source)
+{
+	enum ndk_stag_fault f = ndk_stag_fault_of(err);
+
+	if (read_source || f == NDK_STAG_FAULT_ACCESS)
+		return rx_fail(dp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
+			       f == NDK_STAG_FAULT_INVALID_STAG
+				       ? RDMAP_ECODE_INVALID_STAG
+			       : f == NDK_STAG_FAULT_BOUNDS
+				       ? RDMAP_ECODE_BASE_BOUNDS
+			       : f == NDK_STAG_FAULT_ACCESS ? RDMAP_ECODE_ACCESS
+			       : f == NDK_STAG_FAULT_TO_WRAP
+				       ? RDMAP_ECODE_TO_WRAP
+				       : RDMAP_ECODE_STAG_NOT_ASSOC);
+	return rx_fail(
+		dp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+		f == NDK_STAG_FAULT_INVALID_STAG ? DDP_TAGGED_INVALID_STAG
+		: f == NDK_STAG_FAULT_BOUNDS	 ? DDP_TAGGED_BASE_BOUNDS
+		: f == NDK_STAG_FAULT_TO_WRAP	 ? DDP_TAGGED_TO_WRAP
+						 : DDP_TAGGED_STAG_NOT_ASSOC);
+}
+
+/* ------------------------------------------------------------------ */
+/* Per FPDU                                                           */
+
+static struct ndk_wqe *orq_head(struct ndk_dp *dp);
+
+static int rx_header(struct ndk_dp *dp, const struct fpdu_ev *ev)
+{
+	struct ndk_dp_rx *rx = dp->rx;
+	struct ndk_qp *qp = dp->qp;
+	const struct ddp_hdr *h = ev->hdr;
+	void *addr;
+	int ret;
+
+	rx->hdr = *h;
+	rx->target = RX_NONE;
+	switch (h->opcode) {
+	case RDMAP_SEND:
+	case RDMAP_SEND_SE:
+	case RDMAP_SEND_INV:
+	case RDMAP_SEND_SE_INV:
+		/* Messages on QN 0 arrive in MSN order (RFC 5041 5.1). */
+		if (h->msn != rx->msn_send)
+			return rx_fail(dp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+				       DDP_UNTAGGED_MSN_RANGE);
+		if (h->mo == 0 && !rx->rqe) {
+			uint32_t i;
+
+			rx->rqe = ndk_qp_recv_take(qp);
+			if (!rx->rqe)
+				return rx_fail(dp, TERM_LAYER_DDP,
+					       DDP_ETYPE_UNTAGGED,
+					       DDP_UNTAGGED_MSN_NO_BUFFER);
+			rx->recv_len = 0;
+			for (i = 0; i < rx->rqe->nsge; i++)
+				rx->recv_len += rx->rqe->sge[i].Length;
+			rx->recv_bytes = 0;
+			rx->recv_overflow = false;
+		}
+		if (!rx->rqe || h->mo != rx->recv_bytes)
+			return rx_fail(dp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+				       DDP_UNTAGGED_INVALID_MO);
+		rx->target = RX_SEND;
+		return 0;
+	case RDMAP_WRITE:
+		ret = ndk_stag_lookup(qp->obj.adapter->stags, h->stag,
+				      qp->pd->id, h->to, ev->payload_len,
+				      NDK_ACCESS_REMOTE_WRITE, &rx->ref, &addr);
+		if (ret)
+			return rx_fail_stag(dp, ret, false);
+		rx->have_ref = true;
+		rx->target = RX_WRITE;
+		return 0;
+	case RDMAP_READ_RESP: {
+		struct ndk_wqe *w;
+
+		pthread_mutex_lock(&dp->lock);
+		w = orq_head(dp);
+		pthread_mutex_unlock(&dp->lock);
+		/* A response with no Read outstanding, or to the wrong sink,
+		 * is an unexpected opcode (RFC 5040). */
+		if (!w || (w->nsge && h->stag != w->sge[0].MemoryRegionToken))
+			return rx_fail(dp, TERM_LAYER_RDMAP,
+				       RDMAP_ETYPE_REMOTE_OP,
+				       RDMAP_ECODE_UNEXPECTED_OPCODE);
+		rx->target = RX_READ_RESP;
+		return 0;
+	}
+	case RDMAP_READ_REQ: {
+		const struct rdmap_read_req *rr = &ev->read_req;
+		struct ndk_irqe *e;
+
+		if (h->msn != rx->msn_readreq)
+			return rx_fail(dp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+				       DDP_UNTAGGED_MSN_RANGE);
+		rx->msn_readreq++;
+		/* Checked at the data source before anything is sent. */
+		if (rr->size) {
+			ret = ndk_stag_lookup(
+				qp->obj.adapter->stags, rr->src_stag,
+				qp->pd->id, rr->src_to, rr->size,
+				NDK_ACCESS_REMOTE_READ, NULL, &addr);
+			if (ret)
+				return rx_fail_stag(dp, ret, true);
+		}
+		pthread_mutex_lock(&dp->lock);
+		/* More Reads in flight than our IRD allows (RFC 5040 6.6). */
+		if (dp->irq_tail - dp->irq_head >= MAX(dp->ird, 1u)) {
+			pthread_mutex_unlock(&dp->lock);
+			return rx_fail(dp, TERM_LAYER_RDMAP,
+				       RDMAP_ETYPE_REMOTE_OP,
+				       RDMAP_ECODE_CATASTROPHIC_STREAM);
+		}
+		e = &dp->irq[dp->irq_tail % MAX(dp->ird, 1u)];
+		e->sink_stag = rr->sink_stag;
+		e->sink_to = rr->sink_to;
+		e->src_stag = rr->src_stag;
+		e->src_to = rr->src_to;
+		e->length = rr->size;
+		e->sent = 0;
+		dp->irq_tail++;
+		ndk_dp_tx_locked(dp);
+		pthread_mutex_unlock(&dp->lock);
+		return 0;
+	}
+	case RDMAP_TERMINATE:
+		rx->target = RX_TERMINATE;
+		rx->term_len = 0;
+		return 0;
+	default:
+		return rx_fail(dp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_UNEXPECTED_OPCODE);
+	}
+}
+
+/* Copies len bytes to byte off of an SGE list (the receive's or the
+ * Read's), checking each local SGE (ndkpi.md 2.2). */
+static int place_sgl(struct ndk_dp *dp, const NDK_SGE *sge, uint32_t nsge,
+		     uint64_t off, const uint8_t *data, size_t len)
+{
+	struct ndk_qp *qp = dp->qp;
+	uint32_t i;
+
+	for (i = 0; i < nsge && len; i++) {
+		uint64_t n;
+		struct ndk_stag_ref ref;
+		void *addr;
+		int ret;
+
+		if (off >= sge[i].Length) {
+			off -= sge[i].Length;
+			continue;
+		}
+		n = MIN((uint64_t)sge[i].Length - off, (uint64_t)len);
+		ret = ndk_stag_sge_lookup(
+			qp->obj.adapter->stags, qp->pd->id,
+			sge[i].MemoryRegionToken,
+			(uint64_t)(uintptr_t)sge[i].VirtualAddress + off, n,
+			NDK_ACCESS_LOCAL_WRITE, &ref, &addr);
+		if (ret)
+			return ret;
+		ret = ref.mem ? ndk_stag_ref_write(&ref, 0, data, (size_t)n)
+			      : (memcpy(addr, data, (size_t)n), 0);
+		ndk_stag_put(&ref);
+		if (ret)
+			return ret;
+		data += n;
+		len -= (size_t)n;
+		off = 0;
+	}
+	return len ? -ERANGE : 0;
+}
+
+static struct ndk_wqe *orq_head(struct ndk_dp *dp)
+{
+	struct ndk_wqe *w;
+
+	if (!dp->reads_out)
+		return NULL;
+	w = (struct ndk_wqe *)(void *)(dp->sq + (size_t)(dp->orq_head &
+							 (dp->sq_size - 1)) *
+							dp->sq_stride);
+	return w;
+}
+
+static int rx_payload(struct ndk_dp *dp, const struct fpdu_ev *ev)
+{
+	struct ndk_dp_rx *rx = dp->rx;
+	int ret;
+
+	switch (rx->target) {
+	case RX_SEND:
+		if (rx->recv_overflow)
+			return 0;
+		if (rx->hdr.mo + ev->offset + ev->len > rx->recv_len) {
+			/* Larger than the posted receive (ndkpi.md 9.7). */
+			rx->recv_overflow = true;
+			return 0;
+		}
+		ret = place_sgl(dp, rx->rqe->sge, rx->rqe->nsge,
+				rx->hdr.mo + ev->offset, ev->data, ev->len);
+		if (ret)
+			rx->recv_overflow = true; /* completes with an error */
+		return 0;
+	case RX_WRITE:
+		/* In ascending address order, as the bytes arrive. */
+		return ndk_stag_ref_write(&rx->ref,
+					  rx->hdr.to + ev->offset - rx->ref.va,
+					  ev->data, ev->len)
+			       ? rx_fail(dp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+					 DDP_TAGGED_BASE_BOUNDS)
+			       : 0;
+	case RX_READ_RESP: {
+		struct ndk_wqe *w;
+		uint64_t base, off;
+
+		pthread_mutex_lock(&dp->lock);
+		w = orq_head(dp);
+		pthread_mutex_unlock(&dp->lock);
+		if (!w)
+			return 0;
+		base = w->nsge ? (uint64_t)(uintptr_t)w->sge[0].VirtualAddress
+			       : 0;
+		off = rx->hdr.to + ev->offset - base;
+		if (off + ev->len > w->length)
+			return rx_fail(dp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+				       DDP_TAGGED_BASE_BOUNDS);
+		if (place_sgl(dp, w->sge, w->nsge, off, ev->data, ev->len))
+			w->status = STATUS_ACCESS_VIOLATION;
+		w->done_bytes += (uint32_t)ev->len;
+		return 0;
+	}
+	case RX_TERMINATE:
+		if (rx->term_len + ev->len <= sizeof(rx->term)) {
+			memcpy(rx->term + rx->term_len, ev->data, ev->len);
+			rx->term_len += ev->len;
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static int rx_end(struct ndk_dp *dp, const struct fpdu_ev *ev)
+{
+	struct ndk_dp_rx *rx = dp->rx;
+	struct ndk_qp *qp = dp->qp;
+
+	if (rx->have_ref) {
+		ndk_stag_put(&rx->ref);
+		rx->have_ref = false;
+	}
+	if (!ev->crc_ok)
+		return rx_fail(dp, TERM_LAYER_LLP, LLP_ETYPE_MPA,
+			       MPA_ECODE_CRC);
+	switch (rx->target) {
+	case RX_SEND:
+		rx->recv_bytes = rx->hdr.mo + (uint32_t)rx->parser.payload_len;
+		if (!ev->last)
+			return 0;
+		{
+			struct ndk_rqe *rqe = rx->rqe;
+			bool inv = rx->hdr.opcode == RDMAP_SEND_INV ||
+				   rx->hdr.opcode == RDMAP_SEND_SE_INV;
+			bool se = rx->hdr.opcode == RDMAP_SEND_SE ||
+				  rx->hdr.opcode == RDMAP_SEND_SE_INV;
+			NTSTATUS st = STATUS_SUCCESS;
+			int ret = 0;
+
+			rx->rqe = NULL;
+			rx->msn_send++;
+			if (rx->recv_overflow)
+				st = rx->recv_bytes > rx->recv_len
+					     ? STATUS_BUFFER_OVERFLOW
+					     : STATUS_ACCESS_VIOLATION;
+			if (inv && st == STATUS_SUCCESS)
+				ret = ndk_stag_invalidate(
+					qp->obj.adapter->stags,
+					rx->hdr.inv_stag, qp->pd->id);
+			ndk_qp_recv_complete_se(
+				qp, rqe, st,
+				st == STATUS_SUCCESS ? rx->recv_bytes : 0,
+				inv ? NdkOperationTypeReceiveAndInvalidate
+				    : NdkOperationTypeReceive,
+				inv ? rx->hdr.inv_stag : 0, se);
+			if (ret)
+				/* The peer invalidated a token it may not. */
+				return rx_fail(dp, TERM_LAYER_RDMAP,
+					       RDMAP_ETYPE_REMOTE_OP,
+					       RDMAP_ECODE_CANT_INVALIDATE);
+			if (st != STATUS_SUCCESS)
+				return rx_fail(dp, TERM_LAYER_DDP,
+					       DDP_ETYPE_UNTAGGED,
+					       DDP_UNTAGGED_TOO_LONG);
+		}
+		return 0;
+	case RX_READ_RESP:
+		if (ev->last) {
+			struct ndk_wqe *w;
+
+			pthread_mutex_lock(&dp->lock);
+			w = orq_head(dp);
+			if (w) {
+				if (w->status == STATUS_PENDING)
+					w->status = STATUS_SUCCESS;
+				w->state = NDK_WQE_DONE;
+				dp->reads_out--;
+				/* The next outstanding Read, in SQ order. */
+				while (dp->reads_out) {
+					struct ndk_wqe *n;
+
+					dp->orq_head++;
+					n = orq_head(dp);
+					if (n->state == NDK_WQE_WAIT_RESPONSE)
+						break;
+				}
+			}
+			ndk_dp_tx_locked(dp); /* completes, more Reads go */
+			pthread_mutex_unlock(&dp->lock);
+		}
+		return 0;
+	case RX_TERMINATE: {
+		struct rdmap_term t;
+
+		if (!fpdu_term_parse(&rx->hdr, rx->term, rx->term_len, &t))
+			ndk_info("qp %p: received Terminate %s / %s / %s",
+				 (void *)qp,
+				 iwarp_term_layer_name(t.cause.layer),
+				 iwarp_term_etype_name(t.cause.layer,
+						       t.cause.etype),
+				 iwarp_term_ecode_name(t.cause.layer,
+						       t.cause.etype,
+						       t.cause.ecode));
+		pthread_mutex_lock(&dp->lock);
+		dp->terminated = true; /* no Terminate in answer */
+		pthread_mutex_unlock(&dp->lock);
+		return -EPROTO;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Socket readiness                                                   */
+
+static int rx_bytes(struct ndk_dp *dp, const uint8_t *buf, size_t len)
+{
+	struct fpdu_ev ev;
+	size_t off = 0;
+	int ret;
+
+	for (;;) {
+		off += fpdu_rx_step(&dp->rx->parser, buf + off, len - off, &ev);
+		switch (ev.type) {
+		case FPDU_EV_NONE:
+			return 0;
+		case FPDU_EV_HEADER:
+			ret = rx_header(dp, &ev);
+			break;
+		case FPDU_EV_PAYLOAD:
+			ret = rx_payload(dp, &ev);
+			break;
+		case FPDU_EV_END:
+			ret = rx_end(dp, &ev);
+			break;
+		default:
+			return rx_fail(dp, ev.cause.layer, ev.cause.etype,
+				       ev.cause.ecode);
+		}
+		if (ret)
+			return ret;
+	}
+}
+
+int ndk_dp_io(struct ndk_qp *qp, uint32_t events)
+{
+	struct ndk_dp *dp = qp->dp;
+	int ret, budget = 16;
+
+	if (!dp)
+		return -ENOTCONN;
+	if (events & EPOLLOUT) {
+		pthread_mutex_lock(&dp->lock);
+		ndk_dp_tx_locked(dp);
+		pthread_mutex_unlock(&dp->lock);
+	}
+	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+		return 0;
+	/* Bounded per wake-up so one busy connection cannot starve others. */
+	while (budget--) {
+		ssize_t n = recv(dp->fd, dp->rx->buf, sizeof(dp->rx->buf),
+				 MSG_DONTWAIT);
+
+		if (n == 0)
+			return -EPIPE;
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+		ret = rx_bytes(dp, dp->rx->buf, (size_t)n);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Attach and detach                                                  */
+
+int ndk_dp_attach(struct ndk_qp *qp, int fd, struct ndk_engine *engine,
+		  struct ndk_io *io, bool crc, uint32_t ird, uint32_t ord)
+{
+	struct ndk_dp *dp = calloc(1, sizeof(*dp));
+	uint32_t stride, size = 1;
+	int mss = 0;
+	socklen_t len = sizeof(mss);
+
+	if (!dp)
+		return -ENOMEM;
+	dp->rx = calloc(1, sizeof(*dp->rx));
+	stride = (uint32_t)(sizeof(struct ndk_wqe) +
+			    MAX((size_t)qp->iq.max_sge * sizeof(NDK_SGE),
+				(size_t)qp->iq.inline_size));
+	stride = (stride + 7) & ~7u;
+	while (size < qp->iq.depth)
+		size <<= 1;
+	dp->sq = calloc(size, stride);
+	dp->irq = calloc(MAX(ird, 1u), sizeof(*dp->irq));
+	if (!dp->rx || !dp->sq || !dp->irq) {
+		free(dp->rx);
+		free(dp->sq);
+		free(dp->irq);
+		free(dp);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&dp->lock, NULL);
+	dp->qp = qp;
+	dp->fd = fd;
+	dp->engine = engine;
+	dp->io = io;
+	dp->crc = crc;
+	dp->ird = ird;
+	dp->ord = ord;
+	dp->sq_size = size;
+	dp->sq_depth = qp->iq.depth;
+	dp->sq_stride = stride;
+	/* FPDUs fit the connection's MSS (RFC 5044 MULPDU). */
+	if (getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) || mss < 512)
+		mss = 1460;
+	dp->mulpdu = (uint32_t)mpa_mulpdu((size_t)mss);
+	/* MSNs start at 1 on every queue (RFC 5041 5.1). */
+	dp->msn_send = 1;
+	dp->msn_readreq = 1;
+	dp->rx->msn_send = 1;
+	dp->rx->msn_readreq = 1;
+	fpdu_rx_init(&dp->rx->parser, crc);
+	dp->attached = true;
+	qp->dp = dp;
+	return 0;
+}
+
+void ndk_dp_detach(struct ndk_qp *qp)
+{
+	struct ndk_dp *dp = qp->dp;
+
+	if (!dp)
+		return;
+	pthread_mutex_lock(&dp->lock);
+	dp->attached = false;
+	dp->tx_left = 0;
+	pthread_mutex_unlock(&dp->lock);
+}
+
+void ndk_dp_free(struct ndk_qp *qp)
+{
+	struct ndk_dp *dp = qp->dp;
+
+	if (!dp)
+		return;
+	if (dp->rx->have_ref)
+		ndk_stag_put(&dp->rx->ref);
+	pthread_mutex_destroy(&dp->lock);
+	free(dp->rx);
+	free(dp->sq);
+	free(dp->irq);
+	free(dp);
+	qp->dp = NULL;
+}

@@ -1,0 +1,606 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * QP data path, transmit side: the initiator queue and the FPDUs it turns
+ * into (RFC 5040 RDMAP over RFC 5041 DDP over RFC 5044 MPA).
+ *
+ * Every FPDU is gathered from its pieces (header, the payload straight
+ * from registered memory, pad and CRC) and written with one non-blocking
+ * sendmsg; a partial write is finished on EPOLLOUT. Initiator requests
+ * complete in posting order (ndkpi.md 9.4): a request that is done waits
+ * for those before it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include "core/adapter.h"
+#include "core/log.h"
+#include "iwarp/fpdu.h"
+#include "qp/cq.h"
+#include "qp/dp.h"
+#include "qp/mr.h"
+#include "qp/mw.h"
+#include "qp/pd.h"
+#include "qp/qp.h"
+#include "qp/stag.h"
+
+static struct ndk_wqe *sq_slot(struct ndk_dp *dp, uint32_t idx)
+{
+	return (struct ndk_wqe *)(void *)(dp->sq +
+					  (size_t)(idx & (dp->sq_size - 1)) *
+						  dp->sq_stride);
+}
+
+static NDK_OPERATION_TYPE wqe_type(const struct ndk_wqe *w)
+{
+	switch (w->op) {
+	case NDK_WQE_SEND:
+		return NdkOperationTypeSend;
+	case NDK_WQE_WRITE:
+		return NdkOperationTypeWrite;
+	case NDK_WQE_READ:
+		return NdkOperationTypeRead;
+	case NDK_WQE_BIND:
+		return NdkOperationTypeBind;
+	case NDK_WQE_FAST_REGISTER:
+		return NdkOperationTypeFastRegister;
+	default:
+		return NdkOperationTypeInvalidate;
+	}
+}
+
+/* Pushes the completions of finished requests, oldest first. Lock held. */
+static void sq_complete_in_order(struct ndk_dp *dp)
+{
+	struct ndk_qp *qp = dp->qp;
+
+	while (dp->sq_done != dp->sq_next) {
+		struct ndk_wqe *w = sq_slot(dp, dp->sq_done);
+
+		if (w->state != NDK_WQE_DONE)
+			break;
+		/* SILENT_SUCCESS: no entry on success; failures still one. */
+		if (!(w->flags & NDK_OP_FLAG_SILENT_SUCCESS) ||
+		    !NT_SUCCESS(w->status)) {
+			NDK_RESULT_EX res = {
+				.Status = w->status,
+				.BytesTransferred = w->length,
+				.QPContext = qp->context,
+				.RequestContext = w->ctx,
+				.Type = wqe_type(w),
+			};
+
+			ndk_cq_push(qp->icq, &res, false);
+		}
+		dp->sq_done++;
+	}
+}
+
+static void dp_want_out(struct ndk_dp *dp, bool on)
+{
+	if (dp->want_out == on || !dp->attached)
+		return;
+	dp->want_out = on;
+	ndk_engine_mod_fd(dp->engine, dp->io, EPOLLIN | (on ? EPOLLOUT : 0u));
+}
+
+/* ------------------------------------------------------------------ */
+/* Building one FPDU                                                  */
+
+/*
+ * The FPDU header into tx_hdr and iovec 0; the payload iovecs from 1 on
+ * are the caller's (RFC 5044 4: ULPDU_Length counts header and payload).
+ */
+static void fpdu_header(struct ndk_dp *dp, const struct ddp_hdr *h,
+			const struct rdmap_read_req *rr, size_t payload_len)
+{
+	int n = fpdu_tx_hdr(dp->tx_hdr, h, payload_len, rr);
+
+	dp->tx_iov[0].iov_base = dp->tx_hdr;
+	dp->tx_iov[0].iov_len = n > 0 ? (size_t)n : 0;
+}
+
+/* Pad and CRC over everything gathered (RFC 5044 4, LE trailer). */
+static void fpdu_finish(struct ndk_dp *dp)
+{
+	struct fpdu_tx_crc crc;
+	size_t ulpdu = (size_t)dp->tx_hdr[0] << 8 | dp->tx_hdr[1];
+	int i;
+
+	fpdu_tx_crc_init(&crc, dp->crc);
+	for (i = 0; i < dp->tx_iovcnt; i++)
+		fpdu_tx_crc_add(&crc, dp->tx_iov[i].iov_base,
+				dp->tx_iov[i].iov_len);
+	dp->tx_iov[dp->tx_iovcnt].iov_base = dp->tx_trl;
+	dp->tx_iov[dp->tx_iovcnt].iov_len =
+		fpdu_tx_trailer(dp->tx_trl, crc.reg, ulpdu, dp->crc);
+	dp->tx_iovcnt++;
+	dp->tx_left = 0;
+	for (i = 0; i < dp->tx_iovcnt; i++)
+		dp->tx_left += dp->tx_iov[i].iov_len;
+}
+
+/*
+ * Adds len bytes of the SGE list starting at payload offset off as
+ * iovecs; returns how many bytes fitted (fewer if the iovec array is
+ * full), or a negative errno for a bad SGE (ndkpi.md 9.7: the request
+ * completes with STATUS_ACCESS_VIOLATION).
+ */
+static long fpdu_add_sges(struct ndk_dp *dp, const struct ndk_wqe *w,
+			  uint32_t off, uint32_t len)
+{
+	struct ndk_qp *qp = dp->qp;
+	struct ndk_stag_table *t = qp->obj.adapter->stags;
+	uint32_t i, skip = off, added = 0;
+	const int max_iov =
+		(int)(sizeof(dp->tx_iov) / sizeof(dp->tx_iov[0])) - 1;
+
+	if (w->inline_data) {
+		dp->tx_iov[dp->tx_iovcnt].iov_base =
+			(uint8_t *)(void *)w->sge + off;
+		dp->tx_iov[dp->tx_iovcnt].iov_len = len;
+		dp->tx_iovcnt++;
+		return len;
+	}
+	for (i = 0; i < w->nsge && added < len; i++) {
+		const NDK_SGE *s = &w->sge[i];
+		uint64_t pos, n, contig;
+		struct ndk_stag_ref ref;
+		void *addr;
+		int ret;
+
+		if (skip >= s->Length) {
+			skip -= s->Length;
+			continue;
+		}
+		n = MIN((uint64_t)s->Length - skip, (uint64_t)len - added);
+		ret = ndk_stag_sge_lookup(
+			t, qp->pd->id, s->MemoryRegionToken,
+			(uint64_t)(uintptr_t)s->VirtualAddress + skip, n,
+			NDK_ACCESS_LOCAL_READ, &ref, &addr);
+		if (ret)
+			return ret;
+		for (pos = 0; pos < n && dp->tx_iovcnt < max_iov;
+		     pos += contig) {
+			void *p = ref.mem ? ndk_stag_ref_map(&ref, pos, &contig)
+					  : (uint8_t *)addr + pos;
+
+			if (!ref.mem)
+				contig = n - pos;
+			contig = MIN(contig, n - pos);
+			dp->tx_iov[dp->tx_iovcnt].iov_base = p;
+			dp->tx_iov[dp->tx_iovcnt].iov_len = contig;
+			dp->tx_iovcnt++;
+		}
+		ndk_stag_put(&ref);
+		added += (uint32_t)pos;
+		skip = 0;
+		if (dp->tx_iovcnt >= max_iov)
+			break;
+	}
+	return added;
+}
+
+/* Writes the current FPDU; 0 when all of it is out, -EAGAIN, -errno. */
+static int fpdu_write(struct ndk_dp *dp)
+{
+	struct msghdr msg = { 0 };
+	struct iovec *iov = dp->tx_iov;
+	int cnt = dp->tx_iovcnt;
+	ssize_t n;
+
+	while (dp->tx_left) {
+		while (cnt && !iov->iov_len) {
+			iov++;
+			cnt--;
+		}
+		msg.msg_iov = iov;
+		msg.msg_iovlen = (size_t)cnt;
+		n = sendmsg(dp->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? -EAGAIN : -errno;
+		}
+		dp->tx_left -= (size_t)n;
+		/* Consume what was written from the front of the iovecs. */
+		while (n > 0) {
+			size_t take = MIN((size_t)n, iov->iov_len);
+
+			iov->iov_base = (uint8_t *)iov->iov_base + take;
+			iov->iov_len -= take;
+			n -= (ssize_t)take;
+			if (!iov->iov_len && cnt > 1) {
+				iov++;
+				cnt--;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The next FPDU to send                                              */
+
+static void wqe_fail(struct ndk_dp *dp, struct ndk_wqe *w, NTSTATUS status)
+{
+	w->status = status;
+	w->state = NDK_WQE_DONE;
+}
+
+/* Local operations run when they reach the head of the send queue. */
+static void wqe_local(struct ndk_dp *dp, struct ndk_wqe *w)
+{
+	int ret = 0;
+
+	switch (w->op) {
+	case NDK_WQE_BIND:
+		ret = ndk_mw_bind(w->obj, w->obj2, w->va, w->len, w->flags);
+		break;
+	case NDK_WQE_FAST_REGISTER:
+		ret = ndk_mr_fast_register(w->obj, w->pages, w->npages, w->fbo,
+					   w->len, w->va, w->flags);
+		break;
+	case NDK_WQE_INVALIDATE: {
+		NDK_OBJECT_HEADER *h = w->obj;
+
+		ret = h->ObjectType == NdkObjectTypeMw
+			      ? ndk_mw_invalidate(to_ndk_mw((NDK_MW *)h))
+			      : ndk_mr_invalidate(to_ndk_mr((NDK_MR *)h));
+		break;
+	}
+	default:
+		break;
+	}
+	w->status = ret == 0	     ? STATUS_SUCCESS
+		    : ret == -EACCES ? STATUS_ACCESS_VIOLATION
+				     : STATUS_INVALID_DEVICE_REQUEST;
+	w->state = NDK_WQE_DONE;
+}
+
+/*
+ * Builds the next FPDU of the request at sq_next. Returns true if an FPDU
+ * was built, false if this request must wait (ORQ full, read fence).
+ */
+static bool build_from_sq(struct ndk_dp *dp, struct ndk_wqe *w)
+{
+	uint32_t room, n;
+	long got;
+	struct ddp_hdr h = { .dv = DDP_VERSION, .rv = RDMAP_VERSION };
+
+	if (w->op == NDK_WQE_READ) {
+		struct rdmap_read_req rr;
+
+		/* At most ORD reads in flight; later ones wait their turn. */
+		if (dp->reads_out >= MAX(dp->ord, 1u))
+			return false;
+		h.opcode = RDMAP_READ_REQ;
+		h.qn = DDP_QN_READ_REQ;
+		h.msn = dp->msn_readreq++;
+		h.last = true;
+		/* The sink is our first SGE; the responder echoes STag/TO. */
+		rr.sink_stag = w->nsge ? w->sge[0].MemoryRegionToken : 0;
+		rr.sink_to =
+			w->nsge ? (uint64_t)(uintptr_t)w->sge[0].VirtualAddress
+				: 0;
+		rr.size = w->length;
+		rr.src_stag = w->stag;
+		rr.src_to = w->addr;
+		dp->tx_iovcnt = 1;
+		fpdu_header(dp, &h, &rr, 0);
+		fpdu_finish(dp);
+		if (!dp->reads_out)
+			dp->orq_head = dp->sq_next;
+		dp->reads_out++;
+		w->state = NDK_WQE_WAIT_RESPONSE;
+		dp->sq_next++;
+		return true;
+	}
+
+	room = dp->mulpdu - (w->op == NDK_WQE_WRITE ? DDP_TAGGED_HDR_LEN
+						    : DDP_UNTAGGED_HDR_LEN);
+	n = MIN(room, w->length - w->done_bytes);
+	dp->tx_iovcnt = 1;
+	got = fpdu_add_sges(dp, w, w->done_bytes, n);
+	if (got < 0) {
+		/* A bad local SGE: nothing (more) goes out for it. */
+		wqe_fail(dp, w, STATUS_ACCESS_VIOLATION);
+		dp->sq_next++;
+		return false;
+	}
+	n = (uint32_t)got;
+	if (w->op == NDK_WQE_WRITE) {
+		h.tagged = true;
+		h.opcode = RDMAP_WRITE;
+		h.stag = w->stag;
+		h.to = w->addr + w->done_bytes;
+	} else {
+		bool se = w->flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT;
+
+		h.opcode = w->stag ? (se ? RDMAP_SEND_SE_INV : RDMAP_SEND_INV)
+				   : (se ? RDMAP_SEND_SE : RDMAP_SEND);
+		h.inv_stag = w->stag;
+		h.qn = DDP_QN_SEND;
+		h.msn = dp->msn_send;
+		h.mo = w->done_bytes;
+	}
+	h.last = w->done_bytes + n == w->length;
+	fpdu_header(dp, &h, NULL, n);
+	fpdu_finish(dp);
+	w->done_bytes += n;
+	w->state = NDK_WQE_ACTIVE;
+	if (h.last) {
+		if (w->op == NDK_WQE_SEND)
+			dp->msn_send++;
+		/* Done once this last FPDU is written (as siw completes). */
+		dp->tx_fin = true;
+		dp->tx_fin_idx = dp->sq_next;
+		dp->sq_next++;
+	}
+	return true;
+}
+
+/* A Read Response FPDU for the IRQ head (RFC 5040 4.5). */
+static bool build_read_response(struct ndk_dp *dp)
+{
+	struct ndk_qp *qp = dp->qp;
+	struct ndk_irqe *e = &dp->irq[dp->irq_head % MAX(dp->ird, 1u)];
+	struct ndk_stag_ref ref;
+	struct ddp_hdr h = { .dv = DDP_VERSION,
+			     .rv = RDMAP_VERSION,
+			     .tagged = true,
+			     .opcode = RDMAP_READ_RESP };
+	uint32_t n = MIN(dp->mulpdu - DDP_TAGGED_HDR_LEN, e->length - e->sent);
+	uint64_t pos = 0, contig;
+	void *addr;
+
+	dp->tx_iovcnt = 1;
+	if (n) {
+		/* Checked when the request arrived; if the source was
+		 * invalidated since, the response stops there. */
+		if (ndk_stag_lookup(qp->obj.adapter->stags, e->src_stag,
+				    qp->pd->id, e->src_to + e->sent, n,
+				    NDK_ACCESS_REMOTE_READ, &ref, &addr))
+			return false;
+		for (; pos < n && dp->tx_iovcnt < 18; pos += contig) {
+			dp->tx_iov[dp->tx_iovcnt].iov_base =
+				ndk_stag_ref_map(&ref, pos, &contig);
+			contig = MIN(contig, n - pos);
+			dp->tx_iov[dp->tx_iovcnt].iov_len = contig;
+			dp->tx_iovcnt++;
+		}
+		ndk_stag_put(&ref);
+		n = (uint32_t)pos;
+	}
+	h.stag = e->sink_stag;
+	h.to = e->sink_to + e->sent;
+	h.last = e->sent + n == e->length;
+	fpdu_header(dp, &h, NULL, n);
+	fpdu_finish(dp);
+	e->sent += n;
+	if (h.last)
+		dp->irq_head++;
+	return true;
+}
+
+/*
+ * Transmits while the socket takes data: a pending Terminate first, then
+ * Read Responses (the peer waits for them), then the initiator queue.
+ * Lock held.
+ */
+void ndk_dp_tx_locked(struct ndk_dp *dp)
+{
+	int ret;
+
+	while (dp->attached) {
+		if (dp->tx_left) {
+			ret = fpdu_write(dp);
+			if (ret == -EAGAIN) {
+				dp_want_out(dp, true);
+				break;
+			}
+			if (ret) {
+				/* The connection is failing: RX will see it. */
+				dp->tx_left = 0;
+				break;
+			}
+			if (dp->tx_fin) {
+				struct ndk_wqe *f = sq_slot(dp, dp->tx_fin_idx);
+
+				dp->tx_fin = false;
+				f->state = NDK_WQE_DONE;
+				f->status = STATUS_SUCCESS;
+			}
+			sq_complete_in_order(dp);
+			continue;
+		}
+		if (dp->terminated)
+			break;
+		if (dp->term_len) {
+			dp->tx_iov[0].iov_base = dp->term;
+			dp->tx_iov[0].iov_len = dp->term_len;
+			dp->tx_iovcnt = 1;
+			dp->tx_left = dp->term_len;
+			dp->term_len = 0;
+			dp->terminated = true;
+			continue;
+		}
+		if (dp->irq_head != dp->irq_tail) {
+			if (build_read_response(dp))
+				continue;
+			dp->irq_head++; /* source gone: drop it */
+			continue;
+		}
+		if (dp->sq_next == dp->sq_tail)
+			break;
+		{
+			struct ndk_wqe *w = sq_slot(dp, dp->sq_next);
+
+			/* READ_FENCE: wait for every earlier Read. */
+			if ((w->flags & NDK_OP_FLAG_READ_FENCE) &&
+			    dp->reads_out)
+				break;
+			if (w->op == NDK_WQE_BIND ||
+			    w->op == NDK_WQE_FAST_REGISTER ||
+			    w->op == NDK_WQE_INVALIDATE) {
+				wqe_local(dp, w);
+				dp->sq_next++;
+				sq_complete_in_order(dp);
+				continue;
+			}
+			if (!build_from_sq(dp, w)) {
+				sq_complete_in_order(dp);
+				if (w->state == NDK_WQE_QUEUED)
+					break; /* waits for ORQ room */
+				continue;
+			}
+		}
+	}
+	if (!dp->tx_left)
+		dp_want_out(dp, false);
+	sq_complete_in_order(dp);
+}
+
+/* ------------------------------------------------------------------ */
+/* Posting                                                            */
+
+static struct ndk_wqe *sq_reserve(struct ndk_dp *dp)
+{
+	if (dp->sq_tail - dp->sq_done >= dp->sq_depth)
+		return NULL;
+	return sq_slot(dp, dp->sq_tail);
+}
+
+static uint64_t sgl_length(const NDK_SGE *sgl, ULONG nsge)
+{
+	uint64_t len = 0;
+	ULONG i;
+
+	for (i = 0; i < nsge; i++)
+		len += sgl[i].Length;
+	return len;
+}
+
+NTSTATUS ndk_dp_post_send(struct ndk_qp *qp, PVOID ctx, const NDK_SGE *sgl,
+			  ULONG nsge, ULONG flags, bool invalidate,
+			  UINT32 inv_stag)
+{
+	struct ndk_dp *dp = qp->dp;
+	bool inl = flags & NDK_OP_FLAG_INLINE;
+	uint64_t len = sgl_length(sgl, nsge);
+	struct ndk_wqe *w;
+	ULONG i;
+
+	if (!dp || ndk_qp_state(qp) != NDK_QP_CONNECTED)
+		return STATUS_CONNECTION_INVALID;
+	if ((nsge && !sgl) || (!inl && nsge > qp->iq.max_sge) ||
+	    (inl && len > qp->iq.inline_size) ||
+	    len > qp->obj.adapter->info.MaxTransferLength)
+		return STATUS_INVALID_PARAMETER;
+	pthread_mutex_lock(&dp->lock);
+	if (!dp->attached) {
+		pthread_mutex_unlock(&dp->lock);
+		return STATUS_CONNECTION_INVALID;
+	}
+	w = sq_reserve(dp);
+	if (!w) {
+		pthread_mutex_unlock(&dp->lock);
+		return STATUS_INSUFFICIENT_RESOURCES;
+	}
+	memset(w, 0, sizeof(*w));
+	w->op = NDK_WQE_SEND;
+	w->flags = flags;
+	w->ctx = ctx;
+	w->length = (uint32_t)len;
+	w->stag = invalidate ? inv_stag : 0;
+	if (inl) {
+		/* Copied now: the buffer is only valid during the call. */
+		uint8_t *p = (uint8_t *)(void *)w->sge;
+
+		w->inline_data = true;
+		for (i = 0; i < nsge; i++) {
+			memcpy(p, sgl[i].VirtualAddress, sgl[i].Length);
+			p += sgl[i].Length;
+		}
+	} else {
+		w->nsge = nsge;
+		memcpy(w->sge, sgl, (size_t)nsge * sizeof(*sgl));
+	}
+	dp->sq_tail++;
+	/* DEFER is a hint: sending at once is allowed (ndkpi.md 9.5). */
+	ndk_dp_tx_locked(dp);
+	pthread_mutex_unlock(&dp->lock);
+	return STATUS_SUCCESS;
+}
+
+NTSTATUS ndk_dp_post_rdma(struct ndk_qp *qp, enum ndk_wqe_op op, PVOID ctx,
+			  const NDK_SGE *sgl, ULONG nsge, UINT64 addr,
+			  UINT32 stag, ULONG flags)
+{
+	struct ndk_dp *dp = qp->dp;
+	const NDK_ADAPTER_INFO *info = &qp->obj.adapter->info;
+	uint64_t len = sgl_length(sgl, nsge);
+	ULONG max_sge = op == NDK_WQE_READ
+				? MIN(qp->iq.max_sge, info->MaxReadRequestSge)
+				: qp->iq.max_sge;
+	struct ndk_wqe *w;
+
+	if (!dp || ndk_qp_state(qp) != NDK_QP_CONNECTED)
+		return STATUS_CONNECTION_INVALID;
+	if ((nsge && !sgl) || nsge > max_sge || len > info->MaxTransferLength)
+		return STATUS_INVALID_PARAMETER;
+	pthread_mutex_lock(&dp->lock);
+	if (!dp->attached) {
+		pthread_mutex_unlock(&dp->lock);
+		return STATUS_CONNECTION_INVALID;
+	}
+	w = sq_reserve(dp);
+	if (!w) {
+		pthread_mutex_unlock(&dp->lock);
+		return STATUS_INSUFFICIENT_RESOURCES;
+	}
+	memset(w, 0, sizeof(*w));
+	w->op = (uint8_t)op;
+	w->flags = flags;
+	w->ctx = ctx;
+	w->length = (uint32_t)len;
+	w->stag = stag;
+	w->addr = addr;
+	w->nsge = nsge;
+	memcpy(w->sge, sgl, (size_t)nsge * sizeof(*sgl));
+	/* A Read's status is decided when its response is placed. */
+	if (op == NDK_WQE_READ)
+		w->status = STATUS_PENDING;
+	dp->sq_tail++;
+	ndk_dp_tx_locked(dp);
+	pthread_mutex_unlock(&dp->lock);
+	return STATUS_SUCCESS;
+}
+
+void ndk_dp_flush(struct ndk_qp *qp)
+{
+	struct ndk_dp *dp = qp->dp;
+	uint32_t i;
+
+	if (!dp)
+		return;
+	pthread_mutex_lock(&dp->lock);
+	/* Everything not finished is cancelled, each exactly once. */
+	for (i = dp->sq_done; i != dp->sq_tail; i++) {
+		struct ndk_wqe *w = sq_slot(dp, i);
+
+		if (w->state != NDK_WQE_DONE) {
+			w->state = NDK_WQE_DONE;
+			w->status = STATUS_CANCELLED;
+			w->flags &= ~(ULONG)NDK_OP_FLAG_SILENT_SUCCESS;
+		}
+	}
+	dp->sq_next = dp->sq_tail;
+	dp->reads_out = 0;
+	/* An FPDU half written is finished (the stream must stay whole),
+	 * but its request already completed as cancelled. */
+	dp->tx_fin = false;
+	sq_complete_in_order(dp);
+	pthread_mutex_unlock(&dp->lock);
+}

@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The data path over a loopback connection, through the public API:
+ * Send/Receive, RDMA Write and RDMA Read with patterns over many sizes and
+ * multi-SGE lists, ordering, read limits, and a bad remote token ending
+ * the connection with a Terminate.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cmutil.h"
+#include "testutil.h"
+
+static struct cm_host srv, cli;
+
+struct side {
+	NDK_QP *qp;
+	NDK_CONNECTOR *conn;
+	NDK_MR *mr;
+	uint8_t *buf;
+	size_t len;
+	UINT32 ltok, rtok;
+	atomic_int disc;
+};
+
+static struct side A, P; /* active and passive */
+static struct cm_listener L;
+
+static VOID on_disc(PVOID ctx)
+{
+	atomic_fetch_add(&((struct side *)ctx)->disc, 1);
+}
+
+static void reg(struct cm_host *h, struct side *s, size_t len)
+{
+	PMDL mdl;
+
+	s->len = len;
+	s->buf = aligned_alloc(4096, len);
+	assert_non_null(s->buf);
+	memset(s->buf, 0, len);
+	assert_int_equal(
+		h->pd->Dispatch->NdkCreateMr(h->pd, FALSE, NULL, NULL, &s->mr),
+		STATUS_SUCCESS);
+	mdl = IoAllocateMdl(s->buf, (ULONG)len, FALSE, FALSE, NULL);
+	assert_int_equal(s->mr->Dispatch->NdkRegisterMr(
+				 s->mr, mdl, len,
+				 NDK_MR_FLAG_ALLOW_LOCAL_WRITE |
+					 NDK_MR_FLAG_ALLOW_REMOTE_READ |
+					 NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
+				 NULL, NULL),
+			 STATUS_SUCCESS);
+	IoFreeMdl(mdl);
+	s->ltok = s->mr->Dispatch->NdkGetLocalTokenFromMr(s->mr);
+	s->rtok = s->mr->Dispatch->NdkGetRemoteTokenFromMr(s->mr);
+}
+
+static NDK_QP *big_qp(struct cm_host *h)
+{
+	NDK_QP *qp;
+
+	assert_int_equal(h->pd->Dispatch->NdkCreateQp(h->pd, h->cq, h->cq, NULL,
+						      256, 256, 4, 4, 256, NULL,
+						      NULL, &qp),
+			 STATUS_SUCCESS);
+	return qp;
+}
+
+static int setup(void **state)
+{
+	struct sockaddr_in any = cm_lo4(0);
+	struct cm_req r, acc;
+
+	cm_host_open(&srv, "lo");
+	cm_host_open(&cli, "lo");
+	memset(&A, 0, sizeof(A));
+	memset(&P, 0, sizeof(P));
+	reg(&cli, &A, 32 << 20);
+	reg(&srv, &P, 32 << 20);
+	A.qp = big_qp(&cli);
+	P.qp = big_qp(&srv);
+	assert_int_equal(cm_listen(&srv, &L, (struct sockaddr *)&any),
+			 STATUS_SUCCESS);
+	A.conn = cm_connector(&cli);
+	assert_int_equal(cm_connect(A.conn, A.qp, (struct sockaddr *)&L.addr, 8,
+				    8, NULL, 0, &r),
+			 STATUS_PENDING);
+	P.conn = cm_next_incoming(&L, 5000);
+	assert_non_null(P.conn);
+	cm_req_init(&acc);
+	assert_int_equal(P.conn->Dispatch->NdkAccept(P.conn, P.qp, 8, 8, NULL,
+						     0, on_disc, &P,
+						     cm_req_done, &acc),
+			 STATUS_PENDING);
+	assert_int_equal(cm_req_wait(&r, 5000), STATUS_SUCCESS);
+	assert_int_equal(A.conn->Dispatch->NdkCompleteConnect(A.conn, on_disc,
+							      &A, NULL, NULL),
+			 STATUS_SUCCESS);
+	assert_int_equal(cm_req_wait(&acc, 5000), STATUS_SUCCESS);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	cm_host_close(&cli);
+	cm_host_close(&srv);
+	free(A.buf);
+	free(P.buf);
+	return 0;
+}
+
+/* Polls cq until n results arrived (or 10 s). */
+static ULONG poll_cq(NDK_CQ *cq, NDK_RESULT_EX *res, ULONG n)
+{
+	ULONG got = 0;
+	uint64_t end = tu_now_ms() + 10000;
+
+	while (got < n && tu_now_ms() < end) {
+		ULONG k =
+			cq->Dispatch->NdkGetCqResultsEx(cq, res + got, n - got);
+
+		if (!k)
+			tu_sleep_ms(0);
+		got += k;
+	}
+	return got;
+}
+
+static void fill(uint8_t *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)(i * 31 + seed + (i >> 12));
+}
+
+static void test_send_receive_sizes(void **state)
+{
+	static const size_t sizes[] = { 0,     1,	3,	 4,
+					1000,  4095,	4096,	 65536,
+					65537, 1 << 20, 16 << 20 };
+	size_t i;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t n = sizes[i];
+		NDK_SGE rs = { .VirtualAddress = P.buf,
+			       .Length = (ULONG)P.len,
+			       .MemoryRegionToken = P.ltok };
+		NDK_SGE ss = { .VirtualAddress = A.buf,
+			       .Length = (ULONG)n,
+			       .MemoryRegionToken = A.ltok };
+		NDK_RESULT_EX res[2];
+
+		fill(A.buf, n, (unsigned int)i);
+		memset(P.buf, 0xee, n + 16);
+		assert_int_equal(
+			P.qp->Dispatch->NdkReceive(P.qp, (PVOID)i, &rs, 1),
+			STATUS_SUCCESS);
+		assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, (PVOID)(i + 100),
+							 &ss, 1, 0),
+				 STATUS_SUCCESS);
+		assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+		assert_int_equal(res[0].Status, STATUS_SUCCESS);
+		assert_int_equal(res[0].Type, NdkOperationTypeReceive);
+		assert_int_equal(res[0].BytesTransferred, n);
+		assert_ptr_equal(res[0].RequestContext, (PVOID)i);
+		assert_memory_equal(P.buf, A.buf, n);
+		assert_int_equal(P.buf[n], 0xee); /* nothing past the message */
+		assert_int_equal(poll_cq(cli.cq, res, 1), 1);
+		assert_int_equal(res[0].Status, STATUS_SUCCESS);
+		assert_int_equal(res[0].Type, NdkOperationTypeSend);
+		assert_ptr_equal(res[0].RequestContext, (PVOID)(i + 100));
+	}
+}
+
+static void test_multi_sge_and_order(void **state)
+{
+	enum { N = 32 };
+	NDK_SGE rs[3], ss[4];
+	NDK_RESULT_EX res[N];
+	ULONG k;
+	int i;
+
+	fill(A.buf, 4 * 3000, 7);
+	for (i = 0; i < N; i++) {
+		/* Each receive scatters into three pieces. */
+		rs[0] = (NDK_SGE){ .VirtualAddress = P.buf + i * 16384,
+				   .Length = 100,
+				   .MemoryRegionToken = P.ltok };
+		rs[1] = (NDK_SGE){ .VirtualAddress = P.buf + i * 16384 + 200,
+				   .Length = 5000,
+				   .MemoryRegionToken = P.ltok };
+		rs[2] = (NDK_SGE){ .VirtualAddress = P.buf + i * 16384 + 6000,
+				   .Length = 8000,
+				   .MemoryRegionToken = P.ltok };
+		assert_int_equal(P.qp->Dispatch->NdkReceive(
+					 P.qp, (PVOID)(intptr_t)i, rs, 3),
+				 STATUS_SUCCESS);
+	}
+	for (i = 0; i < 4; i++)
+		ss[i] = (NDK_SGE){ .VirtualAddress = A.buf + i * 3000,
+				   .Length = 3000,
+				   .MemoryRegionToken = A.ltok };
+	for (i = 0; i < N; i++)
+		assert_int_equal(A.qp->Dispatch->NdkSend(
+					 A.qp, (PVOID)(intptr_t)i, ss, 4, 0),
+				 STATUS_SUCCESS);
+	k = poll_cq(srv.cq, res, N);
+	assert_int_equal(k, N);
+	for (i = 0; i < N; i++) {
+		uint8_t *r = P.buf + i * 16384;
+
+		/* Receives complete in order, each with all 12000 bytes. */
+		assert_ptr_equal(res[i].RequestContext, (PVOID)(intptr_t)i);
+		assert_int_equal(res[i].BytesTransferred, 12000);
+		assert_memory_equal(r, A.buf, 100);
+		assert_memory_equal(r + 200, A.buf + 100, 5000);
+		assert_memory_equal(r + 6000, A.buf + 5100, 6900);
+	}
+	assert_int_equal(poll_cq(cli.cq, res, N), N);
+	for (i = 0; i < N; i++)
+		assert_ptr_equal(res[i].RequestContext, (PVOID)(intptr_t)i);
+}
+
+static void test_write_and_read(void **state)
+{
+	static const size_t sizes[] = { 0, 1, 777, 65536, 1 << 20, 16 << 20 };
+	size_t i, base = 0;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t n = sizes[i];
+		/*
+		 * A fresh target range each time: P's engine read the last
+		 * one to answer the Read, and nothing on P's side tells the
+		 * test thread when (the data went through the socket).
+		 */
+		uint8_t *t = P.buf + base;
+		NDK_SGE s = { .VirtualAddress = A.buf,
+			      .Length = (ULONG)n,
+			      .MemoryRegionToken = A.ltok };
+		NDK_RESULT_EX res[1];
+
+		/* Write A -> P at offset 8, P does not call in. */
+		fill(A.buf, n, (unsigned int)i + 50);
+		memset(t, 0x11, n + 16);
+		base += (n + 16 + 63) & ~(size_t)63;
+		assert_int_equal(A.qp->Dispatch->NdkWrite(
+					 A.qp, (PVOID)1, &s, 1,
+					 (UINT64)(uintptr_t)(t + 8), P.rtok, 0),
+				 STATUS_SUCCESS);
+		assert_int_equal(poll_cq(cli.cq, res, 1), 1);
+		assert_int_equal(res[0].Status, STATUS_SUCCESS);
+		assert_int_equal(res[0].Type, NdkOperationTypeWrite);
+		/*
+		 * The local completion says the bytes left. A Send behind the
+		 * Write arrives after it was placed (one ordered stream):
+		 * its receive completion is when P may look.
+		 */
+		assert_int_equal(
+			P.qp->Dispatch->NdkReceive(P.qp, (PVOID)9, NULL, 0),
+			STATUS_SUCCESS);
+		assert_int_equal(
+			A.qp->Dispatch->NdkSend(A.qp, (PVOID)3, NULL, 0, 0),
+			STATUS_SUCCESS);
+		assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+		assert_int_equal(res[0].Status, STATUS_SUCCESS);
+		assert_int_equal(poll_cq(cli.cq, res, 1), 1);
+		assert_memory_equal(t + 8, A.buf, n);
+		assert_int_equal(t[7], 0x11);
+		assert_int_equal(t[8 + n], 0x11);
+
+		/* Read it back from P into A at offset 100. */
+		memset(A.buf + 100, 0, n + 8);
+		s.VirtualAddress = A.buf + 100;
+		assert_int_equal(A.qp->Dispatch->NdkRead(
+					 A.qp, (PVOID)2, &s, 1,
+					 (UINT64)(uintptr_t)(t + 8), P.rtok, 0),
+				 STATUS_SUCCESS);
+		assert_int_equal(poll_cq(cli.cq, res, 1), 1);
+		assert_int_equal(res[0].Status, STATUS_SUCCESS);
+		assert_int_equal(res[0].Type, NdkOperationTypeRead);
+		assert_memory_equal(A.buf + 100, t + 8, n);
+	}
+}
+
+static void test_reads_beyond_ord_wait(void **state)
+{
+	enum { N = 40 }; /* ORD is 8: most of them wait their turn */
+	NDK_RESULT_EX res[N];
+	int i;
+
+	fill(P.buf, N * 1000, 3);
+	for (i = 0; i < N; i++) {
+		NDK_SGE s = { .VirtualAddress = A.buf + i * 1000,
+			      .Length = 1000,
+			      .MemoryRegionToken = A.ltok };
+
+		assert_int_equal(A.qp->Dispatch->NdkRead(
+					 A.qp, (PVOID)(intptr_t)i, &s, 1,
+					 (UINT64)(uintptr_t)(P.buf + i * 1000),
+					 P.rtok, 0),
+				 STATUS_SUCCESS);
+	}
+	assert_int_equal(poll_cq(cli.cq, res, N), N);
+	for (i = 0; i < N; i++) {
+		assert_int_equal(res[i].Status, STATUS_SUCCESS);
+		assert_ptr_equal(res[i].RequestContext, (PVOID)(intptr_t)i);
+	}
+	assert_memory_equal(A.buf, P.buf, N * 1000);
+}
+
+static bool disc_seen(void *arg)
+{
+	return atomic_load(&((struct side *)arg)->disc) > 0;
+}
+
+static void test_bad_token_terminates(void **state)
+{
+	NDK_SGE s = { .VirtualAddress = A.buf,
+		      .Length = 64,
+		      .MemoryRegionToken = A.ltok };
+	NDK_RESULT_EX res[1];
+
+	memset(P.buf, 0x5a, 4096);
+	/* A token that names nothing: the target Terminates. */
+	assert_int_equal(A.qp->Dispatch->NdkWrite(A.qp, (PVOID)1, &s, 1,
+						  (UINT64)(uintptr_t)P.buf,
+						  P.rtok ^ 0x00ffff00, 0),
+			 STATUS_SUCCESS);
+	assert_true(tu_wait_until(disc_seen, &P, 5000));
+	assert_true(tu_wait_until(disc_seen, &A, 5000));
+	/* Not one byte landed. */
+	assert_int_equal(P.buf[0], 0x5a);
+	assert_int_equal(P.buf[63], 0x5a);
+	(void)res;
+}
+
+static void test_send_overflows_receive(void **state)
+{
+	NDK_SGE rs = { .VirtualAddress = P.buf,
+		       .Length = 100,
+		       .MemoryRegionToken = P.ltok };
+	NDK_SGE ss = { .VirtualAddress = A.buf,
+		       .Length = 101,
+		       .MemoryRegionToken = A.ltok };
+	NDK_RESULT_EX res[1];
+
+	memset(P.buf, 0x77, 256);
+	assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, (PVOID)5, &rs, 1),
+			 STATUS_SUCCESS);
+	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, NULL, &ss, 1, 0),
+			 STATUS_SUCCESS);
+	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+	assert_int_equal(res[0].Status, STATUS_BUFFER_OVERFLOW);
+	assert_ptr_equal(res[0].RequestContext, (PVOID)5);
+	/* Nothing was written past the receive buffer. */
+	assert_int_equal(P.buf[100], 0x77);
+	assert_true(tu_wait_until(disc_seen, &P, 5000));
+}
+
+static void test_flush_under_load(void **state)
+{
+	enum { N = 200 };
+	NDK_RESULT_EX res[2 * N];
+	ULONG got, i, ok = 0, cancelled = 0;
+
+	/* Receives the peer never matches, and sends without receives
+	 * posted on the other side beyond the first few. */
+	for (i = 0; i < N; i++)
+		assert_int_equal(A.qp->Dispatch->NdkReceive(
+					 A.qp, (PVOID)(uintptr_t)i, NULL, 0),
+				 STATUS_SUCCESS);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(
+			P.qp->Dispatch->NdkReceive(P.qp, NULL, NULL, 0),
+			STATUS_SUCCESS);
+	for (i = 0; i < 8; i++) {
+		NDK_SGE s = { .VirtualAddress = A.buf,
+			      .Length = 65536,
+			      .MemoryRegionToken = A.ltok };
+
+		assert_int_equal(
+			A.qp->Dispatch->NdkSend(
+				A.qp, (PVOID)(uintptr_t)(1000 + i), &s, 1, 0),
+			STATUS_SUCCESS);
+	}
+	A.qp->Dispatch->NdkFlush(A.qp);
+	/* Every request completes exactly once: N receives, 8 sends. */
+	got = poll_cq(cli.cq, res, N + 8);
+	assert_int_equal(got, N + 8);
+	assert_int_equal(cli.cq->Dispatch->NdkGetCqResultsEx(cli.cq, res, 1),
+			 0);
+	for (i = 0; i < got; i++) {
+		if (res[i].Status == STATUS_SUCCESS)
+			ok++;
+		else if (res[i].Status == STATUS_CANCELLED)
+			cancelled++;
+	}
+	assert_int_equal(ok + cancelled, N + 8);
+	assert_true(cancelled >= N); /* no Send ever reached A */
+}
+
+static void test_not_connected(void **state)
+{
+	NDK_QP *qp = big_qp(&cli);
+	NDK_SGE s = { .VirtualAddress = A.buf,
+		      .Length = 1,
+		      .MemoryRegionToken = A.ltok };
+
+	assert_int_equal(qp->Dispatch->NdkSend(qp, NULL, &s, 1, 0),
+			 STATUS_CONNECTION_INVALID);
+	assert_int_equal(qp->Dispatch->NdkWrite(qp, NULL, &s, 1, 0, 0, 0),
+			 STATUS_CONNECTION_INVALID);
+	assert_int_equal(qp->Dispatch->NdkRead(qp, NULL, &s, 1, 0, 0, 0),
+			 STATUS_CONNECTION_INVALID);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_send_receive_sizes, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_multi_sge_and_order, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_write_and_read, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_reads_beyond_ord_wait,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_token_terminates,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_send_overflows_receive,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flush_under_load, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_not_connected, setup,
+						teardown),
+	};
+
+	return cmocka_run_group_tests_name("datapath", tests, NULL, NULL);
+}
