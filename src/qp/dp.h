@@ -142,6 +142,14 @@ NTSTATUS ndk_dp_post_send(struct ndk_qp *qp, PVOID ctx, const NDK_SGE *sgl,
 NTSTATUS ndk_dp_post_rdma(struct ndk_qp *qp, enum ndk_wqe_op op, PVOID ctx,
 			  const NDK_SGE *sgl, ULONG nsge, UINT64 addr,
 			  UINT32 stag, ULONG flags);
+NTSTATUS ndk_dp_post_bind(struct ndk_qp *qp, PVOID ctx, NDK_MR *mr, NDK_MW *mw,
+			  PVOID va, SIZE_T len, ULONG flags);
+NTSTATUS ndk_dp_post_fast_register(struct ndk_qp *qp, PVOID ctx, NDK_MR *mr,
+				   ULONG count,
+				   const NDK_LOGICAL_ADDRESS *pages, ULONG fbo,
+				   SIZE_T len, PVOID base, ULONG flags);
+NTSTATUS ndk_dp_post_invalidate(struct ndk_qp *qp, PVOID ctx,
+				NDK_OBJECT_HEADER *obj, ULONG flags);
 /* Completes every initiator request with STATUS_CANCELLED, in order. */
 void ndk_dp_flush(struct ndk_qp *qp);
 

@@ -229,36 +229,6 @@ static void wqe_fail(struct ndk_dp *dp, struct ndk_wqe *w, NTSTATUS status)
 	w->state = NDK_WQE_DONE;
 }
 
-/* Local operations run when they reach the head of the send queue. */
-static void wqe_local(struct ndk_dp *dp, struct ndk_wqe *w)
-{
-	int ret = 0;
-
-	switch (w->op) {
-	case NDK_WQE_BIND:
-		ret = ndk_mw_bind(w->obj, w->obj2, w->va, w->len, w->flags);
-		break;
-	case NDK_WQE_FAST_REGISTER:
-		ret = ndk_mr_fast_register(w->obj, w->pages, w->npages, w->fbo,
-					   w->len, w->va, w->flags);
-		break;
-	case NDK_WQE_INVALIDATE: {
-		NDK_OBJECT_HEADER *h = w->obj;
-
-		ret = h->ObjectType == NdkObjectTypeMw
-			      ? ndk_mw_invalidate(to_ndk_mw((NDK_MW *)h))
-			      : ndk_mr_invalidate(to_ndk_mr((NDK_MR *)h));
-		break;
-	}
-	default:
-		break;
-	}
-	w->status = ret == 0	     ? STATUS_SUCCESS
-		    : ret == -EACCES ? STATUS_ACCESS_VIOLATION
-				     : STATUS_INVALID_DEVICE_REQUEST;
-	w->state = NDK_WQE_DONE;
-}
-
 /*
  * Builds the next FPDU of the request at sq_next. Returns true if an FPDU
  * was built, false if this request must wait (ORQ full, read fence).
@@ -441,10 +411,8 @@ void ndk_dp_tx_locked(struct ndk_dp *dp)
 			if ((w->flags & NDK_OP_FLAG_READ_FENCE) &&
 			    dp->reads_out)
 				break;
-			if (w->op == NDK_WQE_BIND ||
-			    w->op == NDK_WQE_FAST_REGISTER ||
-			    w->op == NDK_WQE_INVALIDATE) {
-				wqe_local(dp, w);
+			if (w->state == NDK_WQE_DONE) {
+				/* Bind, FastRegister, Invalidate: done. */
 				dp->sq_next++;
 				sq_complete_in_order(dp);
 				continue;
@@ -520,12 +488,15 @@ NTSTATUS ndk_dp_post_send(struct ndk_qp *qp, PVOID ctx, const NDK_SGE *sgl,
 
 		w->inline_data = true;
 		for (i = 0; i < nsge; i++) {
+			if (!sgl[i].Length)
+				continue;
 			memcpy(p, sgl[i].VirtualAddress, sgl[i].Length);
 			p += sgl[i].Length;
 		}
 	} else {
 		w->nsge = nsge;
-		memcpy(w->sge, sgl, (size_t)nsge * sizeof(*sgl));
+		if (nsge)
+			memcpy(w->sge, sgl, (size_t)nsge * sizeof(*sgl));
 	}
 	dp->sq_tail++;
 	/* DEFER is a hint: sending at once is allowed (ndkpi.md 9.5). */
@@ -568,7 +539,8 @@ NTSTATUS ndk_dp_post_rdma(struct ndk_qp *qp, enum ndk_wqe_op op, PVOID ctx,
 	w->stag = stag;
 	w->addr = addr;
 	w->nsge = nsge;
-	memcpy(w->sge, sgl, (size_t)nsge * sizeof(*sgl));
+	if (nsge)
+		memcpy(w->sge, sgl, (size_t)nsge * sizeof(*sgl));
 	/* A Read's status is decided when its response is placed. */
 	if (op == NDK_WQE_READ)
 		w->status = STATUS_PENDING;
@@ -576,6 +548,120 @@ NTSTATUS ndk_dp_post_rdma(struct ndk_qp *qp, enum ndk_wqe_op op, PVOID ctx,
 	ndk_dp_tx_locked(dp);
 	pthread_mutex_unlock(&dp->lock);
 	return STATUS_SUCCESS;
+}
+
+/*
+ * Bind, FastRegister and Invalidate act on the STag table when posted:
+ * the new token must be readable as soon as NdkBind or NdkFastRegister
+ * returns (ndkpi.md 4.4, 4.5). Their completions still come in order
+ * behind earlier requests. An inline failure means no completion.
+ */
+static NTSTATUS post_local(struct ndk_qp *qp, enum ndk_wqe_op op, PVOID ctx,
+			   ULONG flags, NTSTATUS done_status)
+{
+	struct ndk_dp *dp = qp->dp;
+	struct ndk_wqe *w;
+
+	pthread_mutex_lock(&dp->lock);
+	if (!dp->attached) {
+		pthread_mutex_unlock(&dp->lock);
+		return STATUS_CONNECTION_INVALID;
+	}
+	w = sq_reserve(dp);
+	if (!w) {
+		pthread_mutex_unlock(&dp->lock);
+		return STATUS_INSUFFICIENT_RESOURCES;
+	}
+	memset(w, 0, sizeof(*w));
+	w->op = (uint8_t)op;
+	w->flags = flags;
+	w->ctx = ctx;
+	w->status = done_status;
+	w->state = NDK_WQE_DONE;
+	dp->sq_tail++;
+	/* Behind earlier requests still in progress it waits its turn. */
+	if (dp->sq_next == dp->sq_tail - 1)
+		dp->sq_next++;
+	ndk_dp_tx_locked(dp);
+	pthread_mutex_unlock(&dp->lock);
+	return STATUS_SUCCESS;
+}
+
+static NTSTATUS local_status(int ret)
+{
+	switch (ret) {
+	case 0:
+		return STATUS_SUCCESS;
+	case -EACCES:
+		return STATUS_ACCESS_VIOLATION;
+	case -EBUSY:
+		return STATUS_INVALID_DEVICE_STATE;
+	default:
+		return STATUS_INVALID_PARAMETER;
+	}
+}
+
+static bool dp_usable(struct ndk_qp *qp)
+{
+	return qp->dp && ndk_qp_state(qp) == NDK_QP_CONNECTED;
+}
+
+NTSTATUS ndk_dp_post_bind(struct ndk_qp *qp, PVOID ctx, NDK_MR *mr, NDK_MW *mw,
+			  PVOID va, SIZE_T len, ULONG flags)
+{
+	int ret;
+
+	if (!dp_usable(qp))
+		return STATUS_CONNECTION_INVALID;
+	if (!mr || !mw || mr->Header.ObjectType != NdkObjectTypeMr ||
+	    mw->Header.ObjectType != NdkObjectTypeMw)
+		return STATUS_INVALID_PARAMETER;
+	if (to_ndk_mw(mw)->pd_id != qp->pd->id)
+		return STATUS_ACCESS_VIOLATION;
+	ret = ndk_mw_bind(to_ndk_mw(mw), to_ndk_mr(mr), (uint64_t)(uintptr_t)va,
+			  len, flags);
+	if (ret)
+		return local_status(ret);
+	return post_local(qp, NDK_WQE_BIND, ctx, flags, STATUS_SUCCESS);
+}
+
+NTSTATUS ndk_dp_post_fast_register(struct ndk_qp *qp, PVOID ctx, NDK_MR *mr,
+				   ULONG count,
+				   const NDK_LOGICAL_ADDRESS *pages, ULONG fbo,
+				   SIZE_T len, PVOID base, ULONG flags)
+{
+	int ret;
+
+	if (!dp_usable(qp))
+		return STATUS_CONNECTION_INVALID;
+	if (!mr || mr->Header.ObjectType != NdkObjectTypeMr ||
+	    (count && !pages))
+		return STATUS_INVALID_PARAMETER;
+	ret = ndk_mr_fast_register(to_ndk_mr(mr), pages, count, fbo, len,
+				   (uint64_t)(uintptr_t)base, flags);
+	if (ret)
+		return local_status(ret);
+	return post_local(qp, NDK_WQE_FAST_REGISTER, ctx, flags,
+			  STATUS_SUCCESS);
+}
+
+NTSTATUS ndk_dp_post_invalidate(struct ndk_qp *qp, PVOID ctx,
+				NDK_OBJECT_HEADER *obj, ULONG flags)
+{
+	int ret;
+
+	if (!dp_usable(qp))
+		return STATUS_CONNECTION_INVALID;
+	if (!obj || (obj->ObjectType != NdkObjectTypeMr &&
+		     obj->ObjectType != NdkObjectTypeMw))
+		return STATUS_INVALID_PARAMETER;
+	ret = obj->ObjectType == NdkObjectTypeMw
+		      ? ndk_mw_invalidate(to_ndk_mw((NDK_MW *)obj))
+		      : ndk_mr_invalidate(to_ndk_mr((NDK_MR *)obj));
+	/* A malformed request (a normal MR) completes with an error
+	 * (ndkpi.md 9.7) rather than failing inline. */
+	return post_local(qp, NDK_WQE_INVALIDATE, ctx, flags,
+			  ret ? STATUS_INVALID_DEVICE_REQUEST : STATUS_SUCCESS);
 }
 
 void ndk_dp_flush(struct ndk_qp *qp)

@@ -362,19 +362,12 @@ static NTSTATUS qp_send_and_invalidate(NDK_QP *pNdkQp, PVOID RequestContext,
 				Flags, true, RemoteToken);
 }
 
-static NTSTATUS qp_not_yet(NDK_QP *pNdkQp)
-{
-	/* Bind, FastRegister, Invalidate: the next data-path step. */
-	if (ndk_qp_state(to_ndk_qp(pNdkQp)) != NDK_QP_CONNECTED)
-		return STATUS_CONNECTION_INVALID;
-	return STATUS_NOT_IMPLEMENTED;
-}
-
 static NTSTATUS qp_bind(NDK_QP *pNdkQp, PVOID RequestContext, NDK_MR *pMr,
 			NDK_MW *pMw, PVOID VirtualAddress, SIZE_T Length,
 			ULONG Flags)
 {
-	return qp_not_yet(pNdkQp);
+	return ndk_dp_post_bind(to_ndk_qp(pNdkQp), RequestContext, pMr, pMw,
+				VirtualAddress, Length, Flags);
 }
 
 static NTSTATUS qp_fast_register(NDK_QP *pNdkQp, PVOID RequestContext,
@@ -383,13 +376,16 @@ static NTSTATUS qp_fast_register(NDK_QP *pNdkQp, PVOID RequestContext,
 				 ULONG FBO, SIZE_T Length,
 				 PVOID BaseVirtualAddress, ULONG Flags)
 {
-	return qp_not_yet(pNdkQp);
+	return ndk_dp_post_fast_register(
+		to_ndk_qp(pNdkQp), RequestContext, pMr, AdapterPageCount,
+		AdapterPageArray, FBO, Length, BaseVirtualAddress, Flags);
 }
 
 static NTSTATUS qp_invalidate(NDK_QP *pNdkQp, PVOID RequestContext,
 			      NDK_OBJECT_HEADER *pNdkMrOrMw, ULONG Flags)
 {
-	return qp_not_yet(pNdkQp);
+	return ndk_dp_post_invalidate(to_ndk_qp(pNdkQp), RequestContext,
+				      pNdkMrOrMw, Flags);
 }
 
 static NTSTATUS qp_read(NDK_QP *pNdkQp, PVOID RequestContext,

@@ -368,16 +368,19 @@ static void test_flush_under_load(void **state)
 	NDK_RESULT_EX res[2 * N];
 	ULONG got, i, ok = 0, cancelled = 0;
 
-	/* Receives the peer never matches, and sends without receives
-	 * posted on the other side beyond the first few. */
+	/* Receives the peer never matches, and sends in flight. */
 	for (i = 0; i < N; i++)
 		assert_int_equal(A.qp->Dispatch->NdkReceive(
 					 A.qp, (PVOID)(uintptr_t)i, NULL, 0),
 				 STATUS_SUCCESS);
-	for (i = 0; i < 8; i++)
-		assert_int_equal(
-			P.qp->Dispatch->NdkReceive(P.qp, NULL, NULL, 0),
-			STATUS_SUCCESS);
+	for (i = 0; i < 8; i++) {
+		NDK_SGE r = { .VirtualAddress = P.buf + i * 65536,
+			      .Length = 65536,
+			      .MemoryRegionToken = P.ltok };
+
+		assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, NULL, &r, 1),
+				 STATUS_SUCCESS);
+	}
 	for (i = 0; i < 8; i++) {
 		NDK_SGE s = { .VirtualAddress = A.buf,
 			      .Length = 65536,
@@ -402,6 +405,90 @@ static void test_flush_under_load(void **state)
 	}
 	assert_int_equal(ok + cancelled, N + 8);
 	assert_true(cancelled >= N); /* no Send ever reached A */
+}
+
+/* Memory windows: bind, remote write through the window, invalidate by
+ * Send with Invalidate, then the old token is refused. */
+static void test_window_bind_and_invalidate(void **state)
+{
+	NDK_MW *mw;
+	UINT32 wtok;
+	NDK_RESULT_EX res[2];
+	NDK_SGE s = { .VirtualAddress = A.buf,
+		      .Length = 32,
+		      .MemoryRegionToken = A.ltok };
+
+	assert_int_equal(srv.pd->Dispatch->NdkCreateMw(srv.pd, NULL, NULL, &mw),
+			 STATUS_SUCCESS);
+	/* Outside the MR: refused inline, no completion. */
+	assert_int_equal(
+		P.qp->Dispatch->NdkBind(P.qp, NULL, P.mr, mw, P.buf + P.len,
+					4096, NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
+		STATUS_INVALID_PARAMETER);
+	assert_int_equal(
+		P.qp->Dispatch->NdkBind(P.qp, (PVOID)7, P.mr, mw, P.buf + 4096,
+					4096, NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
+		STATUS_SUCCESS);
+	wtok = mw->Dispatch->NdkGetRemoteTokenFromMw(mw);
+	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+	assert_int_equal(res[0].Type, NdkOperationTypeBind);
+	assert_int_equal(res[0].Status, STATUS_SUCCESS);
+
+	fill(A.buf, 32, 9);
+	assert_int_equal(A.qp->Dispatch->NdkWrite(
+				 A.qp, NULL, &s, 1,
+				 (UINT64)(uintptr_t)(P.buf + 4096 + 100), wtok,
+				 NDK_OP_FLAG_SILENT_SUCCESS),
+			 STATUS_SUCCESS);
+	/* The Send behind it invalidates the window at the target. */
+	assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, (PVOID)8, NULL, 0),
+			 STATUS_SUCCESS);
+	assert_int_equal(
+		A.qp->Dispatch->NdkSendAndInvalidate(
+			A.qp, NULL, NULL, 0, NDK_OP_FLAG_SILENT_SUCCESS, wtok),
+		STATUS_SUCCESS);
+	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+	assert_int_equal(res[0].Status, STATUS_SUCCESS);
+	assert_int_equal(res[0].Type, NdkOperationTypeReceiveAndInvalidate);
+	assert_int_equal(res[0].TypeSpecificCompletionOutput, wtok);
+	assert_memory_equal(P.buf + 4096 + 100, A.buf, 32);
+	/* Invalidated: the same write now ends the connection. */
+	memset(P.buf + 4096, 0x3c, 512);
+	assert_int_equal(A.qp->Dispatch->NdkWrite(
+				 A.qp, NULL, &s, 1,
+				 (UINT64)(uintptr_t)(P.buf + 4096 + 100), wtok,
+				 0),
+			 STATUS_SUCCESS);
+	assert_true(tu_wait_until(disc_seen, &P, 5000));
+	assert_int_equal(P.buf[4096 + 100], 0x3c);
+}
+
+/* A local Invalidate of a bound window completes in order. */
+static void test_local_invalidate(void **state)
+{
+	NDK_MW *mw;
+	NDK_RESULT_EX res[2];
+
+	assert_int_equal(srv.pd->Dispatch->NdkCreateMw(srv.pd, NULL, NULL, &mw),
+			 STATUS_SUCCESS);
+	assert_int_equal(P.qp->Dispatch->NdkBind(P.qp, (PVOID)1, P.mr, mw,
+						 P.buf, 64,
+						 NDK_OP_FLAG_ALLOW_REMOTE_READ),
+			 STATUS_SUCCESS);
+	assert_int_equal(
+		P.qp->Dispatch->NdkInvalidate(P.qp, (PVOID)2, &mw->Header, 0),
+		STATUS_SUCCESS);
+	/* A normal MR cannot be invalidated: completes with an error. */
+	assert_int_equal(
+		P.qp->Dispatch->NdkInvalidate(P.qp, (PVOID)3, &P.mr->Header, 0),
+		STATUS_SUCCESS);
+	assert_int_equal(poll_cq(srv.cq, res, 2), 2);
+	assert_int_equal(res[0].Type, NdkOperationTypeBind);
+	assert_ptr_equal(res[0].RequestContext, (PVOID)1);
+	assert_int_equal(res[1].Type, NdkOperationTypeInvalidate);
+	assert_int_equal(res[1].Status, STATUS_SUCCESS);
+	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+	assert_int_equal(res[0].Status, STATUS_INVALID_DEVICE_REQUEST);
 }
 
 static void test_not_connected(void **state)
@@ -435,6 +522,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_send_overflows_receive,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_under_load, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_window_bind_and_invalidate,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_local_invalidate, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_not_connected, setup,
 						teardown),
