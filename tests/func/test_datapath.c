@@ -491,6 +491,63 @@ static void test_local_invalidate(void **state)
 	assert_int_equal(res[0].Status, STATUS_INVALID_DEVICE_REQUEST);
 }
 
+/* Fast registration from a LAM's page list, then a remote write into it. */
+static void test_fast_register(void **state)
+{
+	NDK_MR *fr;
+	uint8_t *mem = P.buf + (8 << 20); /* page-aligned, registered */
+	PMDL mdl = IoAllocateMdl(mem, 4 * PAGE_SIZE, FALSE, FALSE, NULL);
+	union {
+		NDK_LOGICAL_ADDRESS_MAPPING lam;
+		uint8_t raw[64];
+	} u;
+	ULONG lam_size = sizeof(u), fbo = 0;
+	UINT32 tok;
+	NDK_RESULT_EX res[1];
+	NDK_SGE s = { .VirtualAddress = A.buf,
+		      .Length = 3 * PAGE_SIZE,
+		      .MemoryRegionToken = A.ltok };
+
+	assert_int_equal(
+		srv.pd->Dispatch->NdkCreateMr(srv.pd, TRUE, NULL, NULL, &fr),
+		STATUS_SUCCESS);
+	assert_int_equal(fr->Dispatch->NdkInitializeFastRegisterMr(fr, 4, TRUE,
+								   NULL, NULL),
+			 STATUS_SUCCESS);
+	assert_int_equal(
+		srv.ad->Dispatch->NdkBuildLAM(srv.ad, mdl, 4 * PAGE_SIZE, NULL,
+					      NULL, &u.lam, &lam_size, &fbo),
+		STATUS_SUCCESS);
+	assert_int_equal(u.lam.AdapterPageCount, 4);
+	assert_int_equal(P.qp->Dispatch->NdkFastRegister(
+				 P.qp, (PVOID)4, fr, 4, u.lam.AdapterPageArray,
+				 0, 4 * PAGE_SIZE, (PVOID)0x100000,
+				 NDK_OP_FLAG_ALLOW_REMOTE_WRITE |
+					 NDK_OP_FLAG_ALLOW_LOCAL_WRITE),
+			 STATUS_SUCCESS);
+	tok = fr->Dispatch->NdkGetRemoteTokenFromMr(fr);
+	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+	assert_int_equal(res[0].Type, NdkOperationTypeFastRegister);
+	assert_int_equal(res[0].Status, STATUS_SUCCESS);
+	/* Its own address space: base 0x100000, a page in. */
+	fill(A.buf, 3 * PAGE_SIZE, 21);
+	memset(mem, 0, 4 * PAGE_SIZE);
+	assert_int_equal(A.qp->Dispatch->NdkWrite(A.qp, NULL, &s, 1,
+						  0x100000 + PAGE_SIZE, tok,
+						  NDK_OP_FLAG_SILENT_SUCCESS),
+			 STATUS_SUCCESS);
+	assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, NULL, NULL, 0),
+			 STATUS_SUCCESS);
+	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, NULL, NULL, 0,
+						 NDK_OP_FLAG_SILENT_SUCCESS),
+			 STATUS_SUCCESS);
+	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+	assert_memory_equal(mem + PAGE_SIZE, A.buf, 3 * PAGE_SIZE);
+	assert_int_equal(mem[0], 0);
+	srv.ad->Dispatch->NdkReleaseLAM(srv.ad, &u.lam);
+	IoFreeMdl(mdl);
+}
+
 static void test_not_connected(void **state)
 {
 	NDK_QP *qp = big_qp(&cli);
@@ -526,6 +583,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_window_bind_and_invalidate,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_local_invalidate, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_fast_register, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_not_connected, setup,
 						teardown),
