@@ -433,11 +433,32 @@ void ndk_dp_tx_locked(struct ndk_dp *dp)
 /* ------------------------------------------------------------------ */
 /* Posting                                                            */
 
-static struct ndk_wqe *sq_reserve(struct ndk_dp *dp)
+/*
+ * Takes dp->lock and a free SQ slot, zeroed, with op, flags and context
+ * filled in. On failure the lock is not held and *status says why.
+ */
+static struct ndk_wqe *sq_begin(struct ndk_dp *dp, enum ndk_wqe_op op,
+				PVOID ctx, ULONG flags, NTSTATUS *status)
 {
-	if (dp->sq_tail - dp->sq_done >= dp->sq_depth)
+	struct ndk_wqe *w;
+
+	pthread_mutex_lock(&dp->lock);
+	if (!dp->attached) {
+		pthread_mutex_unlock(&dp->lock);
+		*status = STATUS_CONNECTION_INVALID;
 		return NULL;
-	return sq_slot(dp, dp->sq_tail);
+	}
+	if (dp->sq_tail - dp->sq_done >= dp->sq_depth) {
+		pthread_mutex_unlock(&dp->lock);
+		*status = STATUS_INSUFFICIENT_RESOURCES;
+		return NULL;
+	}
+	w = sq_slot(dp, dp->sq_tail);
+	memset(w, 0, sizeof(*w));
+	w->op = (uint8_t)op;
+	w->flags = flags;
+	w->ctx = ctx;
+	return w;
 }
 
 static uint64_t sgl_length(const NDK_SGE *sgl, ULONG nsge)
@@ -458,6 +479,7 @@ NTSTATUS ndk_dp_post_send(struct ndk_qp *qp, PVOID ctx, const NDK_SGE *sgl,
 	bool inl = flags & NDK_OP_FLAG_INLINE;
 	uint64_t len = sgl_length(sgl, nsge);
 	struct ndk_wqe *w;
+	NTSTATUS status;
 	ULONG i;
 
 	if (!dp || ndk_qp_state(qp) != NDK_QP_CONNECTED)
@@ -466,20 +488,9 @@ NTSTATUS ndk_dp_post_send(struct ndk_qp *qp, PVOID ctx, const NDK_SGE *sgl,
 	    (inl && len > qp->iq.inline_size) ||
 	    len > qp->obj.adapter->info.MaxTransferLength)
 		return STATUS_INVALID_PARAMETER;
-	pthread_mutex_lock(&dp->lock);
-	if (!dp->attached) {
-		pthread_mutex_unlock(&dp->lock);
-		return STATUS_CONNECTION_INVALID;
-	}
-	w = sq_reserve(dp);
-	if (!w) {
-		pthread_mutex_unlock(&dp->lock);
-		return STATUS_INSUFFICIENT_RESOURCES;
-	}
-	memset(w, 0, sizeof(*w));
-	w->op = NDK_WQE_SEND;
-	w->flags = flags;
-	w->ctx = ctx;
+	w = sq_begin(dp, NDK_WQE_SEND, ctx, flags, &status);
+	if (!w)
+		return status;
 	w->length = (uint32_t)len;
 	w->stag = invalidate ? inv_stag : 0;
 	if (inl) {
@@ -516,25 +527,15 @@ NTSTATUS ndk_dp_post_rdma(struct ndk_qp *qp, enum ndk_wqe_op op, PVOID ctx,
 				? MIN(qp->iq.max_sge, info->MaxReadRequestSge)
 				: qp->iq.max_sge;
 	struct ndk_wqe *w;
+	NTSTATUS status;
 
 	if (!dp || ndk_qp_state(qp) != NDK_QP_CONNECTED)
 		return STATUS_CONNECTION_INVALID;
 	if ((nsge && !sgl) || nsge > max_sge || len > info->MaxTransferLength)
 		return STATUS_INVALID_PARAMETER;
-	pthread_mutex_lock(&dp->lock);
-	if (!dp->attached) {
-		pthread_mutex_unlock(&dp->lock);
-		return STATUS_CONNECTION_INVALID;
-	}
-	w = sq_reserve(dp);
-	if (!w) {
-		pthread_mutex_unlock(&dp->lock);
-		return STATUS_INSUFFICIENT_RESOURCES;
-	}
-	memset(w, 0, sizeof(*w));
-	w->op = (uint8_t)op;
-	w->flags = flags;
-	w->ctx = ctx;
+	w = sq_begin(dp, op, ctx, flags, &status);
+	if (!w)
+		return status;
 	w->length = (uint32_t)len;
 	w->stag = stag;
 	w->addr = addr;
@@ -561,21 +562,11 @@ static NTSTATUS post_local(struct ndk_qp *qp, enum ndk_wqe_op op, PVOID ctx,
 {
 	struct ndk_dp *dp = qp->dp;
 	struct ndk_wqe *w;
+	NTSTATUS status;
 
-	pthread_mutex_lock(&dp->lock);
-	if (!dp->attached) {
-		pthread_mutex_unlock(&dp->lock);
-		return STATUS_CONNECTION_INVALID;
-	}
-	w = sq_reserve(dp);
-	if (!w) {
-		pthread_mutex_unlock(&dp->lock);
-		return STATUS_INSUFFICIENT_RESOURCES;
-	}
-	memset(w, 0, sizeof(*w));
-	w->op = (uint8_t)op;
-	w->flags = flags;
-	w->ctx = ctx;
+	w = sq_begin(dp, op, ctx, flags, &status);
+	if (!w)
+		return status;
 	w->status = done_status;
 	w->state = NDK_WQE_DONE;
 	dp->sq_tail++;
