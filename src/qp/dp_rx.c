@@ -202,7 +202,7 @@ static int rx_header(struct ndk_dp *dp, const struct fpdu_ev *ev)
 		}
 		pthread_mutex_lock(&dp->lock);
 		/* More Reads in flight than our IRD allows (RFC 5040 6.6). */
-		if (dp->irq_tail - dp->irq_head >= MAX(dp->ird, 1u)) {
+		if (!dp->ird || dp->irq_tail - dp->irq_head >= dp->ird) {
 			pthread_mutex_unlock(&dp->lock);
 			return rx_fail(dp, TERM_LAYER_RDMAP,
 				       RDMAP_ETYPE_REMOTE_OP,
