@@ -36,13 +36,7 @@ static uint32_t rng_state = 0x12345678;
 
 static uint32_t rng(void)
 {
-	uint32_t x = rng_state;
-
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	rng_state = x;
-	return x;
+	return tu_xorshift(&rng_state);
 }
 
 static void rng_fill(uint8_t *p, size_t len)
@@ -52,33 +46,6 @@ static void rng_fill(uint8_t *p, size_t len)
 }
 
 /* Parses "aa bb cc" / "aabbcc" hex text into out; returns the byte count. */
-static size_t hex2bin(const char *hex, uint8_t *out, size_t max)
-{
-	size_t n = 0;
-	int hi = -1;
-
-	for (; *hex; hex++) {
-		int v;
-
-		if (*hex >= '0' && *hex <= '9')
-			v = *hex - '0';
-		else if (*hex >= 'a' && *hex <= 'f')
-			v = *hex - 'a' + 10;
-		else if (*hex >= 'A' && *hex <= 'F')
-			v = *hex - 'A' + 10;
-		else
-			continue;
-		if (hi < 0) {
-			hi = v;
-			continue;
-		}
-		assert_true(n < max);
-		out[n++] = (uint8_t)(hi << 4 | v);
-		hi = -1;
-	}
-	assert_int_equal(hi, -1);
-	return n;
-}
 
 /* Every implementation this CPU can run, AUTO included. */
 static size_t impls(enum crc32c_impl *out)
@@ -153,7 +120,7 @@ static void test_kat_rfc3720(void **state)
 			     0,
 			     0xD9963A56,
 			     { 0x56, 0x3a, 0x96, 0xd9 } };
-	k[4].len = hex2bin(iscsi_read10, k[4].data, sizeof(k[4].data));
+	k[4].len = tu_hex2bin(iscsi_read10, k[4].data, sizeof(k[4].data));
 	assert_int_equal(k[4].len, 48);
 	k[5] = (struct kat){
 		"123456789", { 0 }, 9, 0xE3069283, { 0x83, 0x92, 0x06, 0xe3 }
@@ -164,8 +131,8 @@ static void test_kat_rfc3720(void **state)
 	k[7] = (struct kat){
 		"RTR header", { 0 }, 0, 0x5F4CD3EB, { 0xeb, 0xd3, 0x4c, 0x5f }
 	};
-	k[7].len = hex2bin("000ec14000000001 0000000000000000", k[7].data,
-			   sizeof(k[7].data));
+	k[7].len = tu_hex2bin("000ec14000000001 0000000000000000", k[7].data,
+			      sizeof(k[7].data));
 	assert_int_equal(k[7].len, 16);
 
 	for (size_t i = 0; i < 8; i++)
@@ -200,7 +167,7 @@ static void test_kat_fpdus(void **state)
 	(void)state;
 	for (size_t f = 0; f < sizeof(fpdus) / sizeof(fpdus[0]); f++) {
 		uint8_t buf[128], trailer[4];
-		size_t len = hex2bin(fpdus[f], buf, sizeof(buf));
+		size_t len = tu_hex2bin(fpdus[f], buf, sizeof(buf));
 		size_t body = len - CRC32C_TRAILER_LEN;
 
 		assert_int_equal(len % 4, 0);

@@ -16,58 +16,14 @@
 #include "iwarp/crc32c.h"
 #include "iwarp/ddp.h"
 #include "iwarp/mpa.h"
+#include "kat.h"
 #include "testutil.h"
-
-static const char kat_rtr_write[] =
-	"000e c140 00000001 0000000000000000 ebd34c5f";
-static const char kat_send[] = "001d 4143 00000000 00000000 00000001 00000000"
-			       "68656c6c6f20697761727000 cf696c1e";
-static const char kat_read_req[] =
-	"002e 4141 00000000 00000001 00000001 00000000 00001234"
-	"0000000000001000 00000010 00005678 0000000000002000 15f3054f";
-static const char kat_read_resp[] = "001e c142 00001234 0000000000001000"
-				    "000102030405060708090a0b0c0d0e0f 879766f5";
-static const char kat_term[] =
-	"002a 4147 00000000 00000002 00000001 00000000 1203c000 001d"
-	"4143 00000000 00000000 00000001 00000000 91f2ebb5";
 
 static uint32_t rng_state = 0x2545f491;
 
 static uint32_t rng(void)
 {
-	uint32_t x = rng_state;
-
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	rng_state = x;
-	return x;
-}
-
-static size_t hex2bin(const char *hex, uint8_t *out, size_t max)
-{
-	size_t n = 0;
-	int hi = -1;
-
-	for (; *hex; hex++) {
-		int v;
-
-		if (*hex >= '0' && *hex <= '9')
-			v = *hex - '0';
-		else if (*hex >= 'a' && *hex <= 'f')
-			v = *hex - 'a' + 10;
-		else
-			continue;
-		if (hi < 0) {
-			hi = v;
-			continue;
-		}
-		assert_true(n < max);
-		out[n++] = (uint8_t)(hi << 4 | v);
-		hi = -1;
-	}
-	assert_int_equal(hi, -1);
-	return n;
+	return tu_xorshift(&rng_state);
 }
 
 /* Encodes every 6.5 FPDU through the API and compares byte for byte. */
@@ -79,7 +35,7 @@ static void test_kat_encode(void **state)
 
 	(void)state;
 	/* RTR: zero-length Write to STag 1. */
-	n = hex2bin(kat_rtr_write, want, sizeof(want));
+	n = tu_hex2bin(kat_rtr_write, want, sizeof(want));
 	memset(buf, 0xee, sizeof(buf));
 	assert_int_equal(ddp_rtr_build(MPA_RTR_WRITE, true, buf, sizeof(buf)),
 			 (int)n);
@@ -93,7 +49,7 @@ static void test_kat_encode(void **state)
 					   .qn = DDP_QN_SEND,
 					   .msn = 1 };
 
-		n = hex2bin(kat_send, want, sizeof(want));
+		n = tu_hex2bin(kat_send, want, sizeof(want));
 		memset(buf, 0xee, sizeof(buf));
 		assert_int_equal(ddp_hdr_encode(&h, buf + 2, sizeof(buf) - 2),
 				 DDP_UNTAGGED_HDR_LEN);
@@ -115,7 +71,7 @@ static void test_kat_encode(void **state)
 						   .src_stag = 0x5678,
 						   .src_to = 0x2000 };
 
-		n = hex2bin(kat_read_req, want, sizeof(want));
+		n = tu_hex2bin(kat_read_req, want, sizeof(want));
 		assert_int_equal(ddp_hdr_encode(&h, buf + 2, sizeof(buf) - 2),
 				 18);
 		rdmap_read_req_put(buf + 2 + 18, &rr);
@@ -131,7 +87,7 @@ static void test_kat_encode(void **state)
 					   .stag = 0x1234,
 					   .to = 0x1000 };
 
-		n = hex2bin(kat_read_resp, want, sizeof(want));
+		n = tu_hex2bin(kat_read_resp, want, sizeof(want));
 		assert_int_equal(ddp_hdr_encode(&h, buf + 2, sizeof(buf) - 2),
 				 DDP_TAGGED_HDR_LEN);
 		for (int i = 0; i < 16; i++)
@@ -149,10 +105,10 @@ static void test_kat_encode(void **state)
 			.m = true,
 		};
 
-		hex2bin(kat_send, send, sizeof(send));
+		tu_hex2bin(kat_send, send, sizeof(send));
 		t.ddp_seg_len = (uint16_t)(send[0] << 8 | send[1]);
 		t.ddp_hdr = send + 2;
-		n = hex2bin(kat_term, want, sizeof(want));
+		n = tu_hex2bin(kat_term, want, sizeof(want));
 		assert_int_equal(rdmap_term_build(&t, true, buf, sizeof(buf)),
 				 (int)n);
 		assert_memory_equal(buf, want, n);
@@ -170,7 +126,7 @@ static void test_kat_decode(void **state)
 	size_t n;
 
 	(void)state;
-	n = hex2bin(kat_rtr_write, buf, sizeof(buf));
+	n = tu_hex2bin(kat_rtr_write, buf, sizeof(buf));
 	assert_int_equal(mpa_fpdu_check_crc(buf, n), 0);
 	assert_int_equal(ddp_hdr_decode(buf + 2, n - 6, &h), 14);
 	assert_true(h.tagged && h.last);
@@ -179,7 +135,7 @@ static void test_kat_decode(void **state)
 	assert_int_equal(h.to, 0);
 	assert_int_equal(ddp_hdr_check(&h, &cause), 0);
 
-	n = hex2bin(kat_send, buf, sizeof(buf));
+	n = tu_hex2bin(kat_send, buf, sizeof(buf));
 	assert_int_equal(mpa_fpdu_check_crc(buf, n), 0);
 	assert_int_equal(ddp_hdr_decode(buf + 2, n - 6, &h), 18);
 	assert_false(h.tagged);
@@ -191,7 +147,7 @@ static void test_kat_decode(void **state)
 	assert_int_equal(ddp_hdr_check(&h, &cause), 0);
 	assert_memory_equal(buf + 20, "hello iwarp", 11);
 
-	n = hex2bin(kat_read_req, buf, sizeof(buf));
+	n = tu_hex2bin(kat_read_req, buf, sizeof(buf));
 	assert_int_equal(mpa_fpdu_check_crc(buf, n), 0);
 	assert_int_equal(ddp_hdr_decode(buf + 2, n - 6, &h), 18);
 	assert_int_equal(h.opcode, RDMAP_READ_REQ);
@@ -209,7 +165,7 @@ static void test_kat_decode(void **state)
 		assert_int_equal(rr.src_to, 0x2000);
 	}
 
-	n = hex2bin(kat_read_resp, buf, sizeof(buf));
+	n = tu_hex2bin(kat_read_resp, buf, sizeof(buf));
 	assert_int_equal(mpa_fpdu_check_crc(buf, n), 0);
 	assert_int_equal(ddp_hdr_decode(buf + 2, n - 6, &h), 14);
 	assert_int_equal(h.opcode, RDMAP_READ_RESP);
@@ -217,7 +173,7 @@ static void test_kat_decode(void **state)
 	assert_int_equal(h.to, 0x1000);
 	assert_int_equal(ddp_hdr_check(&h, &cause), 0);
 
-	n = hex2bin(kat_term, buf, sizeof(buf));
+	n = tu_hex2bin(kat_term, buf, sizeof(buf));
 	assert_int_equal(mpa_fpdu_check_crc(buf, n), 0);
 	assert_int_equal(ddp_hdr_decode(buf + 2, n - 6, &h), 18);
 	assert_int_equal(h.opcode, RDMAP_TERMINATE);

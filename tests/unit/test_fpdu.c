@@ -20,58 +20,14 @@
 #include "iwarp/ddp.h"
 #include "iwarp/fpdu.h"
 #include "iwarp/mpa.h"
+#include "kat.h"
 #include "testutil.h"
-
-static const char kat_rtr_write[] =
-	"000e c140 00000001 0000000000000000 ebd34c5f";
-static const char kat_send[] = "001d 4143 00000000 00000000 00000001 00000000"
-			       "68656c6c6f20697761727000 cf696c1e";
-static const char kat_read_req[] =
-	"002e 4141 00000000 00000001 00000001 00000000 00001234"
-	"0000000000001000 00000010 00005678 0000000000002000 15f3054f";
-static const char kat_read_resp[] = "001e c142 00001234 0000000000001000"
-				    "000102030405060708090a0b0c0d0e0f 879766f5";
-static const char kat_term[] =
-	"002a 4147 00000000 00000002 00000001 00000000 1203c000 001d"
-	"4143 00000000 00000000 00000001 00000000 91f2ebb5";
 
 static uint32_t rng_state = 0x6b43a9b5;
 
 static uint32_t rng(void)
 {
-	uint32_t x = rng_state;
-
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	rng_state = x;
-	return x;
-}
-
-static size_t hex2bin(const char *hex, uint8_t *out, size_t max)
-{
-	size_t n = 0;
-	int hi = -1;
-
-	for (; *hex; hex++) {
-		int v;
-
-		if (*hex >= '0' && *hex <= '9')
-			v = *hex - '0';
-		else if (*hex >= 'a' && *hex <= 'f')
-			v = *hex - 'a' + 10;
-		else
-			continue;
-		if (hi < 0) {
-			hi = v;
-			continue;
-		}
-		assert_true(n < max);
-		out[n++] = (uint8_t)(hi << 4 | v);
-		hi = -1;
-	}
-	assert_int_equal(hi, -1);
-	return n;
+	return tu_xorshift(&rng_state);
 }
 
 /* ---- Trace: the events of one run, payload chunks merged per FPDU ---- */
@@ -529,7 +485,7 @@ static void parse_kat(const char *hex, bool crc, struct ddp_hdr *h,
 		      size_t *payload_len)
 {
 	uint8_t buf[128];
-	size_t n = hex2bin(hex, buf, sizeof(buf)), off = 0, used, hlen;
+	size_t n = tu_hex2bin(hex, buf, sizeof(buf)), off = 0, used, hlen;
 	struct fpdu_rx rx;
 	struct fpdu_ev ev;
 
@@ -658,7 +614,7 @@ static void test_kat_parse(void **state)
 			assert_int_equal(t.ddp_seg_len, 0x1d);
 			assert_non_null(t.ddp_hdr);
 			assert_null(t.rdmap_hdr);
-			hex2bin(kat_send, send, sizeof(send));
+			tu_hex2bin(kat_send, send, sizeof(send));
 			assert_memory_equal(t.ddp_hdr, send + 2, 18);
 			/* Short bodies and non-Terminates are refused. */
 			assert_int_equal(fpdu_term_parse(&h, p, 3, &t),
@@ -682,7 +638,7 @@ static void test_kat_stream_all_pairs(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < 5; i++)
-		len += hex2bin(hex[i], s + len, sizeof(s) - len);
+		len += tu_hex2bin(hex[i], s + len, sizeof(s) - len);
 	for (int crc = 0; crc <= 1; crc++) {
 		run_whole(s, len, crc, 0, &trace_a);
 		assert_false(trace_a.error);
@@ -809,7 +765,7 @@ static void test_bad_crc(void **state)
 
 	(void)state;
 	/* Send: 20 bytes hdr, 11 payload, 1 pad, 4 CRC = 36 bytes. */
-	n = hex2bin(kat_send, buf, sizeof(buf));
+	n = tu_hex2bin(kat_send, buf, sizeof(buf));
 	assert_int_equal(n, 36);
 	for (size_t i = 0; i < sizeof(positions) / sizeof(positions[0]); i++) {
 		uint8_t b[256];
@@ -1044,7 +1000,7 @@ static const struct bad_case bad_cases[] = {
 
 static size_t frame_bad(const struct bad_case *bc, uint8_t *buf, size_t size)
 {
-	size_t n = hex2bin(bc->ulpdu, buf + 2, size - 2 - 8);
+	size_t n = tu_hex2bin(bc->ulpdu, buf + 2, size - 2 - 8);
 	int len = mpa_fpdu_finish(buf, n, true);
 
 	assert_true(len > 0);
@@ -1186,7 +1142,7 @@ static void test_rx_term(void **state)
 
 	(void)state;
 	/* The 6.5 Terminate is what we send for the 6.5 Send's bad MSN. */
-	n = hex2bin(kat_send, buf, sizeof(buf));
+	n = tu_hex2bin(kat_send, buf, sizeof(buf));
 	fpdu_rx_init(&rx, true);
 	fpdu_rx_term(&rx, &msn, &t); /* nothing received yet: no header */
 	assert_null(t.ddp_hdr);
@@ -1196,7 +1152,7 @@ static void test_rx_term(void **state)
 	fpdu_rx_term(&rx, &msn, &t);
 	{
 		uint8_t want[128];
-		size_t wn = hex2bin(kat_term, want, sizeof(want));
+		size_t wn = tu_hex2bin(kat_term, want, sizeof(want));
 
 		assert_int_equal(rdmap_term_build(&t, true, out, sizeof(out)),
 				 (int)wn);
@@ -1214,7 +1170,7 @@ static void test_rx_term(void **state)
 	assert_null(t.ddp_hdr);
 
 	/* A protection error on a Read Request quotes the body too (R). */
-	n = hex2bin(kat_read_req, buf, sizeof(buf));
+	n = tu_hex2bin(kat_read_req, buf, sizeof(buf));
 	fpdu_rx_init(&rx, true);
 	assert_int_equal(fpdu_rx_step(&rx, buf, n, &ev), 48);
 	fpdu_rx_term(&rx, &prot, &t);
@@ -1225,7 +1181,7 @@ static void test_rx_term(void **state)
 	assert_memory_equal(t.rdmap_hdr, buf + 20, 28);
 	assert_int_equal(rdmap_term_len(&t), 4 + 2 + 18 + 28);
 	/* The same cause on a Write quotes only its DDP header. */
-	n = hex2bin(kat_read_resp, buf, sizeof(buf));
+	n = tu_hex2bin(kat_read_resp, buf, sizeof(buf));
 	fpdu_rx_init(&rx, true);
 	assert_int_equal(fpdu_rx_step(&rx, buf, n, &ev), 16);
 	fpdu_rx_term(&rx, &prot, &t);
@@ -1255,7 +1211,7 @@ static void test_tx_hdr(void **state)
 
 	(void)state;
 	/* The 6.5 Send, piece by piece. */
-	n = hex2bin(kat_send, want, sizeof(want));
+	n = tu_hex2bin(kat_send, want, sizeof(want));
 	assert_int_equal(fpdu_tx_hdr(hdr, &send, 11, NULL), 20);
 	assert_memory_equal(hdr, want, 20);
 	fpdu_tx_crc_init(&c, true);
@@ -1272,7 +1228,7 @@ static void test_tx_hdr(void **state)
 	assert_int_equal(tl, 5);
 	assert_memory_equal(tr, "\0\0\0\0\0", 5);
 	/* The 6.5 Read Request. */
-	n = hex2bin(kat_read_req, want, sizeof(want));
+	n = tu_hex2bin(kat_read_req, want, sizeof(want));
 	assert_int_equal(fpdu_tx_hdr(hdr, &rreq, 0, &rr), 48);
 	assert_memory_equal(hdr, want, 48);
 	{
@@ -1291,7 +1247,7 @@ static void test_tx_hdr(void **state)
 					     .stag = 1 };
 		uint8_t b[32];
 
-		n = hex2bin(kat_rtr_write, want, sizeof(want));
+		n = tu_hex2bin(kat_rtr_write, want, sizeof(want));
 		assert_int_equal(
 			fpdu_tx_build(b, sizeof(b), &rtr, NULL, NULL, 0, true),
 			(int)n);

@@ -28,39 +28,7 @@ static uint32_t rng_state = 0x9e3779b9;
 
 static uint32_t rng(void)
 {
-	uint32_t x = rng_state;
-
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	rng_state = x;
-	return x;
-}
-
-static size_t hex2bin(const char *hex, uint8_t *out, size_t max)
-{
-	size_t n = 0;
-	int hi = -1;
-
-	for (; *hex; hex++) {
-		int v;
-
-		if (*hex >= '0' && *hex <= '9')
-			v = *hex - '0';
-		else if (*hex >= 'a' && *hex <= 'f')
-			v = *hex - 'a' + 10;
-		else
-			continue;
-		if (hi < 0) {
-			hi = v;
-			continue;
-		}
-		assert_true(n < max);
-		out[n++] = (uint8_t)(hi << 4 | v);
-		hi = -1;
-	}
-	assert_int_equal(hi, -1);
-	return n;
+	return tu_xorshift(&rng_state);
 }
 
 /* Builds a raw header by hand, for frames the encoder refuses to make. */
@@ -117,7 +85,7 @@ static void test_kat_encode(void **state)
 	struct mpa_rr rr = kat_req();
 
 	(void)state;
-	n = hex2bin(kat_req_hex, want, sizeof(want));
+	n = tu_hex2bin(kat_req_hex, want, sizeof(want));
 	assert_int_equal(n, 32);
 	assert_int_equal(mpa_rr_len(&rr), 32);
 	assert_int_equal(mpa_rr_encode(&rr, buf, sizeof(buf)), 32);
@@ -126,7 +94,7 @@ static void test_kat_encode(void **state)
 	/* The Reply chooses the Write RTR. */
 	rr.type = MPA_RR_REPLY;
 	rr.rtr = MPA_RTR_WRITE;
-	n = hex2bin(kat_rep_hex, want, sizeof(want));
+	n = tu_hex2bin(kat_rep_hex, want, sizeof(want));
 	assert_int_equal(mpa_rr_encode(&rr, buf, n), 32);
 	assert_memory_equal(buf, want, 32);
 }
@@ -138,7 +106,7 @@ static void test_kat_parse(void **state)
 	struct mpa_rr rr, want = kat_req();
 
 	(void)state;
-	n = hex2bin(kat_req_hex, buf, sizeof(buf));
+	n = tu_hex2bin(kat_req_hex, buf, sizeof(buf));
 	assert_int_equal(mpa_rr_parse(buf, n, MPA_RR_REQUEST,
 				      MPA_PRIVATE_DATA_MAX, &rr, &need),
 			 32);
@@ -151,7 +119,7 @@ static void test_kat_parse(void **state)
 	assert_int_equal(mpa_rr_parse(buf, n, MPA_RR_REPLY, 512, &rr, NULL),
 			 -EBADMSG);
 
-	n = hex2bin(kat_rep_hex, buf, sizeof(buf));
+	n = tu_hex2bin(kat_rep_hex, buf, sizeof(buf));
 	want.type = MPA_RR_REPLY;
 	want.rtr = MPA_RTR_WRITE;
 	assert_int_equal(mpa_rr_parse(buf, n, MPA_RR_REPLY, 256, &rr, NULL),
@@ -304,7 +272,7 @@ static void test_parse_malformed(void **state)
 	size_t n;
 
 	(void)state;
-	n = hex2bin(kat_req_hex, good, sizeof(good));
+	n = tu_hex2bin(kat_req_hex, good, sizeof(good));
 
 	/* A wrong key byte is seen as soon as it arrives. */
 	for (size_t i = 0; i < MPA_KEY_LEN; i++) {
@@ -332,7 +300,7 @@ static void test_parse_malformed(void **state)
 	c.decided_at = 10;
 	check_bad(&c);
 	c.name = "Reply where a Request is expected";
-	c.len = hex2bin(kat_rep_hex, c.buf, sizeof(c.buf));
+	c.len = tu_hex2bin(kat_rep_hex, c.buf, sizeof(c.buf));
 	c.expect = MPA_RR_REQUEST;
 	check_bad(&c);
 
@@ -543,9 +511,9 @@ static void test_parse_incremental(void **state)
 	static uint8_t pd[NDK_MPA_MAX_CONSUMER_PD];
 
 	(void)state;
-	n = hex2bin(kat_req_hex, buf, sizeof(buf));
+	n = tu_hex2bin(kat_req_hex, buf, sizeof(buf));
 	check_incremental(buf, n, MPA_RR_REQUEST, 256);
-	n = hex2bin(kat_rep_hex, buf, sizeof(buf));
+	n = tu_hex2bin(kat_rep_hex, buf, sizeof(buf));
 	check_incremental(buf, n, MPA_RR_REPLY, 256);
 	check_incremental(buf, n, MPA_RR_ANY, 256);
 

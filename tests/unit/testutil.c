@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
 #include <time.h>
 #include "testutil.h"
 
@@ -28,4 +32,43 @@ bool tu_wait_until(bool (*cond)(void *arg), void *arg, unsigned int ms)
 			return false;
 		tu_sleep_ms(1);
 	}
+}
+
+size_t tu_hex2bin(const char *hex, uint8_t *out, size_t max)
+{
+	size_t n = 0;
+	int hi = -1;
+
+	for (; *hex; hex++) {
+		int v;
+
+		if (*hex >= '0' && *hex <= '9')
+			v = *hex - '0';
+		else if (*hex >= 'a' && *hex <= 'f')
+			v = *hex - 'a' + 10;
+		else if (*hex >= 'A' && *hex <= 'F')
+			v = *hex - 'A' + 10;
+		else
+			continue;
+		if (hi < 0) {
+			hi = v;
+			continue;
+		}
+		assert_true(n < max);
+		out[n++] = (uint8_t)(hi << 4 | v);
+		hi = -1;
+	}
+	assert_int_equal(hi, -1);
+	return n;
+}
+
+uint32_t tu_xorshift(uint32_t *state)
+{
+	uint32_t x = *state;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	*state = x;
+	return x;
 }
