@@ -52,10 +52,21 @@ uint64_t ndk_cm_timeout_ms(void)
 	return ndk_config_u64("NDK_CM_TIMEOUT_MS", 10000, 1, 3600000);
 }
 
-/* Ours by default: CRC in both directions if either side asks (RFC 5044). */
-static bool cm_crc_wanted(void)
+/*
+ * NDK_MPA_CRC: CRC is used in both directions if either side asks
+ * (RFC 5044 7.1). "1" (default): we ask as initiator and follow the
+ * initiator as responder, so a peer that refuses unrequested CRC (siw's
+ * mpa_crc_strict) still connects; "required": we always ask; "0": never.
+ */
+enum cm_crc_mode { CRC_NEVER, CRC_INITIATOR, CRC_REQUIRED };
+
+static enum cm_crc_mode cm_crc_mode(void)
 {
-	return ndk_config_bool("NDK_MPA_CRC", true);
+	const char *v = getenv("NDK_MPA_CRC");
+
+	if (v && !strcmp(v, "required"))
+		return CRC_REQUIRED;
+	return ndk_config_bool("NDK_MPA_CRC", true) ? CRC_INITIATOR : CRC_NEVER;
 }
 
 /* The one state setter; c->lock held. */
@@ -442,7 +453,9 @@ static void conn_got_reply(struct ndk_connector *c, const struct mpa_rr *rr)
 	const NDK_ADAPTER_INFO *info = &c->obj.adapter->info;
 	struct mpa_read_limits max = { info->MaxInboundReadLimit,
 				       info->MaxOutboundReadLimit };
-	struct mpa_read_limits peer = { MPA_IRD_ORD_MAX, MPA_IRD_ORD_MAX };
+	/* An MPA v1 peer says nothing: assume 1/1, as siw runs (RFC 5044
+	 * leaves IRD/ORD to the ULP). */
+	struct mpa_read_limits peer = { 1, 1 };
 	int rtr;
 
 	conn_stop_timer(c);
@@ -580,10 +593,10 @@ static void conn_got_request(struct ndk_connector *c, const struct mpa_rr *rr,
 	c->peer_enhanced = mpa_rr_enhanced(rr);
 	c->p2p = c->peer_enhanced && rr->p2p;
 	c->rtr = c->p2p ? rr->rtr : MPA_RTR_NONE;
-	c->crc = cm_crc_wanted() || (rr->flags & MPA_FLAG_CRC);
+	c->crc = cm_crc_mode() == CRC_REQUIRED || (rr->flags & MPA_FLAG_CRC);
 	/* An MPA v1 peer sends no IRD/ORD: it does not limit ours. */
-	c->peer_limits.ird = c->peer_enhanced ? rr->ird : MPA_IRD_ORD_MAX;
-	c->peer_limits.ord = c->peer_enhanced ? rr->ord : MPA_IRD_ORD_MAX;
+	c->peer_limits.ird = c->peer_enhanced ? rr->ird : 1;
+	c->peer_limits.ord = c->peer_enhanced ? rr->ord : 1;
 	/* Before Accept, the limits are the peer's, capped (ndkpi.md 7.1). */
 	c->eff = mpa_negotiate_ird_ord(max, max, c->peer_limits);
 	memcpy(c->peer_pd, rr->pd, rr->pd_len);
@@ -1013,7 +1026,7 @@ static NTSTATUS conn_start(struct ndk_connector *c, struct ndk_qp *qp,
 		goto fail;
 	}
 	c->req = capped_limits(ad, ird, ord);
-	c->crc = cm_crc_wanted();
+	c->crc = cm_crc_mode() != CRC_NEVER;
 	ret = conn_build_request(c, pd, (uint16_t)pd_len);
 	if (ret) {
 		status = ndk_status_from_errno(ret, NDK_SITE_GENERIC);
