@@ -1,0 +1,584 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Traffic generator for the data-path conformance test (check_dp.sh): one
+ * loopback connection through the public NDK API only, carrying every
+ * RDMAP message we send, so that a capture of lo can be decoded by
+ * Wireshark's iWARP dissectors (iwarp_mpa, iwarp_ddp_rdmap).
+ *
+ * After NdkConnect / NdkAccept / NdkCompleteConnect (Write RTR), with
+ * both memory regions registered and the passive side's window bound
+ * (NdkBind), the initiator (A) sends to the responder (P), one message
+ * at a time, each step waiting for its completions:
+ *
+ *   1. Send, 100 bytes of pattern            (QN 0, MSN 1)
+ *   2. Send with Solicited Event, 64 bytes   (QN 0, MSN 2)
+ *   3. Send with Invalidate of the window, 32 bytes (QN 0, MSN 3)
+ *   4. RDMA Write, 3000 bytes into P's MR
+ *   5. RDMA Read, 5000 bytes from P's MR     (Read Request QN 1, MSN 1,
+ *                                             answered by a Read Response)
+ *   6. zero-length Send                      (QN 0, MSN 4)
+ *   7. RDMA Write, 64 bytes, to the window invalidated in step 3: P
+ *      answers with a Terminate (DDP, tagged buffer, invalid STag) and
+ *      the connection ends on both sides.
+ *
+ * Usage: dp_capture [PORT]
+ * Listens on 127.0.0.1:PORT (default 0, an ephemeral port), prints
+ * "LISTEN <port>" and waits for one line (or EOF) on stdin so that the
+ * caller can start a capture filtered on that port. It then prints what
+ * the capture must show (STags and TOs in hex, lengths in decimal):
+ *
+ *   CONNECT <client port>
+ *   WINDOW <window STag>
+ *   WRITE <sink STag> <TO> <length>
+ *   READ <sink STag> <sink TO> <length> <source STag> <source TO>
+ *   BADWRITE <STag> <TO> <length>
+ *   DONE
+ *
+ * Exit status 0 on success, 1 on any failure.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <ndk/ndk.h>
+
+#define WAIT_MS 5000
+
+/* Sizes of the messages (check_dp.sh has the same numbers). */
+#define SEND_LEN     100
+#define SEND_SE_LEN  64
+#define SEND_INV_LEN 32
+#define WRITE_LEN    3000
+#define READ_LEN     5000
+#define BAD_LEN	     64
+
+/* Layout of the two 64 KiB buffers. */
+#define BUF_LEN	   65536
+#define RECV_OFF   0x0000 /* P: receive i at RECV_OFF + i * RECV_SLOT */
+#define RECV_SLOT  0x0100
+#define N_RECV	   4
+#define WRITE_OFF  0x1000 /* P: Write target */
+#define READ_OFF   0x3000 /* P: Read source */
+#define WINDOW_OFF 0x8000 /* P: the window */
+#define WINDOW_LEN 0x1000
+#define SINK_OFF   0x4000 /* A: Read sink */
+#define SRC_OFF	   0x0000 /* A: Send and Write sources */
+
+static int failures;
+
+#define CHECK(cond)                                                      \
+	do {                                                             \
+		if (!(cond)) {                                           \
+			fprintf(stderr,                                  \
+				"dp_capture: %s:%d: check failed: %s\n", \
+				__FILE__, __LINE__, #cond);              \
+			failures++;                                      \
+			return -1;                                       \
+		}                                                        \
+	} while (0)
+
+#define CHECK_ST(expr, want)                                                   \
+	do {                                                                   \
+		NTSTATUS st_ = (expr);                                         \
+		if (st_ != (want)) {                                           \
+			fprintf(stderr,                                        \
+				"dp_capture: %s:%d: %s = %s (0x%08x), "        \
+				"expected %s\n",                               \
+				__FILE__, __LINE__, #expr, NdkStatusName(st_), \
+				(unsigned int)st_, NdkStatusName(want));       \
+			failures++;                                            \
+			return -1;                                             \
+		}                                                              \
+	} while (0)
+
+/* ------------------------------------------------------------------ */
+/* Time, request completions, connect events, disconnect events        */
+
+static struct timespec deadline(unsigned int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000,
+			       .tv_nsec = (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+struct req {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int calls;
+	NTSTATUS status;
+};
+
+static void req_init(struct req *r)
+{
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->cond, NULL);
+	r->calls = 0;
+	r->status = -1;
+}
+
+static VOID req_done(PVOID ctx, NTSTATUS status)
+{
+	struct req *r = ctx;
+
+	pthread_mutex_lock(&r->lock);
+	r->calls++;
+	r->status = status;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* The completion's status, or -1 after ms. */
+static NTSTATUS req_wait(struct req *r, unsigned int ms)
+{
+	struct timespec ts = deadline(ms);
+	NTSTATUS st;
+
+	pthread_mutex_lock(&r->lock);
+	while (!r->calls)
+		if (pthread_cond_timedwait(&r->cond, &r->lock, &ts) ==
+		    ETIMEDOUT)
+			break;
+	st = r->calls ? r->status : -1;
+	pthread_mutex_unlock(&r->lock);
+	return st;
+}
+
+static NTSTATUS req_result(NTSTATUS inline_status, struct req *r)
+{
+	return inline_status == STATUS_PENDING ? req_wait(r, WAIT_MS)
+					       : inline_status;
+}
+
+struct events {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	NDK_CONNECTOR *incoming;
+};
+
+static VOID on_connect_event(PVOID ctx, NDK_CONNECTOR *c)
+{
+	struct events *e = ctx;
+
+	pthread_mutex_lock(&e->lock);
+	if (!e->incoming)
+		e->incoming = c;
+	pthread_cond_broadcast(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+}
+
+static NDK_CONNECTOR *next_incoming(struct events *e, unsigned int ms)
+{
+	struct timespec ts = deadline(ms);
+	NDK_CONNECTOR *c;
+
+	pthread_mutex_lock(&e->lock);
+	while (!e->incoming)
+		if (pthread_cond_timedwait(&e->cond, &e->lock, &ts) ==
+		    ETIMEDOUT)
+			break;
+	c = e->incoming;
+	pthread_mutex_unlock(&e->lock);
+	return c;
+}
+
+static VOID on_disconnect(PVOID ctx)
+{
+	atomic_fetch_add((atomic_int *)ctx, 1);
+}
+
+static int wait_disconnect(atomic_int *count, unsigned int ms)
+{
+	uint64_t end = now_ms() + ms;
+
+	while (atomic_load(count) == 0 && now_ms() < end)
+		sleep_ms(10);
+	return atomic_load(count) > 0 ? 0 : -1;
+}
+
+static VOID on_cq(PVOID ctx, NTSTATUS status)
+{
+}
+
+/* ------------------------------------------------------------------ */
+/* Hosts and memory                                                   */
+
+struct host {
+	NDK_ADAPTER *ad;
+	NDK_PD *pd;
+	NDK_CQ *cq;
+	NDK_QP *qp;
+	NDK_CONNECTOR *conn;
+	NDK_MR *mr;
+	uint8_t *buf;
+	UINT32 ltok, rtok;
+	atomic_int disc;
+};
+
+static int host_open(struct host *h, bool active)
+{
+	NDK_VERSION v = { 2, 0 };
+	unsigned int ifindex = if_nametoindex("lo");
+
+	CHECK(ifindex != 0);
+	CHECK_ST(NdkOpenAdapter(v, ifindex, &h->ad), STATUS_SUCCESS);
+	CHECK_ST(h->ad->Dispatch->NdkCreatePd(h->ad, NULL, NULL, &h->pd),
+		 STATUS_SUCCESS);
+	CHECK_ST(h->ad->Dispatch->NdkCreateCq(h->ad, 64, on_cq, NULL, NULL,
+					      NULL, NULL, &h->cq),
+		 STATUS_SUCCESS);
+	CHECK_ST(h->pd->Dispatch->NdkCreateQp(h->pd, h->cq, h->cq, NULL, 16, 16,
+					      2, 2, 0, NULL, NULL, &h->qp),
+		 STATUS_SUCCESS);
+	/* The passive side's connector comes with the connect event. */
+	if (active)
+		CHECK_ST(h->ad->Dispatch->NdkCreateConnector(h->ad, NULL, NULL,
+							     &h->conn),
+			 STATUS_SUCCESS);
+	return 0;
+}
+
+/*
+ * A page-aligned buffer, registered for local write and remote access.
+ * skip unregistered MRs are created first so that the two adapters'
+ * tokens differ (each table starts at index 1): a sink STag taken for a
+ * source STag, or the other way round, shows in the capture.
+ */
+static int host_mr(struct host *h, int skip)
+{
+	NDK_MR *unused;
+	PMDL mdl;
+	NTSTATUS st;
+
+	while (skip-- > 0)
+		CHECK_ST(h->pd->Dispatch->NdkCreateMr(h->pd, FALSE, NULL, NULL,
+						      &unused),
+			 STATUS_SUCCESS);
+
+	h->buf = aligned_alloc(4096, BUF_LEN);
+	CHECK(h->buf != NULL);
+	memset(h->buf, 0, BUF_LEN);
+	CHECK_ST(h->pd->Dispatch->NdkCreateMr(h->pd, FALSE, NULL, NULL, &h->mr),
+		 STATUS_SUCCESS);
+	mdl = IoAllocateMdl(h->buf, BUF_LEN, FALSE, FALSE, NULL);
+	CHECK(mdl != NULL);
+	st = h->mr->Dispatch->NdkRegisterMr(
+		h->mr, mdl, BUF_LEN,
+		NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
+			NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
+		NULL, NULL);
+	IoFreeMdl(mdl);
+	CHECK_ST(st, STATUS_SUCCESS);
+	h->ltok = h->mr->Dispatch->NdkGetLocalTokenFromMr(h->mr);
+	h->rtok = h->mr->Dispatch->NdkGetRemoteTokenFromMr(h->mr);
+	return 0;
+}
+
+/* The byte pattern check_dp.sh rebuilds: (i * 31 + seed) mod 256. */
+static void fill(uint8_t *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)(i * 31 + seed);
+}
+
+static uint64_t va(const void *p)
+{
+	return (uint64_t)(uintptr_t)p;
+}
+
+/* Exactly one result on cq within WAIT_MS, checked for type and status. */
+static int poll_one(struct host *h, NDK_OPERATION_TYPE type, NTSTATUS status,
+		    NDK_RESULT_EX *res)
+{
+	uint64_t end = now_ms() + WAIT_MS;
+	ULONG got = 0;
+
+	while (!got && now_ms() < end) {
+		got = h->cq->Dispatch->NdkGetCqResultsEx(h->cq, res, 1);
+		if (!got)
+			sleep_ms(1);
+	}
+	CHECK(got == 1);
+	if (res->Type != type || res->Status != status) {
+		fprintf(stderr,
+			"dp_capture: completion type 0x%x status %s, "
+			"expected type 0x%x status %s\n",
+			(unsigned int)res->Type, NdkStatusName(res->Status),
+			(unsigned int)type, NdkStatusName(status));
+		failures++;
+		return -1;
+	}
+	return 0;
+}
+
+static NDK_SGE sge(struct host *h, size_t off, size_t len)
+{
+	return (NDK_SGE){ .VirtualAddress = h->buf + off,
+			  .Length = (ULONG)len,
+			  .MemoryRegionToken = h->ltok };
+}
+
+/* ------------------------------------------------------------------ */
+/* Connection                                                         */
+
+static int connect_pair(struct host *a, struct host *p, struct events *ev,
+			const struct sockaddr_in *dst)
+{
+	struct sockaddr_in src = { .sin_family = AF_INET };
+	struct sockaddr_in local;
+	ULONG len = sizeof(local);
+	struct req conn, acc, cc;
+
+	src.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	req_init(&conn);
+	CHECK_ST(a->conn->Dispatch->NdkConnect(a->conn, a->qp, (PSOCKADDR)&src,
+					       sizeof(src), (PSOCKADDR)dst,
+					       sizeof(*dst), 2, 2, NULL, 0,
+					       req_done, &conn),
+		 STATUS_PENDING);
+	p->conn = next_incoming(ev, WAIT_MS);
+	CHECK(p->conn != NULL);
+	req_init(&acc);
+	CHECK_ST(p->conn->Dispatch->NdkAccept(p->conn, p->qp, 2, 2, NULL, 0,
+					      on_disconnect, &p->disc, req_done,
+					      &acc),
+		 STATUS_PENDING);
+	CHECK_ST(req_wait(&conn, WAIT_MS), STATUS_SUCCESS);
+	CHECK_ST(a->conn->Dispatch->NdkGetLocalAddress(a->conn,
+						       (PSOCKADDR)&local, &len),
+		 STATUS_SUCCESS);
+	CHECK(local.sin_family == AF_INET);
+	printf("CONNECT %u\n", ntohs(local.sin_port));
+	fflush(stdout);
+	req_init(&cc);
+	CHECK_ST(req_result(a->conn->Dispatch->NdkCompleteConnect(
+				    a->conn, on_disconnect, &a->disc, req_done,
+				    &cc),
+			    &cc),
+		 STATUS_SUCCESS);
+	/* The responder's Accept completes when the RTR arrives. */
+	CHECK_ST(req_wait(&acc, WAIT_MS), STATUS_SUCCESS);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The messages                                                       */
+
+/* A sends len bytes from SRC_OFF with flags (and an invalidate if inv);
+ * P's next receive completes with them. */
+static int send_one(struct host *a, struct host *p, int idx, size_t len,
+		    unsigned int seed, ULONG flags, bool inv, UINT32 inv_tok)
+{
+	NDK_SGE s = sge(a, SRC_OFF, len);
+	NDK_RESULT_EX res;
+	const uint8_t *dst = p->buf + RECV_OFF + (size_t)idx * RECV_SLOT;
+
+	fill(a->buf + SRC_OFF, len, seed);
+	if (inv)
+		CHECK_ST(a->qp->Dispatch->NdkSendAndInvalidate(
+				 a->qp, (PVOID)(intptr_t)idx, len ? &s : NULL,
+				 len ? 1 : 0, flags, inv_tok),
+			 STATUS_SUCCESS);
+	else
+		CHECK_ST(a->qp->Dispatch->NdkSend(a->qp, (PVOID)(intptr_t)idx,
+						  len ? &s : NULL, len ? 1 : 0,
+						  flags),
+			 STATUS_SUCCESS);
+	if (poll_one(a, NdkOperationTypeSend, STATUS_SUCCESS, &res))
+		return -1;
+	CHECK(res.RequestContext == (PVOID)(intptr_t)idx);
+	if (poll_one(p,
+		     inv ? NdkOperationTypeReceiveAndInvalidate
+			 : NdkOperationTypeReceive,
+		     STATUS_SUCCESS, &res))
+		return -1;
+	CHECK(res.RequestContext == (PVOID)(intptr_t)idx);
+	CHECK(res.BytesTransferred == len);
+	CHECK(!inv || res.TypeSpecificCompletionOutput == inv_tok);
+	CHECK(!memcmp(dst, a->buf + SRC_OFF, len));
+	return 0;
+}
+
+static int run_messages(struct host *a, struct host *p)
+{
+	NDK_MW *mw;
+	UINT32 wtok;
+	NDK_RESULT_EX res;
+	NDK_SGE s;
+	int i;
+
+	/* P: a window on its MR, bound through its QP (no wire traffic). */
+	CHECK_ST(p->pd->Dispatch->NdkCreateMw(p->pd, NULL, NULL, &mw),
+		 STATUS_SUCCESS);
+	CHECK_ST(p->qp->Dispatch->NdkBind(p->qp, (PVOID)0x100, p->mr, mw,
+					  p->buf + WINDOW_OFF, WINDOW_LEN,
+					  NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
+		 STATUS_SUCCESS);
+	wtok = mw->Dispatch->NdkGetRemoteTokenFromMw(mw);
+	if (poll_one(p, NdkOperationTypeBind, STATUS_SUCCESS, &res))
+		return -1;
+	printf("WINDOW 0x%08" PRIx32 "\n", (uint32_t)wtok);
+
+	for (i = 0; i < N_RECV; i++) {
+		NDK_SGE r = sge(p, RECV_OFF + (size_t)i * RECV_SLOT, RECV_SLOT);
+
+		CHECK_ST(p->qp->Dispatch->NdkReceive(p->qp, (PVOID)(intptr_t)i,
+						     &r, 1),
+			 STATUS_SUCCESS);
+	}
+
+	/* 1-3: Send, Send with SE, Send with Invalidate of the window. */
+	if (send_one(a, p, 0, SEND_LEN, 7, 0, false, 0) ||
+	    send_one(a, p, 1, SEND_SE_LEN, 11,
+		     NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT, false, 0) ||
+	    send_one(a, p, 2, SEND_INV_LEN, 13, 0, true, wtok))
+		return -1;
+
+	/* 4: RDMA Write of 3000 bytes into P's MR. */
+	fill(a->buf + SRC_OFF, WRITE_LEN, 17);
+	s = sge(a, SRC_OFF, WRITE_LEN);
+	CHECK_ST(a->qp->Dispatch->NdkWrite(a->qp, (PVOID)4, &s, 1,
+					   va(p->buf + WRITE_OFF), p->rtok, 0),
+		 STATUS_SUCCESS);
+	if (poll_one(a, NdkOperationTypeWrite, STATUS_SUCCESS, &res))
+		return -1;
+	printf("WRITE 0x%08" PRIx32 " 0x%016" PRIx64 " %u\n", (uint32_t)p->rtok,
+	       va(p->buf + WRITE_OFF), WRITE_LEN);
+
+	/* 5: RDMA Read of 5000 bytes from P's MR into A's. */
+	fill(p->buf + READ_OFF, READ_LEN, 19);
+	s = sge(a, SINK_OFF, READ_LEN);
+	CHECK_ST(a->qp->Dispatch->NdkRead(a->qp, (PVOID)5, &s, 1,
+					  va(p->buf + READ_OFF), p->rtok, 0),
+		 STATUS_SUCCESS);
+	if (poll_one(a, NdkOperationTypeRead, STATUS_SUCCESS, &res))
+		return -1;
+	CHECK(res.BytesTransferred == READ_LEN);
+	CHECK(!memcmp(a->buf + SINK_OFF, p->buf + READ_OFF, READ_LEN));
+	printf("READ 0x%08" PRIx32 " 0x%016" PRIx64 " %u 0x%08" PRIx32
+	       " 0x%016" PRIx64 "\n",
+	       (uint32_t)a->ltok, va(a->buf + SINK_OFF), READ_LEN,
+	       (uint32_t)p->rtok, va(p->buf + READ_OFF));
+
+	/* 6: zero-length Send; arriving behind the Write, it also says the
+	 * Write was placed. */
+	if (send_one(a, p, 3, 0, 0, 0, false, 0))
+		return -1;
+	fill(a->buf + SRC_OFF, WRITE_LEN, 17);
+	CHECK(!memcmp(p->buf + WRITE_OFF, a->buf + SRC_OFF, WRITE_LEN));
+	fflush(stdout);
+
+	/* 7: a Write through the invalidated window: P Terminates. */
+	memset(p->buf + WINDOW_OFF, 0x3c, BAD_LEN);
+	fill(a->buf + SRC_OFF, BAD_LEN, 23);
+	s = sge(a, SRC_OFF, BAD_LEN);
+	printf("BADWRITE 0x%08" PRIx32 " 0x%016" PRIx64 " %u\n", (uint32_t)wtok,
+	       va(p->buf + WINDOW_OFF), BAD_LEN);
+	fflush(stdout);
+	CHECK_ST(a->qp->Dispatch->NdkWrite(a->qp, (PVOID)7, &s, 1,
+					   va(p->buf + WINDOW_OFF), wtok, 0),
+		 STATUS_SUCCESS);
+	if (wait_disconnect(&p->disc, WAIT_MS)) {
+		fprintf(stderr, "dp_capture: no disconnect at the target\n");
+		failures++;
+		return -1;
+	}
+	if (wait_disconnect(&a->disc, WAIT_MS)) {
+		fprintf(stderr, "dp_capture: no disconnect at the initiator\n");
+		failures++;
+		return -1;
+	}
+	/* Not one byte landed. */
+	for (i = 0; i < BAD_LEN; i++)
+		CHECK(p->buf[WINDOW_OFF + i] == 0x3c);
+	return 0;
+}
+
+static int run(uint16_t listen_port)
+{
+	static struct events ev = { .lock = PTHREAD_MUTEX_INITIALIZER,
+				    .cond = PTHREAD_COND_INITIALIZER };
+	static struct host a, p;
+	NDK_LISTENER *l;
+	struct sockaddr_in addr = { .sin_family = AF_INET,
+				    .sin_port = htons(listen_port) };
+	struct sockaddr_in bound;
+	ULONG len = sizeof(bound);
+	char line[64];
+	int ret;
+
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (host_open(&p, false) || host_open(&a, true) || host_mr(&p, 0) ||
+	    host_mr(&a, 2))
+		return -1;
+	CHECK_ST(p.ad->Dispatch->NdkCreateListener(p.ad, on_connect_event, &ev,
+						   NULL, NULL, &l),
+		 STATUS_SUCCESS);
+	CHECK_ST(l->Dispatch->NdkListen(l, (PSOCKADDR)&addr, sizeof(addr), NULL,
+					NULL),
+		 STATUS_SUCCESS);
+	CHECK_ST(l->Dispatch->NdkGetLocalAddress(l, (PSOCKADDR)&bound, &len),
+		 STATUS_SUCCESS);
+	printf("LISTEN %u\n", ntohs(bound.sin_port));
+	fflush(stdout);
+	/* The capture starts now; go on at the next line or at EOF. */
+	if (!fgets(line, sizeof(line), stdin) && ferror(stdin))
+		return -1;
+
+	ret = connect_pair(&a, &p, &ev, &bound);
+	if (!ret)
+		ret = run_messages(&a, &p);
+	/* NdkCloseAdapter closes whatever is left and waits for callbacks. */
+	NdkCloseAdapter(a.ad);
+	NdkCloseAdapter(p.ad);
+	free(a.buf);
+	free(p.buf);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long port = 0;
+	char *end;
+
+	if (argc > 2 || (argc == 2 && (port = strtoul(argv[1], &end, 10),
+				       *end || port > 65535))) {
+		fprintf(stderr, "usage: %s [PORT]\n", argv[0]);
+		return 2;
+	}
+	if (run((uint16_t)port) || failures)
+		return 1;
+	printf("DONE\n");
+	return 0;
+}
