@@ -992,16 +992,24 @@ static struct mpa_read_limits capped_limits(struct ndk_adapter *ad, ULONG ird,
  * held, c->fd bound, c->ep referenced, c->local set. On an inline failure
  * the connector is left IDLE, owning nothing, so it may try again.
  */
-static NTSTATUS conn_start(struct ndk_connector *c, struct ndk_qp *qp,
+static NTSTATUS conn_start(struct ndk_connector *c, struct ndk_endpoint *ep,
+			   int fd, struct ndk_qp *qp,
 			   const struct sockaddr *dst, ULONG ird, ULONG ord,
 			   const void *pd, ULONG pd_len,
 			   NDK_FN_REQUEST_COMPLETION *cb, PVOID ctx)
 {
 	struct ndk_adapter *ad = c->obj.adapter;
 	static const int one = 1;
+	const struct sockaddr *local;
+	socklen_t len;
 	NTSTATUS status;
 	int ret;
 
+	c->ep = ep;
+	c->fd = fd;
+	local = ndk_endpoint_addr(ep, &len);
+	memset(&c->local, 0, sizeof(c->local));
+	memcpy(&c->local, local, len);
 	memset(&c->peer, 0, sizeof(c->peer));
 	memcpy(&c->peer, dst, ndk_addr_len(dst));
 	c->have_addresses = true;
@@ -1099,8 +1107,6 @@ connector_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 {
 	struct ndk_connector *c = to_ndk_connector(pNdkConnector);
 	struct ndk_endpoint *ep;
-	const struct sockaddr *local;
-	socklen_t len;
 	NTSTATUS status;
 
 	pthread_mutex_lock(&c->lock);
@@ -1118,15 +1124,10 @@ connector_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 					    NDK_ENDPOINT_CONNECTOR, &ep);
 	if (status)
 		goto out;
-	c->ep = ep;
-	c->fd = ndk_endpoint_take_fd(ep);
-	local = ndk_endpoint_addr(ep, &len);
-	memset(&c->local, 0, sizeof(c->local));
-	memcpy(&c->local, local, len);
-	status =
-		conn_start(c, to_ndk_qp(pNdkQp), pDestAddress, InboundReadLimit,
-			   OutboundReadLimit, pPrivateData, PrivateDataLength,
-			   RequestCompletion, RequestContext);
+	status = conn_start(c, ep, ndk_endpoint_take_fd(ep), to_ndk_qp(pNdkQp),
+			    pDestAddress, InboundReadLimit, OutboundReadLimit,
+			    pPrivateData, PrivateDataLength, RequestCompletion,
+			    RequestContext);
 out:
 	pthread_mutex_unlock(&c->lock);
 	return status;
@@ -1178,14 +1179,10 @@ connector_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 		c->sep = sep;
 	}
 	ndk_endpoint_get(sep->ep);
-	c->ep = sep->ep;
-	c->fd = fd;
-	memset(&c->local, 0, sizeof(c->local));
-	memcpy(&c->local, local, len);
-	status =
-		conn_start(c, to_ndk_qp(pNdkQp), pDestAddress, InboundReadLimit,
-			   OutboundReadLimit, pPrivateData, PrivateDataLength,
-			   RequestCompletion, RequestContext);
+	status = conn_start(c, sep->ep, fd, to_ndk_qp(pNdkQp), pDestAddress,
+			    InboundReadLimit, OutboundReadLimit, pPrivateData,
+			    PrivateDataLength, RequestCompletion,
+			    RequestContext);
 out:
 	pthread_mutex_unlock(&c->lock);
 	return status;
