@@ -548,6 +548,94 @@ static void test_fast_register(void **state)
 	IoFreeMdl(mdl);
 }
 
+/* INLINE: the buffer is copied at post time, tokens are ignored. */
+static void test_inline_send(void **state)
+{
+	char msg[200];
+	NDK_SGE ss[2] = {
+		{ .VirtualAddress = msg,
+		  .Length = 100,
+		  .MemoryRegionToken = 0xdeadbeef },
+		{ .VirtualAddress = msg + 100,
+		  .Length = 100,
+		  .MemoryRegionToken = 0 },
+	};
+	NDK_SGE rs = { .VirtualAddress = P.buf,
+		       .Length = 4096,
+		       .MemoryRegionToken = P.ltok };
+	NDK_RESULT_EX res[1];
+
+	memset(msg, 'i', sizeof(msg));
+	assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, NULL, &rs, 1),
+			 STATUS_SUCCESS);
+	assert_int_equal(
+		A.qp->Dispatch->NdkSend(A.qp, NULL, ss, 2, NDK_OP_FLAG_INLINE),
+		STATUS_SUCCESS);
+	/* The caller's buffer may change as soon as the call returned. */
+	memset(msg, 'x', sizeof(msg));
+	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+	assert_int_equal(res[0].Status, STATUS_SUCCESS);
+	assert_int_equal(res[0].BytesTransferred, 200);
+	assert_int_equal(P.buf[0], 'i');
+	assert_int_equal(P.buf[199], 'i');
+	/* More than the QP's inline size (256 here): refused inline. */
+	{
+		static char big[257];
+		NDK_SGE b = { .VirtualAddress = big, .Length = sizeof(big) };
+
+		assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, NULL, &b, 1,
+							 NDK_OP_FLAG_INLINE),
+				 STATUS_INVALID_PARAMETER);
+	}
+	assert_int_equal(poll_cq(cli.cq, res, 1), 1);
+	assert_int_equal(res[0].Status, STATUS_SUCCESS);
+}
+
+/* READ_FENCE: a Write behind Reads waits for them; order is kept. */
+static void test_read_fence(void **state)
+{
+	enum { N = 4 };
+	NDK_RESULT_EX res[N + 1];
+	int i;
+
+	fill(P.buf, N * 4096, 11);
+	for (i = 0; i < N; i++) {
+		NDK_SGE s = { .VirtualAddress = A.buf + i * 4096,
+			      .Length = 4096,
+			      .MemoryRegionToken = A.ltok };
+
+		assert_int_equal(A.qp->Dispatch->NdkRead(
+					 A.qp, (PVOID)(intptr_t)i, &s, 1,
+					 (UINT64)(uintptr_t)(P.buf + i * 4096),
+					 P.rtok, 0),
+				 STATUS_SUCCESS);
+	}
+	{
+		/* Writes back what the Reads fetched: needs the fence. */
+		NDK_SGE s = { .VirtualAddress = A.buf,
+			      .Length = N * 4096,
+			      .MemoryRegionToken = A.ltok };
+
+		assert_int_equal(A.qp->Dispatch->NdkWrite(
+					 A.qp, (PVOID)99, &s, 1,
+					 (UINT64)(uintptr_t)(P.buf + (1 << 20)),
+					 P.rtok, NDK_OP_FLAG_READ_FENCE),
+				 STATUS_SUCCESS);
+	}
+	assert_int_equal(poll_cq(cli.cq, res, N + 1), N + 1);
+	for (i = 0; i < N; i++)
+		assert_ptr_equal(res[i].RequestContext, (PVOID)(intptr_t)i);
+	assert_ptr_equal(res[N].RequestContext, (PVOID)99);
+	/* Order the check after the Write's placement with a Send. */
+	assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, NULL, NULL, 0),
+			 STATUS_SUCCESS);
+	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, NULL, NULL, 0,
+						 NDK_OP_FLAG_SILENT_SUCCESS),
+			 STATUS_SUCCESS);
+	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+	assert_memory_equal(P.buf + (1 << 20), P.buf, N * 4096);
+}
+
 static void test_not_connected(void **state)
 {
 	NDK_QP *qp = big_qp(&cli);
@@ -585,6 +673,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_local_invalidate, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_fast_register, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_inline_send, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_read_fence, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_not_connected, setup,
 						teardown),
