@@ -126,6 +126,8 @@ int ndk_dp_attach(struct ndk_qp *qp, int fd, struct ndk_engine *engine,
 		  struct ndk_io *io, bool crc, uint32_t ird, uint32_t ord);
 /* The connection is going away: no more socket use. Any thread. */
 void ndk_dp_detach(struct ndk_qp *qp);
+/* Cancels a receive left half-filled by a connection that ended. */
+void ndk_dp_release_rx(struct ndk_qp *qp);
 /* Frees the data path (QP destroy). */
 void ndk_dp_free(struct ndk_qp *qp);
 /*

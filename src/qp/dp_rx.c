@@ -582,3 +582,26 @@ void ndk_dp_free(struct ndk_qp *qp)
 	free(dp);
 	qp->dp = NULL;
 }
+
+/*
+ * A receive taken for a message that will never finish (the connection
+ * ended mid-message) completes as cancelled, so it and every receive
+ * behind it flush (ndkpi.md 6.4). Only once detached: until then it is
+ * the engine's, and the connector serialises detach with receiving.
+ */
+void ndk_dp_release_rx(struct ndk_qp *qp)
+{
+	struct ndk_dp *dp = qp->dp;
+	struct ndk_rqe *rqe;
+	bool attached;
+
+	pthread_mutex_lock(&dp->lock);
+	attached = dp->attached;
+	pthread_mutex_unlock(&dp->lock);
+	if (attached || !dp->rx->rqe)
+		return;
+	rqe = dp->rx->rqe;
+	dp->rx->rqe = NULL;
+	ndk_qp_recv_complete(qp, rqe, STATUS_CANCELLED, 0,
+			     NdkOperationTypeReceive, 0);
+}

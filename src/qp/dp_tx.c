@@ -434,6 +434,31 @@ void ndk_dp_tx_locked(struct ndk_dp *dp)
 /* Posting                                                            */
 
 /*
+ * Checks every local SGE before anything is sent: a bad one must fail the
+ * whole request (ndkpi.md 9.7, STATUS_ACCESS_VIOLATION) rather than cut a
+ * message short after some of its FPDUs went out.
+ */
+static bool sgl_valid(struct ndk_qp *qp, const NDK_SGE *sgl, ULONG nsge,
+		      uint32_t access)
+{
+	struct ndk_stag_table *t = qp->obj.adapter->stags;
+	ULONG i;
+
+	for (i = 0; i < nsge; i++) {
+		struct ndk_stag_ref ref;
+		void *addr;
+
+		if (ndk_stag_sge_lookup(
+			    t, qp->pd->id, sgl[i].MemoryRegionToken,
+			    (uint64_t)(uintptr_t)sgl[i].VirtualAddress,
+			    sgl[i].Length, access, &ref, &addr))
+			return false;
+		ndk_stag_put(&ref);
+	}
+	return true;
+}
+
+/*
  * Takes dp->lock and a free SQ slot, zeroed, with op, flags and context
  * filled in. On failure the lock is not held and *status says why.
  */
@@ -508,6 +533,8 @@ NTSTATUS ndk_dp_post_send(struct ndk_qp *qp, PVOID ctx, const NDK_SGE *sgl,
 		w->nsge = nsge;
 		if (nsge)
 			memcpy(w->sge, sgl, (size_t)nsge * sizeof(*sgl));
+		if (!sgl_valid(qp, sgl, nsge, NDK_ACCESS_LOCAL_READ))
+			wqe_fail(dp, w, STATUS_ACCESS_VIOLATION);
 	}
 	dp->sq_tail++;
 	/* DEFER is a hint: sending at once is allowed (ndkpi.md 9.5). */
@@ -545,6 +572,10 @@ NTSTATUS ndk_dp_post_rdma(struct ndk_qp *qp, enum ndk_wqe_op op, PVOID ctx,
 	/* A Read's status is decided when its response is placed. */
 	if (op == NDK_WQE_READ)
 		w->status = STATUS_PENDING;
+	if (!sgl_valid(qp, sgl, nsge,
+		       op == NDK_WQE_READ ? NDK_ACCESS_LOCAL_WRITE
+					  : NDK_ACCESS_LOCAL_READ))
+		wqe_fail(dp, w, STATUS_ACCESS_VIOLATION);
 	dp->sq_tail++;
 	ndk_dp_tx_locked(dp);
 	pthread_mutex_unlock(&dp->lock);
@@ -662,6 +693,7 @@ void ndk_dp_flush(struct ndk_qp *qp)
 
 	if (!dp)
 		return;
+	ndk_dp_release_rx(qp);
 	pthread_mutex_lock(&dp->lock);
 	/* Everything not finished is cancelled, each exactly once. */
 	for (i = dp->sq_done; i != dp->sq_tail; i++) {

@@ -23,9 +23,6 @@
  * Memory the engine places (Writes, Read Responses) is looked at only
  * after a completion or event that orders it; source ranges are filled
  * before the connection exists (TSan cannot see ordering through sockets).
- *
- * Known provider bugs are kept as tests that skip unless built with
- * -DDP2_RUN_KNOWN_BUGS; each names the bug.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -839,9 +836,6 @@ static void test_bad_local_sge_late_in_send(void **state)
 	UINT32 stok = mr->Dispatch->NdkGetLocalTokenFromMr(mr);
 	NDK_RESULT_EX res[4];
 
-#ifndef DP2_RUN_KNOWN_BUGS
-	skip();
-#endif
 	fill(A.buf, 4096, 4);
 	post_recv(P.qp, 1, P.buf, 1 << 20, P.ltok);
 	post_recv(P.qp, 2, P.buf + (1 << 20), 1 << 20, P.ltok);
@@ -1761,9 +1755,6 @@ static void test_terminate_mid_message(void **state)
 	size_t n;
 	int i;
 
-#ifndef DP2_RUN_KNOWN_BUGS
-	skip();
-#endif
 	raw_server_connect(&r, 0);
 	for (i = 1; i <= 3; i++)
 		post_recv(A.qp, (uintptr_t)i, A.buf + (size_t)i * 4096, 4096,
