@@ -42,7 +42,7 @@
 #include "cmutil.h"
 #include "testutil.h"
 
-#define WAIT_MS	 5000 /* "never" for things that must happen */
+#define WAIT_MS	 20000 /* "never" for things that must happen */
 #define QUIET_MS 100 /* how long "nothing happens" is watched */
 
 static struct cm_host srv, cli;
