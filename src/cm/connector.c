@@ -311,10 +311,15 @@ static void conn_qp_disconnected(struct ndk_connector *c, bool flush)
 	}
 }
 
-/* An active attempt failed: Connect completes with status. */
-static void conn_connect_failed(struct ndk_connector *c, NTSTATUS status)
+/*
+ * A pending Connect (active) or Accept (passive) fails: the connection is
+ * dropped and the request completes with status.
+ */
+static void conn_attempt_failed(struct ndk_connector *c, struct ndk_req *req,
+				NTSTATUS status)
 {
-	ndk_info("connector %p: connect failed in %s: %s", (void *)c,
+	ndk_info("connector %p: %s failed in %s: %s", (void *)c,
+		 c->passive ? "accept" : "connect",
 		 ndk_conn_state_name(c->state), NdkStatusName(status));
 	conn_stop_timer(c);
 	conn_drop_socket(c);
@@ -322,21 +327,17 @@ static void conn_connect_failed(struct ndk_connector *c, NTSTATUS status)
 	conn_set_state(c, NDK_CONN_CLOSED);
 	c->fail = status;
 	atomic_fetch_add(&c->obj.adapter->stats.connect_failure, 1);
-	ndk_req_complete(&c->connect_req, status);
+	ndk_req_complete(req, status);
 }
 
-/* A pending Accept fails: the peer went away, timed out or misbehaved. */
+static void conn_connect_failed(struct ndk_connector *c, NTSTATUS status)
+{
+	conn_attempt_failed(c, &c->connect_req, status);
+}
+
 static void conn_accept_failed(struct ndk_connector *c, NTSTATUS status)
 {
-	ndk_info("connector %p: accept failed in %s: %s", (void *)c,
-		 ndk_conn_state_name(c->state), NdkStatusName(status));
-	conn_stop_timer(c);
-	conn_drop_socket(c);
-	conn_qp_failed(c);
-	conn_set_state(c, NDK_CONN_CLOSED);
-	c->fail = status;
-	atomic_fetch_add(&c->obj.adapter->stats.connect_failure, 1);
-	ndk_req_complete(&c->accept_req, status);
+	conn_attempt_failed(c, &c->accept_req, status);
 }
 
 /* Between handshake steps the peer vanished or our timer fired: the next
