@@ -516,43 +516,50 @@ static void conn_got_reply(struct ndk_connector *c, const struct mpa_rr *rr)
 	ndk_req_complete(&c->connect_req, STATUS_SUCCESS);
 }
 
-static void conn_read_reply(struct ndk_connector *c)
+/*
+ * Reads an MPA Request or Reply into c->rx, never past its end. Returns 1
+ * with rr filled, 0 if more bytes are needed, or -1 when the frame is
+ * malformed, the stream ended, or bytes follow the frame before we acted
+ * (siw refuses that too: "peer sent extra data", iwarp.md 1.1).
+ */
+static int conn_read_frame(struct ndk_connector *c, enum mpa_rr_type type,
+			   struct mpa_rr *rr)
 {
-	struct mpa_rr rr;
+	const char *what = type == MPA_RR_REPLY ? "Reply" : "Request";
 	size_t need = MPA_RR_HDR_LEN;
 	int ret;
 
 	for (;;) {
-		ret = mpa_rr_parse(c->rx, c->rx_len, MPA_RR_REPLY,
-				   MPA_PRIVATE_DATA_MAX, &rr, &need);
+		ret = mpa_rr_parse(c->rx, c->rx_len, type, MPA_PRIVATE_DATA_MAX,
+				   rr, &need);
 		if (ret > 0) {
-			if (conn_rx_pending(c)) {
-				/* Data behind the Reply: siw refuses too. */
-				ndk_info(
-					"connector %p: data behind the MPA Reply",
-					(void *)c);
-				conn_connect_failed(c,
-						    STATUS_CONNECTION_REFUSED);
-				return;
-			}
-			conn_got_reply(c, &rr);
-			return;
+			if (!conn_rx_pending(c))
+				return 1;
+			ndk_info("connector %p: data behind the MPA %s",
+				 (void *)c, what);
+			return -1;
 		}
 		if (ret != -EAGAIN) {
-			ndk_info("connector %p: bad MPA Reply: %s", (void *)c,
-				 mpa_strerror(ret));
-			conn_connect_failed(c, STATUS_CONNECTION_REFUSED);
-			return;
+			ndk_info("connector %p: bad MPA %s: %s", (void *)c,
+				 what, mpa_strerror(ret));
+			return -1;
 		}
 		ret = conn_fill(c, need);
-		if (ret == 0)
-			return;
-		if (ret < 0) {
-			/* Closed or reset before answering: refused. */
-			conn_connect_failed(c, STATUS_CONNECTION_REFUSED);
-			return;
-		}
+		if (ret <= 0)
+			return ret < 0 ? -1 : 0;
 	}
+}
+
+static void conn_read_reply(struct ndk_connector *c)
+{
+	struct mpa_rr rr;
+	int ret = conn_read_frame(c, MPA_RR_REPLY, &rr);
+
+	if (ret > 0)
+		conn_got_reply(c, &rr);
+	else if (ret < 0)
+		/* Malformed, or closed before answering: refused. */
+		conn_connect_failed(c, STATUS_CONNECTION_REFUSED);
 }
 
 /* ------------------------------------------------------------------ */
@@ -629,40 +636,13 @@ static void conn_got_request(struct ndk_connector *c, const struct mpa_rr *rr,
 static void conn_read_request(struct ndk_connector *c, bool *close_now)
 {
 	struct mpa_rr rr;
-	size_t need = MPA_RR_HDR_LEN;
-	int ret;
+	int ret = conn_read_frame(c, MPA_RR_REQUEST, &rr);
 
-	for (;;) {
-		ret = mpa_rr_parse(c->rx, c->rx_len, MPA_RR_REQUEST,
-				   MPA_PRIVATE_DATA_MAX, &rr, &need);
-		if (ret > 0) {
-			if (conn_rx_pending(c)) {
-				/* Data behind the Request: siw drops it too
-				 * ("peer sent extra data"); no ConnectEvent. */
-				ndk_info("connector %p: data behind the MPA "
-					 "Request",
-					 (void *)c);
-				*close_now = true;
-				return;
-			}
-			conn_got_request(c, &rr, close_now);
-			return;
-		}
-		if (ret != -EAGAIN) {
-			/* Not MPA, or more PD than we take: drop, as siw. */
-			ndk_info("connector %p: bad MPA Request: %s", (void *)c,
-				 mpa_strerror(ret));
-			*close_now = true;
-			return;
-		}
-		ret = conn_fill(c, need);
-		if (ret == 0)
-			return;
-		if (ret < 0) {
-			*close_now = true;
-			return;
-		}
-	}
+	if (ret > 0)
+		conn_got_request(c, &rr, close_now);
+	else if (ret < 0)
+		/* Not MPA, too much PD, or gone: drop it, as siw does. */
+		*close_now = true;
 }
 
 void ndk_connector_untrack(struct ndk_connector *c)
