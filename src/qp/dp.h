@@ -114,7 +114,9 @@ struct ndk_dp {
 	size_t term_len;
 	bool terminated; /* no FPDU after a Terminate */
 
-	/* Receive. */
+	/* Receive: rx_lock is held while the engine receives, so a QP close
+	 * on another thread cannot take the receive being filled. */
+	pthread_mutex_t rx_lock;
 	struct ndk_dp_rx *rx;
 };
 

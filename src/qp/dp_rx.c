@@ -484,20 +484,24 @@ int ndk_dp_io(struct ndk_qp *qp, uint32_t events)
 	}
 	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
 		return 0;
+	pthread_mutex_lock(&dp->rx_lock);
+	pthread_mutex_lock(&dp->lock);
+	ret = dp->attached ? 0 : 1;
+	pthread_mutex_unlock(&dp->lock);
 	/* Bounded per wake-up so one busy connection cannot starve others. */
-	while (budget--) {
+	while (!ret && budget--) {
 		ssize_t n = recv(dp->fd, dp->rx->buf, sizeof(dp->rx->buf),
 				 MSG_DONTWAIT);
 
 		if (n == 0)
-			return -EPIPE;
-		if (n < 0)
-			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
-		ret = rx_bytes(dp, dp->rx->buf, (size_t)n);
-		if (ret)
-			return ret;
+			ret = -EPIPE;
+		else if (n < 0)
+			ret = errno == EAGAIN || errno == EINTR ? 1 : -errno;
+		else
+			ret = rx_bytes(dp, dp->rx->buf, (size_t)n);
 	}
-	return 0;
+	pthread_mutex_unlock(&dp->rx_lock);
+	return ret > 0 ? 0 : ret;
 }
 
 /* ------------------------------------------------------------------ */
@@ -530,6 +534,7 @@ int ndk_dp_attach(struct ndk_qp *qp, int fd, struct ndk_engine *engine,
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&dp->lock, NULL);
+	pthread_mutex_init(&dp->rx_lock, NULL);
 	dp->qp = qp;
 	dp->fd = fd;
 	dp->engine = engine;
@@ -576,6 +581,7 @@ void ndk_dp_free(struct ndk_qp *qp)
 	if (dp->rx->have_ref)
 		ndk_stag_put(&dp->rx->ref);
 	pthread_mutex_destroy(&dp->lock);
+	pthread_mutex_destroy(&dp->rx_lock);
 	free(dp->rx);
 	free(dp->sq);
 	free(dp->irq);
@@ -586,8 +592,8 @@ void ndk_dp_free(struct ndk_qp *qp)
 /*
  * A receive taken for a message that will never finish (the connection
  * ended mid-message) completes as cancelled, so it and every receive
- * behind it flush (ndkpi.md 6.4). Only once detached: until then it is
- * the engine's, and the connector serialises detach with receiving.
+ * behind it flush (ndkpi.md 6.4). Only once detached; rx_lock waits for a
+ * receive pass in progress, and no pass starts after the detach.
  */
 void ndk_dp_release_rx(struct ndk_qp *qp)
 {
@@ -595,13 +601,15 @@ void ndk_dp_release_rx(struct ndk_qp *qp)
 	struct ndk_rqe *rqe;
 	bool attached;
 
+	pthread_mutex_lock(&dp->rx_lock);
 	pthread_mutex_lock(&dp->lock);
 	attached = dp->attached;
 	pthread_mutex_unlock(&dp->lock);
-	if (attached || !dp->rx->rqe)
-		return;
-	rqe = dp->rx->rqe;
-	dp->rx->rqe = NULL;
-	ndk_qp_recv_complete(qp, rqe, STATUS_CANCELLED, 0,
-			     NdkOperationTypeReceive, 0);
+	rqe = attached ? NULL : dp->rx->rqe;
+	if (rqe)
+		dp->rx->rqe = NULL;
+	pthread_mutex_unlock(&dp->rx_lock);
+	if (rqe)
+		ndk_qp_recv_complete(qp, rqe, STATUS_CANCELLED, 0,
+				     NdkOperationTypeReceive, 0);
 }
