@@ -69,13 +69,42 @@ static enum cm_crc_mode cm_crc_mode(void)
 	return ndk_config_bool("NDK_MPA_CRC", true) ? CRC_INITIATOR : CRC_NEVER;
 }
 
+/* OID_NDK_CONNECTIONS lists a connection from its establishment until the
+ * consumer disconnects or closes it (a peer's disconnect leaves it listed
+ * until then, as its QP and requests are still there). */
+static bool conn_state_listed(enum ndk_conn_state s)
+{
+	return s == NDK_CONN_ESTABLISHED || s == NDK_CONN_PEER_CLOSED;
+}
+
+static void conn_publish(struct ndk_connector *c)
+{
+	struct ndk_reg_entry e = {
+		.kind = NDK_REG_CONNECTION,
+		.ifindex = c->obj.adapter->ifindex,
+		.netns = c->obj.adapter->netns,
+	};
+
+	ndk_reg_sockaddr(&e.local, (const struct sockaddr *)&c->local);
+	ndk_reg_sockaddr(&e.remote, (const struct sockaddr *)&c->peer);
+	c->reg_slot = ndk_reg_publish(&e);
+}
+
 /* The one state setter; c->lock held. */
 static void conn_set_state_at(struct ndk_connector *c, enum ndk_conn_state s,
 			      int line)
 {
+	bool was_listed = conn_state_listed(c->state);
+
 	ndk_dbg("connector %p: %s -> %s (connector.c:%d)", (void *)c,
 		ndk_conn_state_name(c->state), ndk_conn_state_name(s), line);
 	c->state = s;
+	if (!was_listed && conn_state_listed(s)) {
+		conn_publish(c);
+	} else if (was_listed && !conn_state_listed(s)) {
+		ndk_reg_withdraw(c->reg_slot);
+		c->reg_slot = -1;
+	}
 }
 #define conn_set_state(c, s) conn_set_state_at(c, s, __LINE__)
 
@@ -297,18 +326,14 @@ static void conn_qp_failed(struct ndk_connector *c)
 /* The established connection is over (flush: NdkDisconnect or close). */
 static void conn_qp_disconnected(struct ndk_connector *c, bool flush)
 {
-	struct ndk_adapter *ad = c->obj.adapter;
-
 	if (!c->qp)
 		return;
 	/* The data path stops using the socket before it goes. */
 	ndk_dp_detach(c->qp);
-	if (ndk_qp_state(c->qp) == NDK_QP_CONNECTED) {
+	if (ndk_qp_state(c->qp) == NDK_QP_CONNECTED)
 		ndk_qp_cm_disconnected(c->qp, false, flush);
-		atomic_fetch_sub(&ad->stats.active_connection, 1);
-	} else if (flush) {
+	else if (flush)
 		ndk_qp_flush(c->qp);
-	}
 }
 
 /*
@@ -326,7 +351,7 @@ static void conn_attempt_failed(struct ndk_connector *c, struct ndk_req *req,
 	conn_qp_failed(c);
 	conn_set_state(c, NDK_CONN_CLOSED);
 	c->fail = status;
-	atomic_fetch_add(&c->obj.adapter->stats.connect_failure, 1);
+	ndk_adapter_count(c->obj.adapter, NDK_CTR(ConnectFailure), 1);
 	ndk_req_complete(req, status);
 }
 
@@ -349,7 +374,7 @@ static void conn_abandon(struct ndk_connector *c, NTSTATUS status)
 	conn_qp_failed(c);
 	conn_leave_backlog(c);
 	if (c->state != NDK_CONN_AWAIT_REQUEST)
-		atomic_fetch_add(&c->obj.adapter->stats.connect_failure, 1);
+		ndk_adapter_count(c->obj.adapter, NDK_CTR(ConnectFailure), 1);
 	conn_set_state(c, NDK_CONN_CLOSED);
 	c->fail = status;
 }
@@ -394,7 +419,7 @@ static void conn_peer_disconnected(struct ndk_connector *c, bool error)
 	if (c->io_added)
 		ndk_engine_mod_fd(conn_engine(c), &c->io, 0);
 	if (error)
-		atomic_fetch_add(&ad->stats.connection_error, 1);
+		ndk_adapter_count(ad, NDK_CTR(ConnectionError), 1);
 	if (c->disc_fired || (!c->disc_cb && !c->disc_cb_ex))
 		return;
 	c->disc_fired = true;
@@ -785,8 +810,7 @@ established:
 		return;
 	}
 	conn_set_state(c, NDK_CONN_ESTABLISHED);
-	atomic_fetch_add(&c->obj.adapter->stats.accept, 1);
-	atomic_fetch_add(&c->obj.adapter->stats.active_connection, 1);
+	ndk_adapter_count(c->obj.adapter, NDK_CTR(Accept), 1);
 	conn_watch(c, EPOLLIN | (c->tx_len ? EPOLLOUT : 0));
 	ndk_req_complete(&c->accept_req, STATUS_SUCCESS);
 }
@@ -1036,7 +1060,7 @@ static NTSTATUS conn_start(struct ndk_connector *c, struct ndk_endpoint *ep,
 		status = ndk_status_from_errno(-errno, NDK_SITE_CONNECT);
 		conn_stop_timer(c);
 		ndk_req_withdraw(&c->connect_req);
-		atomic_fetch_add(&ad->stats.connect_failure, 1);
+		ndk_adapter_count(ad, NDK_CTR(ConnectFailure), 1);
 		conn_set_state(c, NDK_CONN_IDLE);
 		goto fail_qp;
 	}
@@ -1216,8 +1240,7 @@ conn_complete_connect(struct ndk_connector *c,
 	c->disc_cb_ex = ev_ex;
 	c->disc_ctx = ev_ctx;
 	conn_set_state(c, NDK_CONN_ESTABLISHED);
-	atomic_fetch_add(&ad->stats.connect, 1);
-	atomic_fetch_add(&ad->stats.active_connection, 1);
+	ndk_adapter_count(ad, NDK_CTR(Connect), 1);
 	conn_watch(c, EPOLLIN | (c->tx_len ? EPOLLOUT : 0));
 out:
 	pthread_mutex_unlock(&c->lock);
@@ -1618,6 +1641,7 @@ static struct ndk_connector *connector_alloc(void)
 	ndk_work_init(&c->disc_work, disc_work_fn);
 	ndk_work_init(&c->event_work, event_work_fn);
 	c->fd = -1;
+	c->reg_slot = -1;
 	c->state = NDK_CONN_IDLE;
 	ndk_timer_init(&c->timer, conn_timer_fn);
 	return c;

@@ -72,6 +72,7 @@ struct ndk_connector {
 	struct sockaddr_storage local, peer;
 	bool have_addresses;
 	bool tuple_registered;
+	int reg_slot; /* OID_NDK_CONNECTIONS entry while listed, else -1 */
 
 	/* MPA negotiation (RFC 5044 7.1, RFC 6581). */
 	uint8_t rx[MPA_RR_FRAME_MAX];

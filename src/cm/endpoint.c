@@ -37,6 +37,7 @@
 #include "core/config.h"
 #include "core/list.h"
 #include "core/log.h"
+#include "oid/registry.h"
 
 #define EP_HASH_BITS 8
 #define EP_HASH_SIZE (1u << EP_HASH_BITS)
@@ -67,6 +68,7 @@ struct ndk_endpoint {
 	enum ndk_endpoint_kind kind;
 	atomic_uint refs;
 	atomic_int fd; /* -1 once taken */
+	int reg_slot; /* OID_NDK_LOCAL_ENDPOINTS entry, or -1 */
 };
 
 struct ep_tuple {
@@ -321,6 +323,7 @@ int ndk_endpoint_acquire(const struct sockaddr *addr, socklen_t addrlen,
 	if (addr->sa_family == AF_INET6)
 		ep->addr.in6.sin6_flowinfo = 0;
 	ep->kind = kind;
+	ep->reg_slot = -1;
 	atomic_init(&ep->refs, 1);
 	list_init(&ep->node);
 
@@ -381,7 +384,25 @@ void ndk_endpoint_put(struct ndk_endpoint *ep)
 	if (fd >= 0)
 		close(fd);
 	pthread_mutex_unlock(&ep_lock);
+	/* Listed until the last reference goes (seed 004, ndkpi.md 9.3). */
+	ndk_reg_withdraw(ep->reg_slot);
 	free(ep);
+}
+
+void ndk_endpoint_publish(struct ndk_endpoint *ep, uint32_t ifindex,
+			  uint64_t netns)
+{
+	struct ndk_reg_entry e = {
+		.ifindex = ifindex,
+		.netns = netns,
+	};
+
+	if (ep->reg_slot >= 0 || ep->kind == NDK_ENDPOINT_CONNECTOR)
+		return;
+	e.kind = ep->kind == NDK_ENDPOINT_LISTENER ? NDK_REG_LISTENER
+						   : NDK_REG_SHARED_ENDPOINT;
+	ndk_reg_sockaddr(&e.local, &ep->addr.sa);
+	ep->reg_slot = ndk_reg_publish(&e);
 }
 
 int ndk_endpoint_fd(const struct ndk_endpoint *ep)

@@ -71,6 +71,14 @@ void ndk_endpoint_get(struct ndk_endpoint *ep);
  * socket (if still owned) is closed. */
 void ndk_endpoint_put(struct ndk_endpoint *ep);
 
+/*
+ * Lists a listener or shared endpoint in OID_NDK_LOCAL_ENDPOINTS for the
+ * adapter (ifindex, netns) until its last reference is dropped. Call once
+ * the endpoint is in use (a listener once it listens).
+ */
+void ndk_endpoint_publish(struct ndk_endpoint *ep, uint32_t ifindex,
+			  uint64_t netns);
+
 /* The endpoint's socket, or -1 once taken. */
 int ndk_endpoint_fd(const struct ndk_endpoint *ep);
 /* Hands the socket to the caller (e.g. a connector that connects it). */

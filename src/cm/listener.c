@@ -119,6 +119,8 @@ static NTSTATUS listener_listen(NDK_LISTENER *pNdkListener,
 	}
 	l->ep = ep;
 	l->listening = true;
+	ndk_endpoint_publish(ep, l->obj.adapter->ifindex,
+			     l->obj.adapter->netns);
 out:
 	pthread_mutex_unlock(&l->lock);
 	return status;

@@ -81,6 +81,7 @@ NTSTATUS ndk_create_shared_endpoint(NDK_ADAPTER *pNdkAdapter,
 		return status;
 	}
 	sep->ep = ep;
+	ndk_endpoint_publish(ep, ad->ifindex, ad->netns);
 	*ppNdkSharedEndpoint = &sep->obj.pub.sep;
 	return STATUS_SUCCESS;
 }

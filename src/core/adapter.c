@@ -214,6 +214,9 @@ NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 	ad->stags = ndk_stag_table_create();
 	if (!ad->stags)
 		goto fail;
+	/* The interface is named by namespace + ifindex (registry.h). */
+	ad->netns = ndk_reg_netns_self();
+	ad->counters = ndk_reg_counters_open(ad->netns, IfIndex);
 	snprintf(thread_name, sizeof(thread_name), "ndk-%s", name);
 	if (ndk_engine_start(&ad->engine, thread_name))
 		goto fail;
@@ -222,6 +225,7 @@ NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 		 (unsigned int)IfIndex, run.Major, run.Minor);
 	return STATUS_SUCCESS;
 fail:
+	ndk_reg_counters_close(ad->counters);
 	if (ad->stags)
 		ndk_stag_table_destroy(ad->stags);
 	pthread_cond_destroy(&ad->cond);
@@ -276,6 +280,7 @@ NDK_EXPORT VOID NdkCloseAdapter(NDK_ADAPTER *pNdkAdapter)
 	pthread_mutex_unlock(&ad->lock);
 
 	ndk_engine_stop(&ad->engine);
+	ndk_reg_counters_close(ad->counters);
 	ndk_stag_table_destroy(ad->stags);
 	pthread_cond_destroy(&ad->cond);
 	pthread_mutex_destroy(&ad->lock);

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include "core/object.h"
 #include "engine/engine.h"
+#include "oid/registry.h"
 
 struct ndk_stag_table;
 
@@ -34,16 +35,20 @@ struct ndk_adapter {
 	struct ndk_engine engine;
 	struct ndk_stag_table *stags; /* memory tokens, see qp/stag.h */
 
-	/* Counters behind OID_NDK_STATISTICS (ndkpi.md 10.3). */
-	struct {
-		atomic_ullong connect; /* outbound connections established */
-		atomic_ullong accept; /* inbound connections established */
-		atomic_ullong connect_failure; /* failed attempts, both ways */
-		atomic_ullong connection_error; /* established, then failed */
-		atomic_ullong active_connection;
-		atomic_ullong cq_error;
-	} stats;
+	/* Where the adapter lives (registry.h): its network namespace and
+	 * the machine-wide counters behind OID_NDK_STATISTICS (NULL if the
+	 * runtime directory is unusable). */
+	uint64_t netns;
+	struct ndk_reg_counters *counters;
 };
+
+/* Counts n events of one NDIS_NDK_PERFORMANCE_COUNTERS field, e.g.
+ * ndk_adapter_count(ad, NDK_CTR(Connect), 1). */
+static inline void ndk_adapter_count(struct ndk_adapter *ad, unsigned int index,
+				     uint64_t n)
+{
+	ndk_reg_count(ad->counters, index, n);
+}
 
 static inline struct ndk_adapter *to_ndk_adapter(NDK_ADAPTER *a)
 {

@@ -1749,6 +1749,25 @@ static void test_active_v1(void **state)
 	loop(sc_active_v1);
 }
 
+/*
+ * The first listener of a process opens its OID registry file, which
+ * stays open (and locked) for the process's life: open it before the
+ * descriptor counts start.
+ */
+static int open_registry(void **state)
+{
+	struct cm_host h;
+	struct cm_listener l;
+	struct sockaddr_in any = cm_lo4(0);
+
+	cm_host_open(&h, "lo");
+	if (cm_listen(&h, &l, (struct sockaddr *)&any) != STATUS_SUCCESS)
+		return -1;
+	cm_listener_close(&l);
+	cm_host_close(&h);
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1794,5 +1813,6 @@ int main(void)
 	/* Before any adapter (and engine thread) exists: no getenv race. */
 	snprintf(ms, sizeof(ms), "%d", CM_TIMEOUT_MS);
 	setenv("NDK_CM_TIMEOUT_MS", ms, 1);
-	return cmocka_run_group_tests_name("badpeer", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("badpeer", tests, open_registry,
+					   NULL);
 }
