@@ -171,7 +171,7 @@ static void words_put(struct reg_slot *s, unsigned int w, const void *src,
 	memcpy(tmp, src, len);
 	for (i = 0; i < (len + 3) / 4; i++)
 		atomic_store_explicit(&s->w[w + i], tmp[i],
-				      memory_order_relaxed);
+				      memory_order_release);
 }
 
 static void words_get(const uint32_t *words, unsigned int w, void *dst,
@@ -186,24 +186,25 @@ static void reg_slot_write(struct reg_slot *s, const struct ndk_reg_entry *e)
 	uint32_t seq = atomic_load_explicit(&s->w[W_SEQ], memory_order_relaxed);
 	unsigned int i;
 
+	/* Release stores of the data (not a fence, which TSan cannot model)
+	 * keep the odd sequence ahead of every data word. */
 	atomic_store_explicit(&s->w[W_SEQ], seq + 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
 	if (!e) {
 		for (i = 1; i < REG_SLOT_WORDS; i++)
 			atomic_store_explicit(&s->w[i], 0,
-					      memory_order_relaxed);
+					      memory_order_release);
 	} else {
 		atomic_store_explicit(&s->w[W_KIND], (uint32_t)e->kind,
-				      memory_order_relaxed);
+				      memory_order_release);
 		atomic_store_explicit(&s->w[W_IFINDEX], e->ifindex,
-				      memory_order_relaxed);
+				      memory_order_release);
 		atomic_store_explicit(&s->w[W_PID], e->pid,
-				      memory_order_relaxed);
+				      memory_order_release);
 		atomic_store_explicit(&s->w[W_NETNS_LO], (uint32_t)e->netns,
-				      memory_order_relaxed);
+				      memory_order_release);
 		atomic_store_explicit(&s->w[W_NETNS_HI],
 				      (uint32_t)(e->netns >> 32),
-				      memory_order_relaxed);
+				      memory_order_release);
 		words_put(s, W_LOCAL, &e->local, sizeof(e->local));
 		words_put(s, W_REMOTE, &e->remote, sizeof(e->remote));
 	}
@@ -224,10 +225,10 @@ static bool reg_slot_read(struct reg_slot *s, struct ndk_reg_entry *e)
 		seq1 = atomic_load_explicit(&s->w[W_SEQ], memory_order_acquire);
 		if (seq1 & 1)
 			continue;
+		/* Acquire loads keep the second sequence read after them. */
 		for (i = 1; i < W_END; i++)
 			words[i] = atomic_load_explicit(&s->w[i],
-							memory_order_relaxed);
-		atomic_thread_fence(memory_order_acquire);
+							memory_order_acquire);
 		seq2 = atomic_load_explicit(&s->w[W_SEQ], memory_order_relaxed);
 		if (seq1 != seq2)
 			continue;
