@@ -274,6 +274,7 @@ int ndk_cq_push(struct ndk_cq *cq, const NDK_RESULT_EX *res, bool solicited)
 		kick = cq_eval_locked(cq);
 		pthread_mutex_unlock(&cq->lock);
 		ndk_warn("cq %p overrun (depth %u)", (void *)cq, cq->depth);
+		ndk_adapter_count(cq->obj.adapter, NDK_CTR(CQError), 1);
 		if (kick)
 			cq_kick(cq);
 		return -EOVERFLOW;

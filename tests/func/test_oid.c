@@ -235,6 +235,32 @@ static NDK_CONNECTOR *accept_next(struct cm_host *h, struct cm_listener *l,
 	return in;
 }
 
+static VOID ignore_cq(PVOID ctx, NTSTATUS status)
+{
+}
+
+/* A CQ of depth 1 gets two flushed receives: it overruns (CQError). */
+static void cq_overrun(struct cm_host *h)
+{
+	NDK_CQ *cq;
+	NDK_QP *qp;
+	int i;
+
+	assert_int_equal(h->ad->Dispatch->NdkCreateCq(h->ad, 1, ignore_cq, NULL,
+						      NULL, NULL, NULL, &cq),
+			 STATUS_SUCCESS);
+	assert_int_equal(h->pd->Dispatch->NdkCreateQp(h->pd, cq, cq, NULL, 4, 4,
+						      1, 1, 0, NULL, NULL, &qp),
+			 STATUS_SUCCESS);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(qp->Dispatch->NdkReceive(qp, NULL, NULL, 0),
+				 STATUS_SUCCESS);
+	qp->Dispatch->NdkFlush(qp);
+	cm_close_qp(qp);
+	assert_true(cq->Dispatch->NdkCloseCq(&cq->Header, NULL, NULL) ==
+		    STATUS_SUCCESS);
+}
+
 /* ------------------------------------------------------------------ */
 
 static void test_errors(void **state)
@@ -352,11 +378,14 @@ static void test_one_process(void **state)
 	assert_int_equal(cm_req_wait(&r, 10000), STATUS_CONNECTION_REFUSED);
 	cm_close_connector(refused);
 
+	cq_overrun(&h);
+
 	after = statistics();
 	assert_int_equal(after.Connect - before.Connect, 1);
 	assert_int_equal(after.Accept - before.Accept, 1);
 	assert_int_equal(after.ConnectFailure - before.ConnectFailure, 1);
 	assert_int_equal(after.ActiveConnection, 2);
+	assert_int_equal(after.CQError - before.CQError, 1);
 
 	/* Closing the listener leaves its endpoint listed while the
 	 * connector accepted through it lives (ndkpi.md 9.3). */
