@@ -77,6 +77,16 @@ struct ndk_irqe {
 /* Receive-side state of the message in progress. */
 struct ndk_dp_rx;
 
+/*
+ * RDMA traffic not yet added to the adapter's machine-wide counters
+ * (OID_NDK_STATISTICS): they are shared atomics, so they are added per
+ * batch, not per FPDU.
+ */
+struct ndk_dp_traffic {
+	uint64_t octets;
+	uint32_t frames;
+};
+
 struct ndk_dp {
 	struct ndk_qp *qp;
 	pthread_mutex_t lock;
@@ -113,11 +123,14 @@ struct ndk_dp {
 	uint8_t term[FPDU_HDR_MAX + RDMAP_TERM_BODY_MAX + FPDU_TRAILER_MAX];
 	size_t term_len;
 	bool terminated; /* no FPDU after a Terminate */
+	struct ndk_dp_traffic tx_traffic; /* under lock */
+	uint32_t frame_overhead; /* estimated L2-L4 header bytes per FPDU */
 
 	/* Receive: rx_lock is held while the engine receives, so a QP close
 	 * on another thread cannot take the receive being filled. */
 	pthread_mutex_t rx_lock;
 	struct ndk_dp_rx *rx;
+	struct ndk_dp_traffic rx_traffic; /* under rx_lock */
 };
 
 /*
@@ -156,6 +169,14 @@ NTSTATUS ndk_dp_post_invalidate(struct ndk_qp *qp, PVOID ctx,
 				NDK_OBJECT_HEADER *obj, ULONG flags);
 /* Completes every initiator request with STATUS_CANCELLED, in order. */
 void ndk_dp_flush(struct ndk_qp *qp);
+
+/*
+ * Accounts octets and whole FPDUs (frames) sent or received, adding them
+ * to the adapter's counters once a batch is full or when flush is set.
+ * The caller holds the lock that protects t.
+ */
+void ndk_dp_traffic(struct ndk_dp *dp, struct ndk_dp_traffic *t, bool out,
+		    uint64_t octets, uint32_t frames, bool flush);
 
 /* Transmit whatever can go; dp->lock held. */
 void ndk_dp_tx_locked(struct ndk_dp *dp);

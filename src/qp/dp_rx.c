@@ -459,6 +459,7 @@ static int rx_bytes(struct ndk_dp *dp, const uint8_t *buf, size_t len)
 			ret = rx_payload(dp, &ev);
 			break;
 		case FPDU_EV_END:
+			ndk_dp_traffic(dp, &dp->rx_traffic, false, 0, 1, false);
 			ret = rx_end(dp, &ev);
 			break;
 		default:
@@ -497,15 +498,33 @@ int ndk_dp_io(struct ndk_qp *qp, uint32_t events)
 			ret = -EPIPE;
 		else if (n < 0)
 			ret = errno == EAGAIN || errno == EINTR ? 1 : -errno;
-		else
+		else {
+			ndk_dp_traffic(dp, &dp->rx_traffic, false, (uint64_t)n,
+				       0, false);
 			ret = rx_bytes(dp, dp->rx->buf, (size_t)n);
+		}
 	}
+	/* The connection ended: count the rest now. */
+	if (ret < 0)
+		ndk_dp_traffic(dp, &dp->rx_traffic, false, 0, 0, true);
 	pthread_mutex_unlock(&dp->rx_lock);
 	return ret > 0 ? 0 : ret;
 }
 
 /* ------------------------------------------------------------------ */
 /* Attach and detach                                                  */
+
+/* Ethernet (14) + IPv4 (20) or IPv6 (40) + TCP with timestamps (32). */
+static uint32_t dp_frame_overhead(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (!getsockname(fd, (struct sockaddr *)&ss, &len) &&
+	    ss.ss_family == AF_INET6)
+		return 14 + 40 + 32;
+	return 14 + 20 + 32;
+}
 
 int ndk_dp_attach(struct ndk_qp *qp, int fd, struct ndk_engine *engine,
 		  struct ndk_io *io, bool crc, uint32_t ird, uint32_t ord)
@@ -549,6 +568,7 @@ int ndk_dp_attach(struct ndk_qp *qp, int fd, struct ndk_engine *engine,
 	if (getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) || mss < 512)
 		mss = 1460;
 	dp->mulpdu = (uint32_t)mpa_mulpdu((size_t)mss);
+	dp->frame_overhead = dp_frame_overhead(fd);
 	/* MSNs start at 1 on every queue (RFC 5041 5.1). */
 	dp->msn_send = 1;
 	dp->msn_readreq = 1;
@@ -578,6 +598,8 @@ void ndk_dp_free(struct ndk_qp *qp)
 
 	if (!dp)
 		return;
+	ndk_dp_traffic(dp, &dp->tx_traffic, true, 0, 0, true);
+	ndk_dp_traffic(dp, &dp->rx_traffic, false, 0, 0, true);
 	if (dp->rx->have_ref)
 		ndk_stag_put(&dp->rx->ref);
 	pthread_mutex_destroy(&dp->lock);

@@ -182,6 +182,34 @@ static long fpdu_add_sges(struct ndk_dp *dp, const struct ndk_wqe *w,
 	return added;
 }
 
+/* A batch is one shared atomic add per 64 FPDUs or 256 KiB at most. */
+#define TRAFFIC_BATCH_FRAMES 64
+#define TRAFFIC_BATCH_OCTETS (256 * 1024)
+
+void ndk_dp_traffic(struct ndk_dp *dp, struct ndk_dp_traffic *t, bool out,
+		    uint64_t octets, uint32_t frames, bool flush)
+{
+	struct ndk_adapter *ad = dp->qp->obj.adapter;
+
+	t->octets += octets;
+	t->frames += frames;
+	if (!flush && t->frames < TRAFFIC_BATCH_FRAMES &&
+	    t->octets < TRAFFIC_BATCH_OCTETS)
+		return;
+	if (!t->octets && !t->frames)
+		return;
+	/* RDMA octets include L2 overhead (ndkpi.md 10.3): every FPDU fits
+	 * one TCP segment, so each is a frame with its headers. */
+	ndk_adapter_count(ad,
+			  out ? NDK_CTR(RDMAOutOctets) : NDK_CTR(RDMAInOctets),
+			  t->octets + (uint64_t)t->frames * dp->frame_overhead);
+	ndk_adapter_count(ad,
+			  out ? NDK_CTR(RDMAOutFrames) : NDK_CTR(RDMAInFrames),
+			  t->frames);
+	t->octets = 0;
+	t->frames = 0;
+}
+
 /* Writes the current FPDU; 0 when all of it is out, -EAGAIN, -errno. */
 static int fpdu_write(struct ndk_dp *dp)
 {
@@ -204,6 +232,8 @@ static int fpdu_write(struct ndk_dp *dp)
 			return errno == EAGAIN ? -EAGAIN : -errno;
 		}
 		dp->tx_left -= (size_t)n;
+		ndk_dp_traffic(dp, &dp->tx_traffic, true, (uint64_t)n,
+			       dp->tx_left ? 0 : 1, false);
 		/* Consume what was written from the front of the iovecs. */
 		while (n > 0) {
 			size_t take = MIN((size_t)n, iov->iov_len);

@@ -9,7 +9,9 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <net/if.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cmutil.h"
@@ -651,6 +653,68 @@ static void test_not_connected(void **state)
 			 STATUS_CONNECTION_INVALID);
 }
 
+static NDIS_NDK_PERFORMANCE_COUNTERS lo_counters(void)
+{
+	NDIS_NDK_STATISTICS_INFO si;
+	ULONG written;
+
+	assert_int_equal(NdkQueryOid(if_nametoindex("lo"), OID_NDK_STATISTICS,
+				     &si, sizeof(si), &written, NULL),
+			 NDIS_STATUS_SUCCESS);
+	return si.CounterSet;
+}
+
+/*
+ * OID_NDK_STATISTICS counts RDMA traffic: every octet and FPDU one side
+ * sends, the other receives (both are on lo), and the octets include the
+ * payload plus per-frame headers. Exact once the QPs are gone, since a
+ * QP adds what it has not yet counted when it is destroyed.
+ */
+static void test_traffic_counters(void **state)
+{
+	NDIS_NDK_PERFORMANCE_COUNTERS before, after;
+	NDK_SGE rs = { .VirtualAddress = P.buf,
+		       .Length = 4 << 20,
+		       .MemoryRegionToken = P.ltok };
+	NDK_SGE ss = { .VirtualAddress = A.buf,
+		       .Length = 4 << 20,
+		       .MemoryRegionToken = A.ltok };
+	NDK_SGE ws = { .VirtualAddress = A.buf,
+		       .Length = 1 << 20,
+		       .MemoryRegionToken = A.ltok };
+	NDK_RESULT_EX res[3];
+	uint64_t out, in, frames;
+
+	before = lo_counters();
+	assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, NULL, &rs, 1),
+			 STATUS_SUCCESS);
+	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, NULL, &ss, 1, 0),
+			 STATUS_SUCCESS);
+	assert_int_equal(A.qp->Dispatch->NdkWrite(A.qp, NULL, &ws, 1,
+						  (UINT64)(uintptr_t)P.buf,
+						  P.rtok, 0),
+			 STATUS_SUCCESS);
+	assert_int_equal(A.qp->Dispatch->NdkRead(A.qp, NULL, &ws, 1,
+						 (UINT64)(uintptr_t)P.buf,
+						 P.rtok, 0),
+			 STATUS_SUCCESS);
+	assert_int_equal(poll_cq(cli.cq, res, 3), 3);
+	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+	cm_host_close(&cli);
+	cm_host_close(&srv);
+	after = lo_counters();
+
+	out = after.RDMAOutOctets - before.RDMAOutOctets;
+	in = after.RDMAInOctets - before.RDMAInOctets;
+	frames = after.RDMAOutFrames - before.RDMAOutFrames;
+	assert_int_equal(out, in);
+	assert_int_equal(frames, after.RDMAInFrames - before.RDMAInFrames);
+	/* 4 MiB sent, 1 MiB written, 1 MiB read back, a Read Request. */
+	assert_true(frames >= 4);
+	assert_true(out >= (6ull << 20) + frames * 66);
+	assert_true(out <= (6ull << 20) + frames * (66 + 64));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -680,7 +744,17 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_not_connected, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_traffic_counters, setup,
+						teardown),
 	};
+	char dir[] = "/tmp/ndk-dp-XXXXXX", cmd[64];
+	int ret;
 
-	return cmocka_run_group_tests_name("datapath", tests, NULL, NULL);
+	/* Counters of our own: other tests count on lo at the same time. */
+	if (!mkdtemp(dir))
+		return 1;
+	setenv("NDK_RUNTIME_DIR", dir, 1);
+	ret = cmocka_run_group_tests_name("datapath", tests, NULL, NULL);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd) ? 1 : ret;
 }
