@@ -1,0 +1,1179 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ndkperf: latency, bandwidth, message rate and connection setup of
+ * libndk, through the public NDKPI only.
+ *
+ *   server: ndkperf [-b ADDR] [-p PORT]
+ *   client: ndkperf -t TEST [-s SIZE | -A] [-n ITERS] ... HOST
+ *
+ * Each measurement is one connection. The client's private data says what
+ * to run (struct perf_hello); the server's says where its buffer is
+ * (struct perf_reply). Latency tests ping-pong; RDMA Write latency spins
+ * on the last byte of the target buffer, as ndrpingpong and ib_write_lat
+ * do, so it relies on in-order placement; RDMA Read never involves the
+ * target application. Output columns follow fi_pingpong.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "perfutil.h"
+
+#define PERF_MAGIC    "NDKPERF1"
+#define PERF_PORT     18515
+#define PERF_F_EVENTS 1u
+#define CTX_SEND      ((PVOID)1)
+#define CTX_RECV      ((PVOID)2)
+#define CTX_RDMA      ((PVOID)3)
+#define RECV_CREDITS  64u /* receives the server keeps posted */
+#define MAX_SIZE      (4u << 20)
+
+enum perf_test {
+	T_SEND_LAT,
+	T_SEND_BW,
+	T_WRITE_LAT,
+	T_WRITE_BW,
+	T_READ_LAT,
+	T_READ_BW,
+	T_MSG_RATE,
+	T_CONN,
+	T_HOLD,
+	T_COUNT
+};
+
+static const char *const test_names[T_COUNT] = {
+	[T_SEND_LAT] = "send_lat",   [T_SEND_BW] = "send_bw",
+	[T_WRITE_LAT] = "write_lat", [T_WRITE_BW] = "write_bw",
+	[T_READ_LAT] = "read_lat",   [T_READ_BW] = "read_bw",
+	[T_MSG_RATE] = "msg_rate",   [T_CONN] = "conn",
+	[T_HOLD] = "hold",
+};
+
+/* Client -> server, as connect private data; little-endian fields. */
+struct perf_hello {
+	char magic[8];
+	uint32_t test;
+	uint32_t flags;
+	uint64_t size;
+	uint64_t iters;
+	uint32_t window;
+	uint32_t token; /* client buffer (write_lat) */
+	uint64_t addr;
+	uint8_t pad[16]; /* 64 bytes: the private data size measured */
+};
+_Static_assert(sizeof(struct perf_hello) == 64, "hello is 64 bytes");
+
+/* Server -> client, as accept private data. */
+struct perf_reply {
+	char magic[8];
+	uint64_t addr;
+	uint64_t len;
+	uint32_t token;
+	uint32_t credits;
+};
+
+struct perf_opts {
+	enum perf_test test;
+	size_t size;
+	bool all_sizes;
+	uint64_t iters;
+	unsigned int window;
+	unsigned int qps;
+	unsigned int threads;
+	bool events;
+	bool json;
+	unsigned int hold_seconds;
+	struct sockaddr_storage addr;
+	bool have_host;
+};
+
+static struct perf_opts opt = {
+	.test = T_SEND_LAT,
+	.iters = 0,
+	.window = 64,
+	.qps = 1,
+	.threads = 1,
+	.hold_seconds = 2,
+};
+
+static struct perf_host host;
+
+/* ------------------------------------------------------------------ */
+/* Output                                                             */
+
+struct perf_row {
+	size_t bytes;
+	uint64_t iters;
+	uint64_t total;
+	double seconds;
+	double usec_per_xfer;
+	double p50_usec;
+	double extra; /* hold: bytes of memory per connection */
+};
+
+static struct perf_row rows[64];
+static unsigned int nrows;
+
+static const char *human(uint64_t v, char *buf, size_t len)
+{
+	if (v >= 10000000000ull)
+		snprintf(buf, len, "%llug",
+			 (unsigned long long)(v / 1000000000));
+	else if (v >= 10000000)
+		snprintf(buf, len, "%llum", (unsigned long long)(v / 1000000));
+	else if (v >= 10000)
+		snprintf(buf, len, "%lluk", (unsigned long long)(v / 1000));
+	else
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+	return buf;
+}
+
+static void print_header(void)
+{
+	if (opt.json)
+		return;
+	printf("%-10s %-8s %-8s %-9s %10s %10s %11s %9s\n", "bytes", "iters",
+	       "total", "time", "MB/sec", "usec/xfer", "Mxfers/sec",
+	       "p50 usec");
+}
+
+static void report(const struct perf_row *r)
+{
+	char a[32], b[32], c[32];
+
+	if (nrows < sizeof(rows) / sizeof(rows[0]))
+		rows[nrows++] = *r;
+	if (opt.json)
+		return;
+	printf("%-10s %-8s %-8s %8.2fs %10.2f %10.2f %11.4f %9.2f\n",
+	       human(r->bytes, a, sizeof(a)), human(r->iters, b, sizeof(b)),
+	       human(r->total, c, sizeof(c)), r->seconds,
+	       r->seconds > 0 ? (double)r->total / r->seconds / 1e6 : 0,
+	       r->usec_per_xfer,
+	       r->usec_per_xfer > 0 ? 1.0 / r->usec_per_xfer : 0, r->p50_usec);
+	fflush(stdout);
+}
+
+static void print_json(void)
+{
+	unsigned int i;
+
+	printf("{\"tool\":\"ndkperf\",\"test\":\"%s\",\"mode\":\"%s\","
+	       "\"qps\":%u,\"threads\":%u,\"results\":[",
+	       test_names[opt.test], opt.events ? "event" : "poll", opt.qps,
+	       opt.threads);
+	for (i = 0; i < nrows; i++) {
+		const struct perf_row *r = &rows[i];
+
+		printf("%s{\"bytes\":%zu,\"iters\":%llu,\"total_bytes\":%llu,"
+		       "\"seconds\":%.6f,\"mb_per_sec\":%.3f,"
+		       "\"usec_per_xfer\":%.3f,\"mxfers_per_sec\":%.5f,"
+		       "\"p50_usec\":%.3f",
+		       i ? "," : "", r->bytes, (unsigned long long)r->iters,
+		       (unsigned long long)r->total, r->seconds,
+		       r->seconds > 0 ? (double)r->total / r->seconds / 1e6 : 0,
+		       r->usec_per_xfer,
+		       r->usec_per_xfer > 0 ? 1.0 / r->usec_per_xfer : 0,
+		       r->p50_usec);
+		if (opt.test == T_HOLD)
+			printf(",\"bytes_per_connection\":%.0f", r->extra);
+		printf("}");
+	}
+	printf("]}\n");
+}
+
+/* Long runs show how far they got, on a terminal only. */
+struct progress {
+	uint64_t next_ns;
+	uint64_t start_ns;
+	bool shown;
+};
+
+static void progress(struct progress *p, uint64_t done, uint64_t total)
+{
+	uint64_t now;
+
+	if (!isatty(2) || opt.json)
+		return;
+	now = perf_now_ns();
+	if (!p->start_ns) {
+		p->start_ns = now;
+		p->next_ns = now + 2000000000ull;
+		return;
+	}
+	if (now < p->next_ns)
+		return;
+	p->next_ns = now + 1000000000ull;
+	p->shown = true;
+	fprintf(stderr, "\r%s: %3u%%", test_names[opt.test],
+		(unsigned int)(total ? done * 100 / total : 0));
+}
+
+static void progress_end(struct progress *p)
+{
+	if (p->shown)
+		fprintf(stderr, "\r%20s\r", "");
+}
+
+/* ------------------------------------------------------------------ */
+/* Work requests                                                      */
+
+static void post_recv(NDK_QP *qp, struct perf_buf *b, size_t off, size_t len)
+{
+	NDK_SGE sge = { .VirtualAddress = b->p + off,
+			.Length = (ULONG)len,
+			.MemoryRegionToken = b->ltok };
+
+	perf_check("NdkReceive",
+		   qp->Dispatch->NdkReceive(qp, CTX_RECV, &sge, len ? 1 : 0));
+}
+
+static void post_send(NDK_QP *qp, struct perf_buf *b, size_t len)
+{
+	NDK_SGE sge = { .VirtualAddress = b->p,
+			.Length = (ULONG)len,
+			.MemoryRegionToken = b->ltok };
+
+	perf_check("NdkSend",
+		   qp->Dispatch->NdkSend(qp, CTX_SEND, &sge, len ? 1 : 0, 0));
+}
+
+static void post_rdma(NDK_QP *qp, bool write, struct perf_buf *b, size_t off,
+		      size_t len, uint64_t raddr, UINT32 rtok)
+{
+	NDK_SGE sge = { .VirtualAddress = b->p + off,
+			.Length = (ULONG)len,
+			.MemoryRegionToken = b->ltok };
+
+	if (write)
+		perf_check("NdkWrite",
+			   qp->Dispatch->NdkWrite(qp, CTX_RDMA, &sge, 1, raddr,
+						  rtok, 0));
+	else
+		perf_check("NdkRead", qp->Dispatch->NdkRead(qp, CTX_RDMA, &sge,
+							    1, raddr, rtok, 0));
+}
+
+/* Counts completions by kind until want_recv receives arrived. */
+struct perf_counts {
+	uint64_t send, recv, rdma;
+};
+
+static void reap(struct perf_cq *cq, struct perf_counts *n)
+{
+	NDK_RESULT res[64];
+	ULONG got, i;
+
+	got = perf_cq_wait(cq, res, 64, 0);
+	for (i = 0; i < got; i++) {
+		if (res[i].RequestContext == CTX_SEND)
+			n->send++;
+		else if (res[i].RequestContext == CTX_RECV)
+			n->recv++;
+		else
+			n->rdma++;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Server                                                             */
+
+struct session {
+	NDK_CONNECTOR *conn;
+	struct perf_hello hello;
+};
+
+static void tag_wait(volatile uint8_t *p, uint8_t tag)
+{
+	while (*p != tag)
+		;
+}
+
+static uint8_t tag_of(uint64_t i)
+{
+	return (uint8_t)(i % 255 + 1);
+}
+
+static void *server_session(void *arg)
+{
+	struct session *s = arg;
+	const struct perf_hello *h = &s->hello;
+	size_t size = (size_t)le64toh(h->size);
+	uint64_t iters = le64toh(h->iters), i, credit_every;
+	unsigned int window = le32toh(h->window);
+	struct perf_reply reply = { .magic = PERF_MAGIC };
+	struct perf_counts n = { 0 };
+	uint64_t sends = 0; /* posted */
+	struct perf_wait w;
+	struct perf_cq cq;
+	struct perf_buf buf;
+	NDK_QP *qp;
+	ULONG depth = MAX(window, RECV_CREDITS) + 16;
+	enum perf_test test = le32toh(h->test);
+
+	perf_cq_create(&host, &cq, 4 * depth,
+		       le32toh(h->flags) & PERF_F_EVENTS);
+	qp = perf_qp_create(&host, &cq, depth);
+	/* Receives land side by side so a window of Sends can be in flight. */
+	perf_buf_alloc(&host, &buf,
+		       test == T_SEND_BW || test == T_MSG_RATE
+			       ? MAX(size, 1) * RECV_CREDITS
+			       : MAX(size, 1));
+	for (i = 0; i < RECV_CREDITS; i++)
+		post_recv(qp, &buf,
+			  test == T_SEND_BW || test == T_MSG_RATE ? i * size
+								  : 0,
+			  size);
+	reply.addr = htole64((uint64_t)(uintptr_t)buf.p);
+	reply.len = htole64(buf.len);
+	reply.token = htole32(buf.rtok);
+	reply.credits = htole32(RECV_CREDITS);
+	perf_wait_init(&w);
+	if (perf_wait_result(&w,
+			     s->conn->Dispatch->NdkAccept(
+				     s->conn, qp, host.info.MaxInboundReadLimit,
+				     host.info.MaxOutboundReadLimit, &reply,
+				     sizeof(reply), NULL, NULL, perf_wait_done,
+				     &w)) != STATUS_SUCCESS)
+		goto out;
+
+	switch (test) {
+	case T_SEND_LAT:
+		for (i = 0; i < iters; i++) {
+			while (n.recv <= i)
+				reap(&cq, &n);
+			post_recv(qp, &buf, 0, size);
+			post_send(qp, &buf, size);
+			sends++;
+		}
+		break;
+	case T_SEND_BW:
+	case T_MSG_RATE:
+		/* A zero-byte credit after every half of the receives. */
+		credit_every = RECV_CREDITS / 2;
+		for (i = 0; i < iters;) {
+			reap(&cq, &n);
+			for (; i < n.recv; i++) {
+				post_recv(qp, &buf, (i % RECV_CREDITS) * size,
+					  size);
+				if ((i + 1) % credit_every == 0 ||
+				    i + 1 == iters) {
+					post_send(qp, &buf, 0);
+					sends++;
+				}
+			}
+		}
+		break;
+	case T_WRITE_LAT:
+		for (i = 0; i < iters; i++) {
+			tag_wait(buf.p + size - 1, tag_of(i));
+			post_rdma(qp, true, &buf, 0, size, le64toh(h->addr),
+				  le32toh(h->token));
+			while (n.rdma <= i)
+				reap(&cq, &n);
+		}
+		break;
+	default:
+		/* Writes and Reads need nothing from us: wait for "done". */
+		while (n.recv < 1)
+			reap(&cq, &n);
+		post_send(qp, &buf, 0);
+		sends++;
+		break;
+	}
+	/* Until our last Send is out; then the client disconnects. */
+	while (n.send < sends)
+		reap(&cq, &n);
+	perf_wait_init(&w);
+	perf_wait_result(&w, s->conn->Dispatch->NdkDisconnect(
+				     s->conn, perf_wait_done, &w));
+out:
+	perf_close(&s->conn->Header);
+	perf_close(&qp->Header);
+	perf_buf_free(&buf);
+	perf_cq_close(&cq);
+	free(s);
+	return NULL;
+}
+
+/* Connection tests: accept on the engine thread, tear down elsewhere. */
+struct reaped {
+	NDK_CONNECTOR *conn;
+	NDK_QP *qp;
+	struct reaped *next;
+};
+
+static struct perf_cq conn_cq;
+static pthread_mutex_t reap_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t reap_cond = PTHREAD_COND_INITIALIZER;
+static struct reaped *reap_list;
+
+static VOID conn_disconnected(PVOID ctx)
+{
+	struct reaped *r = ctx;
+
+	pthread_mutex_lock(&reap_lock);
+	r->next = reap_list;
+	reap_list = r;
+	pthread_cond_signal(&reap_cond);
+	pthread_mutex_unlock(&reap_lock);
+}
+
+static void *reaper(void *arg)
+{
+	struct perf_wait w;
+	struct reaped *r;
+
+	for (;;) {
+		pthread_mutex_lock(&reap_lock);
+		while (!reap_list)
+			pthread_cond_wait(&reap_cond, &reap_lock);
+		r = reap_list;
+		reap_list = r->next;
+		pthread_mutex_unlock(&reap_lock);
+		perf_wait_init(&w);
+		perf_wait_result(&w, r->conn->Dispatch->NdkDisconnect(
+					     r->conn, perf_wait_done, &w));
+		perf_close(&r->conn->Header);
+		perf_close(&r->qp->Header);
+		free(r);
+	}
+	return NULL;
+}
+
+static VOID ignore_completion(PVOID ctx, NTSTATUS status)
+{
+	struct reaped *r = ctx;
+
+	/* A failed accept gets no disconnect event: reap it now. */
+	if (status != STATUS_SUCCESS)
+		conn_disconnected(r);
+}
+
+static struct perf_listener listener;
+
+/* Rejects and closes an incoming connector; never waits, as it runs in
+ * the ConnectEvent callback. */
+static void refuse(NDK_CONNECTOR *c)
+{
+	c->Dispatch->NdkReject(c, NULL, 0);
+	c->Dispatch->NdkCloseConnector(&c->Header, NULL, NULL);
+}
+
+/* ConnectEvent, on the engine thread: connection tests are accepted at
+ * once, data sessions get a thread of their own. */
+static void server_incoming(void *arg, NDK_CONNECTOR *c)
+{
+	struct perf_hello h;
+	ULONG len = sizeof(h);
+	struct session *s;
+	struct reaped *r;
+	pthread_t t;
+	NTSTATUS st;
+
+	memset(&h, 0, sizeof(h));
+	if (c->Dispatch->NdkGetConnectionData(c, NULL, NULL, &h, &len) ||
+	    len < sizeof(h) || memcmp(h.magic, PERF_MAGIC, 8) ||
+	    le32toh(h.test) >= T_COUNT) {
+		refuse(c);
+		return;
+	}
+	if (le32toh(h.test) == T_CONN || le32toh(h.test) == T_HOLD) {
+		r = calloc(1, sizeof(*r));
+		if (!r) {
+			refuse(c);
+			return;
+		}
+		r->conn = c;
+		if (host.pd->Dispatch->NdkCreateQp(host.pd, conn_cq.cq,
+						   conn_cq.cq, NULL, 4, 4, 1, 1,
+						   0, NULL, NULL, &r->qp)) {
+			refuse(c);
+			free(r);
+			return;
+		}
+		st = c->Dispatch->NdkAccept(c, r->qp, 0, 0, NULL, 0,
+					    conn_disconnected, r,
+					    ignore_completion, r);
+		if (st != STATUS_PENDING && st != STATUS_SUCCESS)
+			conn_disconnected(r);
+		return;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		refuse(c);
+		return;
+	}
+	s->conn = c;
+	s->hello = h;
+	if (pthread_create(&t, NULL, server_session, s)) {
+		refuse(c);
+		free(s);
+		return;
+	}
+	pthread_detach(t);
+}
+
+static int server_main(const struct sockaddr *addr)
+{
+	char text[64];
+	pthread_t t;
+	NET_IFINDEX idx = perf_ifindex_of(addr);
+
+	if (!idx) {
+		fprintf(stderr, "no interface has address %s\n",
+			perf_addr_str(addr, text, sizeof(text)));
+		return 2;
+	}
+	perf_host_open(&host, idx);
+	perf_cq_create(&host, &conn_cq, 64, false);
+	pthread_create(&t, NULL, reaper, NULL);
+	listener.direct = server_incoming;
+	perf_listen(&host, &listener, addr);
+	fprintf(stderr, "ndkperf: listening on %s\n",
+		perf_addr_str(addr, text, sizeof(text)));
+	for (;;)
+		pause();
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Client                                                             */
+
+struct client_conn {
+	NDK_CONNECTOR *conn;
+	NDK_QP *qp;
+	struct perf_cq cq;
+	struct perf_buf buf;
+	struct perf_reply reply;
+	uint64_t connect_ns; /* NdkConnect to CompleteConnect done */
+};
+
+static NTSTATUS client_connect(struct client_conn *cc, enum perf_test test,
+			       size_t size, uint64_t iters, bool data)
+{
+	struct perf_hello h = { .magic = PERF_MAGIC };
+	struct sockaddr_storage src;
+	struct perf_wait w;
+	ULONG len = sizeof(cc->reply);
+	uint64_t t0;
+	NTSTATUS st;
+	ULONG depth = MAX(opt.window, RECV_CREDITS) + 16;
+
+	if (data) {
+		perf_cq_create(&host, &cc->cq, 4 * depth, opt.events);
+		cc->qp = perf_qp_create(&host, &cc->cq, depth);
+		/* write_lat: the first half goes out, the second is where
+		 * the server writes back. */
+		perf_buf_alloc(&host, &cc->buf, 2 * MAX(size, 1));
+	} else {
+		perf_check("NdkCreateQp",
+			   host.pd->Dispatch->NdkCreateQp(
+				   host.pd, conn_cq.cq, conn_cq.cq, NULL, 4, 4,
+				   1, 1, 0, NULL, NULL, &cc->qp));
+	}
+	perf_check("NdkCreateConnector",
+		   host.ad->Dispatch->NdkCreateConnector(host.ad, NULL, NULL,
+							 &cc->conn));
+	h.test = htole32(test);
+	h.flags = htole32(opt.events ? PERF_F_EVENTS : 0);
+	h.size = htole64(size);
+	h.iters = htole64(iters);
+	h.window = htole32(opt.window);
+	if (data) {
+		h.addr = htole64(
+			(uint64_t)(uintptr_t)(cc->buf.p + MAX(size, 1)));
+		h.token = htole32(cc->buf.rtok);
+	}
+	perf_route_source((const struct sockaddr *)&opt.addr, &src);
+	perf_wait_init(&w);
+	t0 = perf_now_ns();
+	st = perf_wait_result(
+		&w, cc->conn->Dispatch->NdkConnect(
+			    cc->conn, cc->qp, (PSOCKADDR)&src,
+			    perf_addr_len((struct sockaddr *)&src),
+			    (PSOCKADDR)&opt.addr,
+			    perf_addr_len((struct sockaddr *)&opt.addr),
+			    host.info.MaxInboundReadLimit,
+			    host.info.MaxOutboundReadLimit, &h, sizeof(h),
+			    perf_wait_done, &w));
+	if (st != STATUS_SUCCESS)
+		return st;
+	memset(&cc->reply, 0, sizeof(cc->reply));
+	st = cc->conn->Dispatch->NdkGetConnectionData(cc->conn, NULL, NULL,
+						      &cc->reply, &len);
+	if (st)
+		return st;
+	st = cc->conn->Dispatch->NdkCompleteConnect(cc->conn, NULL, NULL, NULL,
+						    NULL);
+	cc->connect_ns = perf_now_ns() - t0;
+	return st;
+}
+
+static void client_close(struct client_conn *cc, bool data)
+{
+	struct perf_wait w;
+
+	perf_wait_init(&w);
+	perf_wait_result(&w, cc->conn->Dispatch->NdkDisconnect(
+				     cc->conn, perf_wait_done, &w));
+	perf_close(&cc->conn->Header);
+	perf_close(&cc->qp->Header);
+	if (data) {
+		perf_buf_free(&cc->buf);
+		perf_cq_close(&cc->cq);
+	}
+}
+
+static uint64_t default_iters(enum perf_test t, size_t size)
+{
+	uint64_t bytes_budget = 1ull << 30;
+	uint64_t n;
+
+	if (opt.iters)
+		return opt.iters;
+	switch (t) {
+	case T_CONN:
+		return 2000;
+	case T_HOLD:
+		return 1000;
+	case T_SEND_LAT:
+	case T_WRITE_LAT:
+	case T_READ_LAT:
+		n = 20000;
+		bytes_budget = 256ull << 20;
+		break;
+	default:
+		n = 100000;
+		break;
+	}
+	/* Large transfers: about bytes_budget per measurement. */
+	n = MIN(n, MAX(bytes_budget / MAX(size, 1), 100));
+	return n;
+}
+
+struct run {
+	size_t size;
+	uint64_t iters;
+	double *lat; /* per-iteration microseconds (latency tests) */
+	uint64_t elapsed_ns;
+};
+
+static void run_send_lat(struct client_conn *cc, struct run *r)
+{
+	struct perf_counts n = { 0 };
+	struct progress pg = { 0 };
+	uint64_t i, t;
+
+	post_recv(cc->qp, &cc->buf, 0, r->size);
+	for (i = 0; i < r->iters; i++) {
+		t = perf_now_ns();
+		post_send(cc->qp, &cc->buf, r->size);
+		while (n.recv <= i)
+			reap(&cc->cq, &n);
+		post_recv(cc->qp, &cc->buf, 0, r->size);
+		r->lat[i] = (double)(perf_now_ns() - t) / 2000.0;
+		progress(&pg, i, r->iters);
+	}
+	progress_end(&pg);
+}
+
+static void run_send_bw(struct client_conn *cc, struct run *r)
+{
+	struct perf_counts n = { 0 };
+	struct progress pg = { 0 };
+	uint64_t sent = 0, credits;
+	unsigned int k, cmax = le32toh(cc->reply.credits);
+	uint64_t credit_every = cmax / 2;
+
+	for (k = 0; k < 8; k++)
+		post_recv(cc->qp, &cc->buf, 0, 0);
+	while (n.recv * credit_every < r->iters) {
+		/* The server's receives bound what may be in flight. */
+		credits = n.recv * credit_every + cmax;
+		while (sent < r->iters && sent < credits &&
+		       sent - n.send < opt.window) {
+			post_send(cc->qp, &cc->buf, r->size);
+			sent++;
+		}
+		k = (unsigned int)n.recv;
+		reap(&cc->cq, &n);
+		for (; k < n.recv; k++)
+			post_recv(cc->qp, &cc->buf, 0, 0);
+		progress(&pg, sent, r->iters);
+		if (sent == r->iters && n.send == sent &&
+		    n.recv * credit_every >= r->iters)
+			break;
+	}
+	progress_end(&pg);
+}
+
+static void run_write_lat(struct client_conn *cc, struct run *r)
+{
+	volatile uint8_t *landing = cc->buf.p + r->size;
+	struct perf_counts n = { 0 };
+	struct progress pg = { 0 };
+	uint64_t i, t;
+
+	for (i = 0; i < r->iters; i++) {
+		t = perf_now_ns();
+		cc->buf.p[r->size - 1] = tag_of(i);
+		post_rdma(cc->qp, true, &cc->buf, 0, r->size,
+			  le64toh(cc->reply.addr), le32toh(cc->reply.token));
+		tag_wait(landing + r->size - 1, tag_of(i));
+		r->lat[i] = (double)(perf_now_ns() - t) / 2000.0;
+		/* Reap our Write's completion without waiting on it. */
+		if (cc->cq.cq->Dispatch->NdkGetCqResults(cc->cq.cq,
+							 &(NDK_RESULT){ 0 }, 1))
+			n.rdma++;
+		progress(&pg, i, r->iters);
+	}
+	while (n.rdma < r->iters)
+		reap(&cc->cq, &n);
+	progress_end(&pg);
+}
+
+static void run_rdma_bw(struct client_conn *cc, struct run *r, bool write)
+{
+	struct perf_counts n = { 0 };
+	struct progress pg = { 0 };
+	uint64_t posted = 0;
+
+	while (n.rdma < r->iters) {
+		while (posted < r->iters && posted - n.rdma < opt.window) {
+			post_rdma(cc->qp, write, &cc->buf, 0, r->size,
+				  le64toh(cc->reply.addr),
+				  le32toh(cc->reply.token));
+			posted++;
+		}
+		reap(&cc->cq, &n);
+		progress(&pg, n.rdma, r->iters);
+	}
+	progress_end(&pg);
+}
+
+static void run_read_lat(struct client_conn *cc, struct run *r)
+{
+	struct perf_counts n = { 0 };
+	struct progress pg = { 0 };
+	uint64_t i, t;
+
+	for (i = 0; i < r->iters; i++) {
+		t = perf_now_ns();
+		post_rdma(cc->qp, false, &cc->buf, 0, r->size,
+			  le64toh(cc->reply.addr), le32toh(cc->reply.token));
+		while (n.rdma <= i)
+			reap(&cc->cq, &n);
+		/* A Read's latency is its round trip (as ib_read_lat). */
+		r->lat[i] = (double)(perf_now_ns() - t) / 1000.0;
+		progress(&pg, i, r->iters);
+	}
+	progress_end(&pg);
+}
+
+/* Tells the server the RDMA part is over and waits for its answer, so
+ * every Write is placed before the clock stops. */
+static void finish_rdma(struct client_conn *cc)
+{
+	struct perf_counts n = { 0 };
+
+	post_recv(cc->qp, &cc->buf, 0, 0);
+	post_send(cc->qp, &cc->buf, 0);
+	while (n.recv < 1 || n.send < 1)
+		reap(&cc->cq, &n);
+}
+
+struct worker {
+	pthread_t thread;
+	struct run run;
+	NTSTATUS status;
+};
+
+static void *data_worker(void *arg)
+{
+	struct worker *wk = arg;
+	struct run *r = &wk->run;
+	struct client_conn cc;
+	uint64_t t0;
+
+	memset(&cc, 0, sizeof(cc));
+	wk->status = client_connect(&cc, opt.test, r->size, r->iters, true);
+	if (wk->status)
+		return NULL;
+	t0 = perf_now_ns();
+	switch (opt.test) {
+	case T_SEND_LAT:
+		run_send_lat(&cc, r);
+		break;
+	case T_SEND_BW:
+	case T_MSG_RATE:
+		run_send_bw(&cc, r);
+		break;
+	case T_WRITE_LAT:
+		run_write_lat(&cc, r);
+		break;
+	case T_WRITE_BW:
+		run_rdma_bw(&cc, r, true);
+		finish_rdma(&cc);
+		break;
+	case T_READ_LAT:
+		run_read_lat(&cc, r);
+		finish_rdma(&cc);
+		break;
+	case T_READ_BW:
+		run_rdma_bw(&cc, r, false);
+		finish_rdma(&cc);
+		break;
+	default:
+		break;
+	}
+	r->elapsed_ns = perf_now_ns() - t0;
+	client_close(&cc, true);
+	return NULL;
+}
+
+static bool is_latency(enum perf_test t)
+{
+	return t == T_SEND_LAT || t == T_WRITE_LAT || t == T_READ_LAT;
+}
+
+static int client_data(size_t size)
+{
+	struct worker *wk = calloc(opt.qps, sizeof(*wk));
+	struct perf_row row = { .bytes = size };
+	uint64_t iters = default_iters(opt.test, size), max_ns = 0;
+	unsigned int q;
+
+	if (!wk)
+		return 2;
+	if ((opt.test == T_WRITE_LAT || opt.test == T_READ_LAT ||
+	     opt.test == T_WRITE_BW || opt.test == T_READ_BW) &&
+	    size == 0)
+		size = 1;
+	for (q = 0; q < opt.qps; q++) {
+		wk[q].run.size = size;
+		wk[q].run.iters = iters;
+		if (is_latency(opt.test)) {
+			wk[q].run.lat = calloc(iters, sizeof(double));
+			if (!wk[q].run.lat)
+				return 2;
+		}
+		pthread_create(&wk[q].thread, NULL, data_worker, &wk[q]);
+	}
+	for (q = 0; q < opt.qps; q++) {
+		pthread_join(wk[q].thread, NULL);
+		if (wk[q].status)
+			perf_die("connect", wk[q].status);
+		max_ns = MAX(max_ns, wk[q].run.elapsed_ns);
+	}
+	row.bytes = size;
+	row.iters = iters * opt.qps;
+	row.total = row.iters * size;
+	row.seconds = (double)max_ns / 1e9;
+	if (is_latency(opt.test)) {
+		/* Steady state: the first tenth warms caches and paths. */
+		size_t skip = iters / 10;
+		double sum = 0;
+		uint64_t i;
+
+		for (i = skip; i < iters; i++)
+			sum += wk[0].run.lat[i];
+		row.usec_per_xfer = sum / (double)(iters - skip);
+		row.p50_usec =
+			perf_percentile(wk[0].run.lat + skip, iters - skip, 50);
+	} else {
+		row.usec_per_xfer = (double)max_ns / 1e3 / (double)row.iters;
+		row.p50_usec = row.usec_per_xfer;
+	}
+	report(&row);
+	for (q = 0; q < opt.qps; q++)
+		free(wk[q].run.lat);
+	free(wk);
+	return 0;
+}
+
+/* Connection setup: each thread connects, completes and disconnects. */
+struct conn_worker {
+	pthread_t thread;
+	uint64_t n;
+	double *lat;
+	NTSTATUS status;
+};
+
+static void *conn_thread(void *arg)
+{
+	struct conn_worker *cw = arg;
+	struct client_conn cc;
+	uint64_t i;
+
+	for (i = 0; i < cw->n; i++) {
+		memset(&cc, 0, sizeof(cc));
+		cw->status = client_connect(&cc, T_CONN, 0, 0, false);
+		if (cw->status)
+			return NULL;
+		cw->lat[i] = (double)cc.connect_ns / 1000.0;
+		client_close(&cc, false);
+	}
+	return NULL;
+}
+
+static int client_conn(void)
+{
+	uint64_t total = default_iters(T_CONN, 0), t0, i, k = 0;
+	struct conn_worker *cw = calloc(opt.threads, sizeof(*cw));
+	struct perf_row row = { .bytes = sizeof(struct perf_hello) };
+	double *all = calloc(total, sizeof(double));
+	unsigned int t;
+
+	if (!cw || !all)
+		return 2;
+	t0 = perf_now_ns();
+	for (t = 0; t < opt.threads; t++) {
+		cw[t].n = total / opt.threads + (t < total % opt.threads);
+		cw[t].lat = calloc(cw[t].n + 1, sizeof(double));
+		pthread_create(&cw[t].thread, NULL, conn_thread, &cw[t]);
+	}
+	for (t = 0; t < opt.threads; t++) {
+		pthread_join(cw[t].thread, NULL);
+		if (cw[t].status)
+			perf_die("connect", cw[t].status);
+		for (i = 0; i < cw[t].n; i++)
+			all[k++] = cw[t].lat[i];
+		free(cw[t].lat);
+	}
+	row.seconds = (double)(perf_now_ns() - t0) / 1e9;
+	row.iters = total;
+	row.total = 0;
+	/* usec/xfer = wall time per connection (the rate's inverse). */
+	row.usec_per_xfer = row.seconds * 1e6 / (double)total;
+	row.p50_usec = perf_percentile(all, k, 50);
+	if (!opt.json)
+		printf("# conn: p50 connect+accept+complete %.1f usec, "
+		       "%.0f connections/sec (%u threads)\n",
+		       row.p50_usec, (double)total / row.seconds, opt.threads);
+	report(&row);
+	free(all);
+	free(cw);
+	return 0;
+}
+
+static long rss_bytes(void)
+{
+	long pages = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+		resident = 0;
+	fclose(f);
+	return resident * sysconf(_SC_PAGESIZE);
+}
+
+/* Many connections held at once: memory per connection. */
+static int client_hold(void)
+{
+	uint64_t total = default_iters(T_HOLD, 0), i;
+	struct client_conn *cc = calloc(total, sizeof(*cc));
+	struct perf_row row = { .bytes = 0 };
+	long before = rss_bytes(), after;
+	uint64_t t0 = perf_now_ns();
+	NTSTATUS st;
+
+	if (!cc)
+		return 2;
+	for (i = 0; i < total; i++) {
+		st = client_connect(&cc[i], T_HOLD, 0, 0, false);
+		if (st) {
+			fprintf(stderr, "connection %llu: %s\n",
+				(unsigned long long)i, NdkStatusName(st));
+			total = i;
+			break;
+		}
+	}
+	row.seconds = (double)(perf_now_ns() - t0) / 1e9;
+	after = rss_bytes();
+	row.iters = total;
+	row.extra = total ? (double)(after - before) / (double)total : 0;
+	row.usec_per_xfer = total ? row.seconds * 1e6 / (double)total : 0;
+	if (!opt.json)
+		printf("# hold: %llu connections, client memory %.1f KiB per "
+		       "connection (RSS %ld -> %ld KiB)\n",
+		       (unsigned long long)total, row.extra / 1024,
+		       before / 1024, after / 1024);
+	report(&row);
+	sleep(opt.hold_seconds);
+	for (i = 0; i < total; i++)
+		client_close(&cc[i], false);
+	free(cc);
+	return total ? 0 : 2;
+}
+
+static int client_main(void)
+{
+	struct sockaddr_storage src;
+	NET_IFINDEX idx;
+	size_t size;
+	int ret = 0;
+
+	if (perf_route_source((struct sockaddr *)&opt.addr, &src) ||
+	    !(idx = perf_ifindex_of((struct sockaddr *)&src))) {
+		fprintf(stderr, "no route to the server\n");
+		return 2;
+	}
+	perf_host_open(&host, idx);
+	perf_cq_create(&host, &conn_cq, 64, false);
+	if (!opt.json)
+		printf("# ndkperf %s, %s mode, %u QP%s\n", test_names[opt.test],
+		       opt.events ? "event" : "polling", opt.qps,
+		       opt.qps > 1 ? "s" : "");
+	print_header();
+	if (opt.test == T_CONN) {
+		ret = client_conn();
+	} else if (opt.test == T_HOLD) {
+		ret = client_hold();
+	} else if (opt.all_sizes) {
+		for (size = 1; size <= MAX_SIZE && !ret; size <<= 1)
+			ret = client_data(size);
+	} else {
+		ret = client_data(opt.size);
+	}
+	if (opt.json)
+		print_json();
+	perf_cq_close(&conn_cq);
+	perf_host_close(&host);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ndkperf [-b ADDR] [-p PORT]                (server)\n"
+		"       ndkperf -t TEST [options] HOST[:PORT]     (client)\n"
+		"\n"
+		"tests: send_lat send_bw write_lat write_bw read_lat read_bw\n"
+		"       msg_rate conn hold\n"
+		"  -t TEST     what to measure (default send_lat)\n"
+		"  -s SIZE     message size in bytes, k/m suffixes (default 8;\n"
+		"              64k for bandwidth tests)\n"
+		"  -A          every power of two from 1 B to 4 MiB\n"
+		"  -n ITERS    iterations (or connections for conn and hold)\n"
+		"  -w WINDOW   requests in flight for bandwidth tests (64)\n"
+		"  -q QPS      connections in parallel, one thread each (1)\n"
+		"  -T THREADS  connecting threads for conn (1)\n"
+		"  -D SECONDS  how long hold keeps its connections (2)\n"
+		"  -e          wait on CQ notifications instead of polling\n"
+		"  -j          JSON output\n"
+		"  -b ADDR     server address to listen on (127.0.0.1)\n"
+		"  -p PORT     port (%u)\n"
+		"  -h          this help\n",
+		PERF_PORT);
+}
+
+static size_t parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 0);
+
+	if (*end == 'k' || *end == 'K')
+		v <<= 10;
+	else if (*end == 'm' || *end == 'M')
+		v <<= 20;
+	return (size_t)v;
+}
+
+int main(int argc, char **argv)
+{
+	const char *bind_addr = "127.0.0.1";
+	unsigned int port = PERF_PORT;
+	bool size_set = false;
+	int c, t;
+
+	signal(SIGPIPE, SIG_IGN);
+	while ((c = getopt(argc, argv, "t:s:An:w:q:T:D:ejb:p:h")) != -1) {
+		switch (c) {
+		case 't':
+			for (t = 0; t < T_COUNT; t++)
+				if (!strcmp(optarg, test_names[t]))
+					break;
+			if (t == T_COUNT) {
+				fprintf(stderr, "unknown test %s\n", optarg);
+				usage(stderr);
+				return 1;
+			}
+			opt.test = (enum perf_test)t;
+			break;
+		case 's':
+			opt.size = parse_size(optarg);
+			size_set = true;
+			break;
+		case 'A':
+			opt.all_sizes = true;
+			break;
+		case 'n':
+			opt.iters = strtoull(optarg, NULL, 0);
+			break;
+		case 'w':
+			opt.window = (unsigned int)atoi(optarg);
+			break;
+		case 'q':
+			opt.qps = (unsigned int)atoi(optarg);
+			break;
+		case 'T':
+			opt.threads = (unsigned int)atoi(optarg);
+			break;
+		case 'D':
+			opt.hold_seconds = (unsigned int)atoi(optarg);
+			break;
+		case 'e':
+			opt.events = true;
+			break;
+		case 'j':
+			opt.json = true;
+			break;
+		case 'b':
+			bind_addr = optarg;
+			break;
+		case 'p':
+			port = (unsigned int)atoi(optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 1;
+		}
+	}
+	if (!size_set)
+		opt.size = opt.test == T_SEND_BW || opt.test == T_WRITE_BW ||
+					   opt.test == T_READ_BW
+				   ? 65536
+				   : 8;
+	if (opt.size > MAX_SIZE || !opt.window || !opt.qps || !opt.threads ||
+	    opt.window > 1024 || argc - optind > 1) {
+		usage(stderr);
+		return 1;
+	}
+	if (optind == argc) {
+		struct sockaddr_storage a;
+
+		if (perf_parse_addr(bind_addr, (uint16_t)port, &a)) {
+			fprintf(stderr, "bad address %s\n", bind_addr);
+			return 1;
+		}
+		return server_main((struct sockaddr *)&a);
+	}
+	if (perf_parse_addr(argv[optind], (uint16_t)port, &opt.addr)) {
+		fprintf(stderr, "bad address %s\n", argv[optind]);
+		return 1;
+	}
+	return client_main();
+}

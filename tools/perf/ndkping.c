@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ndkping: is NDK working between here and there? The client connects
+ * with private data, prints what the handshake negotiated (read limits,
+ * the server's private data, setup time), then times Send/Receive round
+ * trips like ping(8).
+ *
+ *   server: ndkping -s [-b ADDR] [-p PORT]
+ *   client: ndkping [-c COUNT] [-i MS] [-S SIZE] HOST[:PORT]
+ */
+#include <getopt.h>
+#include <math.h>
+#include <net/if.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "perfutil.h"
+
+#define PING_PORT     18516
+#define PING_IRD      16
+#define PING_ORD      16
+#define PING_MAX_SIZE 65536
+
+static struct perf_host host;
+static volatile sig_atomic_t stop;
+
+static void on_sigint(int sig)
+{
+	stop = 1;
+}
+
+static void print_limits(NDK_CONNECTOR *c, const char *who)
+{
+	ULONG ird = 0, ord = 0, len = 0;
+	char pd[256];
+
+	len = sizeof(pd);
+	if (c->Dispatch->NdkGetConnectionData(c, &ird, &ord, pd, &len))
+		return;
+	printf("%s: peer read limits IRD %u ORD %u; private data %u bytes", who,
+	       ird, ord, len);
+	if (len) {
+		ULONG i;
+
+		printf(" \"");
+		for (i = 0; i < len && i < 64; i++)
+			putchar(pd[i] >= 32 && pd[i] < 127 ? pd[i] : '.');
+		printf("\"");
+	}
+	printf("\n");
+}
+
+/* Server: echo every message of every client, one client at a time. */
+static int server(const struct sockaddr *addr)
+{
+	static const char hello[] = "ndkping server";
+	struct perf_listener pl = { 0 };
+	char text[64];
+	NET_IFINDEX idx = perf_ifindex_of(addr);
+
+	if (!idx) {
+		fprintf(stderr, "no interface has address %s\n",
+			perf_addr_str(addr, text, sizeof(text)));
+		return 2;
+	}
+	perf_host_open(&host, idx);
+	perf_listen(&host, &pl, addr);
+	printf("ndkping: listening on %s\n",
+	       perf_addr_str(addr, text, sizeof(text)));
+	fflush(stdout);
+	for (;;) {
+		NDK_CONNECTOR *c = perf_next_incoming(&pl);
+		struct perf_cq cq;
+		struct perf_buf buf;
+		struct perf_wait w;
+		struct sockaddr_storage peer;
+		ULONG plen = sizeof(peer);
+		NDK_RESULT res;
+		NDK_SGE sge;
+		NDK_QP *qp;
+		NTSTATUS st;
+
+		perf_cq_create(&host, &cq, 64, true);
+		qp = perf_qp_create(&host, &cq, 16);
+		perf_buf_alloc(&host, &buf, PING_MAX_SIZE);
+		sge = (NDK_SGE){ .VirtualAddress = buf.p,
+				 .Length = PING_MAX_SIZE,
+				 .MemoryRegionToken = buf.ltok };
+		qp->Dispatch->NdkReceive(qp, NULL, &sge, 1);
+		c->Dispatch->NdkGetPeerAddress(c, (PSOCKADDR)&peer, &plen);
+		printf("connection from %s\n",
+		       perf_addr_str((struct sockaddr *)&peer, text,
+				     sizeof(text)));
+		print_limits(c, "  client");
+		fflush(stdout);
+		perf_wait_init(&w);
+		st = perf_wait_result(
+			&w,
+			c->Dispatch->NdkAccept(c, qp, PING_IRD, PING_ORD,
+					       (PVOID)hello, sizeof(hello) - 1,
+					       NULL, NULL, perf_wait_done, &w));
+		/* Echo until the client goes (its flush ends our receive). */
+		while (st == STATUS_SUCCESS) {
+			if (cq.cq->Dispatch->NdkGetCqResults(cq.cq, &res, 1) !=
+			    1) {
+				perf_cq_wait_any(&cq);
+				continue;
+			}
+			if (res.Status != STATUS_SUCCESS)
+				break;
+			if (res.RequestContext)
+				continue; /* our echo's completion */
+			sge.Length = res.BytesTransferred;
+			qp->Dispatch->NdkSend(qp, (PVOID)1, &sge,
+					      sge.Length ? 1 : 0, 0);
+			sge.Length = PING_MAX_SIZE;
+			qp->Dispatch->NdkReceive(qp, NULL, &sge, 1);
+		}
+		perf_wait_init(&w);
+		perf_wait_result(
+			&w, c->Dispatch->NdkDisconnect(c, perf_wait_done, &w));
+		perf_close(&c->Header);
+		perf_close(&qp->Header);
+		perf_buf_free(&buf);
+		perf_cq_close(&cq);
+		printf("connection closed (%s)\n", NdkStatusName(st));
+		fflush(stdout);
+	}
+	return 0;
+}
+
+static int client(const struct sockaddr *dst, unsigned int count,
+		  unsigned int interval_ms, size_t size)
+{
+	char text[64], ltext[64], pd[64];
+	struct sockaddr_storage src, local;
+	ULONG llen = sizeof(local);
+	struct perf_cq cq;
+	struct perf_buf buf;
+	struct perf_wait w;
+	NDK_CONNECTOR *c;
+	NDK_QP *qp;
+	NDK_SGE sge;
+	NDK_RESULT res;
+	NET_IFINDEX idx;
+	char ifname[IF_NAMESIZE] = "?";
+	unsigned int seq, sent = 0, received = 0;
+	double min = 1e30, max = 0, sum = 0, sum2 = 0;
+	uint64_t t0, setup;
+	NTSTATUS st;
+	int plen;
+
+	if (perf_route_source(dst, &src) ||
+	    !(idx = perf_ifindex_of((struct sockaddr *)&src))) {
+		fprintf(stderr, "ndkping: no route to %s\n",
+			perf_addr_str(dst, text, sizeof(text)));
+		return 2;
+	}
+	if_indextoname(idx, ifname);
+	perf_host_open(&host, idx);
+	perf_cq_create(&host, &cq, 64, true);
+	qp = perf_qp_create(&host, &cq, 16);
+	perf_buf_alloc(&host, &buf, MAX(size, 1));
+	perf_check("NdkCreateConnector", host.ad->Dispatch->NdkCreateConnector(
+						 host.ad, NULL, NULL, &c));
+	plen = snprintf(pd, sizeof(pd), "ndkping pid %d", (int)getpid());
+	perf_wait_init(&w);
+	t0 = perf_now_ns();
+	st = perf_wait_result(
+		&w, c->Dispatch->NdkConnect(
+			    c, qp, (PSOCKADDR)&src,
+			    perf_addr_len((struct sockaddr *)&src),
+			    (PSOCKADDR)dst, perf_addr_len(dst), PING_IRD,
+			    PING_ORD, pd, (ULONG)plen, perf_wait_done, &w));
+	if (st != STATUS_SUCCESS) {
+		printf("ndkping: connect to %s failed: %s\n",
+		       perf_addr_str(dst, text, sizeof(text)),
+		       NdkStatusName(st));
+		return 1;
+	}
+	perf_check("NdkCompleteConnect",
+		   c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL));
+	setup = perf_now_ns() - t0;
+	c->Dispatch->NdkGetLocalAddress(c, (PSOCKADDR)&local, &llen);
+	printf("NDKPING %s from %s (%s): connected in %.1f usec\n",
+	       perf_addr_str(dst, text, sizeof(text)),
+	       perf_addr_str((struct sockaddr *)&local, ltext, sizeof(ltext)),
+	       ifname, (double)setup / 1000.0);
+	printf("  own read limits requested: IRD %u ORD %u\n", PING_IRD,
+	       PING_ORD);
+	print_limits(c, "  server");
+
+	sge = (NDK_SGE){ .VirtualAddress = buf.p,
+			 .Length = (ULONG)size,
+			 .MemoryRegionToken = buf.ltok };
+	signal(SIGINT, on_sigint);
+	for (seq = 1; !stop && (!count || seq <= count); seq++) {
+		unsigned int got = 0;
+		double us;
+
+		memset(buf.p, (int)seq, size);
+		qp->Dispatch->NdkReceive(qp, (PVOID)2, &sge, size ? 1 : 0);
+		t0 = perf_now_ns();
+		perf_check("NdkSend", qp->Dispatch->NdkSend(qp, (PVOID)1, &sge,
+							    size ? 1 : 0, 0));
+		sent++;
+		/* The Send's completion and the echo's. */
+		while (got < 2 && !stop) {
+			if (cq.cq->Dispatch->NdkGetCqResults(cq.cq, &res, 1) !=
+			    1) {
+				perf_cq_wait_any(&cq);
+				continue;
+			}
+			if (res.Status != STATUS_SUCCESS) {
+				printf("request failed: %s\n",
+				       NdkStatusName(res.Status));
+				stop = 1;
+				break;
+			}
+			got++;
+		}
+		if (got < 2)
+			break;
+		us = (double)(perf_now_ns() - t0) / 1000.0;
+		received++;
+		min = MIN(min, us);
+		max = MAX(max, us);
+		sum += us;
+		sum2 += us * us;
+		printf("%zu bytes from %s: seq=%u time=%.1f usec\n", size,
+		       perf_addr_str(dst, text, sizeof(text)), seq, us);
+		fflush(stdout);
+		if (interval_ms && (!count || seq < count))
+			usleep(interval_ms * 1000);
+	}
+	printf("--- %s ndkping statistics ---\n",
+	       perf_addr_str(dst, text, sizeof(text)));
+	printf("%u sent, %u received, %.0f%% loss", sent, received,
+	       sent ? 100.0 * (sent - received) / sent : 0.0);
+	if (received)
+		printf(", rtt min/avg/max/mdev = %.1f/%.1f/%.1f/%.1f usec", min,
+		       sum / received, max,
+		       sqrt(MAX(sum2 / received -
+					(sum / received) * (sum / received),
+				0.0)));
+	printf("\n");
+	perf_wait_init(&w);
+	perf_wait_result(&w, c->Dispatch->NdkDisconnect(c, perf_wait_done, &w));
+	perf_close(&c->Header);
+	perf_close(&qp->Header);
+	perf_buf_free(&buf);
+	perf_cq_close(&cq);
+	perf_host_close(&host);
+	return received == sent && sent ? 0 : 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ndkping -s [-b ADDR] [-p PORT]              (server)\n"
+		"       ndkping [-c COUNT] [-i MS] [-S SIZE] HOST[:PORT]\n"
+		"  -c COUNT  round trips (default 4; 0 = until Ctrl-C)\n"
+		"  -i MS     pause between round trips (default 200)\n"
+		"  -S SIZE   message size, 0-%u bytes (default 8)\n"
+		"  -b ADDR   server address to listen on (127.0.0.1)\n"
+		"  -p PORT   port (default %u)\n",
+		PING_MAX_SIZE, PING_PORT);
+}
+
+int main(int argc, char **argv)
+{
+	const char *bind_addr = "127.0.0.1";
+	unsigned int port = PING_PORT, count = 4, interval = 200;
+	size_t size = 8;
+	bool serve = false;
+	struct sockaddr_storage a;
+	int c;
+
+	signal(SIGPIPE, SIG_IGN);
+	while ((c = getopt(argc, argv, "sb:p:c:i:S:h")) != -1) {
+		switch (c) {
+		case 's':
+			serve = true;
+			break;
+		case 'b':
+			bind_addr = optarg;
+			break;
+		case 'p':
+			port = (unsigned int)atoi(optarg);
+			break;
+		case 'c':
+			count = (unsigned int)atoi(optarg);
+			break;
+		case 'i':
+			interval = (unsigned int)atoi(optarg);
+			break;
+		case 'S':
+			size = (size_t)atol(optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 1;
+		}
+	}
+	if (size > PING_MAX_SIZE || (serve && optind != argc) ||
+	    (!serve && optind != argc - 1)) {
+		usage(stderr);
+		return 1;
+	}
+	if (perf_parse_addr(serve ? bind_addr : argv[optind], (uint16_t)port,
+			    &a)) {
+		fprintf(stderr, "ndkping: bad address\n");
+		return 1;
+	}
+	if (serve)
+		return server((struct sockaddr *)&a);
+	return client((struct sockaddr *)&a, count, interval, size);
+}
