@@ -1,0 +1,727 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ndkrping: rdma-core's rping on libndk, wire-compatible with it.
+ *
+ * One ping, as rping does it (librdmacm/examples/rping.c):
+ *   client  Send {start_buf address, rkey, size}          (16 bytes)
+ *   server  RDMA Read of size bytes from the client's start_buf
+ *   server  Send "go ahead"                               (16 bytes)
+ *   client  Send {rdma_buf address, rkey, size}
+ *   server  RDMA Write of strlen(data) + 1 bytes into the client's rdma_buf
+ *   server  Send "go ahead"
+ *   client  with -V compares rdma_buf with start_buf
+ * The advertisement is struct rping_rdma_info { __be64 buf; __be32 rkey;
+ * __be32 size; }. Our rkey is NdkGetRemoteTokenFromMr, a host-order STag
+ * that libndk writes big-endian into DDP headers (RFC 5041 4.3), as siw
+ * does with an rkey: both sides convert it like rping does.
+ *
+ * Each side pre-posts one 16-byte receive and re-posts it after every
+ * receive; rping connects with IRD = ORD = 1.
+ */
+#include <endian.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "iwutil.h"
+
+#define RPING_PORT	 7174
+#define RPING_BUFSIZE	 (64 * 1024)
+#define RPING_INFO_LEN	 16 /* struct rping_rdma_info */
+#define RPING_MSG_FMT	 "rdma-ping-%d: "
+#define RPING_SQ_DEPTH	 16
+#define RPING_RQ_DEPTH	 2
+#define BAD_TOKEN	 0xbad0bad0u /* names no STag: siw or ours */
+#define DEFAULT_WAIT_SEC 30
+
+enum fault {
+	FAULT_NONE,
+	FAULT_BADRKEY, /* client: advertise a token that is no STag */
+	FAULT_BADWRITE, /* after one ping, RDMA Write to an invalid STag */
+};
+
+struct opts {
+	int server;
+	int persistent;
+	unsigned int conns; /* server: stop after this many (0: -P forever) */
+	struct sockaddr_storage addr, src;
+	int have_addr, have_src;
+	const char *ifname;
+	int count; /* 0: forever, as rping */
+	ULONG size;
+	int size_given;
+	int verbose, validate;
+	ULONG ird, ord;
+	enum fault fault;
+	unsigned int wait_ms;
+	unsigned int rtr_delay_ms;
+};
+
+/* One side's state for one connection. */
+struct rping {
+	const struct opts *o;
+	struct iw_host *h;
+	struct iw_conn cn;
+	struct iw_buf recv, send, rdma, start;
+	unsigned char expect[RPING_BUFSIZE]; /* server -V: what was sent */
+	int pings;
+};
+
+/* The client's ping payload (rping_test_client): the header, then the
+ * letters 'A'..'z' from a start letter that moves on with every ping,
+ * and a NUL in the last byte. */
+static void fill_ping(char *buf, ULONG size, int ping)
+{
+	int start = 65 + ping % 58, cc;
+	unsigned char c = (unsigned char)start;
+	ULONG i;
+
+	cc = snprintf(buf, size, RPING_MSG_FMT, ping);
+	for (i = cc < 0 ? 0 : (ULONG)cc; i < size; i++) {
+		buf[i] = (char)c;
+		if (++c > 122)
+			c = 65;
+	}
+	buf[size - 1] = 0;
+}
+
+static void put_info(struct iw_buf *msg, const void *addr, UINT32 rkey,
+		     ULONG size)
+{
+	uint64_t a = htobe64((uint64_t)(uintptr_t)addr);
+	uint32_t k = htobe32(rkey), s = htobe32(size);
+	unsigned char *p = msg->mem;
+
+	memcpy(p, &a, 8);
+	memcpy(p + 8, &k, 4);
+	memcpy(p + 12, &s, 4);
+}
+
+static void get_info(const struct iw_buf *msg, uint64_t *addr, UINT32 *rkey,
+		     ULONG *size)
+{
+	const unsigned char *p = msg->mem;
+	uint64_t a;
+	uint32_t k, s;
+
+	memcpy(&a, p, 8);
+	memcpy(&k, p + 8, 4);
+	memcpy(&s, p + 12, 4);
+	*addr = be64toh(a);
+	*rkey = be32toh(k);
+	*size = be32toh(s);
+}
+
+static const char *op_name(NDK_OPERATION_TYPE t)
+{
+	switch (t) {
+	case NdkOperationTypeReceive:
+		return "recv";
+	case NdkOperationTypeSend:
+		return "send";
+	case NdkOperationTypeRead:
+		return "rdma read";
+	case NdkOperationTypeWrite:
+		return "rdma write";
+	default:
+		return "other";
+	}
+}
+
+static NTSTATUS post_recv(struct rping *r)
+{
+	NDK_SGE sge = { .VirtualAddress = r->recv.mem,
+			.Length = RPING_INFO_LEN,
+			.MemoryRegionToken = r->recv.ltoken };
+
+	return r->cn.qp->Dispatch->NdkReceive(r->cn.qp, NULL, &sge, 1);
+}
+
+static NTSTATUS post_send(struct rping *r)
+{
+	NDK_SGE sge = { .VirtualAddress = r->send.mem,
+			.Length = RPING_INFO_LEN,
+			.MemoryRegionToken = r->send.ltoken };
+
+	return r->cn.qp->Dispatch->NdkSend(r->cn.qp, NULL, &sge, 1, 0);
+}
+
+static NTSTATUS post_rdma(struct rping *r, int write, ULONG len, uint64_t raddr,
+			  UINT32 rkey)
+{
+	NDK_SGE sge = { .VirtualAddress = r->rdma.mem,
+			.Length = len,
+			.MemoryRegionToken = r->rdma.ltoken };
+	NDK_QP *qp = r->cn.qp;
+
+	iw_dbg("post rdma %s len %u to addr %llx rkey %x\n",
+	       write ? "write" : "read", len, (unsigned long long)raddr, rkey);
+	if (write)
+		return qp->Dispatch->NdkWrite(qp, NULL, &sge, 1, raddr, rkey,
+					      0);
+	return qp->Dispatch->NdkRead(qp, NULL, &sge, 1, raddr, rkey, 0);
+}
+
+/*
+ * Reaps completions until one of type want succeeds. A receive is
+ * re-posted at once, as rping's CQ handler does. Returns 0, or -1 when
+ * the connection ended (peer disconnect or Terminate), a completion
+ * failed, or nothing came within the wait.
+ */
+static int wait_for(struct rping *r, NDK_OPERATION_TYPE want, ULONG *bytes)
+{
+	NDK_RESULT_EX res;
+	int rc;
+
+	for (;;) {
+		rc = iw_cq_next(&r->cn, &res, r->o->wait_ms);
+		if (rc < 0) {
+			iw_dbg("connection ended waiting for %s\n",
+			       op_name(want));
+			return -1;
+		}
+		if (!rc) {
+			fprintf(stderr, "%s: timed out waiting for %s\n",
+				iw_prog, op_name(want));
+			return -1;
+		}
+		if (res.Status != STATUS_SUCCESS) {
+			fprintf(stderr,
+				"%s: cq completion failed status %s (%s)\n",
+				iw_prog, NdkStatusName(res.Status),
+				op_name(res.Type));
+			return -1;
+		}
+		iw_dbg("%s completion\n", op_name(res.Type));
+		if (res.Type == NdkOperationTypeReceive) {
+			if (res.BytesTransferred != RPING_INFO_LEN) {
+				fprintf(stderr,
+					"%s: Received bogus data, size %u\n",
+					iw_prog, res.BytesTransferred);
+				return -1;
+			}
+			/* Take the message before the buffer is reused. */
+			if (bytes)
+				*bytes = res.BytesTransferred;
+			if (want == res.Type)
+				return 0;
+			fprintf(stderr, "%s: unexpected receive\n", iw_prog);
+			return -1;
+		}
+		if (res.Type == want)
+			return 0;
+	}
+}
+
+/* A receive whose message has been read out goes back on the queue. */
+static int repost_recv(struct rping *r)
+{
+	NTSTATUS st = post_recv(r);
+
+	if (!NT_SUCCESS(st)) {
+		fprintf(stderr, "%s: post recv error: %s\n", iw_prog,
+			NdkStatusName(st));
+		return -1;
+	}
+	return 0;
+}
+
+static int send_info(struct rping *r)
+{
+	NTSTATUS st = post_send(r);
+
+	if (!NT_SUCCESS(st)) {
+		fprintf(stderr, "%s: post send error: %s\n", iw_prog,
+			NdkStatusName(st));
+		return -1;
+	}
+	return 0;
+}
+
+/* Writes one byte to an STag the peer does not have: its RDMAP/DDP
+ * layer must answer with a Terminate (RFC 5041 7.2, invalid STag). */
+static int inject_bad_write(struct rping *r)
+{
+	NTSTATUS st;
+
+	printf("%s: fault: RDMA Write to invalid STag %#x\n", iw_prog,
+	       BAD_TOKEN);
+	fflush(stdout);
+	st = post_rdma(r, 1, 1, 0, BAD_TOKEN);
+	if (!NT_SUCCESS(st)) {
+		fprintf(stderr, "%s: post write error: %s\n", iw_prog,
+			NdkStatusName(st));
+		return -1;
+	}
+	return 0;
+}
+
+/* The client side of rping_test_client; returns 0 after count pings. */
+static int run_client_pings(struct rping *r)
+{
+	const struct opts *o = r->o;
+	ULONG size = o->size;
+	int ping;
+
+	for (ping = 0; !o->count || ping < o->count; ping++) {
+		UINT32 rkey = r->start.rtoken;
+
+		fill_ping(r->start.mem, size, ping);
+		memset(r->rdma.mem, 0, size);
+		if (o->fault == FAULT_BADRKEY) {
+			printf("%s: fault: advertising invalid rkey %#x\n",
+			       iw_prog, BAD_TOKEN);
+			fflush(stdout);
+			rkey = BAD_TOKEN;
+		}
+		put_info(&r->send, r->start.mem, rkey, size);
+		iw_dbg("RDMA addr %llx rkey %x len %u\n",
+		       (unsigned long long)(uintptr_t)r->start.mem, rkey, size);
+		if (send_info(r) ||
+		    wait_for(r, NdkOperationTypeReceive, NULL) ||
+		    repost_recv(r))
+			return -1;
+		/* Go-ahead: the server has read start_buf. */
+		put_info(&r->send, r->rdma.mem, r->rdma.rtoken, size);
+		iw_dbg("RDMA addr %llx rkey %x len %u\n",
+		       (unsigned long long)(uintptr_t)r->rdma.mem,
+		       r->rdma.rtoken, size);
+		if (send_info(r) ||
+		    wait_for(r, NdkOperationTypeReceive, NULL) ||
+		    repost_recv(r))
+			return -1;
+		if (o->validate && memcmp(r->start.mem, r->rdma.mem, size)) {
+			fprintf(stderr, "%s: data mismatch in ping %d!\n",
+				iw_prog, ping);
+			return -1;
+		}
+		if (o->verbose)
+			printf("ping data: %s\n", (char *)r->rdma.mem);
+		r->pings++;
+		if (o->fault == FAULT_BADWRITE && inject_bad_write(r))
+			return -1;
+	}
+	return 0;
+}
+
+/* The server side of rping_test_server for one connection. Returns 0
+ * when the client disconnects between pings. */
+static int run_server_pings(struct rping *r)
+{
+	const struct opts *o = r->o;
+	uint64_t raddr;
+	UINT32 rkey;
+	ULONG rlen, wlen;
+
+	for (;;) {
+		/* The client's start_buf advertisement, or its disconnect. */
+		if (wait_for(r, NdkOperationTypeReceive, NULL))
+			return iw_conn_disconnected(&r->cn) ? 0 : -1;
+		get_info(&r->recv, &raddr, &rkey, &rlen);
+		if (repost_recv(r))
+			return -1;
+		iw_dbg("Received rkey %x addr %llx len %u from peer\n", rkey,
+		       (unsigned long long)raddr, rlen);
+		if (rlen > r->rdma.len) {
+			fprintf(stderr, "%s: peer buffer %u > %u bytes\n",
+				iw_prog, rlen, r->rdma.len);
+			return -1;
+		}
+		if (!NT_SUCCESS(post_rdma(r, 0, rlen, raddr, rkey)) ||
+		    wait_for(r, NdkOperationTypeRead, NULL))
+			return -1;
+		if (o->verbose)
+			printf("server ping data: %.*s\n", (int)rlen,
+			       (char *)r->rdma.mem);
+		if (o->validate && rlen) {
+			fill_ping((char *)r->expect, rlen, r->pings);
+			if (memcmp(r->expect, r->rdma.mem, rlen)) {
+				fprintf(stderr,
+					"%s: read data mismatch in ping %d\n",
+					iw_prog, r->pings);
+				return -1;
+			}
+		}
+		if (o->fault == FAULT_BADWRITE && inject_bad_write(r))
+			return -1;
+		if (send_info(r))
+			return -1;
+		/* The client's rdma_buf advertisement. */
+		if (wait_for(r, NdkOperationTypeReceive, NULL))
+			return -1;
+		get_info(&r->recv, &raddr, &rkey, &rlen);
+		if (repost_recv(r))
+			return -1;
+		iw_dbg("Received rkey %x addr %llx len %u from peer\n", rkey,
+		       (unsigned long long)raddr, rlen);
+		/* rping echoes strlen(data) + 1 bytes. */
+		wlen = (ULONG)strnlen(r->rdma.mem, r->rdma.len) + 1;
+		if (wlen > rlen)
+			wlen = rlen;
+		if (!NT_SUCCESS(post_rdma(r, 1, wlen, raddr, rkey)) ||
+		    wait_for(r, NdkOperationTypeWrite, NULL))
+			return -1;
+		iw_dbg("server rdma write complete\n");
+		if (send_info(r))
+			return -1;
+		r->pings++;
+	}
+}
+
+static void rping_bufs(struct rping *r, int server)
+{
+	ULONG rw = NDK_MR_FLAG_ALLOW_LOCAL_WRITE |
+		   NDK_MR_FLAG_ALLOW_REMOTE_READ |
+		   NDK_MR_FLAG_ALLOW_REMOTE_WRITE;
+
+	iw_buf_init(r->h, &r->recv, RPING_INFO_LEN,
+		    NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
+	iw_buf_init(r->h, &r->send, RPING_INFO_LEN, 0);
+	/* The server reads whatever size the client advertises, up to
+	 * rping's largest buffer. */
+	iw_buf_init(r->h, &r->rdma, server ? RPING_BUFSIZE : r->o->size, rw);
+	if (!server)
+		iw_buf_init(r->h, &r->start, r->o->size, rw);
+}
+
+static void rping_free(struct rping *r)
+{
+	iw_conn_close(&r->cn);
+	iw_buf_free(&r->recv);
+	iw_buf_free(&r->send);
+	iw_buf_free(&r->rdma);
+	if (r->start.mr)
+		iw_buf_free(&r->start);
+}
+
+/* After a fault the connection must end, from either side. */
+static int fault_outcome(struct rping *r, int rc)
+{
+	if (rc == 0) {
+		fprintf(stderr, "%s: fault injected, connection still up\n",
+			iw_prog);
+		return 1;
+	}
+	if (!iw_conn_disconnected(&r->cn) &&
+	    iw_wait_for(&r->cn.disc, r->o->wait_ms) != STATUS_SUCCESS) {
+		fprintf(stderr, "%s: fault: no disconnect event\n", iw_prog);
+		return 1;
+	}
+	printf("%s: fault: connection ended after %d pings\n", iw_prog,
+	       r->pings);
+	return 0;
+}
+
+static int run_client(const struct opts *o)
+{
+	struct iw_host h;
+	struct rping *r = calloc(1, sizeof(*r));
+	struct sockaddr_storage src;
+	struct iw_wait w;
+	NTSTATUS st;
+	char a[80], b[80];
+	int rc;
+
+	if (!r)
+		return 2;
+	if (o->have_src) {
+		src = o->src;
+	} else {
+		/* The source the kernel routes from, port 0. */
+		if (iw_route_source((const struct sockaddr *)&o->addr, &src)) {
+			fprintf(stderr, "%s: no route to the server\n",
+				iw_prog);
+			free(r);
+			return 2;
+		}
+	}
+	iw_host_open(&h, o->ifname, (struct sockaddr *)&src);
+	r->o = o;
+	r->h = &h;
+	rping_bufs(r, 0);
+	iw_conn_init(&h, &r->cn, RPING_RQ_DEPTH, RPING_SQ_DEPTH);
+	iw_check("NdkReceive", post_recv(r));
+	iw_check("NdkCreateConnector", h.ad->Dispatch->NdkCreateConnector(
+					       h.ad, NULL, NULL, &r->cn.c));
+	iw_wait_init(&w);
+	iw_dbg("connecting %s -> %s, IRD %u ORD %u\n",
+	       iw_addr_str((struct sockaddr *)&src, a, sizeof(a)),
+	       iw_addr_str((const struct sockaddr *)&o->addr, b, sizeof(b)),
+	       o->ird, o->ord);
+	st = r->cn.c->Dispatch->NdkConnect(
+		r->cn.c, r->cn.qp, (PSOCKADDR)&src,
+		iw_addr_len((struct sockaddr *)&src), (PSOCKADDR)&o->addr,
+		iw_addr_len((const struct sockaddr *)&o->addr), o->ird, o->ord,
+		NULL, 0, iw_wait_done, &w);
+	st = iw_wait_result(&w, st, o->wait_ms);
+	if (st != STATUS_SUCCESS) {
+		fprintf(stderr, "%s: connect error: %s\n", iw_prog,
+			NdkStatusName(st));
+		rping_free(r);
+		iw_host_close(&h);
+		free(r);
+		return 1;
+	}
+	if (iw_debug)
+		iw_print_connection_data("client", r->cn.c);
+	iw_rtr_delay(o->rtr_delay_ms);
+	iw_check("NdkCompleteConnectEx",
+		 r->cn.c->Dispatch->NdkCompleteConnectEx(
+			 r->cn.c, iw_on_disconnect, &r->cn, NULL, NULL));
+	iw_dbg("rdma_connect successful\n");
+
+	rc = run_client_pings(r);
+	if (o->fault != FAULT_NONE)
+		rc = fault_outcome(r, rc);
+	else if (rc)
+		fprintf(stderr, "%s: rping client failed after %d pings\n",
+			iw_prog, r->pings);
+	else
+		printf("%s: client: %d pings of %u bytes%s\n", iw_prog,
+		       r->pings, o->size, o->validate ? ", validated" : "");
+	rping_free(r);
+	iw_host_close(&h);
+	free(r);
+	return rc ? 1 : 0;
+}
+
+/* Accepts c and serves pings until the client disconnects. */
+static int serve_one(const struct opts *o, struct iw_host *h, NDK_CONNECTOR *c)
+{
+	struct rping *r = calloc(1, sizeof(*r));
+	struct iw_wait w;
+	NTSTATUS st;
+	int rc;
+
+	if (!r)
+		return 2;
+	r->o = o;
+	r->h = h;
+	rping_bufs(r, 1);
+	iw_conn_init(h, &r->cn, RPING_RQ_DEPTH, RPING_SQ_DEPTH);
+	r->cn.c = c;
+	if (iw_debug)
+		iw_print_connection_data("server request", c);
+	iw_check("NdkReceive", post_recv(r));
+	iw_wait_init(&w);
+	st = c->Dispatch->NdkAcceptEx(c, r->cn.qp, o->ird, o->ord, NULL, 0,
+				      iw_on_disconnect, &r->cn, iw_wait_done,
+				      &w);
+	st = iw_wait_result(&w, st, o->wait_ms);
+	if (st != STATUS_SUCCESS) {
+		fprintf(stderr, "%s: accept error: %s\n", iw_prog,
+			NdkStatusName(st));
+		rping_free(r);
+		free(r);
+		return 1;
+	}
+	if (iw_debug)
+		iw_print_connection_data("server accepted", c);
+	rc = run_server_pings(r);
+	if (o->fault != FAULT_NONE) {
+		rc = fault_outcome(r, rc ? rc : -1);
+	} else if (rc) {
+		fprintf(stderr, "%s: rping server failed after %d pings\n",
+			iw_prog, r->pings);
+	} else {
+		printf("%s: server: %d pings%s, client disconnected\n", iw_prog,
+		       r->pings, o->validate ? " validated" : "");
+		if (o->count && r->pings != o->count) {
+			fprintf(stderr, "%s: expected %d pings\n", iw_prog,
+				o->count);
+			rc = 1;
+		}
+	}
+	fflush(stdout);
+	rping_free(r);
+	free(r);
+	return rc ? 1 : 0;
+}
+
+static int run_server(const struct opts *o)
+{
+	struct iw_host h;
+	struct iw_listener l;
+	NDK_CONNECTOR *c;
+	unsigned int served = 0;
+	int rc = 0;
+	char a[80];
+
+	iw_host_open(&h, o->ifname, (const struct sockaddr *)&o->addr);
+	iw_listen(&h, &l, (const struct sockaddr *)&o->addr);
+	/* With -p 0 this shows the port picked. */
+	printf("%s: listening on %s\n", iw_prog,
+	       iw_addr_str((struct sockaddr *)&l.addr, a, sizeof(a)));
+	fflush(stdout);
+	do {
+		c = iw_next_incoming(&l, 0);
+		if (!c)
+			break;
+		rc |= serve_one(o, &h, c);
+		served++;
+	} while (o->persistent && (!o->conns || served < o->conns));
+	iw_listener_close(&l);
+	iw_host_close(&h);
+	return rc;
+}
+
+static void usage(void)
+{
+	printf("%s -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [-P] "
+	       "[-n conns]\n"
+	       "%s -c [-vVd] [-S size] [-C count] [-I addr] -a addr "
+	       "[-p port]\n"
+	       "\t-c\t\tclient side\n"
+	       "\t-s\t\tserver side (default address 127.0.0.1)\n"
+	       "\t-I addr\t\tsource address to bind to for the client\n"
+	       "\t-v\t\tdisplay ping data to stdout\n"
+	       "\t-V\t\tvalidate ping data (server: the data read too)\n"
+	       "\t-d\t\tdebug printfs\n"
+	       "\t-S size\t\tping data size, 1 to %d (rping: 26 to %d)\n"
+	       "\t-C count\tping count times (0: forever)\n"
+	       "\t-a addr\t\taddress\n"
+	       "\t-p port\t\tport (%d)\n"
+	       "\t-P\t\tpersistent server: serve connections one by one\n"
+	       "libndk options:\n"
+	       "\t-n conns\tserver: exit after conns connections (implies "
+	       "-P)\n"
+	       "\t-i ifname\tadapter interface (default: the one that owns "
+	       "the address)\n"
+	       "\t-r ird -o ord\tread limits for Connect/Accept (1 1)\n"
+	       "\t-w seconds\thow long to wait for the peer (%d)\n"
+	       "\t-D ms\t\tclient: wait ms before CompleteConnect (the RTR)\n"
+	       "\t\t\tagainst siw's accept window (tests/interop/README.md)\n"
+	       "\t-F fault\tbadrkey (client: advertise an invalid rkey) or\n"
+	       "\t\t\tbadwrite (RDMA Write to an invalid STag after a "
+	       "ping);\n"
+	       "\t\t\texit 0 if the connection then ends\n",
+	       iw_prog, iw_prog, RPING_BUFSIZE, RPING_BUFSIZE - 1, RPING_PORT,
+	       DEFAULT_WAIT_SEC);
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .server = -1,
+			  .size = 64,
+			  .ird = 1,
+			  .ord = 1,
+			  .wait_ms = DEFAULT_WAIT_SEC * 1000 };
+	const char *addr = NULL, *src = NULL;
+	long port = RPING_PORT, v;
+	int op;
+
+	iw_prog = "ndkrping";
+	while ((op = getopt(argc, argv, "a:I:Pp:C:S:scvVdqn:i:r:o:w:D:F:h")) !=
+	       -1) {
+		switch (op) {
+		case 'a':
+			addr = optarg;
+			break;
+		case 'I':
+			src = optarg;
+			break;
+		case 'P':
+			o.persistent = 1;
+			break;
+		case 'n':
+			o.persistent = 1;
+			o.conns = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 'p':
+			port = strtol(optarg, NULL, 0);
+			break;
+		case 's':
+			o.server = 1;
+			break;
+		case 'c':
+			o.server = 0;
+			break;
+		case 'S':
+			v = strtol(optarg, NULL, 0);
+			if (v < 1 || v > RPING_BUFSIZE) {
+				fprintf(stderr,
+					"Invalid size %ld (valid range is 1 "
+					"to %d)\n",
+					v, RPING_BUFSIZE);
+				return 2;
+			}
+			o.size = (ULONG)v;
+			o.size_given = 1;
+			break;
+		case 'C':
+			o.count = atoi(optarg);
+			if (o.count < 0) {
+				fprintf(stderr, "Invalid count %d\n", o.count);
+				return 2;
+			}
+			break;
+		case 'v':
+			o.verbose++;
+			break;
+		case 'V':
+			o.validate++;
+			break;
+		case 'd':
+			iw_debug++;
+			break;
+		case 'q': /* rping: self-created QP; ours always is */
+			break;
+		case 'i':
+			o.ifname = optarg;
+			break;
+		case 'r':
+			o.ird = (ULONG)strtoul(optarg, NULL, 0);
+			break;
+		case 'o':
+			o.ord = (ULONG)strtoul(optarg, NULL, 0);
+			break;
+		case 'w':
+			o.wait_ms =
+				(unsigned int)strtoul(optarg, NULL, 0) * 1000;
+			break;
+		case 'D':
+			o.rtr_delay_ms = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 'F':
+			if (!strcmp(optarg, "badrkey"))
+				o.fault = FAULT_BADRKEY;
+			else if (!strcmp(optarg, "badwrite"))
+				o.fault = FAULT_BADWRITE;
+			else {
+				fprintf(stderr, "unknown fault %s\n", optarg);
+				return 2;
+			}
+			break;
+		default:
+			usage();
+			return 2;
+		}
+	}
+	if (o.server < 0 || port < 0 || port > 65535 || optind != argc) {
+		usage();
+		return 2;
+	}
+	if (o.server && o.fault == FAULT_BADRKEY) {
+		fprintf(stderr, "-F badrkey is a client fault\n");
+		return 2;
+	}
+	if (!addr && !o.server) {
+		usage();
+		return 2;
+	}
+	if (iw_parse_addr(addr ? addr : "127.0.0.1", (uint16_t)port, &o.addr)) {
+		fprintf(stderr, "%s: bad address %s\n", iw_prog, addr);
+		return 2;
+	}
+	o.have_addr = 1;
+	if (src) {
+		if (iw_parse_addr(src, 0, &o.src)) {
+			fprintf(stderr, "%s: bad address %s\n", iw_prog, src);
+			return 2;
+		}
+		o.have_src = 1;
+	}
+	return o.server ? run_server(&o) : run_client(&o);
+}
