@@ -77,6 +77,8 @@ struct ndk_cq {
 	uint64_t mod_since_ns; /* when it became satisfied */
 	bool mod_timer_set; /* mod_timer armed or firing; holds a ref */
 	struct ndk_timer mod_timer;
+
+	struct list_head pollers; /* struct ndk_cq_poller */
 };
 
 struct ndk_cq *to_ndk_cq(NDK_CQ *cq)
@@ -357,6 +359,55 @@ static void cq_drained_locked(struct ndk_cq *cq)
 		cq->mod_pending = false;
 }
 
+void ndk_cq_add_poller(struct ndk_cq *cq, struct ndk_cq_poller *p)
+{
+	pthread_mutex_lock(&cq->lock);
+	if (!p->added)
+		list_add_tail(&p->node, &cq->pollers);
+	p->added = true;
+	pthread_mutex_unlock(&cq->lock);
+}
+
+void ndk_cq_del_poller(struct ndk_cq *cq, struct ndk_cq_poller *p)
+{
+	pthread_mutex_lock(&cq->lock);
+	if (p->added)
+		list_del(&p->node);
+	p->added = false;
+	pthread_mutex_unlock(&cq->lock);
+}
+
+#define CQ_POLL_MAX 8
+
+/*
+ * Lock held, CQ empty: runs up to CQ_POLL_MAX pollers without the lock
+ * (they push completions), then takes it again. The first one polled
+ * goes to the back, so many connections on one CQ take turns.
+ */
+static void cq_progress_locked(struct ndk_cq *cq)
+{
+	struct ndk_cq_poller *p[CQ_POLL_MAX];
+	struct list_head *pos;
+	unsigned int n = 0, i;
+
+	list_for_each (pos, &cq->pollers) {
+		p[n] = list_entry(pos, struct ndk_cq_poller, node);
+		ndk_obj_get(p[n]->owner);
+		if (++n == CQ_POLL_MAX)
+			break;
+	}
+	if (!n)
+		return;
+	list_del(&p[0]->node);
+	list_add_tail(&p[0]->node, &cq->pollers);
+	pthread_mutex_unlock(&cq->lock);
+	for (i = 0; i < n; i++) {
+		p[i]->poll(p[i]);
+		ndk_obj_put(p[i]->owner);
+	}
+	pthread_mutex_lock(&cq->lock);
+}
+
 static ULONG cq_get_results(NDK_CQ *pNdkCq, NDK_RESULT Results[],
 			    ULONG nResults)
 {
@@ -367,6 +418,8 @@ static ULONG cq_get_results(NDK_CQ *pNdkCq, NDK_RESULT Results[],
 	if (!Results)
 		return 0;
 	pthread_mutex_lock(&cq->lock);
+	if (!cq->count)
+		cq_progress_locked(cq);
 	for (i = 0; i < nResults && cq->count; i++) {
 		cq_pop_locked(cq, &e);
 		Results[i].Status = e.Status;
@@ -388,6 +441,8 @@ static ULONG cq_get_results_ex(NDK_CQ *pNdkCq, NDK_RESULT_EX Results[],
 	if (!Results)
 		return 0;
 	pthread_mutex_lock(&cq->lock);
+	if (!cq->count)
+		cq_progress_locked(cq);
 	for (i = 0; i < nResults && cq->count; i++)
 		cq_pop_locked(cq, &Results[i]);
 	cq_drained_locked(cq);
@@ -528,6 +583,7 @@ NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
 	cq->notify = CqNotification;
 	cq->notify_ctx = CqNotificationContext;
 	cq->arm = CQ_ARM_NONE;
+	list_init(&cq->pollers);
 	pthread_mutex_init(&cq->lock, NULL);
 	ndk_work_init(&cq->notify_work, cq_notify_work);
 	ndk_timer_init(&cq->mod_timer, cq_timer_fn);

@@ -13,9 +13,31 @@
 #define NDK_QP_CQ_H
 
 #include <stdbool.h>
+#include "core/list.h"
 #include "core/object.h"
 
 struct ndk_cq;
+
+/*
+ * Consumer-driven progress. A connection whose completions land on this
+ * CQ registers a poller; NdkGetCqResults(Ex) on an empty CQ runs the
+ * pollers on the consumer's thread, so a consumer that busy-polls moves
+ * its own data without waiting for the engine thread to be scheduled (on
+ * a machine with few cores, the engine would compete with the poller).
+ * poll() must not block and must not take this CQ's lock; owner is held
+ * while it runs.
+ */
+struct ndk_cq_poller {
+	struct list_head node; /* in cq->pollers, under cq->lock */
+	void (*poll)(struct ndk_cq_poller *p);
+	struct ndk_obj *owner;
+	bool added;
+};
+
+/* Any thread. A poller is added at most once and removed before its
+ * owner goes. */
+void ndk_cq_add_poller(struct ndk_cq *cq, struct ndk_cq_poller *p);
+void ndk_cq_del_poller(struct ndk_cq *cq, struct ndk_cq_poller *p);
 
 /* The private CQ behind a consumer-visible one; NULL for NULL. */
 struct ndk_cq *to_ndk_cq(NDK_CQ *cq);

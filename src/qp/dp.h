@@ -24,6 +24,7 @@
 #include <ndk/ndk.h>
 #include "engine/engine.h"
 #include "iwarp/fpdu.h"
+#include "qp/cq.h"
 
 struct ndk_qp;
 
@@ -131,6 +132,12 @@ struct ndk_dp {
 	pthread_mutex_t rx_lock;
 	struct ndk_dp_rx *rx;
 	struct ndk_dp_traffic rx_traffic; /* under rx_lock */
+
+	/* Consumer-driven receive (cq.h): a poller on each CQ; an error met
+	 * there is handed to the engine, which ends the connection. */
+	struct ndk_cq_poller rpoll, ipoll;
+	int rx_error; /* under rx_lock */
+	struct ndk_work rx_error_work;
 };
 
 /*

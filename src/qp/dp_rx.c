@@ -56,8 +56,37 @@ struct ndk_dp_rx {
 	bool have_ref;
 	uint8_t term[RDMAP_TERM_BODY_MAX];
 	size_t term_len;
-	uint8_t buf[16384]; /* socket reads, engine thread only */
 };
+
+/*
+ * Socket reads land in a buffer of the receiving thread, not of the
+ * connection: nothing points into it once rx_bytes() returns (the parser
+ * keeps partial headers itself, payload is placed at once), so one large
+ * buffer per thread serves every connection (few syscalls per FPDU, and
+ * no per-connection memory for it).
+ */
+#define RX_BUF_SIZE (256 * 1024)
+
+static pthread_key_t rx_buf_key;
+static pthread_once_t rx_buf_once = PTHREAD_ONCE_INIT;
+static __thread uint8_t *rx_buf;
+
+static void rx_buf_key_init(void)
+{
+	pthread_key_create(&rx_buf_key, free);
+}
+
+static uint8_t *rx_thread_buf(void)
+{
+	if (likely(rx_buf))
+		return rx_buf;
+	pthread_once(&rx_buf_once, rx_buf_key_init);
+	rx_buf = malloc(RX_BUF_SIZE);
+	/* Freed when the thread exits. */
+	if (rx_buf)
+		pthread_setspecific(rx_buf_key, rx_buf);
+	return rx_buf;
+}
 
 /* ------------------------------------------------------------------ */
 /* Terminate                                                          */
@@ -471,10 +500,46 @@ static int rx_bytes(struct ndk_dp *dp, const uint8_t *buf, size_t len)
 	}
 }
 
+/*
+ * Receives and processes what the socket has, up to budget reads; rx_lock
+ * held. Returns 0 (drained or budget spent) or a negative errno when the
+ * connection ended.
+ */
+static int rx_pass(struct ndk_dp *dp, int budget)
+{
+	uint8_t *buf = rx_thread_buf();
+	int ret;
+
+	if (!buf)
+		return 0; /* no memory now: the socket stays readable */
+	pthread_mutex_lock(&dp->lock);
+	ret = dp->attached ? 0 : 1;
+	pthread_mutex_unlock(&dp->lock);
+	if (!ret && dp->rx_error)
+		ret = dp->rx_error;
+	while (!ret && budget--) {
+		ssize_t n = recv(dp->fd, buf, RX_BUF_SIZE, MSG_DONTWAIT);
+
+		if (n == 0)
+			ret = -EPIPE;
+		else if (n < 0)
+			ret = errno == EAGAIN || errno == EINTR ? 1 : -errno;
+		else {
+			ndk_dp_traffic(dp, &dp->rx_traffic, false, (uint64_t)n,
+				       0, false);
+			ret = rx_bytes(dp, buf, (size_t)n);
+		}
+	}
+	/* The connection ended: count the rest now. */
+	if (ret < 0)
+		ndk_dp_traffic(dp, &dp->rx_traffic, false, 0, 0, true);
+	return ret > 0 ? 0 : ret;
+}
+
 int ndk_dp_io(struct ndk_qp *qp, uint32_t events)
 {
 	struct ndk_dp *dp = qp->dp;
-	int ret, budget = 16;
+	int ret;
 
 	if (!dp)
 		return -ENOTCONN;
@@ -486,29 +551,53 @@ int ndk_dp_io(struct ndk_qp *qp, uint32_t events)
 	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
 		return 0;
 	pthread_mutex_lock(&dp->rx_lock);
-	pthread_mutex_lock(&dp->lock);
-	ret = dp->attached ? 0 : 1;
-	pthread_mutex_unlock(&dp->lock);
 	/* Bounded per wake-up so one busy connection cannot starve others. */
-	while (!ret && budget--) {
-		ssize_t n = recv(dp->fd, dp->rx->buf, sizeof(dp->rx->buf),
-				 MSG_DONTWAIT);
-
-		if (n == 0)
-			ret = -EPIPE;
-		else if (n < 0)
-			ret = errno == EAGAIN || errno == EINTR ? 1 : -errno;
-		else {
-			ndk_dp_traffic(dp, &dp->rx_traffic, false, (uint64_t)n,
-				       0, false);
-			ret = rx_bytes(dp, dp->rx->buf, (size_t)n);
-		}
-	}
-	/* The connection ended: count the rest now. */
-	if (ret < 0)
-		ndk_dp_traffic(dp, &dp->rx_traffic, false, 0, 0, true);
+	ret = rx_pass(dp, 16);
 	pthread_mutex_unlock(&dp->rx_lock);
-	return ret > 0 ? 0 : ret;
+	return ret;
+}
+
+/*
+ * Engine thread: an error that a consumer's poll met. The connector's
+ * handler runs as if the socket were readable and gets it from rx_pass.
+ * The QP reference taken when the work was posted keeps dp alive; the
+ * connector is alive while dp is attached (it detaches before it goes,
+ * and an off-engine close waits for the engine to pass this work).
+ */
+static void rx_error_work_fn(struct ndk_work *w)
+{
+	struct ndk_dp *dp = container_of(w, struct ndk_dp, rx_error_work);
+	struct ndk_qp *qp = dp->qp;
+	bool attached;
+
+	pthread_mutex_lock(&dp->lock);
+	attached = dp->attached;
+	pthread_mutex_unlock(&dp->lock);
+	if (attached)
+		dp->io->fn(dp->io, EPOLLIN);
+	ndk_obj_put(&qp->obj);
+}
+
+/* A CQ's poller (cq.h), on the consumer's thread. */
+static void dp_poll(struct ndk_cq_poller *p)
+{
+	struct ndk_qp *qp = container_of(p->owner, struct ndk_qp, obj);
+	struct ndk_dp *dp = qp->dp;
+	int ret;
+
+	/* Busy: the engine (or another poller) is receiving right now. */
+	if (!dp || pthread_mutex_trylock(&dp->rx_lock))
+		return;
+	ret = dp->rx_error ? 0 : rx_pass(dp, 4);
+	/* The end of the stream stays readable for the engine to see;
+	 * anything else is handed over once. */
+	if (ret < 0 && ret != -EPIPE) {
+		dp->rx_error = ret;
+		ndk_obj_get(&qp->obj);
+		if (!ndk_engine_post(dp->engine, &dp->rx_error_work))
+			ndk_obj_put(&qp->obj);
+	}
+	pthread_mutex_unlock(&dp->rx_lock);
 }
 
 /* ------------------------------------------------------------------ */
@@ -575,8 +664,15 @@ int ndk_dp_attach(struct ndk_qp *qp, int fd, struct ndk_engine *engine,
 	dp->rx->msn_send = 1;
 	dp->rx->msn_readreq = 1;
 	fpdu_rx_init(&dp->rx->parser, crc);
+	ndk_work_init(&dp->rx_error_work, rx_error_work_fn);
+	dp->rpoll.poll = dp_poll;
+	dp->rpoll.owner = &qp->obj;
+	dp->ipoll = dp->rpoll;
 	dp->attached = true;
 	qp->dp = dp;
+	ndk_cq_add_poller(qp->rcq, &dp->rpoll);
+	if (qp->icq != qp->rcq)
+		ndk_cq_add_poller(qp->icq, &dp->ipoll);
 	return 0;
 }
 
@@ -590,6 +686,8 @@ void ndk_dp_detach(struct ndk_qp *qp)
 	dp->attached = false;
 	dp->tx_left = 0;
 	pthread_mutex_unlock(&dp->lock);
+	ndk_cq_del_poller(qp->rcq, &dp->rpoll);
+	ndk_cq_del_poller(qp->icq, &dp->ipoll);
 }
 
 void ndk_dp_free(struct ndk_qp *qp)
