@@ -79,6 +79,7 @@ struct ndk_cq {
 	struct ndk_timer mod_timer;
 
 	struct list_head pollers; /* struct ndk_cq_poller */
+	unsigned int claimed; /* pollers that took over from the engine */
 };
 
 struct ndk_cq *to_ndk_cq(NDK_CQ *cq)
@@ -304,9 +305,12 @@ bool ndk_cq_in_error(struct ndk_cq *cq)
 	return error;
 }
 
+static void cq_pollers_armed(struct ndk_cq *cq);
+
 static VOID cq_arm(NDK_CQ *pNdkCq, ULONG Type)
 {
 	struct ndk_cq *cq = to_ndk_cq(pNdkCq);
+	unsigned int claimed;
 	enum cq_arm arm;
 	bool kick;
 
@@ -336,9 +340,13 @@ static VOID cq_arm(NDK_CQ *pNdkCq, ULONG Type)
 	 * the consumer may hold locks around ArmCq.
 	 */
 	kick = cq_eval_locked(cq);
+	claimed = cq->claimed;
 	pthread_mutex_unlock(&cq->lock);
 	if (kick)
 		cq_kick(cq);
+	/* The consumer will wait for the notification, not poll. */
+	if (claimed)
+		cq_pollers_armed(cq);
 }
 
 /* Lock held: removes the oldest entry into *out. */
@@ -359,6 +367,8 @@ static void cq_drained_locked(struct ndk_cq *cq)
 		cq->mod_pending = false;
 }
 
+#define CQ_POLL_MAX 8
+
 void ndk_cq_add_poller(struct ndk_cq *cq, struct ndk_cq_poller *p)
 {
 	pthread_mutex_lock(&cq->lock);
@@ -373,11 +383,12 @@ void ndk_cq_del_poller(struct ndk_cq *cq, struct ndk_cq_poller *p)
 	pthread_mutex_lock(&cq->lock);
 	if (p->added)
 		list_del(&p->node);
+	if (p->added && p->claimed)
+		cq->claimed--;
 	p->added = false;
+	p->claimed = false;
 	pthread_mutex_unlock(&cq->lock);
 }
-
-#define CQ_POLL_MAX 8
 
 /*
  * Lock held, CQ empty: runs up to CQ_POLL_MAX pollers without the lock
@@ -406,6 +417,47 @@ static void cq_progress_locked(struct ndk_cq *cq)
 		ndk_obj_put(p[i]->owner);
 	}
 	pthread_mutex_lock(&cq->lock);
+}
+
+void ndk_cq_poller_claim(struct ndk_cq *cq, struct ndk_cq_poller *p,
+			 bool claimed)
+{
+	pthread_mutex_lock(&cq->lock);
+	if (p->added && p->claimed != claimed) {
+		p->claimed = claimed;
+		cq->claimed += claimed ? 1 : -1;
+	}
+	pthread_mutex_unlock(&cq->lock);
+}
+
+/* NdkArmCq: every poller hands back what it took over (cq.h); armed()
+ * unclaims, so the passes end. */
+static void cq_pollers_armed(struct ndk_cq *cq)
+{
+	struct ndk_cq_poller *p[CQ_POLL_MAX];
+	struct list_head *pos;
+	unsigned int n, i;
+
+	do {
+		n = 0;
+		pthread_mutex_lock(&cq->lock);
+		list_for_each (pos, &cq->pollers) {
+			struct ndk_cq_poller *q =
+				list_entry(pos, struct ndk_cq_poller, node);
+
+			if (!q->claimed || !q->armed)
+				continue;
+			p[n++] = q;
+			ndk_obj_get(q->owner);
+			if (n == CQ_POLL_MAX)
+				break;
+		}
+		pthread_mutex_unlock(&cq->lock);
+		for (i = 0; i < n; i++) {
+			p[i]->armed(p[i]);
+			ndk_obj_put(p[i]->owner);
+		}
+	} while (n == CQ_POLL_MAX);
 }
 
 static ULONG cq_get_results(NDK_CQ *pNdkCq, NDK_RESULT Results[],

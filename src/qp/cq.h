@@ -30,14 +30,21 @@ struct ndk_cq;
 struct ndk_cq_poller {
 	struct list_head node; /* in cq->pollers, under cq->lock */
 	void (*poll)(struct ndk_cq_poller *p);
+	/* NdkArmCq: the consumer stops polling and will sleep; whatever
+	 * poll() took over goes back to the engine. May be NULL. */
+	void (*armed)(struct ndk_cq_poller *p);
 	struct ndk_obj *owner;
 	bool added;
+	bool claimed; /* under the CQ's lock */
 };
 
 /* Any thread. A poller is added at most once and removed before its
  * owner goes. */
 void ndk_cq_add_poller(struct ndk_cq *cq, struct ndk_cq_poller *p);
 void ndk_cq_del_poller(struct ndk_cq *cq, struct ndk_cq_poller *p);
+/* The owner took over (or gave back) work that armed() must return. */
+void ndk_cq_poller_claim(struct ndk_cq *cq, struct ndk_cq_poller *p,
+			 bool claimed);
 
 /* The private CQ behind a consumer-visible one; NULL for NULL. */
 struct ndk_cq *to_ndk_cq(NDK_CQ *cq);

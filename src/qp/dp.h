@@ -138,6 +138,19 @@ struct ndk_dp {
 	struct ndk_cq_poller rpoll, ipoll;
 	int rx_error; /* under rx_lock */
 	struct ndk_work rx_error_work;
+	/*
+	 * Who receives. The engine watches EPOLLIN unless a consumer
+	 * busy-polls this connection's CQ (rx_consumer): then the engine
+	 * thread is not woken per message, which on few cores costs more
+	 * than the message. NdkArmCq, an error, or a consumer that stopped
+	 * polling (the backstop timer, every millisecond) hand it back.
+	 */
+	bool rx_consumer; /* under lock */
+	bool backstop_armed; /* under lock; holds a QP reference */
+	struct ndk_timer backstop;
+	_Atomic uint64_t last_poll_ns;
+	unsigned int poll_streak; /* recent consumer passes, under rx_lock */
+	uint64_t streak_start_ns; /* under rx_lock */
 };
 
 /*
@@ -184,6 +197,10 @@ void ndk_dp_flush(struct ndk_qp *qp);
  */
 void ndk_dp_traffic(struct ndk_dp *dp, struct ndk_dp_traffic *t, bool out,
 		    uint64_t octets, uint32_t frames, bool flush);
+
+/* Sets the socket's epoll interest from rx_consumer and want_out; dp->lock
+ * held, attached only. */
+void ndk_dp_interest_locked(struct ndk_dp *dp);
 
 /* Transmit whatever can go; dp->lock held. */
 void ndk_dp_tx_locked(struct ndk_dp *dp);

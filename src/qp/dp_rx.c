@@ -505,7 +505,7 @@ static int rx_bytes(struct ndk_dp *dp, const uint8_t *buf, size_t len)
  * held. Returns 0 (drained or budget spent) or a negative errno when the
  * connection ended.
  */
-static int rx_pass(struct ndk_dp *dp, int budget)
+static int rx_pass(struct ndk_dp *dp, int budget, bool *got)
 {
 	uint8_t *buf = rx_thread_buf();
 	int ret;
@@ -525,6 +525,7 @@ static int rx_pass(struct ndk_dp *dp, int budget)
 		else if (n < 0)
 			ret = errno == EAGAIN || errno == EINTR ? 1 : -errno;
 		else {
+			*got = true;
 			ndk_dp_traffic(dp, &dp->rx_traffic, false, (uint64_t)n,
 				       0, false);
 			ret = rx_bytes(dp, buf, (size_t)n);
@@ -539,6 +540,7 @@ static int rx_pass(struct ndk_dp *dp, int budget)
 int ndk_dp_io(struct ndk_qp *qp, uint32_t events)
 {
 	struct ndk_dp *dp = qp->dp;
+	bool got = false;
 	int ret;
 
 	if (!dp)
@@ -552,7 +554,7 @@ int ndk_dp_io(struct ndk_qp *qp, uint32_t events)
 		return 0;
 	pthread_mutex_lock(&dp->rx_lock);
 	/* Bounded per wake-up so one busy connection cannot starve others. */
-	ret = rx_pass(dp, 16);
+	ret = rx_pass(dp, 16, &got);
 	pthread_mutex_unlock(&dp->rx_lock);
 	return ret;
 }
@@ -578,17 +580,93 @@ static void rx_error_work_fn(struct ndk_work *w)
 	ndk_obj_put(&qp->obj);
 }
 
+/* Receive passes a consumer must make within a short time before it takes
+ * receiving over: it is then busy-polling (a consumer that polls now and
+ * then, e.g. between spins on memory, never does). */
+#define CLAIM_POLLS	8
+#define CLAIM_WINDOW_NS 20000
+/* A consumer that has not polled for this long gets no more say. */
+#define CLAIM_IDLE_NS 500000
+
+static void dp_claim(struct ndk_dp *dp, bool consumer)
+{
+	struct ndk_qp *qp = dp->qp;
+	bool ref = false;
+
+	pthread_mutex_lock(&dp->lock);
+	if (!dp->attached || dp->rx_consumer == consumer) {
+		pthread_mutex_unlock(&dp->lock);
+		return;
+	}
+	dp->rx_consumer = consumer;
+	ndk_dp_interest_locked(dp);
+	if (consumer && !dp->backstop_armed &&
+	    !ndk_timer_start(dp->engine, &dp->backstop, 1)) {
+		dp->backstop_armed = true;
+		ref = true;
+	} else if (consumer && !dp->backstop_armed) {
+		/* No backstop, no takeover. */
+		dp->rx_consumer = false;
+		ndk_dp_interest_locked(dp);
+	}
+	consumer = dp->rx_consumer;
+	pthread_mutex_unlock(&dp->lock);
+	if (ref)
+		ndk_obj_get(&qp->obj);
+	ndk_cq_poller_claim(qp->rcq, &dp->rpoll, consumer);
+	ndk_cq_poller_claim(qp->icq, &dp->ipoll, consumer);
+}
+
+/* Engine thread: hands receiving back from a consumer that stopped
+ * polling without arming its CQ. */
+static void backstop_fn(struct ndk_timer *t)
+{
+	struct ndk_dp *dp = container_of(t, struct ndk_dp, backstop);
+	struct ndk_qp *qp = dp->qp;
+	bool keep = false, give_back = false;
+
+	pthread_mutex_lock(&dp->lock);
+	if (dp->attached && dp->rx_consumer) {
+		if (ndk_now_ns() - atomic_load(&dp->last_poll_ns) <
+			    CLAIM_IDLE_NS &&
+		    !ndk_timer_start(dp->engine, t, 1))
+			keep = true;
+		else
+			give_back = true;
+	}
+	if (!keep)
+		dp->backstop_armed = false;
+	pthread_mutex_unlock(&dp->lock);
+	if (give_back)
+		dp_claim(dp, false);
+	if (!keep)
+		ndk_obj_put(&qp->obj);
+}
+
 /* A CQ's poller (cq.h), on the consumer's thread. */
 static void dp_poll(struct ndk_cq_poller *p)
 {
 	struct ndk_qp *qp = container_of(p->owner, struct ndk_qp, obj);
 	struct ndk_dp *dp = qp->dp;
+	bool got = false, claim = false;
+	uint64_t now;
+
 	int ret;
 
 	/* Busy: the engine (or another poller) is receiving right now. */
 	if (!dp || pthread_mutex_trylock(&dp->rx_lock))
 		return;
-	ret = dp->rx_error ? 0 : rx_pass(dp, 4);
+	ret = dp->rx_error ? 0 : rx_pass(dp, 4, &got);
+	now = ndk_now_ns();
+	atomic_store(&dp->last_poll_ns, now);
+	if (ret >= 0) {
+		if (!dp->poll_streak ||
+		    now - dp->streak_start_ns > CLAIM_WINDOW_NS) {
+			dp->poll_streak = 0;
+			dp->streak_start_ns = now;
+		}
+		claim = ++dp->poll_streak == CLAIM_POLLS;
+	}
 	/* The end of the stream stays readable for the engine to see;
 	 * anything else is handed over once. */
 	if (ret < 0 && ret != -EPIPE) {
@@ -598,6 +676,19 @@ static void dp_poll(struct ndk_cq_poller *p)
 			ndk_obj_put(&qp->obj);
 	}
 	pthread_mutex_unlock(&dp->rx_lock);
+	if (ret < 0)
+		dp_claim(dp, false);
+	else if (claim)
+		dp_claim(dp, true);
+}
+
+/* NdkArmCq on one of our CQs: the consumer will sleep. */
+static void dp_armed(struct ndk_cq_poller *p)
+{
+	struct ndk_qp *qp = container_of(p->owner, struct ndk_qp, obj);
+
+	if (qp->dp)
+		dp_claim(qp->dp, false);
 }
 
 /* ------------------------------------------------------------------ */
@@ -665,7 +756,9 @@ int ndk_dp_attach(struct ndk_qp *qp, int fd, struct ndk_engine *engine,
 	dp->rx->msn_readreq = 1;
 	fpdu_rx_init(&dp->rx->parser, crc);
 	ndk_work_init(&dp->rx_error_work, rx_error_work_fn);
+	ndk_timer_init(&dp->backstop, backstop_fn);
 	dp->rpoll.poll = dp_poll;
+	dp->rpoll.armed = dp_armed;
 	dp->rpoll.owner = &qp->obj;
 	dp->ipoll = dp->rpoll;
 	dp->attached = true;

@@ -82,7 +82,16 @@ static void dp_want_out(struct ndk_dp *dp, bool on)
 	if (dp->want_out == on || !dp->attached)
 		return;
 	dp->want_out = on;
-	ndk_engine_mod_fd(dp->engine, dp->io, EPOLLIN | (on ? EPOLLOUT : 0u));
+	ndk_dp_interest_locked(dp);
+}
+
+void ndk_dp_interest_locked(struct ndk_dp *dp)
+{
+	if (dp->attached)
+		ndk_engine_mod_fd(
+			dp->engine, dp->io,
+			(dp->rx_consumer ? 0u : (uint32_t)EPOLLIN) |
+				(dp->want_out ? (uint32_t)EPOLLOUT : 0u));
 }
 
 /* ------------------------------------------------------------------ */
