@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "toolutil.h"
+
+/*
+ * Length of the valid UTF-8 sequence at s (at most n bytes), or 0 if the
+ * bytes there are not one (overlong forms, surrogates and code points
+ * above U+10FFFF are not).
+ */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t len, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+void text_printable(const char *s, char *out, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s), o = 0, k;
+
+	if (!len)
+		return;
+	while (n && o + 1 < len) {
+		k = utf8_len(p, n);
+		if (k == 1 && (*p < 0x20 || *p == 0x7f))
+			k = 0;
+		if (!k) {
+			out[o++] = '?';
+			p++;
+			n--;
+			continue;
+		}
+		if (o + k >= len)
+			break;
+		memcpy(out + o, p, k);
+		o += k;
+		p += k;
+		n -= k;
+	}
+	out[o] = '\0';
+}
+
+/* ---- JSON ---- */
+
+void json_init(struct json *j, FILE *f, bool compact)
+{
+	memset(j, 0, sizeof(*j));
+	j->f = f;
+	j->compact = compact;
+}
+
+static void json_indent(struct json *j)
+{
+	int i;
+
+	if (j->compact)
+		return;
+	fputc('\n', j->f);
+	for (i = 0; i < j->depth; i++)
+		fputs("  ", j->f);
+}
+
+static void json_quoted(struct json *j, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s), k;
+
+	fputc('"', j->f);
+	while (n) {
+		switch (*p) {
+		case '"':
+			fputs("\\\"", j->f);
+			break;
+		case '\\':
+			fputs("\\\\", j->f);
+			break;
+		case '\b':
+			fputs("\\b", j->f);
+			break;
+		case '\f':
+			fputs("\\f", j->f);
+			break;
+		case '\n':
+			fputs("\\n", j->f);
+			break;
+		case '\r':
+			fputs("\\r", j->f);
+			break;
+		case '\t':
+			fputs("\\t", j->f);
+			break;
+		default:
+			if (*p < 0x20 || *p == 0x7f) {
+				fprintf(j->f, "\\u%04x", *p);
+				break;
+			}
+			k = utf8_len(p, n);
+			if (!k) {
+				/* Not UTF-8: the replacement character. */
+				fputs("\\ufffd", j->f);
+				break;
+			}
+			fwrite(p, 1, k, j->f);
+			p += k;
+			n -= k;
+			continue;
+		}
+		p++;
+		n--;
+	}
+	fputc('"', j->f);
+}
+
+/* Separator, newline and key before a value at the current depth. */
+static void json_member(struct json *j, const char *key)
+{
+	if (j->depth > 0) {
+		if (j->has_items[j->depth])
+			fputc(',', j->f);
+		j->has_items[j->depth] = true;
+		json_indent(j);
+	}
+	if (key) {
+		json_quoted(j, key);
+		fputs(j->compact ? ":" : ": ", j->f);
+	}
+}
+
+static void json_open(struct json *j, const char *key, char c)
+{
+	json_member(j, key);
+	fputc(c, j->f);
+	if (j->depth + 1 < JSON_MAX_DEPTH)
+		j->depth++;
+	j->has_items[j->depth] = false;
+}
+
+static void json_close(struct json *j, char c)
+{
+	bool items = j->has_items[j->depth];
+
+	if (j->depth > 0)
+		j->depth--;
+	if (items)
+		json_indent(j);
+	fputc(c, j->f);
+}
+
+void json_begin_object(struct json *j, const char *key)
+{
+	json_open(j, key, '{');
+}
+
+void json_end_object(struct json *j)
+{
+	json_close(j, '}');
+}
+
+void json_begin_array(struct json *j, const char *key)
+{
+	json_open(j, key, '[');
+}
+
+void json_end_array(struct json *j)
+{
+	json_close(j, ']');
+}
+
+void json_string(struct json *j, const char *key, const char *value)
+{
+	json_member(j, key);
+	json_quoted(j, value);
+}
+
+void json_uint(struct json *j, const char *key, unsigned long long value)
+{
+	json_member(j, key);
+	fprintf(j->f, "%llu", value);
+}
+
+void json_null(struct json *j, const char *key)
+{
+	json_member(j, key);
+	fputs("null", j->f);
+}
+
+void json_finish(struct json *j)
+{
+	fputc('\n', j->f);
+}
+
+/* ---- -I ---- */
+
+int tool_parse_interface(const char *arg, NET_IFINDEX *index,
+			 char name[IF_NAMESIZE])
+{
+	const char *p;
+	char *end;
+	unsigned long v;
+
+	if (!*arg)
+		return -1;
+	for (p = arg; *p && isdigit((unsigned char)*p); p++)
+		;
+	if (!*p) {
+		errno = 0;
+		v = strtoul(arg, &end, 10);
+		if (errno || v == 0 || v > 0xffffffffUL)
+			return -2;
+		*index = (NET_IFINDEX)v;
+		return if_indextoname(*index, name) ? 0 : -2;
+	}
+	if (strlen(arg) >= IF_NAMESIZE)
+		return -2;
+	*index = if_nametoindex(arg);
+	if (!*index)
+		return -2;
+	snprintf(name, IF_NAMESIZE, "%s", arg);
+	return 0;
+}
