@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build into a scratch prefix and builds a consumer against it
-# twice: with pkg-config, and with CMake's find_package(ndk).
+# twice: with pkg-config, and with CMake's find_package(ndk). Checks that
+# the tools and their man pages are installed and that the tools run.
 set -euo pipefail
 build=$1
 src=$(cd "$(dirname "$0")" && pwd)
@@ -8,6 +9,21 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+for tool in ndkstat ndkinfo; do
+	[ -x "$tmp/prefix/bin/$tool" ] || {
+		echo "install: bin/$tool missing" >&2
+		exit 1
+	}
+	[ -s "$tmp/prefix/share/man/man8/$tool.8" ] || {
+		echo "install: share/man/man8/$tool.8 missing" >&2
+		exit 1
+	}
+	LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/prefix/bin/$tool" -V >/dev/null
+done
+LD_LIBRARY_PATH="$tmp/prefix/lib" NDK_RUNTIME_DIR="$tmp/runtime" \
+	"$tmp/prefix/bin/ndkstat" -I lo >/dev/null
+LD_LIBRARY_PATH="$tmp/prefix/lib" NDK_RUNTIME_DIR="$tmp/runtime" \
+	"$tmp/prefix/bin/ndkinfo" -I lo >/dev/null
 export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
 # shellcheck disable=SC2046
 cc "$src/consumer.c" $(pkg-config --cflags --libs ndk) -lpthread \
@@ -26,4 +42,4 @@ cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
 	>/dev/null
 cmake --build "$tmp/cm/build" >/dev/null
 LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/cm/build/consumer"
-echo "install: pkg-config and find_package consumers ran"
+echo "install: pkg-config and find_package consumers ran; ndkstat, ndkinfo and their man pages installed"
