@@ -2,14 +2,22 @@
 /*
  * ndkdemo: a tour of libndk through the public NDKPI only. It opens the
  * loopback adapter, prints its NDK_ADAPTER_INFO, then creates and closes one
- * object of every type, closing a parent first to show a pending close.
+ * object of every type, closing a parent first to show a pending close,
+ * then connects on loopback, moves data and shows the connection with
+ * ndkstat.
  */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <net/if.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <ndk/ndk.h>
 
 #define CHECK(expr)                                                         \
@@ -308,7 +316,49 @@ static void demo_data(NDK_PD *pd, NDK_CQ *cq, NDK_QP *aqp, NDK_QP *pqp)
 	CHECK(pmr->Dispatch->NdkCloseMr(&pmr->Header, NULL, NULL));
 }
 
-static void demo_connection(NDK_ADAPTER *ad)
+/*
+ * Runs ndkstat on this process's objects while the connection is up:
+ * $NDKSTAT, else tools/ndkstat of the build tree this demo runs from,
+ * else ndkstat on PATH.
+ */
+static void run_ndkstat(const char *ifname)
+{
+	static char self[PATH_MAX], path[PATH_MAX + 32];
+	const char *prog = getenv("NDKSTAT");
+	char opt_i[] = "-I", opt_p[] = "-p", pid[16];
+	char *argv[] = { NULL, opt_i, NULL, opt_p, pid, NULL };
+	ssize_t n;
+	pid_t child;
+	int err, status;
+
+	if (!prog || !*prog) {
+		prog = "ndkstat";
+		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n > 0) {
+			self[n] = '\0';
+			snprintf(path, sizeof(path), "%s/../tools/ndkstat",
+				 dirname(self));
+			if (!access(path, X_OK))
+				prog = path;
+		}
+	}
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	argv[0] = (char *)prog;
+	argv[2] = (char *)ifname;
+	printf("== ndkstat -I %s -p %s (every process sees the connection)\n",
+	       ifname, pid);
+	fflush(stdout);
+	err = posix_spawnp(&child, prog, NULL, NULL, argv, environ);
+	if (err) {
+		printf("  (%s: %s; build tools/ or set NDKSTAT)\n", prog,
+		       strerror(err));
+		return;
+	}
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+}
+
+static void demo_connection(NDK_ADAPTER *ad, const char *ifname)
 {
 	NDK_PD *pd;
 	NDK_CQ *cq;
@@ -373,6 +423,7 @@ static void demo_connection(NDK_ADAPTER *ad)
 	printf("  [passive] Accept completed: %s\n", NdkStatusName(acc.status));
 
 	demo_data(pd, cq, aqp, pqp);
+	run_ndkstat(ifname);
 
 	st = active->Dispatch->NdkDisconnect(active, on_request, &disc);
 	printf("  [active]  NdkDisconnect -> %s\n", NdkStatusName(st));
@@ -468,7 +519,7 @@ int main(int argc, char **argv)
 	close_object(&sep->Header, sep->Dispatch->NdkCloseSharedEndpoint,
 		     "shared endpoint", 1);
 
-	demo_connection(ad);
+	demo_connection(ad, ifname);
 
 	NdkCloseAdapter(ad);
 	printf("== Adapter closed\n");
