@@ -8,6 +8,7 @@
 #include <net/if.h>
 #include <string.h>
 #include <time.h>
+#include <stdatomic.h>
 #include "cmutil.h"
 
 static struct timespec deadline(unsigned int ms)
@@ -69,8 +70,11 @@ NTSTATUS cm_req_result(NTSTATUS inline_status, struct cm_req *r,
 	return cm_req_wait(r, ms);
 }
 
+atomic_int cm_cq_notifications;
+
 static VOID on_cq(PVOID ctx, NTSTATUS status)
 {
+	atomic_fetch_add(&cm_cq_notifications, 1);
 }
 
 void cm_host_open(struct cm_host *h, const char *ifname)

@@ -8,6 +8,7 @@
 #define NDK_CMUTIL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <netinet/in.h>
 #include <ndk/ndk.h>
@@ -46,6 +47,9 @@ struct cm_host {
 	NDK_PD *pd;
 	NDK_CQ *cq;
 };
+
+/* Notifications delivered to every host's CQ so far. */
+extern atomic_int cm_cq_notifications;
 
 void cm_host_open(struct cm_host *h, const char *ifname);
 void cm_host_close(struct cm_host *h);

@@ -653,6 +653,62 @@ static void test_not_connected(void **state)
 			 STATUS_CONNECTION_INVALID);
 }
 
+static bool notified_since(void *arg)
+{
+	return atomic_load(&cm_cq_notifications) > *(int *)arg;
+}
+
+static bool byte_is(void *arg)
+{
+	return *(volatile uint8_t *)arg == 0x77;
+}
+
+/*
+ * A consumer that busy-polls takes receiving over from the engine; when
+ * it stops polling, the connection must still move: after NdkArmCq the
+ * Send arrives and notifies, and an RDMA Write is placed while the
+ * consumer only watches memory.
+ */
+static void test_busy_poller_hands_back(void **state)
+{
+	NDK_SGE rs = { .VirtualAddress = P.buf,
+		       .Length = 64,
+		       .MemoryRegionToken = P.ltok };
+	NDK_SGE ss = { .VirtualAddress = A.buf,
+		       .Length = 8,
+		       .MemoryRegionToken = A.ltok };
+	NDK_RESULT_EX res[2];
+	int i, before;
+
+	for (i = 0; i < 200; i++)
+		assert_int_equal(
+			srv.cq->Dispatch->NdkGetCqResultsEx(srv.cq, res, 2), 0);
+	before = atomic_load(&cm_cq_notifications);
+	assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, NULL, &rs, 1),
+			 STATUS_SUCCESS);
+	srv.cq->Dispatch->NdkArmCq(srv.cq, NDK_CQ_NOTIFY_ANY);
+	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, NULL, &ss, 1, 0),
+			 STATUS_SUCCESS);
+	assert_true(tu_wait_until(notified_since, &before, 10000));
+	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+	assert_int_equal(res[0].BytesTransferred, 8);
+
+	/* Busy-poll again, then watch memory only. */
+	for (i = 0; i < 200; i++)
+		srv.cq->Dispatch->NdkGetCqResultsEx(srv.cq, res, 2);
+	memset(A.buf, 0x77, 4096);
+	P.buf[4095] = 0;
+	assert_int_equal(A.qp->Dispatch->NdkWrite(
+				 A.qp, NULL,
+				 &(NDK_SGE){ .VirtualAddress = A.buf,
+					     .Length = 4096,
+					     .MemoryRegionToken = A.ltok },
+				 1, (UINT64)(uintptr_t)P.buf, P.rtok, 0),
+			 STATUS_SUCCESS);
+	assert_true(tu_wait_until(byte_is, &P.buf[4095], 10000));
+	assert_int_equal(poll_cq(cli.cq, res, 2), 2);
+}
+
 static NDIS_NDK_PERFORMANCE_COUNTERS lo_counters(void)
 {
 	NDIS_NDK_STATISTICS_INFO si;
@@ -746,6 +802,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_traffic_counters, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_busy_poller_hands_back,
+						setup, teardown),
 	};
 	char dir[] = "/tmp/ndk-dp-XXXXXX", cmd[64];
 	int ret;
