@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# ndkcmatose against rdma-core's ucmatose on Linux siw, in one boot of the
+# siw-peer guest:
+#   1. guest 'ucmatose' server (forwarded 17471 -> 7471), host
+#      'ndkcmatose -s': 2 connections, 10 messages each way, our private
+#      data in the Request (checked in the capture)
+#   2. siw peer_to_peer=1, guest 'ucmatose -s 10.0.2.2 -p 17472', host
+#      ndkcmatose server with private data in the Reply
+#   3. guest 'ucmatose -s 10.0.2.2 -p 17473', host server rejects with
+#      private data: ucmatose must report RDMA_CM_EVENT_REJECTED
+# ucmatose's server speaks first, so our client waits NDK_SIW_RTR_DELAY_MS
+# (100) before its RTR (siw's accept window, README.md bug 1). A ucmatose
+# client without peer_to_peer never sends first, so an NDK Accept cannot
+# complete (RFC 5044 7.1.2); that case is not run here.
+#
+#   siw-cmatose.sh BUILD_DIR [OUT_DIR]      exit 0 pass, 1 fail, 77 skip
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+build=$(cd "${1:?usage: siw-cmatose.sh BUILD_DIR [OUT_DIR]}" && pwd)
+out=${2:-$(mktemp -d /tmp/ndk-siw-cmatose.XXXXXX)}
+. "$here/siw-lib.sh"
+siw_find_harness "$top"
+bin=$build/tools/interop/ndkcmatose
+[[ -x $bin ]] || { echo "no $bin"; exit 1; }
+mkdir -p "$out"
+rm -f "$out"/*
+echo "logs in $out"
+delay=${NDK_SIW_RTR_DELAY_MS:-100}
+fail=0
+bad() {
+	echo "FAIL: $*"
+	fail=1
+}
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+export NDK_LOG=info
+
+g='mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+echo "func siw_qp_nextstate_from_idle +p" >/sys/kernel/debug/dynamic_debug/control
+timeout 60 ucmatose -b 10.0.2.15 -p 7471 -c 2 -C 10 -S 100 & u=$!; wait-listen 7471 60; wait $u; echo "UCMA-RC server $?"
+echo 1 >/sys/module/siw/parameters/peer_to_peer
+timeout 60 ucmatose -s 10.0.2.2 -p 17472 -c 2 -C 10 -S 100; echo "UCMA-RC client-p2p $?"
+echo 0 >/sys/module/siw/parameters/peer_to_peer
+timeout 60 ucmatose -s 10.0.2.2 -p 17473; echo "UCMA-RC client-reject $?"
+echo "==== dmesg"; dmesg | grep -e "enter RTS" -e TERM -e "kernel BUG" -e "WARNING:" -e "Call Trace" -e "reject"
+'
+"$bin" -p 17472 -c 2 -C 10 -S 100 -P ndk-accept-pd -w 60 >"$out/host-server.log" 2>&1 &
+srv=$!
+pids+=("$srv")
+"$bin" -p 17473 -x -P ndk-reject-pd -w 60 >"$out/host-reject.log" 2>&1 &
+rej=$!
+pids+=("$rej")
+"$SIW_PEER" run --timeout 300 --hostfwd 17471:7471 \
+	--console-log "$out/console.log" --pcap "$out/guest.pcap" \
+	--quiet -- "$g" >"$out/siw-peer.out" 2>&1 &
+vm=$!
+pids+=("$vm")
+if siw_wait_lines "$out/console.log" '^SIW-PEER-LISTENING' 1 120 "$vm"; then
+	"$bin" -s 127.0.0.1 -p 17471 -c 2 -C 10 -S 100 -P ndk-connect-pd -D "$delay" -w 60 \
+		>"$out/host-client.log" 2>&1 || bad "ndkcmatose client: rc $?"
+else
+	bad "guest ucmatose server never listened"
+fi
+wait "$vm" || bad "siw-peer run: rc $?"
+wait "$srv" || bad "ndkcmatose server: rc $?"
+wait "$rej" || bad "ndkcmatose rejecting server: rc $?"
+tr -d '\r' <"$out/console.log" >"$out/console.txt"
+mv "$out/console.txt" "$out/console.log"
+for f in host-client host-server host-reject; do
+	grep -v 'opened adapter' "$out/$f.log" | sed "s/^/  [$f] /"
+done
+grep -E '^UCMA-RC|cmatose|RDMA_CM|enter RTS|kernel BUG|WARNING:' "$out/console.log" | sed 's/^/  [guest] /'
+
+grep -q '^UCMA-RC server 0$' "$out/console.log" || bad "guest ucmatose server did not exit 0"
+grep -q '^UCMA-RC client-p2p 0$' "$out/console.log" || bad "guest ucmatose client (p2p) did not exit 0"
+grep -q 'RDMA_CM_EVENT_REJECTED' "$out/console.log" || bad "guest ucmatose saw no REJECTED"
+grep -q '^UCMA-RC client-reject 0$' "$out/console.log" && bad "rejected ucmatose exited 0"
+(($(grep -c 'connect reply: IRD 1 ORD 1' "$out/host-client.log") == 2)) ||
+	bad "our client: read limits not 1/1 on both connections"
+(($(grep -c 'established: IRD 1 ORD 1, peer private data 0 bytes' "$out/host-server.log") == 2)) ||
+	bad "our server: read limits or private data of siw's requests"
+grep -q 'data transfers complete' "$out/host-client.log" || bad "our client: no data transfers"
+grep -q 'data transfers complete' "$out/host-server.log" || bad "our server: no data transfers"
+if grep -q -e 'kernel BUG' -e 'WARNING:' -e 'Call Trace' "$out/console.log"; then
+	bad "guest kernel BUG/WARNING"
+fi
+(($(grep -c 'enter RTS: crc=., ord=1, ird=1' "$out/console.log") >= 4)) ||
+	bad "siw's read limits are not 1/1 on 4 connections"
+
+# Our private data on the wire, after the 4-byte MPA v2 block: the
+# Request (to ucmatose), the Reply (to ucmatose -s) and the reject.
+if command -v tshark >/dev/null; then
+	pd=$(tshark -r "$out/guest.pcap" -o tcp.try_heuristic_first:TRUE \
+		-Y 'iwarp_mpa.privatedata' -T fields -e iwarp_mpa.rej_flag \
+		-e iwarp_mpa.privatedata 2>/dev/null | sort -u)
+	echo "$pd" | sed 's/^/  [pcap] private data: /'
+	for t in ndk-connect-pd ndk-accept-pd ndk-reject-pd; do
+		hex=$(printf '%s' "$t" | od -An -tx1 | tr -d ' \n')
+		echo "$pd" | tr -d ':' | grep -q "$hex" || bad "no '$t' in an MPA frame"
+	done
+fi
+siw_check_pcap "$out/guest.pcap" || bad "capture does not decode cleanly"
+if ((fail)); then
+	echo "FAIL: logs in $out"
+	exit 1
+fi
+echo "PASS: ucmatose both ways, reject with private data"
+[[ -n ${2:-} ]] || rm -rf "$out"
