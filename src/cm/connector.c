@@ -718,15 +718,21 @@ static void conn_read_rtr(struct ndk_connector *c)
 	int ret;
 
 	if (!c->p2p) {
-		/* Non-P2P: the initiator's first FPDU ends the handshake
-		 * (RFC 5044 1.1); it is the data path's to read. */
+		/*
+		 * Non-P2P (an MPA v1 initiator, or siw without peer_to_peer):
+		 * the connection is up once our Reply is out. RFC 5044 would
+		 * have us wait for the initiator's first FPDU, but such peers
+		 * (siw) send nothing until the server speaks in protocols
+		 * where it speaks first (ucmatose), so waiting would time
+		 * out; siw as responder does the same. What the initiator
+		 * sent meanwhile is the data path's to read.
+		 */
 		if (conn_peer_gone(c)) {
 			conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
 			return;
 		}
-		/* Woken for EPOLLOUT only: no FPDU yet. */
-		if (!conn_rx_pending(c))
-			return;
+		if (c->tx_len)
+			return; /* the rest of the Reply goes first */
 		goto established;
 	}
 	ret = conn_fill(c, MPA_FPDU_HDR_LEN);
@@ -1352,7 +1358,9 @@ static NTSTATUS conn_accept(struct ndk_connector *c, NDK_QP *pNdkQp, ULONG ird,
 	ndk_req_pend(&c->accept_req, &c->obj, cb, ctx);
 	conn_set_state(c, NDK_CONN_AWAIT_RTR);
 	conn_start_timer(c);
-	conn_watch(c, EPOLLIN | (ret == -EAGAIN ? EPOLLOUT : 0));
+	/* Non-P2P: writable means the Reply is out, and that is the end of
+	 * the handshake (conn_read_rtr). */
+	conn_watch(c, EPOLLIN | (ret == -EAGAIN || !c->p2p ? EPOLLOUT : 0));
 	status = STATUS_PENDING;
 out:
 	pthread_mutex_unlock(&c->lock);

@@ -1107,9 +1107,21 @@ static void test_passive_good_rtr(void **state)
 
 /*
  * An MPA v1 (RFC 5044) initiator: no IRD/ORD block, no RTR. Accepted; the
- * Reply is Rev 1 without S, and the initiator's first FPDU (any) ends the
- * handshake. Also Rev 2 without S: a v2 peer not using RFC 6581.
+ * Reply is Rev 1 without S, and the Accept completes once the Reply is
+ * out, without an FPDU from the initiator (siw without peer_to_peer sends
+ * none before a server that speaks first, e.g. ucmatose's): we may send
+ * first, and the initiator's first FPDU is ordinary data. Also Rev 2
+ * without S: a v2 peer not using RFC 6581.
  */
+static bool cq_has_one(void *arg)
+{
+	struct cm_host *h = arg;
+	NDK_RESULT r;
+
+	return h->cq->Dispatch->NdkGetCqResults(h->cq, &r, 1) == 1 &&
+	       r.Status == STATUS_SUCCESS;
+}
+
 static void v1_peer(struct passive *p, const uint8_t *req, size_t len,
 		    uint8_t rev)
 {
@@ -1135,14 +1147,21 @@ static void v1_peer(struct passive *p, const uint8_t *req, size_t len,
 	assert_false(rep.hdr[16] & F_S);
 	assert_int_equal(rep.pd_len, 2);
 	assert_memory_equal(rep.pd, "ok", 2);
-	/* The Accept waits for the initiator's first FPDU. */
-	assert_int_equal(cm_req_wait(&acc, 50), -1);
-	/* That first FPDU is a zero-length Send: it needs a receive. */
+	/* Up without a word from the initiator... */
+	assert_int_equal(cm_req_wait(&acc, WAIT_MS), STATUS_SUCCESS);
+	/* ...so we speak first: a zero-length Send reaches the peer. */
+	assert_int_equal(qp->Dispatch->NdkSend(qp, NULL, NULL, 0, 0),
+			 STATUS_SUCCESS);
+	n = 2 + 18 + (rep.hdr[16] & F_C ? 4 : 0); /* header, CRC if on */
+	assert_true(raw_recv(fd, b, n, WAIT_MS) == (ssize_t)n);
+	assert_int_equal(b[0] << 8 | b[1], 18); /* ULPDU: untagged header */
+	/* The initiator's first FPDU is data: a zero-length Send into a
+	 * posted receive, not a handshake step. */
 	assert_int_equal(qp->Dispatch->NdkReceive(qp, NULL, NULL, 0),
 			 STATUS_SUCCESS);
 	n = fpdu(b, ulpdu_send_rtr, sizeof(ulpdu_send_rtr), true);
 	raw_send(fd, b, n);
-	assert_int_equal(cm_req_wait(&acc, WAIT_MS), STATUS_SUCCESS);
+	assert_true(tu_wait_until(cq_has_one, &p->h, WAIT_MS));
 	cm_close_connector(c);
 	assert_dropped(fd, WAIT_MS);
 	close(fd);
@@ -1168,7 +1187,8 @@ static void test_passive_v1(void **state)
 	loop(sc_passive_v1);
 }
 
-/* A v1 initiator that goes silent or leaves after the Reply. */
+/* A v1 initiator that stays silent after the Reply is connected all the
+ * same; one that then leaves ends the connection, and nothing leaks. */
 static void sc_passive_v1_leaves(void)
 {
 	struct passive p;
@@ -1181,15 +1201,7 @@ static void sc_passive_v1_leaves(void)
 	passive_open(&p);
 	c = raw_request(&p, &fd, v1_req, sizeof(v1_req));
 	qp = accept_and_read_reply(&p, c, fd, &acc, &rep);
-	close(fd);
-	assert_int_equal(cm_req_wait(&acc, WAIT_MS), STATUS_CONNECTION_ABORTED);
-	cm_close_connector(c);
-	cm_close_qp(qp);
-
-	c = raw_request(&p, &fd, v1_req, sizeof(v1_req));
-	qp = accept_and_read_reply(&p, c, fd, &acc, &rep);
-	assert_int_equal(cm_req_wait(&acc, WAIT_MS), STATUS_IO_TIMEOUT);
-	assert_dropped(fd, WAIT_MS);
+	assert_int_equal(cm_req_wait(&acc, WAIT_MS), STATUS_SUCCESS);
 	close(fd);
 	cm_close_connector(c);
 	cm_close_qp(qp);
