@@ -1466,7 +1466,9 @@ static void raw_expect_read_req(int fd, uint32_t msn, UINT32 sink_stag,
  * P2P, IRD/ORD 4, both RTRs offered; it reads the Reply and sends the
  * Write RTR; NdkAccept completes. Returns the raw socket.
  */
-static int raw_client_accepted(void)
+/* The same with the Request's ORD and the raw socket's SO_RCVBUF (0:
+ * default) chosen. */
+static int raw_client_accepted_ord(unsigned int ord, int rcvbuf)
 {
 	uint8_t b[64], hdr[20], pd[256];
 	size_t n, pd_len;
@@ -1475,11 +1477,13 @@ static int raw_client_accepted(void)
 
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_true(fd >= 0);
+	if (rcvbuf)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	assert_int_equal(connect(fd, (struct sockaddr *)&L.addr,
 				 sizeof(struct sockaddr_in)),
 			 0);
 	set_nodelay(fd);
-	n = mpa_frame(b, KEY_REQ, F_S | F_C, W_P2P | 4, W_WRITE | W_READ | 4);
+	n = mpa_frame(b, KEY_REQ, F_S | F_C, W_P2P | 4, W_WRITE | W_READ | ord);
 	raw_send(fd, b, n);
 	P.conn = cm_next_incoming(&L, WAIT_MS);
 	assert_non_null(P.conn);
@@ -1497,6 +1501,11 @@ static int raw_client_accepted(void)
 	raw_send(fd, b, n);
 	assert_int_equal(cm_req_wait(&acc, WAIT_MS), STATUS_SUCCESS);
 	return fd;
+}
+
+static int raw_client_accepted(void)
+{
+	return raw_client_accepted_ord(4, 0);
 }
 
 enum { MR_OK, MR_NO_WRITE, MR_NO_READ, MR_OTHER_PD, MR_BAD_STAG, MR_N };
@@ -1639,6 +1648,81 @@ static void test_terminate_codes_on_wire(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/*
+ * A peer that exceeds our IRD (RFC 5040 6.6): the raw client offers ORD 1,
+ * so P answers one Read at a time. It reads nothing while its first Read
+ * (4 MiB) is being answered and sends a second one: P sends a Terminate
+ * (RDMAP, remote operation, catastrophic local to the stream: 0x07)
+ * quoting it, after the Read Response FPDU in progress, then nothing more;
+ * the connection ends and P's posted receive completes once, cancelled.
+ */
+static void test_read_beyond_ird(void **state)
+{
+	static uint8_t u[70000];
+	uint8_t rr[2][64], b[256];
+	size_t n, ulen, responses = 0;
+	NDK_RESULT_EX res[2];
+	NDK_MR *mr;
+	UINT32 tok;
+	uint32_t ctrl;
+	int fd, k;
+
+	mr = reg_range(srv.pd, P.buf, 4 << 20, NDK_MR_FLAG_ALLOW_REMOTE_READ);
+	tok = mr->Dispatch->NdkGetRemoteTokenFromMr(mr);
+	P.qp = big_qp(&srv);
+	post_recv(P.qp, 77, P.buf + (4 << 20), 64, P.ltok);
+	fd = raw_client_accepted_ord(1, 4096);
+	for (k = 0; k < 2; k++) {
+		untagged_hdr(rr[k], 0x41, 0x41, 1, (uint32_t)k + 1, 0);
+		put32(rr[k] + 18, 0x11223344);
+		put64(rr[k] + 22, 0x1000);
+		put32(rr[k] + 30, k ? 16 : 4 << 20);
+		put32(rr[k] + 34, tok);
+		put64(rr[k] + 38, (uint64_t)(uintptr_t)P.buf);
+	}
+	n = fpdu(b, rr[0], 46);
+	raw_send(fd, b, n);
+	/* The first Response is under way (and stuck: we do not read). */
+	tu_sleep_ms(QUIET_MS);
+	n = fpdu(b, rr[1], 46);
+	raw_send(fd, b, n);
+
+	/* Read Response FPDUs (tagged, opcode 2), then the Terminate. */
+	for (;;) {
+		ulen = raw_read_fpdu(fd, u, sizeof(u));
+		if (!(u[0] & 0x80))
+			break;
+		assert_int_equal(u[1] & 0x0f, 2); /* Read Response */
+		assert_true(++responses < (4u << 20) / 512);
+	}
+	assert_true(ulen >= 22);
+	assert_int_equal(u[1], 0x47);
+	assert_int_equal(get32(u + 6), 2);
+	ctrl = get32(u + 18);
+	assert_int_equal(ctrl >> 28, 0); /* RDMAP */
+	assert_int_equal(ctrl >> 24 & 0xf, 2); /* remote operation */
+	assert_int_equal(ctrl >> 16 & 0xff, 0x07);
+	/* D: the second Read Request's header is quoted. */
+	assert_true(ctrl & 0x4000);
+	assert_memory_equal(u + 24, rr[1], 18);
+	/* The first Read was not finished, and nothing follows. */
+	assert_true(responses < (4u << 20) / 1024);
+	assert_int_equal(raw_next(fd, WAIT_MS), END_EOF);
+	if (!tu_wait_until(disc_seen, &P, WAIT_MS))
+		fail_msg("no disconnect event");
+	close(fd);
+
+	/* No implicit flush; NdkDisconnect completes the receive once. */
+	assert_cq_quiet(srv.cq);
+	disconnect(P.conn);
+	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+	expect_result(&res[0], 77, NdkOperationTypeReceive, STATUS_CANCELLED);
+	assert_cq_quiet(srv.cq);
+	assert_int_equal(atomic_load(&P.disc), 1);
+	cm_close_connector(P.conn);
+	cm_close_qp(P.qp);
+}
+
 /* 5. A Terminate received from a raw peer                            */
 
 static void terminated_by_peer(bool flush_first)
@@ -2037,6 +2121,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_read_past_window, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_terminate_codes_on_wire,
+						setup_hosts, teardown),
+		cmocka_unit_test_setup_teardown(test_read_beyond_ird,
 						setup_hosts, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_terminate_received_disconnect, setup_hosts,
