@@ -202,6 +202,10 @@ void ndk_dp_traffic(struct ndk_dp *dp, struct ndk_dp_traffic *t, bool out,
  * held, attached only. */
 void ndk_dp_interest_locked(struct ndk_dp *dp);
 
+/* Pushes the completions of finished initiator requests, oldest first
+ * (per-QP order); dp->lock held. */
+void ndk_dp_complete_locked(struct ndk_dp *dp);
+
 /* Transmit whatever can go; dp->lock held. */
 void ndk_dp_tx_locked(struct ndk_dp *dp);
 

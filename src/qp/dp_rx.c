@@ -309,6 +309,29 @@ static struct ndk_wqe *orq_head(struct ndk_dp *dp)
 	return w;
 }
 
+/*
+ * The oldest outstanding Read is over with status (its last Response
+ * arrived, or the target refused it); the next one, in SQ order, becomes
+ * the head. dp->lock held. Returns false if no Read was outstanding.
+ */
+static bool orq_retire(struct ndk_dp *dp, NTSTATUS status)
+{
+	struct ndk_wqe *w = orq_head(dp);
+
+	if (!w || w->state != NDK_WQE_WAIT_RESPONSE)
+		return false;
+	if (w->status == STATUS_PENDING || !NT_SUCCESS(status))
+		w->status = status;
+	w->state = NDK_WQE_DONE;
+	dp->reads_out--;
+	while (dp->reads_out) {
+		dp->orq_head++;
+		if (orq_head(dp)->state == NDK_WQE_WAIT_RESPONSE)
+			break;
+	}
+	return true;
+}
+
 static int rx_payload(struct ndk_dp *dp, const struct fpdu_ev *ev)
 {
 	struct ndk_dp_rx *rx = dp->rx;
@@ -422,33 +445,18 @@ static int rx_end(struct ndk_dp *dp, const struct fpdu_ev *ev)
 		return 0;
 	case RX_READ_RESP:
 		if (ev->last) {
-			struct ndk_wqe *w;
-
 			pthread_mutex_lock(&dp->lock);
-			w = orq_head(dp);
-			if (w) {
-				if (w->status == STATUS_PENDING)
-					w->status = STATUS_SUCCESS;
-				w->state = NDK_WQE_DONE;
-				dp->reads_out--;
-				/* The next outstanding Read, in SQ order. */
-				while (dp->reads_out) {
-					struct ndk_wqe *n;
-
-					dp->orq_head++;
-					n = orq_head(dp);
-					if (n->state == NDK_WQE_WAIT_RESPONSE)
-						break;
-				}
-			}
+			orq_retire(dp, STATUS_SUCCESS);
 			ndk_dp_tx_locked(dp); /* completes, more Reads go */
 			pthread_mutex_unlock(&dp->lock);
 		}
 		return 0;
 	case RX_TERMINATE: {
 		struct rdmap_term t;
+		int parsed =
+			fpdu_term_parse(&rx->hdr, rx->term, rx->term_len, &t);
 
-		if (!fpdu_term_parse(&rx->hdr, rx->term, rx->term_len, &t))
+		if (!parsed)
 			ndk_info("qp %p: received Terminate %s / %s / %s",
 				 (void *)qp,
 				 iwarp_term_layer_name(t.cause.layer),
@@ -459,6 +467,17 @@ static int rx_end(struct ndk_dp *dp, const struct fpdu_ev *ev)
 						       t.cause.ecode));
 		pthread_mutex_lock(&dp->lock);
 		dp->terminated = true; /* no Terminate in answer */
+		/*
+		 * A Terminate quoting a Read Request (an untagged header on
+		 * QN 1) refuses our oldest outstanding Read: the target
+		 * answers Reads in order (RFC 5040 5.2). It completes now
+		 * with STATUS_REMOTE_RESOURCES, "caused an error at the
+		 * remote QP" (ndkpi.md 9.7); the rest wait for the flush.
+		 */
+		if (!parsed && t.ddp_hdr && !(t.ddp_hdr[0] & DDP_CTRL_TAGGED) &&
+		    get_be32(t.ddp_hdr + 6) == DDP_QN_READ_REQ &&
+		    orq_retire(dp, STATUS_REMOTE_RESOURCES))
+			ndk_dp_complete_locked(dp);
 		pthread_mutex_unlock(&dp->lock);
 		return -EPROTO;
 	}

@@ -51,7 +51,7 @@ static NDK_OPERATION_TYPE wqe_type(const struct ndk_wqe *w)
 }
 
 /* Pushes the completions of finished requests, oldest first. Lock held. */
-static void sq_complete_in_order(struct ndk_dp *dp)
+void ndk_dp_complete_locked(struct ndk_dp *dp)
 {
 	struct ndk_qp *qp = dp->qp;
 
@@ -421,7 +421,7 @@ void ndk_dp_tx_locked(struct ndk_dp *dp)
 				f->state = NDK_WQE_DONE;
 				f->status = STATUS_SUCCESS;
 			}
-			sq_complete_in_order(dp);
+			ndk_dp_complete_locked(dp);
 			continue;
 		}
 		if (dp->terminated)
@@ -453,11 +453,11 @@ void ndk_dp_tx_locked(struct ndk_dp *dp)
 			if (w->state == NDK_WQE_DONE) {
 				/* Bind, FastRegister, Invalidate: done. */
 				dp->sq_next++;
-				sq_complete_in_order(dp);
+				ndk_dp_complete_locked(dp);
 				continue;
 			}
 			if (!build_from_sq(dp, w)) {
-				sq_complete_in_order(dp);
+				ndk_dp_complete_locked(dp);
 				if (w->state == NDK_WQE_QUEUED)
 					break; /* waits for ORQ room */
 				continue;
@@ -466,7 +466,7 @@ void ndk_dp_tx_locked(struct ndk_dp *dp)
 	}
 	if (!dp->tx_left)
 		dp_want_out(dp, false);
-	sq_complete_in_order(dp);
+	ndk_dp_complete_locked(dp);
 }
 
 /* ------------------------------------------------------------------ */
@@ -749,6 +749,6 @@ void ndk_dp_flush(struct ndk_qp *qp)
 	/* An FPDU half written is finished (the stream must stay whole),
 	 * but its request already completed as cancelled. */
 	dp->tx_fin = false;
-	sq_complete_in_order(dp);
+	ndk_dp_complete_locked(dp);
 	pthread_mutex_unlock(&dp->lock);
 }

@@ -1097,18 +1097,18 @@ static void test_read_without_remote_read(void **state)
 						 tok, 0),
 			 STATUS_SUCCESS);
 	/*
-	 * The Read never got its response: it stays outstanding over the
-	 * peer's disconnect (no implicit flush, ndkpi.md 6.4), and our
-	 * NdkDisconnect completes it, with an error, exactly once.
+	 * The target's Terminate quotes our Read Request: the Read
+	 * completes at once with STATUS_REMOTE_RESOURCES (an error at the
+	 * remote QP, ndkpi.md 9.7), exactly once; NdkDisconnect adds
+	 * nothing.
 	 */
 	if (!tu_wait_until(disc_seen, &A, WAIT_MS))
 		fail_msg("no disconnect event at the initiator");
+	assert_int_equal(poll_cq(cli.cq, res, 1), 1);
+	expect_result(&res[0], 1, NdkOperationTypeRead,
+		      STATUS_REMOTE_RESOURCES);
 	assert_cq_quiet(cli.cq);
 	expect_terminated();
-	assert_int_equal(poll_cq(cli.cq, res, 1), 1);
-	assert_ptr_equal(res[0].RequestContext, (PVOID)1);
-	assert_int_equal(res[0].Type, NdkOperationTypeRead);
-	assert_int_not_equal(res[0].Status, STATUS_SUCCESS);
 	assert_cq_quiet(cli.cq);
 	assert_all(sink - GUARD, 64 + 2 * GUARD, 0xa5, "read sink");
 }
@@ -1155,7 +1155,7 @@ static void window_fault(bool read)
 	assert_int_equal(poll_cq(cli.cq, res, 1), 1);
 	assert_ptr_equal(res[0].RequestContext, (PVOID)2);
 	if (read)
-		assert_int_not_equal(res[0].Status, STATUS_SUCCESS);
+		assert_int_equal(res[0].Status, STATUS_REMOTE_RESOURCES);
 	assert_cq_quiet(cli.cq);
 	assert_all(win - GUARD, 4096 + 2 * GUARD, 0xa5, "window and guards");
 	assert_all(sink, 16, 0xa5, "read sink");
