@@ -144,8 +144,9 @@ def main():
 
 def plot(out, sweeps):
     def series(names, path, ylabel, title):
-        cmds = ["set terminal png size 900,540",
+        cmds = ["set terminal png size 900,540 noenhanced",
                 "set output '%s'" % path,
+                "set format x '%.0b%B'",
                 "set logscale x 2", "set logscale y",
                 "set xlabel 'message size (bytes)'",
                 "set ylabel '%s'" % ylabel, "set title '%s'" % title,
