@@ -234,6 +234,17 @@ static void test_impls_equal(void **state)
 			}
 		}
 	}
+	/* Around the three-lane blocks of the SSE4.2 path (3 x 512). */
+	for (size_t len = 1400; len <= 4200; len += 7) {
+		size_t off = len % 16;
+		uint32_t want = ref_update(CRC32C_SEED, buf + off, len);
+
+		for (size_t i = 0; i < n; i++)
+			assert_int_equal(crc32c_update_impl(list[i],
+							    CRC32C_SEED,
+							    buf + off, len),
+					 want);
+	}
 	/* A few large buffers as well. */
 	for (int r = 0; r < 8; r++) {
 		size_t len = 2048 + rng() % 2048, off = rng() % 16;
