@@ -552,16 +552,36 @@ struct client_conn {
 	struct perf_buf buf;
 	struct perf_reply reply;
 	uint64_t connect_ns; /* NdkConnect to CompleteConnect done */
+	uint64_t t0;
+	struct perf_wait wait; /* the connect, completed in its callback */
 };
+
+/*
+ * Connect completion, on the engine thread: the connection is completed
+ * right here, as an asynchronous NDK consumer does, so no thread has to
+ * wake up between the Reply and the RTR.
+ */
+static VOID client_connected(PVOID ctx, NTSTATUS status)
+{
+	struct client_conn *cc = ctx;
+	ULONG len = sizeof(cc->reply);
+
+	memset(&cc->reply, 0, sizeof(cc->reply));
+	if (status == STATUS_SUCCESS)
+		status = cc->conn->Dispatch->NdkGetConnectionData(
+			cc->conn, NULL, NULL, &cc->reply, &len);
+	if (status == STATUS_SUCCESS)
+		status = cc->conn->Dispatch->NdkCompleteConnect(
+			cc->conn, NULL, NULL, NULL, NULL);
+	cc->connect_ns = perf_now_ns() - cc->t0;
+	perf_wait_done(&cc->wait, status);
+}
 
 static NTSTATUS client_connect(struct client_conn *cc, enum perf_test test,
 			       size_t size, uint64_t iters, bool data)
 {
 	struct perf_hello h = { .magic = PERF_MAGIC };
 	struct sockaddr_storage src;
-	struct perf_wait w;
-	ULONG len = sizeof(cc->reply);
-	uint64_t t0;
 	NTSTATUS st;
 	ULONG depth = MAX(opt.window, RECV_CREDITS) + 16;
 
@@ -591,28 +611,17 @@ static NTSTATUS client_connect(struct client_conn *cc, enum perf_test test,
 		h.token = htole32(cc->buf.rtok);
 	}
 	perf_route_source((const struct sockaddr *)&opt.addr, &src);
-	perf_wait_init(&w);
-	t0 = perf_now_ns();
-	st = perf_wait_result(
-		&w, cc->conn->Dispatch->NdkConnect(
-			    cc->conn, cc->qp, (PSOCKADDR)&src,
-			    perf_addr_len((struct sockaddr *)&src),
-			    (PSOCKADDR)&opt.addr,
-			    perf_addr_len((struct sockaddr *)&opt.addr),
-			    host.info.MaxInboundReadLimit,
-			    host.info.MaxOutboundReadLimit, &h, sizeof(h),
-			    perf_wait_done, &w));
-	if (st != STATUS_SUCCESS)
+	perf_wait_init(&cc->wait);
+	cc->t0 = perf_now_ns();
+	st = cc->conn->Dispatch->NdkConnect(
+		cc->conn, cc->qp, (PSOCKADDR)&src,
+		perf_addr_len((struct sockaddr *)&src), (PSOCKADDR)&opt.addr,
+		perf_addr_len((struct sockaddr *)&opt.addr),
+		host.info.MaxInboundReadLimit, host.info.MaxOutboundReadLimit,
+		&h, sizeof(h), client_connected, cc);
+	if (st != STATUS_PENDING)
 		return st;
-	memset(&cc->reply, 0, sizeof(cc->reply));
-	st = cc->conn->Dispatch->NdkGetConnectionData(cc->conn, NULL, NULL,
-						      &cc->reply, &len);
-	if (st)
-		return st;
-	st = cc->conn->Dispatch->NdkCompleteConnect(cc->conn, NULL, NULL, NULL,
-						    NULL);
-	cc->connect_ns = perf_now_ns() - t0;
-	return st;
+	return perf_wait_result(&cc->wait, STATUS_PENDING);
 }
 
 static void client_close(struct client_conn *cc, bool data)
