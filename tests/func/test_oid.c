@@ -67,6 +67,26 @@ static bool bytes_are(const void *p, size_t len, unsigned char v)
 	return true;
 }
 
+/*
+ * What both lists share (seed 004): Header {DEFAULT, revision, Size =
+ * 16 + entry * Count}, Flags 0, the ...MappedtoTCP... flag set and two
+ * entries per object. NDIS_NDK_CONNECTIONS starts like
+ * NDIS_NDK_LOCAL_ENDPOINTS (test_layout checks the offsets).
+ */
+static void check_list_prefix(const void *buf, ULONG len, UCHAR revision,
+			      size_t entry)
+{
+	const NDIS_NDK_LOCAL_ENDPOINTS *l = buf;
+
+	assert_int_equal(l->Header.Type, NDIS_OBJECT_TYPE_DEFAULT);
+	assert_int_equal(l->Header.Revision, revision);
+	assert_int_equal(l->Header.Size, 16 + entry * l->Count);
+	assert_int_equal(len, 16 + entry * l->Count);
+	assert_int_equal(l->Flags, 0);
+	assert_int_equal(l->NDLocalEndpointsMappedtoTCPLocalEndpoints, TRUE);
+	assert_int_equal(l->Count % 2, 0);
+}
+
 /* Checks the seed 004 rules and returns the objects listed. */
 static int local_endpoints(struct listed *out, int max)
 {
@@ -75,14 +95,8 @@ static int local_endpoints(struct listed *out, int max)
 	int n = 0;
 
 	le = query(OID_NDK_LOCAL_ENDPOINTS, &len);
-	assert_int_equal(le->Header.Type, NDIS_OBJECT_TYPE_DEFAULT);
-	assert_int_equal(le->Header.Revision,
-			 NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1);
-	assert_int_equal(le->Header.Size, 16 + 36 * le->Count);
-	assert_int_equal(len, 16 + 36 * le->Count);
-	assert_int_equal(le->Flags, 0);
-	assert_int_equal(le->NDLocalEndpointsMappedtoTCPLocalEndpoints, TRUE);
-	assert_int_equal(le->Count % 2, 0);
+	check_list_prefix(le, len, NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1,
+			  sizeof(le->LocalEndpoints[0]));
 	for (i = 0; i < le->Count; i += 2) {
 		NDIS_NDK_LOCAL_ENDPOINT_ENTRY *nd = &le->LocalEndpoints[i];
 		NDIS_NDK_LOCAL_ENDPOINT_ENTRY *tcp = nd + 1;
@@ -118,13 +132,8 @@ static int connections(struct listed *out, int max)
 	int n = 0;
 
 	cs = query(OID_NDK_CONNECTIONS, &len);
-	assert_int_equal(cs->Header.Type, NDIS_OBJECT_TYPE_DEFAULT);
-	assert_int_equal(cs->Header.Revision, NDIS_NDK_CONNECTIONS_REVISION_1);
-	assert_int_equal(cs->Header.Size, 16 + 64 * cs->Count);
-	assert_int_equal(len, 16 + 64 * cs->Count);
-	assert_int_equal(cs->Flags, 0);
-	assert_int_equal(cs->NDConnectionsMappedtoTCPConnections, TRUE);
-	assert_int_equal(cs->Count % 2, 0);
+	check_list_prefix(cs, len, NDIS_NDK_CONNECTIONS_REVISION_1,
+			  sizeof(cs->Connections[0]));
 	for (i = 0; i < cs->Count; i += 2) {
 		NDIS_NDK_CONNECTION_ENTRY *nd = &cs->Connections[i];
 		NDIS_NDK_CONNECTION_ENTRY *tcp = nd + 1;
