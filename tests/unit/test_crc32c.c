@@ -246,7 +246,7 @@ static void test_impls_equal(void **state)
 		}
 	}
 	/* Around the three-lane blocks of the SSE4.2 path (3 x 512). */
-	for (size_t len = 1400; len <= 4200; len += 7)
+	for (size_t len = 1400; len <= sizeof(buf) - 16; len += 7)
 		assert_impls_agree(list, n, buf + len % 16, len);
 	/* A few large buffers as well. */
 	for (int r = 0; r < 8; r++)
