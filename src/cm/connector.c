@@ -17,6 +17,7 @@
 #include "cm/endpoint.h"
 #include "cm/listener.h"
 #include "cm/shared_endpoint.h"
+#include "cm/tcp_stats.h"
 #include "core/adapter.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -51,6 +52,18 @@ uint64_t ndk_cm_timeout_ms(void)
 {
 	/* siw waits 10 s for the MPA Reply (iwarp.md 1.6). */
 	return ndk_config_u64("NDK_CM_TIMEOUT_MS", 10000, 1, 3600000);
+}
+
+uint64_t ndk_rtr_nudge_ms(void)
+{
+	/*
+	 * tests/interop/README.md, bug 1: siw's window is a few ms wide
+	 * under TCG; 50 ms is well past it and short for a waiting peer.
+	 * Off by default until our own data path accepts a zero-length
+	 * Write to an STag it does not know (RFC 5040 places nothing for
+	 * it); today a libndk responder answers the nudge with a Terminate.
+	 */
+	return ndk_config_u64("NDK_RTR_NUDGE_MS", 0, 0, 60000);
 }
 
 /*
@@ -870,6 +883,55 @@ static void conn_established_io(struct ndk_connector *c, uint32_t events)
 		conn_peer_disconnected(c, ret != -EPIPE);
 }
 
+/*
+ * The RTR nudge (tests/interop/README.md, bug 1). Linux siw 6.1 as
+ * responder installs its RTR upcall only after its Reply went out: an RTR
+ * that arrives in between (and a first Send coalesced with it) stays
+ * unread in its socket until another segment arrives, so the siw side
+ * never becomes established, and a protocol whose passive side speaks
+ * first hangs. So NDK_RTR_NUDGE_MS after a Write RTR, if the peer has sent
+ * nothing since, one more zero-length RDMA Write to the RTR's STag goes
+ * out: a no-op for the peer (RFC 5040: a zero-length tagged message places
+ * nothing, RFC 6581 relies on it for the RTR itself), and a new segment
+ * for siw. Anything from the peer proves it read the RTR; an FPDU of ours
+ * in progress is a new segment already. c->lock held, engine thread.
+ */
+static void conn_nudge(struct ndk_connector *c)
+{
+	struct ndk_dp *dp = c->qp ? c->qp->dp : NULL;
+	uint64_t rx;
+	int len;
+
+	/* c->tx_len: the RTR itself is not all out yet. */
+	if (!dp || c->fd < 0 || c->tx_len)
+		return;
+	if (c->nudge_mark_ok && !ndk_tcp_bytes_received(c->fd, &rx) &&
+	    rx != c->nudge_mark) {
+		ndk_dbg("connector %p: peer spoke after the RTR, no nudge",
+			(void *)c);
+		return;
+	}
+	pthread_mutex_lock(&dp->lock);
+	/* Between FPDUs only; the data path's writer sends it (and finishes
+	 * it on EPOLLOUT if the socket takes only part). */
+	if (dp->attached && !dp->terminated && !dp->term_len && !dp->tx_left) {
+		len = ddp_rtr_build(MPA_RTR_WRITE, dp->crc, dp->tx_hdr,
+				    sizeof(dp->tx_hdr));
+		if (len > 0) {
+			ndk_info("connector %p: RTR nudge (nothing from the "
+				 "peer since the RTR)",
+				 (void *)c);
+			dp->tx_iov[0].iov_base = dp->tx_hdr;
+			dp->tx_iov[0].iov_len = (size_t)len;
+			dp->tx_iovcnt = 1;
+			dp->tx_left = (size_t)len;
+			dp->tx_fin = false;
+			ndk_dp_tx_locked(dp);
+		}
+	}
+	pthread_mutex_unlock(&dp->lock);
+}
+
 /* Hands an established connection to its QP's data path. */
 static int conn_attach_dp(struct ndk_connector *c)
 {
@@ -975,6 +1037,12 @@ static void conn_timer_fn(struct ndk_timer *t)
 	case NDK_CONN_AWAIT_RTR:
 		/* The peer never called CompleteConnect (seed 003). */
 		conn_accept_failed(c, STATUS_IO_TIMEOUT);
+		break;
+	case NDK_CONN_ESTABLISHED:
+		if (c->nudge_due) {
+			c->nudge_due = false;
+			conn_nudge(c);
+		}
 		break;
 	case NDK_CONN_DISCONNECTING:
 		conn_qp_disconnected(c, true);
@@ -1222,6 +1290,7 @@ conn_complete_connect(struct ndk_connector *c,
 {
 	struct ndk_adapter *ad = c->obj.adapter;
 	NTSTATUS status = STATUS_SUCCESS;
+	uint64_t nudge_ms = 0;
 	int len, ret;
 
 	pthread_mutex_lock(&c->lock);
@@ -1252,6 +1321,11 @@ conn_complete_connect(struct ndk_connector *c,
 			status = STATUS_CONNECTION_ABORTED;
 			goto out;
 		}
+		if (c->rtr == MPA_RTR_WRITE)
+			nudge_ms = ndk_rtr_nudge_ms();
+		if (nudge_ms)
+			c->nudge_mark_ok =
+				!ndk_tcp_bytes_received(c->fd, &c->nudge_mark);
 	}
 	if (conn_attach_dp(c)) {
 		conn_abandon(c, STATUS_CONNECTION_ABORTED);
@@ -1264,6 +1338,11 @@ conn_complete_connect(struct ndk_connector *c,
 	conn_set_state(c, NDK_CONN_ESTABLISHED);
 	ndk_adapter_count(ad, NDK_CTR(Connect), 1);
 	conn_watch(c, EPOLLIN | (c->tx_len ? EPOLLOUT : 0));
+	if (nudge_ms) {
+		/* Any later timer (a disconnect's) replaces it. */
+		c->nudge_due = true;
+		conn_start_timer_ms(c, nudge_ms);
+	}
 out:
 	pthread_mutex_unlock(&c->lock);
 	return status;

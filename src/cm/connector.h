@@ -61,6 +61,13 @@ struct ndk_connector {
 	uint64_t timer_deadline_ns; /* a fire before it is a stale one */
 	bool connect_completed; /* active: Connect completed with success */
 	bool used; /* a timer was ever armed: closes sync with the engine */
+	/*
+	 * Active P2P side: the RTR nudge (NDK_RTR_NUDGE_MS) is due when the
+	 * timer fires in ESTABLISHED; nudge_mark is what the peer had sent
+	 * (TCP bytes) when our RTR went, nudge_mark_ok whether it is known.
+	 */
+	bool nudge_due, nudge_mark_ok;
+	uint64_t nudge_mark;
 	NTSTATUS fail; /* what CompleteConnect/Accept/Reject say once CLOSED */
 
 	/* Local endpoint reference: own (NdkConnect), shared or listener's. */
@@ -126,5 +133,7 @@ int ndk_connector_accepted(struct ndk_listener *l, int fd);
 
 /* Timeouts, from the environment (README: Configuration). */
 uint64_t ndk_cm_timeout_ms(void);
+/* NDK_RTR_NUDGE_MS: delay of the RTR nudge, 0 when it is off. */
+uint64_t ndk_rtr_nudge_ms(void);
 
 #endif /* NDK_CM_CONNECTOR_H */

@@ -42,6 +42,7 @@
 #define CM_TIMEOUT_MS 300 /* NDK_CM_TIMEOUT_MS for this process */
 #define LOOPS	      3 /* each scenario runs this many times */
 #define WAIT_MS	      5000 /* "never" for things that must happen */
+#define NUDGE_MS      50 /* NDK_RTR_NUDGE_MS for this process */
 
 /* ------------------------------------------------------------------ */
 /* Wire bytes (reference/iwarp.md 1.2, 1.3, 1.5, 2)                   */
@@ -1724,6 +1725,113 @@ static void test_active_no_complete(void **state)
 	loop(sc_active_no_complete);
 }
 
+/*
+ * The RTR nudge (NDK_RTR_NUDGE_MS, tests/interop/README.md bug 1): a
+ * responder that has sent nothing NUDGE_MS after our Write RTR gets one
+ * more zero-length Write, byte for byte the RTR, and nothing after it.
+ * Helper: Reply, Connect, CompleteConnect, and the RTR read into rtr.
+ */
+static void active_established(struct active *a, uint8_t *rtr)
+{
+	uint8_t buf[64], want[64];
+	size_t n;
+
+	active_open(a);
+	n = good_reply(buf);
+	raw_send(a->sfd, buf, n);
+	assert_int_equal(cm_req_wait(&a->conn, WAIT_MS), STATUS_SUCCESS);
+	assert_int_equal(a->c->Dispatch->NdkCompleteConnect(a->c, NULL, NULL,
+							    NULL, NULL),
+			 STATUS_SUCCESS);
+	assert_int_equal(raw_recv(a->sfd, rtr, 20, WAIT_MS), 20);
+	n = fpdu(want, ulpdu_write_rtr, sizeof(ulpdu_write_rtr), true);
+	assert_memory_equal(rtr, want, n);
+}
+
+static void sc_active_nudge(void)
+{
+	struct active a;
+	uint8_t rtr[64], buf[64];
+
+	active_established(&a, rtr);
+	assert_int_equal(raw_next(a.sfd, NUDGE_MS / 2), END_TIMEOUT);
+	assert_int_equal(raw_recv(a.sfd, buf, 20, WAIT_MS), 20);
+	assert_memory_equal(buf, rtr, 20);
+	assert_int_equal(raw_next(a.sfd, 4 * NUDGE_MS), END_TIMEOUT);
+	active_close(&a);
+}
+
+static void test_active_nudge(void **state)
+{
+	loop(sc_active_nudge);
+}
+
+/* A responder that spoke after the RTR read it: no nudge. */
+static void sc_active_nudge_peer_spoke(void)
+{
+	struct active a;
+	uint8_t rtr[64], buf[64];
+	size_t n;
+
+	active_open(&a);
+	/* A zero-length receive for the peer's zero-length Send. */
+	assert_int_equal(a.qp->Dispatch->NdkReceive(a.qp, NULL, NULL, 0),
+			 STATUS_SUCCESS);
+	n = good_reply(buf);
+	raw_send(a.sfd, buf, n);
+	assert_int_equal(cm_req_wait(&a.conn, WAIT_MS), STATUS_SUCCESS);
+	assert_int_equal(
+		a.c->Dispatch->NdkCompleteConnect(a.c, NULL, NULL, NULL, NULL),
+		STATUS_SUCCESS);
+	assert_int_equal(raw_recv(a.sfd, rtr, 20, WAIT_MS), 20);
+	n = fpdu(buf, ulpdu_send_rtr, sizeof(ulpdu_send_rtr), true);
+	raw_send(a.sfd, buf, n);
+	assert_int_equal(raw_next(a.sfd, 4 * NUDGE_MS), END_TIMEOUT);
+	active_close(&a);
+}
+
+static void test_active_nudge_peer_spoke(void **state)
+{
+	loop(sc_active_nudge_peer_spoke);
+}
+
+/*
+ * Closing the connector, or disconnecting, while the nudge is pending
+ * cancels it: the peer sees the end of the stream and nothing else (and
+ * the sanitizer runs see no timer firing on a freed connector).
+ */
+static void sc_active_nudge_cancelled(void)
+{
+	struct active a;
+	uint8_t rtr[64];
+	struct cm_req d;
+
+	active_established(&a, rtr);
+	cm_close_connector(a.c);
+	a.c = NULL;
+	assert_int_equal(raw_next(a.sfd, WAIT_MS), END_EOF);
+	tu_sleep_ms(2 * NUDGE_MS);
+	cm_close_qp(a.qp);
+	close(a.sfd);
+	close(a.lfd);
+	host_close(&a.h);
+
+	active_established(&a, rtr);
+	cm_req_init(&d);
+	assert_int_equal(a.c->Dispatch->NdkDisconnect(a.c, cm_req_done, &d),
+			 STATUS_PENDING);
+	assert_int_equal(raw_next(a.sfd, WAIT_MS), END_EOF);
+	shutdown(a.sfd, SHUT_WR);
+	assert_int_equal(cm_req_wait(&d, WAIT_MS), STATUS_SUCCESS);
+	tu_sleep_ms(2 * NUDGE_MS);
+	active_close(&a);
+}
+
+static void test_active_nudge_cancelled(void **state)
+{
+	loop(sc_active_nudge_cancelled);
+}
+
 /* An MPA v1 responder: Rev 1 Reply, no RTR is sent. */
 static void sc_active_v1(void)
 {
@@ -1819,12 +1927,17 @@ int main(void)
 		cmocka_unit_test(test_active_close_after_reply),
 		cmocka_unit_test(test_active_no_complete),
 		cmocka_unit_test(test_active_v1),
+		cmocka_unit_test(test_active_nudge),
+		cmocka_unit_test(test_active_nudge_peer_spoke),
+		cmocka_unit_test(test_active_nudge_cancelled),
 	};
 	char ms[16];
 
 	/* Before any adapter (and engine thread) exists: no getenv race. */
 	snprintf(ms, sizeof(ms), "%d", CM_TIMEOUT_MS);
 	setenv("NDK_CM_TIMEOUT_MS", ms, 1);
+	snprintf(ms, sizeof(ms), "%d", NUDGE_MS);
+	setenv("NDK_RTR_NUDGE_MS", ms, 1);
 	return cmocka_run_group_tests_name("badpeer", tests, open_registry,
 					   NULL);
 }
