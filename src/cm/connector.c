@@ -900,7 +900,6 @@ static void conn_nudge(struct ndk_connector *c)
 {
 	struct ndk_dp *dp = c->qp ? c->qp->dp : NULL;
 	uint64_t rx;
-	int len;
 
 	/* c->tx_len: the RTR itself is not all out yet. */
 	if (!dp || c->fd < 0 || c->tx_len)
@@ -914,21 +913,10 @@ static void conn_nudge(struct ndk_connector *c)
 	pthread_mutex_lock(&dp->lock);
 	/* Between FPDUs only; the data path's writer sends it (and finishes
 	 * it on EPOLLOUT if the socket takes only part). */
-	if (dp->attached && !dp->terminated && !dp->term_len && !dp->tx_left) {
-		len = ddp_rtr_build(MPA_RTR_WRITE, dp->crc, dp->tx_hdr,
-				    sizeof(dp->tx_hdr));
-		if (len > 0) {
-			ndk_info("connector %p: RTR nudge (nothing from the "
-				 "peer since the RTR)",
-				 (void *)c);
-			dp->tx_iov[0].iov_base = dp->tx_hdr;
-			dp->tx_iov[0].iov_len = (size_t)len;
-			dp->tx_iovcnt = 1;
-			dp->tx_left = (size_t)len;
-			dp->tx_fin = false;
-			ndk_dp_tx_locked(dp);
-		}
-	}
+	if (ndk_dp_send_rtr_locked(dp, MPA_RTR_WRITE))
+		ndk_info("connector %p: RTR nudge (nothing from the peer "
+			 "since the RTR)",
+			 (void *)c);
 	pthread_mutex_unlock(&dp->lock);
 }
 

@@ -88,6 +88,23 @@ struct ndk_dp_traffic {
 	uint32_t frames;
 };
 
+/* FPDUs and iovecs one transmit batch holds (one sendmsg when the socket
+ * takes it all); an FPDU needs at most NDK_TX_FPDU_IOV iovecs. */
+#define NDK_TX_BATCH	16
+#define NDK_TX_IOV	64
+#define NDK_TX_FPDU_IOV 20
+/* A batch stops growing at this many bytes (one busy QP does not hold
+ * the lock for long, and its requests complete as they go). */
+#define NDK_TX_BATCH_BYTES (256 * 1024)
+
+/* One FPDU of the transmit batch. */
+struct ndk_dp_txrec {
+	uint32_t len; /* bytes on the wire */
+	uint16_t iov_end; /* its iovecs end here */
+	bool fin; /* its last byte completes request fin_idx */
+	uint32_t fin_idx;
+};
+
 struct ndk_dp {
 	struct ndk_qp *qp;
 	pthread_mutex_t lock;
@@ -111,14 +128,23 @@ struct ndk_dp {
 	struct ndk_irqe *irq;
 	uint32_t irq_head, irq_tail; /* free-running, at most ird apart */
 
-	/* Transmit: one FPDU at a time, gathered from its pieces. */
-	uint8_t tx_hdr[FPDU_HDR_MAX];
-	uint8_t tx_trl[FPDU_TRAILER_MAX];
-	struct iovec tx_iov[20];
-	int tx_iovcnt;
-	size_t tx_left; /* bytes of the current FPDU still to write */
-	bool tx_fin; /* the FPDU is the last of request tx_fin_idx */
-	uint32_t tx_fin_idx;
+	/*
+	 * Transmit: a batch of FPDUs gathered from their pieces (header and
+	 * trailer here, payload straight from registered memory), written
+	 * with as few sendmsg calls as the socket takes. tx_rec[] says where
+	 * each FPDU ends and which request its last byte completes.
+	 */
+	uint8_t tx_hdr[NDK_TX_BATCH][FPDU_HDR_MAX];
+	uint8_t tx_trl[NDK_TX_BATCH][FPDU_TRAILER_MAX];
+	struct iovec tx_iov[NDK_TX_IOV];
+	struct ndk_dp_txrec tx_rec[NDK_TX_BATCH];
+	int tx_iovcnt; /* iovecs in the batch */
+	int tx_iov_pos; /* first iovec not all written */
+	uint32_t tx_nrec; /* FPDUs in the batch */
+	uint32_t tx_rec_pos; /* first FPDU not all written */
+	size_t tx_rec_left; /* its bytes still to write */
+	size_t tx_left; /* bytes of the batch still to write */
+	uint8_t tx_ctrl[FPDU_HDR_MAX + FPDU_TRAILER_MAX]; /* an extra RTR */
 	uint32_t msn_send; /* next MSN for QN 0 (RFC 5041 5.1) */
 	uint32_t msn_readreq; /* next MSN for QN 1 */
 	uint8_t term[FPDU_HDR_MAX + RDMAP_TERM_BODY_MAX + FPDU_TRAILER_MAX];
@@ -208,5 +234,12 @@ void ndk_dp_complete_locked(struct ndk_dp *dp);
 
 /* Transmit whatever can go; dp->lock held. */
 void ndk_dp_tx_locked(struct ndk_dp *dp);
+
+/*
+ * Queues one more zero-length RDMA Write RTR (RFC 6581) between FPDUs and
+ * sends it; false if the data path is busy, ending or could not build
+ * it. dp->lock held.
+ */
+bool ndk_dp_send_rtr_locked(struct ndk_dp *dp, enum mpa_rtr type);
 
 #endif /* NDK_QP_DP_H */

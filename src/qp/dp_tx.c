@@ -95,39 +95,175 @@ void ndk_dp_interest_locked(struct ndk_dp *dp)
 }
 
 /* ------------------------------------------------------------------ */
+/* The transmit batch                                                 */
+
+static void batch_reset(struct ndk_dp *dp)
+{
+	dp->tx_iovcnt = 0;
+	dp->tx_iov_pos = 0;
+	dp->tx_nrec = 0;
+	dp->tx_rec_pos = 0;
+	dp->tx_rec_left = 0;
+	dp->tx_left = 0;
+}
+
+/* Room for one more FPDU of up to NDK_TX_FPDU_IOV iovecs. */
+static bool batch_has_room(const struct ndk_dp *dp)
+{
+	return dp->tx_nrec < NDK_TX_BATCH &&
+	       dp->tx_iovcnt + NDK_TX_FPDU_IOV <= NDK_TX_IOV &&
+	       dp->tx_left < NDK_TX_BATCH_BYTES;
+}
+
+/* The FPDU whose iovecs run from first to tx_iovcnt joins the batch. */
+static void batch_add(struct ndk_dp *dp, int first, bool fin, uint32_t fin_idx)
+{
+	struct ndk_dp_txrec *r = &dp->tx_rec[dp->tx_nrec];
+	size_t len = 0;
+	int i;
+
+	for (i = first; i < dp->tx_iovcnt; i++)
+		len += dp->tx_iov[i].iov_len;
+	r->len = (uint32_t)len;
+	r->iov_end = (uint16_t)dp->tx_iovcnt;
+	r->fin = fin;
+	r->fin_idx = fin_idx;
+	if (dp->tx_rec_pos == dp->tx_nrec)
+		dp->tx_rec_left = len;
+	dp->tx_nrec++;
+	dp->tx_left += len;
+}
+
+/* A frame built whole elsewhere (Terminate, RTR): an FPDU of its own. */
+static void batch_add_raw(struct ndk_dp *dp, void *buf, size_t len)
+{
+	int first = dp->tx_iovcnt++;
+
+	dp->tx_iov[first].iov_base = buf;
+	dp->tx_iov[first].iov_len = len;
+	batch_add(dp, first, false, 0);
+}
+
+/*
+ * A Terminate goes out at the next FPDU boundary and nothing follows it
+ * (RFC 5040 5.2): the FPDUs of the batch not yet started are dropped.
+ * Their requests did not complete and are flushed with the QP.
+ */
+static void batch_cut(struct ndk_dp *dp)
+{
+	const struct ndk_dp_txrec *r = &dp->tx_rec[dp->tx_rec_pos];
+
+	if (dp->tx_rec_pos + 1 >= dp->tx_nrec)
+		return;
+	dp->tx_iovcnt = r->iov_end;
+	dp->tx_nrec = dp->tx_rec_pos + 1;
+	dp->tx_left = dp->tx_rec_left;
+}
+
+/*
+ * n more bytes of the batch were written: the iovecs and FPDUs they
+ * finish are consumed, and a request whose last FPDU is all out is done
+ * (as siw completes).
+ */
+static void batch_advance(struct ndk_dp *dp, size_t n)
+{
+	uint32_t frames = 0;
+	size_t left = n;
+
+	dp->tx_left -= n;
+	while (left) {
+		struct iovec *v = &dp->tx_iov[dp->tx_iov_pos];
+		size_t take = MIN(left, v->iov_len);
+
+		v->iov_base = (uint8_t *)v->iov_base + take;
+		v->iov_len -= take;
+		left -= take;
+		if (!v->iov_len)
+			dp->tx_iov_pos++;
+	}
+	while (dp->tx_iov_pos < dp->tx_iovcnt &&
+	       !dp->tx_iov[dp->tx_iov_pos].iov_len)
+		dp->tx_iov_pos++;
+	for (left = n; left;) {
+		const struct ndk_dp_txrec *r = &dp->tx_rec[dp->tx_rec_pos];
+		size_t take = MIN(left, dp->tx_rec_left);
+
+		dp->tx_rec_left -= take;
+		left -= take;
+		if (dp->tx_rec_left)
+			break;
+		frames++;
+		if (r->fin) {
+			struct ndk_wqe *f = sq_slot(dp, r->fin_idx);
+
+			f->state = NDK_WQE_DONE;
+			f->status = STATUS_SUCCESS;
+		}
+		if (++dp->tx_rec_pos < dp->tx_nrec)
+			dp->tx_rec_left = dp->tx_rec[dp->tx_rec_pos].len;
+	}
+	ndk_dp_traffic(dp, &dp->tx_traffic, true, (uint64_t)n, frames, false);
+}
+
+/* Writes the batch; 0 when all of it is out, -EAGAIN, -errno. */
+static int batch_write(struct ndk_dp *dp)
+{
+	struct msghdr msg = { 0 };
+	ssize_t n;
+
+	while (dp->tx_left) {
+		msg.msg_iov = dp->tx_iov + dp->tx_iov_pos;
+		msg.msg_iovlen = (size_t)(dp->tx_iovcnt - dp->tx_iov_pos);
+		n = sendmsg(dp->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? -EAGAIN : -errno;
+		}
+		batch_advance(dp, (size_t)n);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* Building one FPDU                                                  */
 
 /*
- * The FPDU header into tx_hdr and iovec 0; the payload iovecs from 1 on
- * are the caller's (RFC 5044 4: ULPDU_Length counts header and payload).
+ * The FPDU header into its slot and iovec first; its payload iovecs
+ * follow (RFC 5044 4: ULPDU_Length counts header and payload).
  */
-static void fpdu_header(struct ndk_dp *dp, const struct ddp_hdr *h,
+static void fpdu_header(struct ndk_dp *dp, int first, const struct ddp_hdr *h,
 			const struct rdmap_read_req *rr, size_t payload_len)
 {
-	int n = fpdu_tx_hdr(dp->tx_hdr, h, payload_len, rr);
+	uint8_t *hdr = dp->tx_hdr[dp->tx_nrec];
+	int n = fpdu_tx_hdr(hdr, h, payload_len, rr);
 
-	dp->tx_iov[0].iov_base = dp->tx_hdr;
-	dp->tx_iov[0].iov_len = n > 0 ? (size_t)n : 0;
+	dp->tx_iov[first].iov_base = hdr;
+	dp->tx_iov[first].iov_len = n > 0 ? (size_t)n : 0;
 }
 
-/* Pad and CRC over everything gathered (RFC 5044 4, LE trailer). */
-static void fpdu_finish(struct ndk_dp *dp)
+/*
+ * Pad and CRC over the FPDU's iovecs (RFC 5044 4, LE trailer); the FPDU
+ * joins the batch.
+ */
+static void fpdu_finish(struct ndk_dp *dp, int first, bool fin,
+			uint32_t fin_idx)
 {
+	const uint8_t *hdr = dp->tx_hdr[dp->tx_nrec];
+	uint8_t *trl = dp->tx_trl[dp->tx_nrec];
+	size_t ulpdu = (size_t)hdr[0] << 8 | hdr[1];
 	struct fpdu_tx_crc crc;
-	size_t ulpdu = (size_t)dp->tx_hdr[0] << 8 | dp->tx_hdr[1];
 	int i;
 
 	fpdu_tx_crc_init(&crc, dp->crc);
-	for (i = 0; i < dp->tx_iovcnt; i++)
+	for (i = first; i < dp->tx_iovcnt; i++)
 		fpdu_tx_crc_add(&crc, dp->tx_iov[i].iov_base,
 				dp->tx_iov[i].iov_len);
-	dp->tx_iov[dp->tx_iovcnt].iov_base = dp->tx_trl;
+	dp->tx_iov[dp->tx_iovcnt].iov_base = trl;
 	dp->tx_iov[dp->tx_iovcnt].iov_len =
-		fpdu_tx_trailer(dp->tx_trl, crc.reg, ulpdu, dp->crc);
+		fpdu_tx_trailer(trl, crc.reg, ulpdu, dp->crc);
 	dp->tx_iovcnt++;
-	dp->tx_left = 0;
-	for (i = 0; i < dp->tx_iovcnt; i++)
-		dp->tx_left += dp->tx_iov[i].iov_len;
+	batch_add(dp, first, fin, fin_idx);
 }
 
 /*
@@ -136,14 +272,14 @@ static void fpdu_finish(struct ndk_dp *dp)
  * full), or a negative errno for a bad SGE (ndkpi.md 9.7: the request
  * completes with STATUS_ACCESS_VIOLATION).
  */
-static long fpdu_add_sges(struct ndk_dp *dp, const struct ndk_wqe *w,
+static long fpdu_add_sges(struct ndk_dp *dp, int first, const struct ndk_wqe *w,
 			  uint32_t off, uint32_t len)
 {
 	struct ndk_qp *qp = dp->qp;
 	struct ndk_stag_table *t = qp->obj.adapter->stags;
 	uint32_t i, skip = off, added = 0;
-	const int max_iov =
-		(int)(sizeof(dp->tx_iov) / sizeof(dp->tx_iov[0])) - 1;
+	/* One iovec is left for the trailer. */
+	const int max_iov = first + NDK_TX_FPDU_IOV - 1;
 
 	if (w->inline_data) {
 		dp->tx_iov[dp->tx_iovcnt].iov_base =
@@ -219,46 +355,6 @@ void ndk_dp_traffic(struct ndk_dp *dp, struct ndk_dp_traffic *t, bool out,
 	t->frames = 0;
 }
 
-/* Writes the current FPDU; 0 when all of it is out, -EAGAIN, -errno. */
-static int fpdu_write(struct ndk_dp *dp)
-{
-	struct msghdr msg = { 0 };
-	struct iovec *iov = dp->tx_iov;
-	int cnt = dp->tx_iovcnt;
-	ssize_t n;
-
-	while (dp->tx_left) {
-		while (cnt && !iov->iov_len) {
-			iov++;
-			cnt--;
-		}
-		msg.msg_iov = iov;
-		msg.msg_iovlen = (size_t)cnt;
-		n = sendmsg(dp->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno == EAGAIN ? -EAGAIN : -errno;
-		}
-		dp->tx_left -= (size_t)n;
-		ndk_dp_traffic(dp, &dp->tx_traffic, true, (uint64_t)n,
-			       dp->tx_left ? 0 : 1, false);
-		/* Consume what was written from the front of the iovecs. */
-		while (n > 0) {
-			size_t take = MIN((size_t)n, iov->iov_len);
-
-			iov->iov_base = (uint8_t *)iov->iov_base + take;
-			iov->iov_len -= take;
-			n -= (ssize_t)take;
-			if (!iov->iov_len && cnt > 1) {
-				iov++;
-				cnt--;
-			}
-		}
-	}
-	return 0;
-}
-
 /* ------------------------------------------------------------------ */
 /* The next FPDU to send                                              */
 
@@ -276,6 +372,7 @@ static bool build_from_sq(struct ndk_dp *dp, struct ndk_wqe *w)
 {
 	uint32_t room, n;
 	long got;
+	int first;
 	struct ddp_hdr h = { .dv = DDP_VERSION, .rv = RDMAP_VERSION };
 
 	if (w->op == NDK_WQE_READ) {
@@ -296,9 +393,9 @@ static bool build_from_sq(struct ndk_dp *dp, struct ndk_wqe *w)
 		rr.size = w->length;
 		rr.src_stag = w->stag;
 		rr.src_to = w->addr;
-		dp->tx_iovcnt = 1;
-		fpdu_header(dp, &h, &rr, 0);
-		fpdu_finish(dp);
+		first = dp->tx_iovcnt++;
+		fpdu_header(dp, first, &h, &rr, 0);
+		fpdu_finish(dp, first, false, 0);
 		if (!dp->reads_out)
 			dp->orq_head = dp->sq_next;
 		dp->reads_out++;
@@ -310,10 +407,11 @@ static bool build_from_sq(struct ndk_dp *dp, struct ndk_wqe *w)
 	room = dp->mulpdu - (w->op == NDK_WQE_WRITE ? DDP_TAGGED_HDR_LEN
 						    : DDP_UNTAGGED_HDR_LEN);
 	n = MIN(room, w->length - w->done_bytes);
-	dp->tx_iovcnt = 1;
-	got = fpdu_add_sges(dp, w, w->done_bytes, n);
+	first = dp->tx_iovcnt++;
+	got = fpdu_add_sges(dp, first, w, w->done_bytes, n);
 	if (got < 0) {
 		/* A bad local SGE: nothing (more) goes out for it. */
+		dp->tx_iovcnt = first;
 		wqe_fail(dp, w, STATUS_ACCESS_VIOLATION);
 		dp->sq_next++;
 		return false;
@@ -335,16 +433,14 @@ static bool build_from_sq(struct ndk_dp *dp, struct ndk_wqe *w)
 		h.mo = w->done_bytes;
 	}
 	h.last = w->done_bytes + n == w->length;
-	fpdu_header(dp, &h, NULL, n);
-	fpdu_finish(dp);
+	fpdu_header(dp, first, &h, NULL, n);
+	/* Done once this last FPDU is written (as siw completes). */
+	fpdu_finish(dp, first, h.last, dp->sq_next);
 	w->done_bytes += n;
 	w->state = NDK_WQE_ACTIVE;
 	if (h.last) {
 		if (w->op == NDK_WQE_SEND)
 			dp->msn_send++;
-		/* Done once this last FPDU is written (as siw completes). */
-		dp->tx_fin = true;
-		dp->tx_fin_idx = dp->sq_next;
 		dp->sq_next++;
 	}
 	return true;
@@ -363,16 +459,19 @@ static bool build_read_response(struct ndk_dp *dp)
 	uint32_t n = MIN(dp->mulpdu - DDP_TAGGED_HDR_LEN, e->length - e->sent);
 	uint64_t pos = 0, contig;
 	void *addr;
+	int first = dp->tx_iovcnt++;
 
-	dp->tx_iovcnt = 1;
 	if (n) {
 		/* Checked when the request arrived; if the source was
 		 * invalidated since, the response stops there. */
 		if (ndk_stag_lookup(qp->obj.adapter->stags, e->src_stag,
 				    qp->pd->id, e->src_to + e->sent, n,
-				    NDK_ACCESS_REMOTE_READ, &ref, &addr))
+				    NDK_ACCESS_REMOTE_READ, &ref, &addr)) {
+			dp->tx_iovcnt = first;
 			return false;
-		for (; pos < n && dp->tx_iovcnt < 18; pos += contig) {
+		}
+		for (; pos < n && dp->tx_iovcnt < first + NDK_TX_FPDU_IOV - 1;
+		     pos += contig) {
 			dp->tx_iov[dp->tx_iovcnt].iov_base =
 				ndk_stag_ref_map(&ref, pos, &contig);
 			contig = MIN(contig, n - pos);
@@ -385,8 +484,8 @@ static bool build_read_response(struct ndk_dp *dp)
 	h.stag = e->sink_stag;
 	h.to = e->sink_to + e->sent;
 	h.last = e->sent + n == e->length;
-	fpdu_header(dp, &h, NULL, n);
-	fpdu_finish(dp);
+	fpdu_header(dp, first, &h, NULL, n);
+	fpdu_finish(dp, first, false, 0);
 	e->sent += n;
 	if (h.last)
 		dp->irq_head++;
@@ -394,9 +493,40 @@ static bool build_read_response(struct ndk_dp *dp)
 }
 
 /*
+ * Fills the batch while it has room: Read Responses first (the peer waits
+ * for them), then the initiator queue in order. Returns whether it holds
+ * an FPDU. Lock held.
+ */
+static bool batch_fill(struct ndk_dp *dp)
+{
+	while (batch_has_room(dp)) {
+		struct ndk_wqe *w;
+
+		if (dp->irq_head != dp->irq_tail) {
+			if (!build_read_response(dp))
+				dp->irq_head++; /* source gone: drop it */
+			continue;
+		}
+		if (dp->sq_next == dp->sq_tail)
+			break;
+		w = sq_slot(dp, dp->sq_next);
+		/* READ_FENCE: wait for every earlier Read. */
+		if ((w->flags & NDK_OP_FLAG_READ_FENCE) && dp->reads_out)
+			break;
+		if (w->state == NDK_WQE_DONE) {
+			/* Bind, FastRegister, Invalidate: done. */
+			dp->sq_next++;
+			continue;
+		}
+		if (!build_from_sq(dp, w) && w->state == NDK_WQE_QUEUED)
+			break; /* waits for ORQ room */
+	}
+	return dp->tx_nrec != 0;
+}
+
+/*
  * Transmits while the socket takes data: a pending Terminate first, then
- * Read Responses (the peer waits for them), then the initiator queue.
- * Lock held.
+ * batches of FPDUs. Lock held.
  */
 void ndk_dp_tx_locked(struct ndk_dp *dp)
 {
@@ -404,69 +534,51 @@ void ndk_dp_tx_locked(struct ndk_dp *dp)
 
 	while (dp->attached) {
 		if (dp->tx_left) {
-			ret = fpdu_write(dp);
+			if (dp->term_len)
+				batch_cut(dp);
+			ret = batch_write(dp);
+			ndk_dp_complete_locked(dp);
 			if (ret == -EAGAIN) {
 				dp_want_out(dp, true);
 				break;
 			}
 			if (ret) {
 				/* The connection is failing: RX will see it. */
-				dp->tx_left = 0;
+				batch_reset(dp);
 				break;
 			}
-			if (dp->tx_fin) {
-				struct ndk_wqe *f = sq_slot(dp, dp->tx_fin_idx);
-
-				dp->tx_fin = false;
-				f->state = NDK_WQE_DONE;
-				f->status = STATUS_SUCCESS;
-			}
-			ndk_dp_complete_locked(dp);
 			continue;
 		}
+		batch_reset(dp);
 		if (dp->terminated)
 			break;
 		if (dp->term_len) {
-			dp->tx_iov[0].iov_base = dp->term;
-			dp->tx_iov[0].iov_len = dp->term_len;
-			dp->tx_iovcnt = 1;
-			dp->tx_left = dp->term_len;
+			batch_add_raw(dp, dp->term, dp->term_len);
 			dp->term_len = 0;
 			dp->terminated = true;
 			continue;
 		}
-		if (dp->irq_head != dp->irq_tail) {
-			if (build_read_response(dp))
-				continue;
-			dp->irq_head++; /* source gone: drop it */
-			continue;
-		}
-		if (dp->sq_next == dp->sq_tail)
+		if (!batch_fill(dp))
 			break;
-		{
-			struct ndk_wqe *w = sq_slot(dp, dp->sq_next);
-
-			/* READ_FENCE: wait for every earlier Read. */
-			if ((w->flags & NDK_OP_FLAG_READ_FENCE) &&
-			    dp->reads_out)
-				break;
-			if (w->state == NDK_WQE_DONE) {
-				/* Bind, FastRegister, Invalidate: done. */
-				dp->sq_next++;
-				ndk_dp_complete_locked(dp);
-				continue;
-			}
-			if (!build_from_sq(dp, w)) {
-				ndk_dp_complete_locked(dp);
-				if (w->state == NDK_WQE_QUEUED)
-					break; /* waits for ORQ room */
-				continue;
-			}
-		}
 	}
 	if (!dp->tx_left)
 		dp_want_out(dp, false);
 	ndk_dp_complete_locked(dp);
+}
+
+bool ndk_dp_send_rtr_locked(struct ndk_dp *dp, enum mpa_rtr type)
+{
+	int len;
+
+	if (!dp->attached || dp->terminated || dp->term_len || dp->tx_left)
+		return false;
+	len = ddp_rtr_build(type, dp->crc, dp->tx_ctrl, sizeof(dp->tx_ctrl));
+	if (len <= 0)
+		return false;
+	batch_reset(dp);
+	batch_add_raw(dp, dp->tx_ctrl, (size_t)len);
+	ndk_dp_tx_locked(dp);
+	return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -747,8 +859,12 @@ void ndk_dp_flush(struct ndk_qp *qp)
 	dp->sq_next = dp->sq_tail;
 	dp->reads_out = 0;
 	/* An FPDU half written is finished (the stream must stay whole),
-	 * but its request already completed as cancelled. */
-	dp->tx_fin = false;
+	 * but its request already completed as cancelled; the FPDUs not
+	 * started are dropped. */
+	if (dp->tx_left)
+		batch_cut(dp);
+	for (i = dp->tx_rec_pos; i < dp->tx_nrec; i++)
+		dp->tx_rec[i].fin = false;
 	ndk_dp_complete_locked(dp);
 	pthread_mutex_unlock(&dp->lock);
 }

@@ -228,6 +228,99 @@ static void test_multi_sge_and_order(void **state)
 		assert_ptr_equal(res[i].RequestContext, (PVOID)(intptr_t)i);
 }
 
+/*
+ * Sends, Writes and Reads of many sizes posted faster than the socket
+ * drains: the transmit side gathers several FPDUs per write and finishes
+ * partial ones. Every request completes once, in posting order, and every
+ * byte lands where it should.
+ */
+static void test_mixed_queue_in_order(void **state)
+{
+	enum { N = 150, RECV_MAX = 70001 };
+	const size_t wr_base = 8 << 20, rd_src = 30 << 20, rd_dst = 24 << 20;
+	NDK_RESULT_EX res[N];
+	size_t len[N], nsend = 0, i;
+	ULONG k;
+
+	fill(A.buf, 4 << 20, 91);
+	fill(P.buf + rd_src, 1 << 20, 92);
+	for (i = 0; i < N; i++) {
+		NDK_SGE r = { .VirtualAddress = P.buf + i * RECV_MAX,
+			      .Length = RECV_MAX,
+			      .MemoryRegionToken = P.ltok };
+
+		assert_int_equal(P.qp->Dispatch->NdkReceive(
+					 P.qp, (PVOID)(uintptr_t)i, &r, 1),
+				 STATUS_SUCCESS);
+	}
+	for (i = 0; i < N; i++) {
+		NDK_SGE s = { .VirtualAddress = A.buf + i * 1000,
+			      .MemoryRegionToken = A.ltok };
+		PVOID ctx = (PVOID)(uintptr_t)i;
+
+		/* Sizes around one loopback FPDU (~64 KiB) and tiny ones. */
+		len[i] = (i * 7919) % RECV_MAX;
+		s.Length = (ULONG)len[i];
+		switch (i % 3) {
+		case 0:
+			assert_int_equal(
+				A.qp->Dispatch->NdkSend(A.qp, ctx, &s, 1, 0),
+				STATUS_SUCCESS);
+			nsend++;
+			break;
+		case 1:
+			assert_int_equal(
+				A.qp->Dispatch->NdkWrite(
+					A.qp, ctx, &s, 1,
+					(UINT64)(uintptr_t)(P.buf + wr_base +
+							    i * 80000),
+					P.rtok, 0),
+				STATUS_SUCCESS);
+			break;
+		default:
+			len[i] %= 4096;
+			s.Length = (ULONG)len[i];
+			s.VirtualAddress = A.buf + rd_dst + i * 4096;
+			assert_int_equal(
+				A.qp->Dispatch->NdkRead(
+					A.qp, ctx, &s, 1,
+					(UINT64)(uintptr_t)(P.buf + rd_src +
+							    i * 10),
+					P.rtok, 0),
+				STATUS_SUCCESS);
+			break;
+		}
+	}
+	assert_int_equal(poll_cq(cli.cq, res, N), N);
+	assert_int_equal(cli.cq->Dispatch->NdkGetCqResultsEx(cli.cq, res, 1),
+			 0);
+	for (i = 0; i < N; i++) {
+		assert_ptr_equal(res[i].RequestContext, (PVOID)(uintptr_t)i);
+		assert_int_equal(res[i].Status, STATUS_SUCCESS);
+		assert_int_equal(res[i].BytesTransferred, len[i]);
+	}
+	/* The Sends land in order; a Write before a Send is placed before
+	 * the Send's receive completes (one ordered stream). */
+	k = poll_cq(srv.cq, res, (ULONG)nsend);
+	assert_int_equal(k, nsend);
+	for (k = 0, i = 0; i < N; i++) {
+		if (i % 3 == 0) {
+			assert_ptr_equal(res[k].RequestContext,
+					 (PVOID)(uintptr_t)k);
+			assert_int_equal(res[k].BytesTransferred, len[i]);
+			assert_memory_equal(P.buf + k * RECV_MAX,
+					    A.buf + i * 1000, len[i]);
+			k++;
+		} else if (i % 3 == 1 && i < N - 3) {
+			assert_memory_equal(P.buf + wr_base + i * 80000,
+					    A.buf + i * 1000, len[i]);
+		} else if (i % 3 == 2) {
+			assert_memory_equal(A.buf + rd_dst + i * 4096,
+					    P.buf + rd_src + i * 10, len[i]);
+		}
+	}
+}
+
 static void test_write_and_read(void **state)
 {
 	static const size_t sizes[] = { 0, 1, 777, 65536, 1 << 20, 16 << 20 };
@@ -780,6 +873,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_multi_sge_and_order, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_mixed_queue_in_order,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_and_read, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_reads_beyond_ord_wait,
