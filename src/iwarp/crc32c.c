@@ -12,6 +12,8 @@
  * - SSE4.2: the crc32 instruction implements exactly this polynomial. It is
  *   compiled with a target attribute (the build baseline is plain x86-64)
  *   and only called after __builtin_cpu_supports("sse4.2") said yes.
+ * - AVX-512 + VPCLMULQDQ: carry-less multiplication folds 256 bytes per
+ *   step (below), then the crc32 instruction reduces the last 16 bytes.
  *
  * The only mutable global is the pointer to the chosen implementation,
  * resolved on first use. Racing first calls store the same value.
@@ -25,6 +27,12 @@
 #include <nmmintrin.h>
 #else
 #define CRC32C_HAVE_SSE42 0
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CRC32C_HAVE_FOLD 1
+#include <immintrin.h>
+#else
+#define CRC32C_HAVE_FOLD 0
 #endif
 
 #include "core/compiler.h"
@@ -690,12 +698,184 @@ crc32c_sse42(uint32_t crc, const uint8_t *p, size_t len)
 }
 #endif
 
+#if CRC32C_HAVE_FOLD
+/*
+ * Folding (the carry-less multiplication method of Intel's "Fast CRC
+ * Computation for Generic Polynomials Using PCLMULQDQ"). Only the value
+ * of the data polynomial D(x) modulo P(x) matters, so a 128-bit block B
+ * that lies d bits before another can be replaced by B * x^d mod P and
+ * XORed into it. With B = H * x^64 + L,
+ *	B * x^d == H * (x^(d+64) mod P) + L * (x^d mod P)	(mod P),
+ * two 64 x 32-bit carry-less products. In the reflected bit order of the
+ * wire (bit 0 of byte 0 is the highest power), the low quadword of a
+ * block is H, a constant reflected into the low 32 bits of a quadword
+ * stands for K * x^32, and a product comes out multiplied by x: so the
+ * constants are x^(d+31) and x^(d-33) mod P. They are computed at first
+ * use; the unit test checks the result against the bitwise reference.
+ *
+ * Four 512-bit accumulators take 256 bytes per step; they are folded
+ * into one 128-bit block, whose CRC register the crc32 instruction then
+ * computes (its value mod P is that of everything folded into it). The
+ * starting register is XORed into the first four data bytes.
+ */
+#define CRC32C_POLY_NORMAL 0x1EDC6F41u
+
+/* x^n mod P, in normal bit order (bit i is the power i). */
+static uint32_t crc32c_xpow(unsigned int n)
+{
+	uint64_t r = 1;
+
+	while (n--) {
+		r <<= 1;
+		if (r & 0x100000000ull)
+			r ^= 0x100000000ull | CRC32C_POLY_NORMAL;
+	}
+	return (uint32_t)r;
+}
+
+static uint32_t crc32c_reflect(uint32_t v)
+{
+	uint32_t r = 0;
+	int i;
+
+	for (i = 0; i < 32; i++)
+		if (v & (1u << i))
+			r |= 1u << (31 - i);
+	return r;
+}
+
+/* Fold constants for a distance of d bits: {high half, low half}. */
+struct crc32c_fold_k {
+	uint64_t hi, lo;
+};
+
+static struct crc32c_fold_k crc32c_k2048, crc32c_k512, crc32c_k384, crc32c_k256,
+	crc32c_k128;
+static pthread_once_t crc32c_fold_once = PTHREAD_ONCE_INIT;
+
+static struct crc32c_fold_k crc32c_fold_k_of(unsigned int d)
+{
+	return (struct crc32c_fold_k){
+		.hi = crc32c_reflect(crc32c_xpow(d + 31)),
+		.lo = crc32c_reflect(crc32c_xpow(d - 33)),
+	};
+}
+
+static void crc32c_fold_init(void)
+{
+	crc32c_k2048 = crc32c_fold_k_of(2048);
+	crc32c_k512 = crc32c_fold_k_of(512);
+	crc32c_k384 = crc32c_fold_k_of(384);
+	crc32c_k256 = crc32c_fold_k_of(256);
+	crc32c_k128 = crc32c_fold_k_of(128);
+}
+
+#define CRC32C_FOLD_TARGET \
+	__attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.2")))
+
+CRC32C_FOLD_TARGET static __m512i crc32c_k512_of(struct crc32c_fold_k k)
+{
+	return _mm512_set_epi64((long long)k.lo, (long long)k.hi,
+				(long long)k.lo, (long long)k.hi,
+				(long long)k.lo, (long long)k.hi,
+				(long long)k.lo, (long long)k.hi);
+}
+
+/* Every 128-bit lane of x moved forward by the distance of k, plus y. */
+CRC32C_FOLD_TARGET static __m512i crc32c_fold512(__m512i x, __m512i k,
+						 __m512i y)
+{
+	return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x, k, 0x00),
+					 _mm512_clmulepi64_epi128(x, k, 0x11),
+					 y, 0x96);
+}
+
+CRC32C_FOLD_TARGET static __m128i
+crc32c_fold128(__m128i x, struct crc32c_fold_k k, __m128i y)
+{
+	__m128i kk = _mm_set_epi64x((long long)k.lo, (long long)k.hi);
+
+	return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, kk, 0x00),
+					   _mm_clmulepi64_si128(x, kk, 0x11)),
+			     y);
+}
+
+/* Below this the crc32 instruction alone is as fast. */
+#define CRC32C_FOLD_MIN 512
+
+CRC32C_FOLD_TARGET static uint32_t crc32c_fold(uint32_t crc, const uint8_t *p,
+					       size_t len)
+{
+	__m512i z0, z1, z2, z3, k;
+	__m128i x;
+	uint64_t q[2];
+
+	if (len < CRC32C_FOLD_MIN)
+		return crc32c_sse42(crc, p, len);
+	pthread_once(&crc32c_fold_once, crc32c_fold_init);
+	z0 = _mm512_xor_si512(
+		_mm512_loadu_si512(p),
+		_mm512_castsi128_si512(_mm_cvtsi32_si128((int)crc)));
+	z1 = _mm512_loadu_si512(p + 64);
+	z2 = _mm512_loadu_si512(p + 128);
+	z3 = _mm512_loadu_si512(p + 192);
+	p += 256;
+	len -= 256;
+	k = crc32c_k512_of(crc32c_k2048);
+	while (len >= 256) {
+		z0 = crc32c_fold512(z0, k, _mm512_loadu_si512(p));
+		z1 = crc32c_fold512(z1, k, _mm512_loadu_si512(p + 64));
+		z2 = crc32c_fold512(z2, k, _mm512_loadu_si512(p + 128));
+		z3 = crc32c_fold512(z3, k, _mm512_loadu_si512(p + 192));
+		p += 256;
+		len -= 256;
+	}
+	/* Four accumulators into one, then whole 64-byte blocks. */
+	k = crc32c_k512_of(crc32c_k512);
+	z1 = crc32c_fold512(z0, k, z1);
+	z2 = crc32c_fold512(z1, k, z2);
+	z3 = crc32c_fold512(z2, k, z3);
+	while (len >= 64) {
+		z3 = crc32c_fold512(z3, k, _mm512_loadu_si512(p));
+		p += 64;
+		len -= 64;
+	}
+	/* Four lanes into one; lane 0 is the oldest. */
+	x = crc32c_fold128(_mm512_extracti32x4_epi32(z3, 0), crc32c_k384,
+			   _mm512_extracti32x4_epi32(z3, 3));
+	x = crc32c_fold128(_mm512_extracti32x4_epi32(z3, 1), crc32c_k256, x);
+	x = crc32c_fold128(_mm512_extracti32x4_epi32(z3, 2), crc32c_k128, x);
+	while (len >= 16) {
+		x = crc32c_fold128(x, crc32c_k128,
+				   _mm_loadu_si128((const __m128i *)p));
+		p += 16;
+		len -= 16;
+	}
+	_mm_storeu_si128((__m128i *)q, x);
+	crc = (uint32_t)_mm_crc32_u64(_mm_crc32_u64(0, q[0]), q[1]);
+	return crc32c_sse42(crc, p, len);
+}
+#endif
+
 static bool crc32c_cpu_has_sse42(void)
 {
 #if CRC32C_HAVE_SSE42
 	/* May run from a constructor, before libgcc's own CPU probe. */
 	__builtin_cpu_init();
 	return __builtin_cpu_supports("sse4.2");
+#else
+	return false;
+#endif
+}
+
+static bool crc32c_cpu_has_fold(void)
+{
+#if CRC32C_HAVE_FOLD
+	__builtin_cpu_init();
+	return crc32c_cpu_has_sse42() && __builtin_cpu_supports("avx512f") &&
+	       __builtin_cpu_supports("avx512vl") &&
+	       __builtin_cpu_supports("vpclmulqdq") &&
+	       __builtin_cpu_supports("pclmul");
 #else
 	return false;
 #endif
@@ -710,6 +890,12 @@ static crc32c_fn *crc32c_impl_fn(enum crc32c_impl impl)
 	case CRC32C_IMPL_SSE42:
 		if (crc32c_cpu_has_sse42())
 			return crc32c_sse42;
+		break;
+#endif
+#if CRC32C_HAVE_FOLD
+	case CRC32C_IMPL_FOLD:
+		if (crc32c_cpu_has_fold())
+			return crc32c_fold;
 		break;
 #endif
 	default:
@@ -746,6 +932,8 @@ bool crc32c_impl_available(enum crc32c_impl impl)
 		return true;
 	case CRC32C_IMPL_SSE42:
 		return crc32c_cpu_has_sse42();
+	case CRC32C_IMPL_FOLD:
+		return crc32c_cpu_has_fold();
 	default:
 		return false;
 	}
@@ -753,6 +941,8 @@ bool crc32c_impl_available(enum crc32c_impl impl)
 
 enum crc32c_impl crc32c_impl_active(void)
 {
+	if (crc32c_cpu_has_fold())
+		return CRC32C_IMPL_FOLD;
 	return crc32c_cpu_has_sse42() ? CRC32C_IMPL_SSE42 : CRC32C_IMPL_SLICE8;
 }
 
@@ -762,6 +952,7 @@ const char *crc32c_impl_name(enum crc32c_impl impl)
 		[CRC32C_IMPL_AUTO] = "auto",
 		[CRC32C_IMPL_SLICE8] = "slice8",
 		[CRC32C_IMPL_SSE42] = "sse4.2",
+		[CRC32C_IMPL_FOLD] = "avx512-vpclmulqdq",
 	};
 
 	if ((unsigned int)impl >= ARRAY_SIZE(names))

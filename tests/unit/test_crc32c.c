@@ -252,6 +252,21 @@ static void test_impls_equal(void **state)
 	for (int r = 0; r < 8; r++)
 		assert_impls_agree(list, n, buf + rng() % 16,
 				   2048 + rng() % 2048);
+	/* Around the folding path's 256- and 64-byte steps, up to a whole
+	 * loopback FPDU. */
+	{
+		static uint8_t big[70000 + 64];
+		static const size_t edge[] = { 511,   512,   513,   767,  768,
+					       769,   1023,  1024,  1087, 65535,
+					       65536, 65537, 69999, 70000 };
+
+		rng_fill(big, sizeof(big));
+		for (size_t e = 0; e < sizeof(edge) / sizeof(edge[0]); e++)
+			for (size_t off = 0; off < 64; off += 13)
+				assert_impls_agree(list, n, big + off, edge[e]);
+		for (size_t len = 512; len <= 70000; len += 997)
+			assert_impls_agree(list, n, big + len % 64, len);
+	}
 }
 
 /* Chained updates over random splits equal one pass over the buffer. */
@@ -316,16 +331,26 @@ static void test_impl_info(void **state)
 	enum crc32c_impl act = crc32c_impl_active();
 
 	(void)state;
-	assert_true(act == CRC32C_IMPL_SLICE8 || act == CRC32C_IMPL_SSE42);
+	assert_true(act == CRC32C_IMPL_SLICE8 || act == CRC32C_IMPL_SSE42 ||
+		    act == CRC32C_IMPL_FOLD);
 	assert_true(crc32c_impl_available(act));
 	assert_true(crc32c_impl_available(CRC32C_IMPL_AUTO));
 	assert_true(crc32c_impl_available(CRC32C_IMPL_SLICE8));
 	assert_false(crc32c_impl_available(CRC32C_IMPL_COUNT));
 	assert_string_equal(crc32c_impl_name(CRC32C_IMPL_SLICE8), "slice8");
 	assert_string_equal(crc32c_impl_name(CRC32C_IMPL_SSE42), "sse4.2");
+	assert_string_equal(crc32c_impl_name(CRC32C_IMPL_FOLD),
+			    "avx512-vpclmulqdq");
 	assert_string_equal(crc32c_impl_name(CRC32C_IMPL_COUNT), "?");
 #if defined(__x86_64__)
-	if (__builtin_cpu_supports("sse4.2"))
+	/* The fastest one the CPU has. */
+	if (__builtin_cpu_supports("avx512f") &&
+	    __builtin_cpu_supports("avx512vl") &&
+	    __builtin_cpu_supports("vpclmulqdq") &&
+	    __builtin_cpu_supports("pclmul") &&
+	    __builtin_cpu_supports("sse4.2"))
+		assert_int_equal(act, CRC32C_IMPL_FOLD);
+	else if (__builtin_cpu_supports("sse4.2"))
 		assert_int_equal(act, CRC32C_IMPL_SSE42);
 #endif
 	print_message("crc32c implementation: %s\n", crc32c_impl_name(act));
