@@ -75,44 +75,7 @@ void ndk_adapter_default_info(NDK_ADAPTER_INFO *info, NDK_VERSION version)
 
 int ndk_adapter_has_addr(struct ndk_adapter *ad, const struct sockaddr *addr)
 {
-	struct ifaddrs *ifa_list, *ifa;
-	size_t namelen;
-	bool found = false;
-
-	if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)
-		return 0;
-	namelen = strlen(ad->ifname);
-	if (getifaddrs(&ifa_list))
-		return errno ? -errno : -ENOMEM;
-	for (ifa = ifa_list; ifa && !found; ifa = ifa->ifa_next) {
-		/* IPv4 addresses carry their label ("eth0:1") as the name;
-		 * device names never contain ':'. */
-		if (!ifa->ifa_addr ||
-		    strncmp(ifa->ifa_name, ad->ifname, namelen) ||
-		    (ifa->ifa_name[namelen] != '\0' &&
-		     ifa->ifa_name[namelen] != ':') ||
-		    ifa->ifa_addr->sa_family != addr->sa_family)
-			continue;
-		if (addr->sa_family == AF_INET) {
-			const struct sockaddr_in *a = (const void *)addr;
-			const struct sockaddr_in *b =
-				(const void *)ifa->ifa_addr;
-
-			found = a->sin_addr.s_addr == b->sin_addr.s_addr;
-		} else {
-			const struct sockaddr_in6 *a = (const void *)addr;
-			const struct sockaddr_in6 *b =
-				(const void *)ifa->ifa_addr;
-
-			found = !memcmp(&a->sin6_addr, &b->sin6_addr,
-					sizeof(a->sin6_addr));
-			/* A link-local address names this link only. */
-			if (found && IN6_IS_ADDR_LINKLOCAL(&a->sin6_addr))
-				found = a->sin6_scope_id == ad->ifindex;
-		}
-	}
-	freeifaddrs(ifa_list);
-	return found ? 1 : 0;
+	return ndk_ifaddr_has(&ad->addrs, addr);
 }
 
 static NTSTATUS ndk_query_adapter_info(NDK_ADAPTER *pNdkAdapter,
@@ -211,6 +174,7 @@ NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 	list_init(&ad->objects);
 	ndk_obj_init(&ad->obj, ad, &adapter_ops, &adapter_dispatch);
 
+	ndk_ifaddr_init(&ad->addrs, name, IfIndex);
 	ad->stags = ndk_stag_table_create();
 	if (!ad->stags)
 		goto fail;
@@ -228,6 +192,7 @@ fail:
 	ndk_reg_counters_close(ad->counters);
 	if (ad->stags)
 		ndk_stag_table_destroy(ad->stags);
+	ndk_ifaddr_fini(&ad->addrs);
 	pthread_cond_destroy(&ad->cond);
 	pthread_mutex_destroy(&ad->lock);
 	free(ad);
@@ -282,6 +247,7 @@ NDK_EXPORT VOID NdkCloseAdapter(NDK_ADAPTER *pNdkAdapter)
 	ndk_engine_stop(&ad->engine);
 	ndk_reg_counters_close(ad->counters);
 	ndk_stag_table_destroy(ad->stags);
+	ndk_ifaddr_fini(&ad->addrs);
 	pthread_cond_destroy(&ad->cond);
 	pthread_mutex_destroy(&ad->lock);
 	free(ad);

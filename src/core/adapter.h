@@ -8,6 +8,7 @@
 
 #include <net/if.h>
 #include <pthread.h>
+#include "core/ifaddr.h"
 #include "core/object.h"
 #include "engine/engine.h"
 #include "oid/registry.h"
@@ -34,6 +35,7 @@ struct ndk_adapter {
 
 	struct ndk_engine engine;
 	struct ndk_stag_table *stags; /* memory tokens, see qp/stag.h */
+	struct ndk_ifaddr_cache addrs; /* the interface's addresses */
 
 	/* Where the adapter lives (registry.h): its network namespace and
 	 * the machine-wide counters behind OID_NDK_STATISTICS (NULL if the

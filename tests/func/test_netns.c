@@ -42,10 +42,11 @@
 #define PORT	      4791 /* a destination port; nothing listens on it */
 
 /* The veth end of the host under test and its peer end. */
-#define IF_A   "vA"
-#define IF_B   "vB"
-#define ADDR_A "10.77.0.1"
-#define ADDR_B "10.77.0.2"
+#define IF_A	   "vA"
+#define IF_B	   "vB"
+#define ADDR_A	   "10.77.0.1"
+#define ADDR_EXTRA "10.77.0.9"
+#define ADDR_B	   "10.77.0.2"
 /* A MAC nobody on the link has: frames to it are dropped unanswered. */
 #define MAC_NOBODY "02:00:5e:77:00:99"
 #define MAC_B	   "02:00:5e:77:00:02"
@@ -431,6 +432,31 @@ static int child_invalid_address(void *arg)
 		     STATUS_PENDING);
 	close_pending(c, &r, 1000);
 	cm_close_qp(qp);
+
+	/*
+	 * The adapter's addresses are cached, but a change made before a
+	 * call is always seen by it: a new address is usable at once, a
+	 * removed one is refused at once.
+	 */
+	{
+		struct sockaddr_in extra = in4(ADDR_EXTRA, 0);
+
+		CHECK_STATUS(cm_listen(&veth, &l, (struct sockaddr *)&extra),
+			     STATUS_INVALID_ADDRESS);
+		cm_listener_close(&l);
+		SH("ip addr add " ADDR_EXTRA "/24 dev " IF_A);
+		CHECK_STATUS(cm_listen(&veth, &l, (struct sockaddr *)&extra),
+			     STATUS_SUCCESS);
+		cm_listener_close(&l);
+		SH("ip addr del " ADDR_EXTRA "/24 dev " IF_A);
+		qp = cm_qp(&veth);
+		c = cm_connector(&veth);
+		CHECK_STATUS(
+			connect4(c, qp, ADDR_EXTRA, ADDR_B, PORT, NULL, 0, &r),
+			STATUS_INVALID_ADDRESS);
+		cm_close_connector(c);
+		cm_close_qp(qp);
+	}
 
 	/* The reverse: adapter on lo, source address of the veth. */
 	qp = cm_qp(&lo);
