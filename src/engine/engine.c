@@ -322,8 +322,10 @@ int ndk_timer_start(struct ndk_engine *e, struct ndk_timer *t, uint64_t ms)
 		heap_put(e, e->heap_len, t);
 		heap_sift_up(e, e->heap_len);
 	}
-	/* A new earliest deadline shortens the engine's current wait. */
-	if (t->heap_index == 1 && !ndk_engine_on_thread(e))
+	/* A new earliest deadline shortens the engine's current wait, unless
+	 * the engine wakes before it anyway (e.g. CM timeouts of seconds). */
+	if (t->heap_index == 1 && !ndk_engine_on_thread(e) &&
+	    deadline < e->wake_by_ns)
 		engine_wake_locked(e);
 	pthread_mutex_unlock(&e->lock);
 	return 0;
@@ -361,21 +363,33 @@ static void engine_run_timers(struct ndk_engine *e)
 	pthread_mutex_unlock(&e->lock);
 }
 
-/* Lock held: epoll_wait() timeout in ms, rounded up so we never wake early. */
+/*
+ * Lock held: epoll_wait() timeout in ms, rounded up so we never wake
+ * early, and at most ENGINE_MAX_SLEEP_MS: an idle engine looks at its
+ * timers once a second, so starting a timer due later than that from
+ * another thread needs no wake-up. Records when the engine will wake.
+ */
+#define ENGINE_MAX_SLEEP_MS 1000
+
 static int engine_timeout_locked(struct ndk_engine *e)
 {
-	uint64_t now, d, ms;
+	uint64_t now = ndk_now_ns(), ms = ENGINE_MAX_SLEEP_MS;
 
-	if (!list_empty(&e->work))
+	if (!list_empty(&e->work)) {
+		e->wake_by_ns = now;
 		return 0;
-	if (!e->heap_len)
-		return -1;
-	d = e->heap[1]->deadline_ns;
-	now = ndk_now_ns();
-	if (d <= now)
-		return 0;
-	ms = (d - now + NS_PER_MS - 1) / NS_PER_MS;
-	return ms > INT_MAX ? INT_MAX : (int)ms;
+	}
+	if (e->heap_len) {
+		uint64_t d = e->heap[1]->deadline_ns;
+
+		if (d <= now) {
+			e->wake_by_ns = now;
+			return 0;
+		}
+		ms = MIN(ms, (d - now + NS_PER_MS - 1) / NS_PER_MS);
+	}
+	e->wake_by_ns = now + ms * NS_PER_MS;
+	return (int)ms;
 }
 
 /* ---- file descriptors ---- */
@@ -510,6 +524,7 @@ int ndk_engine_start(struct ndk_engine *e, const char *name)
 	e->heap = NULL;
 	e->heap_len = 0;
 	e->heap_cap = 0;
+	e->wake_by_ns = 0;
 	e->stopping = false;
 	e->dead = false;
 	e->running = false;

@@ -59,6 +59,9 @@ struct ndk_engine {
 	struct list_head work;
 	struct ndk_timer **heap; /* 1-based binary min-heap */
 	unsigned int heap_len, heap_cap;
+	/* When the engine, about to sleep, wakes by itself at the latest: a
+	 * timer due later needs no wake-up. Under lock. */
+	uint64_t wake_by_ns;
 	bool stopping;
 	bool dead; /* thread left its loop: posted work would never run */
 	bool running; /* start succeeded and stop has not finished */

@@ -523,6 +523,44 @@ static void test_timers_explicit_order(void **state)
 	assert_int_equal(fire_order[2], 'a');
 }
 
+/*
+ * An idle engine wakes by itself at least once a second, so a timer due
+ * later, started from another thread, does not wake it; a sooner one does
+ * and fires on time. Both fire, never early.
+ */
+static void test_timer_wakes_only_when_sooner(void **state)
+{
+	struct ndk_engine *e = *state;
+	struct rec_timer far, near;
+	unsigned long it0;
+	uint64_t t0;
+
+	timers_reset();
+	rec_init(&far, e, 'f');
+	rec_init(&near, e, 'n');
+	/* Let the engine go to sleep. */
+	assert_int_equal(ndk_engine_call(e, heap_len_fn, e), 0);
+	tu_sleep_ms(20);
+	it0 = atomic_load(&e->iterations);
+	t0 = ndk_now_ns();
+	/* Started (and restarted) four times: no wake-up for any. */
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(ndk_timer_start(e, &far.timer, 1500), 0);
+		tu_sleep_ms(10);
+	}
+	/* At most the once-a-second look. */
+	assert_true(atomic_load(&e->iterations) - it0 <= 1);
+	assert_int_equal(ndk_timer_start(e, &near.timer, 10), 0);
+	assert_true(wait_count(&fire_count, 1));
+	assert_int_equal(fire_order[0], 'n');
+	/* Woken for it: well before the engine's own next look. */
+	assert_true(near.fired_ns - t0 < 500 * 1000000ull);
+	assert_true(wait_count(&fire_count, 2));
+	assert_int_equal(fire_order[1], 'f');
+	assert_true(far.fired_ns - t0 >= 1500 * 1000000ull);
+	assert_int_equal(atomic_load(&timer_bad), 0);
+}
+
 static void test_timer_cancel(void **state)
 {
 	struct ndk_engine *e = *state;
@@ -930,6 +968,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timer_cancel, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_timer_wakes_only_when_sooner, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timer_restart, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
