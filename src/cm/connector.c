@@ -238,12 +238,13 @@ static int conn_send(struct ndk_connector *c, size_t len)
 }
 
 /*
- * Reads into c->rx until it holds want bytes, never past them: bytes
- * behind an MPA frame belong to the next layer. Returns 1 when complete,
- * 0 if the socket has no more for now, -EPIPE on end of stream, or a
- * negative errno.
+ * Reads into c->rx until it holds want bytes (whole: never past them,
+ * since bytes behind an RTR belong to the data path), or with one read of
+ * up to want bytes (!whole: an MPA frame, behind which nothing may come
+ * before we answer). Returns 1 when done, 0 if the socket has no more for
+ * now, -EPIPE on end of stream, or a negative errno.
  */
-static int conn_fill(struct ndk_connector *c, size_t want)
+static int conn_fill(struct ndk_connector *c, size_t want, bool whole)
 {
 	while (c->rx_len < want) {
 		ssize_t n = recv(c->fd, c->rx + c->rx_len, want - c->rx_len,
@@ -257,22 +258,33 @@ static int conn_fill(struct ndk_connector *c, size_t want)
 			return errno == EAGAIN ? 0 : -errno;
 		}
 		c->rx_len += (size_t)n;
+		if (!whole)
+			break;
 	}
 	return 1;
 }
 
-/* True if the peer has closed or reset the connection (nothing consumed). */
-static bool conn_peer_gone(struct ndk_connector *c)
+/*
+ * What a peek at the socket shows (nothing consumed): 0 nothing yet, 1 a
+ * byte is queued, -1 the peer closed or reset the connection.
+ */
+static int conn_peek(struct ndk_connector *c)
 {
 	uint8_t b;
 	ssize_t n;
 
 	if (c->fd < 0)
-		return true;
+		return -1;
 	n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-	if (n == 0)
-		return true;
-	return n < 0 && errno != EAGAIN && errno != EINTR;
+	if (n > 0)
+		return 1;
+	return n == 0 || (errno != EAGAIN && errno != EINTR) ? -1 : 0;
+}
+
+/* True if the peer has closed or reset the connection. */
+static bool conn_peer_gone(struct ndk_connector *c)
+{
+	return conn_peek(c) < 0;
 }
 
 /* True if a byte is queued (nothing consumed). */
@@ -291,13 +303,6 @@ static bool conn_tcp_up_now(struct ndk_connector *c)
 	       !getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) && !err;
 }
 
-static bool conn_rx_pending(struct ndk_connector *c)
-{
-	uint8_t b;
-
-	return c->fd >= 0 && recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
-}
-
 /*
  * Between the handshake steps the peer must wait for our next one: the
  * initiator sends nothing between its Request and our Reply, the responder
@@ -307,7 +312,7 @@ static bool conn_rx_pending(struct ndk_connector *c)
  */
 static bool conn_peer_acted(struct ndk_connector *c)
 {
-	return conn_peer_gone(c) || conn_rx_pending(c);
+	return conn_peek(c) != 0;
 }
 
 static void conn_start_timer_ms(struct ndk_connector *c, uint64_t ms)
@@ -571,7 +576,8 @@ static void conn_got_reply(struct ndk_connector *c, const struct mpa_rr *rr)
 }
 
 /*
- * Reads an MPA Request or Reply into c->rx, never past its end. Returns 1
+ * Reads an MPA Request or Reply into c->rx (one read when the peer sent it
+ * whole, as peers do). Returns 1
  * with rr filled, 0 if more bytes are needed, or -1 when the frame is
  * malformed, the stream ended, or bytes follow the frame before we acted
  * (siw refuses that too: "peer sent extra data", iwarp.md 1.1).
@@ -580,14 +586,16 @@ static int conn_read_frame(struct ndk_connector *c, enum mpa_rr_type type,
 			   struct mpa_rr *rr)
 {
 	const char *what = type == MPA_RR_REPLY ? "Reply" : "Request";
-	size_t need = MPA_RR_HDR_LEN;
 	int ret;
 
 	for (;;) {
 		ret = mpa_rr_parse(c->rx, c->rx_len, type, MPA_PRIVATE_DATA_MAX,
-				   rr, &need);
+				   rr, NULL);
 		if (ret > 0) {
-			if (!conn_rx_pending(c))
+			/* c->rx has room for more than any frame, so a frame
+			 * that ends the bytes read came from a read that
+			 * emptied the socket: nothing followed it then. */
+			if (c->rx_len == (size_t)ret)
 				return 1;
 			ndk_info("connector %p: data behind the MPA %s",
 				 (void *)c, what);
@@ -598,7 +606,7 @@ static int conn_read_frame(struct ndk_connector *c, enum mpa_rr_type type,
 				 what, mpa_strerror(ret));
 			return -1;
 		}
-		ret = conn_fill(c, need);
+		ret = conn_fill(c, sizeof(c->rx), false);
 		if (ret <= 0)
 			return ret < 0 ? -1 : 0;
 	}
@@ -764,15 +772,28 @@ static void conn_read_rtr(struct ndk_connector *c)
 			return; /* the rest of the Reply goes first */
 		goto established;
 	}
-	ret = conn_fill(c, MPA_FPDU_HDR_LEN);
+	/*
+	 * No FPDU is shorter than a zero-length tagged one (20 bytes): one
+	 * read of up to that much never takes the data path's bytes, except
+	 * behind a malformed RTR, which ends the connection anyway.
+	 */
+	ret = 1;
+	if (c->rx_len < MPA_FPDU_HDR_LEN) {
+		ret = conn_fill(c,
+				MPA_FPDU_HDR_LEN + DDP_TAGGED_HDR_LEN +
+					MPA_FPDU_CRC_LEN,
+				false);
+		if (ret == 1 && c->rx_len < MPA_FPDU_HDR_LEN)
+			ret = 0;
+	}
 	if (ret == 1) {
 		ulpdu_len = (size_t)c->rx[0] << 8 | c->rx[1];
 		total = mpa_fpdu_len(ulpdu_len);
-		if (total > sizeof(c->rx)) {
+		if (total > sizeof(c->rx) || total < c->rx_len) {
 			conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
 			return;
 		}
-		ret = conn_fill(c, total);
+		ret = conn_fill(c, total, true);
 	}
 	if (ret == 0)
 		return;
@@ -923,8 +944,9 @@ static void conn_nudge(struct ndk_connector *c)
 /* Hands an established connection to its QP's data path. */
 static int conn_attach_dp(struct ndk_connector *c)
 {
-	int ret = ndk_dp_attach(c->qp, c->fd, conn_engine(c), &c->io, c->crc,
-				c->eff.ird, c->eff.ord);
+	int ret =
+		ndk_dp_attach(c->qp, c->fd, c->local.ss_family, conn_engine(c),
+			      &c->io, c->crc, c->eff.ird, c->eff.ord);
 
 	if (ret)
 		return ret;

@@ -82,7 +82,7 @@ struct ndk_connector {
 	int reg_slot; /* OID_NDK_CONNECTIONS entry while listed, else -1 */
 
 	/* MPA negotiation (RFC 5044 7.1, RFC 6581). */
-	uint8_t rx[MPA_RR_FRAME_MAX];
+	uint8_t rx[MPA_RR_FRAME_MAX + 1]; /* + 1: a byte behind a frame */
 	size_t rx_len;
 	uint8_t tx[MPA_RR_FRAME_MAX];
 	size_t tx_len, tx_off;

@@ -344,10 +344,12 @@ int ndk_reg_publish(struct ndk_reg_entry *e)
 	uint32_t slot;
 	int ret = 0;
 
-	e->pid = (uint32_t)getpid();
 	pthread_mutex_lock(&reg_lock);
 	if (!reg_map)
 		ret = reg_create_locked();
+	/* The file's owner is this process (a forked child makes its own):
+	 * no getpid() per entry. */
+	e->pid = (uint32_t)(ret ? getpid() : reg_owner);
 	if (ret) {
 		if (!warned)
 			ndk_warn("registry %s unusable (%s): endpoints and "

@@ -183,8 +183,9 @@ struct ndk_dp {
  * Creates the data path of a connected QP; the socket is the connector's.
  * Returns 0 or -ENOMEM.
  */
-int ndk_dp_attach(struct ndk_qp *qp, int fd, struct ndk_engine *engine,
-		  struct ndk_io *io, bool crc, uint32_t ird, uint32_t ord);
+int ndk_dp_attach(struct ndk_qp *qp, int fd, int family,
+		  struct ndk_engine *engine, struct ndk_io *io, bool crc,
+		  uint32_t ird, uint32_t ord);
 /* The connection is going away: no more socket use. Any thread. */
 void ndk_dp_detach(struct ndk_qp *qp);
 /* Cancels a receive left half-filled by a connection that ended. */

@@ -714,19 +714,14 @@ static void dp_armed(struct ndk_cq_poller *p)
 /* Attach and detach                                                  */
 
 /* Ethernet (14) + IPv4 (20) or IPv6 (40) + TCP with timestamps (32). */
-static uint32_t dp_frame_overhead(int fd)
+static uint32_t dp_frame_overhead(int family)
 {
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-
-	if (!getsockname(fd, (struct sockaddr *)&ss, &len) &&
-	    ss.ss_family == AF_INET6)
-		return 14 + 40 + 32;
-	return 14 + 20 + 32;
+	return family == AF_INET6 ? 14 + 40 + 32 : 14 + 20 + 32;
 }
 
-int ndk_dp_attach(struct ndk_qp *qp, int fd, struct ndk_engine *engine,
-		  struct ndk_io *io, bool crc, uint32_t ird, uint32_t ord)
+int ndk_dp_attach(struct ndk_qp *qp, int fd, int family,
+		  struct ndk_engine *engine, struct ndk_io *io, bool crc,
+		  uint32_t ird, uint32_t ord)
 {
 	struct ndk_dp *dp = calloc(1, sizeof(*dp));
 	uint32_t stride, size = 1;
@@ -767,7 +762,7 @@ int ndk_dp_attach(struct ndk_qp *qp, int fd, struct ndk_engine *engine,
 	if (getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) || mss < 512)
 		mss = 1460;
 	dp->mulpdu = (uint32_t)mpa_mulpdu((size_t)mss);
-	dp->frame_overhead = dp_frame_overhead(fd);
+	dp->frame_overhead = dp_frame_overhead(family);
 	/* MSNs start at 1 on every queue (RFC 5041 5.1). */
 	dp->msn_send = 1;
 	dp->msn_readreq = 1;
