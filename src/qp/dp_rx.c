@@ -189,6 +189,15 @@ static int rx_header(struct ndk_dp *dp, const struct fpdu_ev *ev)
 		rx->target = RX_SEND;
 		return 0;
 	case RDMAP_WRITE:
+		/*
+		 * A zero-length Write places nothing, so its STag is not
+		 * looked up (as siw does): RFC 6581 RTRs and RTR nudges
+		 * carry an arbitrary one.
+		 */
+		if (!ev->payload_len) {
+			rx->target = RX_DISCARD;
+			return 0;
+		}
 		ret = ndk_stag_lookup(qp->obj.adapter->stags, h->stag,
 				      qp->pd->id, h->to, ev->payload_len,
 				      NDK_ACCESS_REMOTE_WRITE, &rx->ref, &addr);

@@ -1832,6 +1832,73 @@ static void test_active_nudge_cancelled(void **state)
 	loop(sc_active_nudge_cancelled);
 }
 
+/*
+ * libndk on both ends with the nudge on: the responder takes the extra
+ * zero-length Write (its STag is not looked up: nothing is placed) and the
+ * connection carries data afterwards, with no Terminate.
+ */
+static void sc_nudge_between_libndk(void)
+{
+	struct sockaddr_in any = cm_lo4(0);
+	struct cm_host srv, cli;
+	struct cm_listener l;
+	struct cm_req r, acc;
+	NDK_CONNECTOR *a, *p;
+	NDK_QP *aqp, *pqp;
+	NDK_RESULT res;
+	int k;
+
+	cm_host_open(&srv, "lo");
+	cm_host_open(&cli, "lo");
+	aqp = cm_qp(&cli);
+	pqp = cm_qp(&srv);
+	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
+			 STATUS_SUCCESS);
+	a = cm_connector(&cli);
+	assert_int_equal(cm_connect(a, aqp, (struct sockaddr *)&l.addr, 1, 1,
+				    NULL, 0, &r),
+			 STATUS_PENDING);
+	p = cm_next_incoming(&l, WAIT_MS);
+	assert_non_null(p);
+	cm_req_init(&acc);
+	assert_int_equal(p->Dispatch->NdkAccept(p, pqp, 1, 1, NULL, 0, NULL,
+						NULL, cm_req_done, &acc),
+			 STATUS_PENDING);
+	assert_int_equal(cm_req_wait(&r, WAIT_MS), STATUS_SUCCESS);
+	assert_int_equal(
+		a->Dispatch->NdkCompleteConnect(a, NULL, NULL, NULL, NULL),
+		STATUS_SUCCESS);
+	assert_int_equal(cm_req_wait(&acc, WAIT_MS), STATUS_SUCCESS);
+	/* The responder says nothing: the nudge goes out and arrives. */
+	tu_sleep_ms(3 * NUDGE_MS);
+	assert_int_equal(pqp->Dispatch->NdkReceive(pqp, (PVOID)7, NULL, 0),
+			 STATUS_SUCCESS);
+	assert_int_equal(aqp->Dispatch->NdkSend(aqp, (PVOID)8, NULL, 0, 0),
+			 STATUS_SUCCESS);
+	for (k = 0; k < 2; k++) {
+		NDK_CQ *cq = k ? cli.cq : srv.cq;
+		uint64_t end = tu_now_ms() + WAIT_MS;
+
+		while (!cq->Dispatch->NdkGetCqResults(cq, &res, 1) &&
+		       tu_now_ms() < end)
+			tu_sleep_ms(1);
+		assert_int_equal(res.Status, STATUS_SUCCESS);
+		assert_ptr_equal(res.RequestContext, (PVOID)(uintptr_t)(7 + k));
+	}
+	cm_close_connector(a);
+	cm_close_connector(p);
+	cm_close_qp(aqp);
+	cm_close_qp(pqp);
+	cm_listener_close(&l);
+	host_close(&cli);
+	host_close(&srv);
+}
+
+static void test_nudge_between_libndk(void **state)
+{
+	loop(sc_nudge_between_libndk);
+}
+
 /* An MPA v1 responder: Rev 1 Reply, no RTR is sent. */
 static void sc_active_v1(void)
 {
@@ -1930,6 +1997,7 @@ int main(void)
 		cmocka_unit_test(test_active_nudge),
 		cmocka_unit_test(test_active_nudge_peer_spoke),
 		cmocka_unit_test(test_active_nudge_cancelled),
+		cmocka_unit_test(test_nudge_between_libndk),
 	};
 	char ms[16];
 
