@@ -261,34 +261,28 @@ static void test_mixed_queue_in_order(void **state)
 		/* Sizes around one loopback FPDU (~64 KiB) and tiny ones. */
 		len[i] = (i * 7919) % RECV_MAX;
 		s.Length = (ULONG)len[i];
-		switch (i % 3) {
-		case 0:
+		if (i % 3 == 0) {
 			assert_int_equal(
 				A.qp->Dispatch->NdkSend(A.qp, ctx, &s, 1, 0),
 				STATUS_SUCCESS);
 			nsend++;
-			break;
-		case 1:
-			assert_int_equal(
-				A.qp->Dispatch->NdkWrite(
-					A.qp, ctx, &s, 1,
-					(UINT64)(uintptr_t)(P.buf + wr_base +
-							    i * 80000),
-					P.rtok, 0),
-				STATUS_SUCCESS);
-			break;
-		default:
-			len[i] %= 4096;
-			s.Length = (ULONG)len[i];
-			s.VirtualAddress = A.buf + rd_dst + i * 4096;
-			assert_int_equal(
-				A.qp->Dispatch->NdkRead(
-					A.qp, ctx, &s, 1,
-					(UINT64)(uintptr_t)(P.buf + rd_src +
-							    i * 10),
-					P.rtok, 0),
-				STATUS_SUCCESS);
-			break;
+		} else {
+			/* A Write to P, or a Read of up to 4 KiB from P. */
+			bool rd = i % 3 == 2;
+			uint8_t *remote = rd ? P.buf + rd_src + i * 10
+					     : P.buf + wr_base + i * 80000;
+
+			if (rd) {
+				len[i] %= 4096;
+				s.Length = (ULONG)len[i];
+				s.VirtualAddress = A.buf + rd_dst + i * 4096;
+			}
+			assert_int_equal((rd ? A.qp->Dispatch->NdkRead
+					     : A.qp->Dispatch->NdkWrite)(
+						 A.qp, ctx, &s, 1,
+						 (UINT64)(uintptr_t)remote,
+						 P.rtok, 0),
+					 STATUS_SUCCESS);
 		}
 	}
 	assert_int_equal(poll_cq(cli.cq, res, N), N);
