@@ -54,16 +54,16 @@ uint64_t ndk_cm_timeout_ms(void)
 	return ndk_config_u64("NDK_CM_TIMEOUT_MS", 10000, 1, 3600000);
 }
 
+uint64_t ndk_accept_grace_ms(void)
+{
+	return ndk_config_u64("NDK_ACCEPT_GRACE_MS", 50, 0, 60000);
+}
+
 uint64_t ndk_rtr_nudge_ms(void)
 {
-	/*
-	 * tests/interop/README.md, bug 1: siw's window is a few ms wide
-	 * under TCG; 50 ms is well past it and short for a waiting peer.
-	 * Off by default until our own data path accepts a zero-length
-	 * Write to an STag it does not know (RFC 5040 places nothing for
-	 * it); today a libndk responder answers the nudge with a Terminate.
-	 */
-	return ndk_config_u64("NDK_RTR_NUDGE_MS", 0, 0, 60000);
+	/* tests/interop/README.md, bug 1: siw's window is a few ms wide
+	 * under TCG; 50 ms is well past it and short for a waiting peer. */
+	return ndk_config_u64("NDK_RTR_NUDGE_MS", 50, 0, 60000);
 }
 
 /*
@@ -757,12 +757,15 @@ static void conn_read_rtr(struct ndk_connector *c)
 	if (!c->p2p) {
 		/*
 		 * Non-P2P (an MPA v1 initiator, or siw without peer_to_peer):
-		 * the connection is up once our Reply is out. RFC 5044 would
-		 * have us wait for the initiator's first FPDU, but such peers
+		 * the connection is up once our Reply is out and either the
+		 * initiator's first FPDU came or NDK_ACCEPT_GRACE_MS passed.
+		 * RFC 5044 would have us wait for that FPDU, but such peers
 		 * (siw) send nothing until the server speaks in protocols
 		 * where it speaks first (ucmatose), so waiting would time
-		 * out; siw as responder does the same. What the initiator
-		 * sent meanwhile is the data path's to read.
+		 * out. Not waiting at all puts our first FPDU in the Reply's
+		 * segment, and siw drops a connection whose Reply has bytes
+		 * behind it (tests/interop/README.md). What the initiator
+		 * sent is the data path's to read.
 		 */
 		if (conn_peer_gone(c)) {
 			conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
@@ -770,6 +773,19 @@ static void conn_read_rtr(struct ndk_connector *c)
 		}
 		if (c->tx_len)
 			return; /* the rest of the Reply goes first */
+		if (!c->accept_grace && conn_peek(c) <= 0) {
+			uint64_t ms = ndk_accept_grace_ms();
+
+			if (ms) {
+				c->accept_grace = true;
+				conn_watch(c, EPOLLIN);
+				conn_start_timer_ms(c, ms);
+				return;
+			}
+		}
+		if (c->accept_grace && conn_peek(c) <= 0 &&
+		    ndk_now_ns() < c->timer_deadline_ns)
+			return; /* a spurious wake-up: keep waiting */
 		goto established;
 	}
 	/*
@@ -1045,6 +1061,11 @@ static void conn_timer_fn(struct ndk_timer *t)
 		conn_abandon(c, STATUS_IO_TIMEOUT);
 		break;
 	case NDK_CONN_AWAIT_RTR:
+		if (c->accept_grace) {
+			/* Non-P2P: the initiator stayed silent; go ahead. */
+			conn_read_rtr(c);
+			break;
+		}
 		/* The peer never called CompleteConnect (seed 003). */
 		conn_accept_failed(c, STATUS_IO_TIMEOUT);
 		break;

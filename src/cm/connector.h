@@ -68,6 +68,9 @@ struct ndk_connector {
 	 */
 	bool nudge_due, nudge_mark_ok;
 	uint64_t nudge_mark;
+	/* Passive, non-P2P: the Reply is out, waiting NDK_ACCEPT_GRACE_MS
+	 * for the initiator's first FPDU before completing the Accept. */
+	bool accept_grace;
 	NTSTATUS fail; /* what CompleteConnect/Accept/Reject say once CLOSED */
 
 	/* Local endpoint reference: own (NdkConnect), shared or listener's. */
@@ -133,6 +136,9 @@ int ndk_connector_accepted(struct ndk_listener *l, int fd);
 
 /* Timeouts, from the environment (README: Configuration). */
 uint64_t ndk_cm_timeout_ms(void);
+/* NDK_ACCEPT_GRACE_MS: how long a non-P2P Accept waits after its Reply
+ * for the initiator's first FPDU before it completes anyway. */
+uint64_t ndk_accept_grace_ms(void);
 /* NDK_RTR_NUDGE_MS: delay of the RTR nudge, 0 when it is off. */
 uint64_t ndk_rtr_nudge_ms(void);
 

@@ -43,6 +43,7 @@
 #define LOOPS	      3 /* each scenario runs this many times */
 #define WAIT_MS	      5000 /* "never" for things that must happen */
 #define NUDGE_MS      50 /* NDK_RTR_NUDGE_MS for this process */
+#define GRACE_MS      50 /* NDK_ACCEPT_GRACE_MS for this process */
 
 /* ------------------------------------------------------------------ */
 /* Wire bytes (reference/iwarp.md 1.2, 1.3, 1.5, 2)                   */
@@ -1148,7 +1149,10 @@ static void v1_peer(struct passive *p, const uint8_t *req, size_t len,
 	assert_false(rep.hdr[16] & F_S);
 	assert_int_equal(rep.pd_len, 2);
 	assert_memory_equal(rep.pd, "ok", 2);
-	/* Up without a word from the initiator... */
+	/* Up without a word from the initiator, NDK_ACCEPT_GRACE_MS after
+	 * the Reply (not at once: our first FPDU must not share the Reply's
+	 * segment, siw drops such a connection)... */
+	assert_int_equal(cm_req_wait(&acc, GRACE_MS / 2), (NTSTATUS)-1);
 	assert_int_equal(cm_req_wait(&acc, WAIT_MS), STATUS_SUCCESS);
 	/* ...so we speak first: a zero-length Send reaches the peer. */
 	assert_int_equal(qp->Dispatch->NdkSend(qp, NULL, NULL, 0, 0),
@@ -2006,6 +2010,8 @@ int main(void)
 	setenv("NDK_CM_TIMEOUT_MS", ms, 1);
 	snprintf(ms, sizeof(ms), "%d", NUDGE_MS);
 	setenv("NDK_RTR_NUDGE_MS", ms, 1);
+	snprintf(ms, sizeof(ms), "%d", GRACE_MS);
+	setenv("NDK_ACCEPT_GRACE_MS", ms, 1);
 	return cmocka_run_group_tests_name("badpeer", tests, open_registry,
 					   NULL);
 }

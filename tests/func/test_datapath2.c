@@ -2141,7 +2141,9 @@ int main(void)
 						setup_hosts, teardown),
 	};
 
-	/* Before any adapter exists: CRC as the raw peers expect it. */
+	/* Before any adapter exists: CRC as the raw peers expect it, and no
+	 * RTR nudge (test_badpeer covers it) among the FPDUs they expect. */
 	unsetenv("NDK_MPA_CRC");
+	setenv("NDK_RTR_NUDGE_MS", "0", 1);
 	return cmocka_run_group_tests_name("datapath2", tests, NULL, NULL);
 }
