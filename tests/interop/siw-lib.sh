@@ -2,11 +2,6 @@
 # Sourced by the siw interop tests: finds the siw-peer harness and its
 # image, or exits 77 (CTest SKIP) saying why. Sets SIW_PEER.
 #
-# Our side sends the RTR nudge (README.md bug 1: siw 6.1 may leave an RTR
-# that arrives right after its Reply unread): NDK_RTR_NUDGE_MS, off in
-# the library until its data path accepts the nudge from a libndk peer.
-export NDK_RTR_NUDGE_MS=${NDK_RTR_NUDGE_MS:-50}
-#
 # Where the harness is looked for, in order: $SIW_PEER; shared/siw-peer
 # next to the checkout (the project workspace layout); /work/shared.
 

@@ -137,8 +137,22 @@ grep -q 'bad MPA Request: MPA v2 private data shorter than the IRD/ORD block' "$
 # client, client-rejected, server, server-reject.
 mapfile -t got < <(sed -n 's/^siw_pd: received private data [0-9]* bytes: *//p' "$out/console.log" | tail -n +2)
 [[ ${got[0]:-} == "$ours_hex" ]] || bad "1: siw client got '${got[0]:-}' in the Reply, not our 252 bytes"
-[[ ${got[1]:-} == "$(hex_of ndk-reject-pd)" ]] ||
+# NdkReject closes right after the reject frame (as siw's rdma_reject
+# does); siw sometimes handles our FIN before the frame and reports
+# REJECTED without private data (README.md bug 7). The frame itself must
+# carry the data (checked in the capture below).
+if [[ -z ${got[1]:-} ]]; then
+	echo "NOTE: 2: siw reported our reject without its private data (bug 7)"
+elif [[ ${got[1]} != "$(hex_of ndk-reject-pd)" ]]; then
 	bad "2: siw client got '${got[1]:-}' in our reject, not 'ndk-reject-pd'"
+fi
+if command -v tshark >/dev/null; then
+	rej=$(tshark -r "$out/guest.pcap" -o tcp.try_heuristic_first:TRUE \
+		-Y 'iwarp_mpa.rej_flag == 1 && tcp.srcport == 17482' -T fields \
+		-e iwarp_mpa.privatedata 2>/dev/null | tr -d ':\n')
+	[[ $rej == *"$(hex_of ndk-reject-pd | tr -d ' ')" ]] ||
+		bad "2: our reject frame does not carry 'ndk-reject-pd' ('$rej')"
+fi
 [[ ${got[2]:-} == "$ours_hex" ]] || bad "3: siw server got '${got[2]:-}' in the Request, not our 252 bytes"
 [[ ${got[3]:-} == "$(hex_of ndk-connect-pd)" ]] ||
 	bad "4: siw server got '${got[3]:-}' in the Request, not 'ndk-connect-pd'"

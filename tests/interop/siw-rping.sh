@@ -105,8 +105,10 @@ trap cleanup EXIT
 export NDK_LOG=info
 # siw 6.1 reads an RTR that arrives within a few ms of its Reply only
 # when the next segment comes (README.md bug 1); slirp coalesces our RTR
-# and first Send, so nothing follows. NDK_SIW_RTR_DELAY_MS=0 shows it.
-delay=${NDK_SIW_RTR_DELAY_MS:-100}
+# and first Send, so nothing follows. The library's RTR nudge
+# (NDK_RTR_NUDGE_MS, siw-lib.sh) handles it; NDK_SIW_RTR_DELAY_MS (0) is
+# the old workaround, a wait before CompleteConnect, kept for comparison.
+delay=${NDK_SIW_RTR_DELAY_MS:-0}
 
 if [[ $dir == server ]]; then
 	"$SIW_PEER" run --timeout 900 --hostfwd 17174:7174 \
@@ -183,7 +185,17 @@ if [[ $dir == server ]]; then
 	grep -q 'received Terminate' "$out"/host-*-fault-badwrite.log ||
 		bad "badwrite: no Terminate from siw"
 else
-	grep -q 'received Terminate' "$out/host-fault.log" || bad "badwrite: no Terminate from siw"
+	# siw does not send its Terminate while a transmit of its own is in
+	# progress ("cannot send TERMINATE: op N in progress", siw_qp.c); it
+	# then just drops the connection, which must end ours all the same.
+	if ! grep -q 'received Terminate' "$out/host-fault.log"; then
+		if grep -q 'cannot send TERMINATE' "$out/console.log" &&
+			grep -q 'connection ended' "$out/host-fault.log"; then
+			echo "badwrite: siw could not send its Terminate (its TX was busy); our connection ended"
+		else
+			bad "badwrite: no Terminate from siw"
+		fi
+	fi
 fi
 # Read limits and CRC as both ends see them: siw's "enter RTS" per
 # connection against our GetConnectionData (IRD mirrors the peer's ORD).

@@ -12,11 +12,12 @@
  *           messages, sends count back and waits for the server's
  *           disconnect before disconnecting itself.
  *
- * So the passive side speaks first: an MPA v1-style peer that does not
- * send an RTR (siw without peer_to_peer) never lets an NDK Accept complete
- * (RFC 5044 7.1.2: a responder sends nothing before the initiator's first
- * FPDU). Private data (-P) goes in the Connect, Accept or Reject; each
- * side prints what it got, with the read limits agreed.
+ * So the passive side speaks first. libndk completes the Accept of an
+ * initiator that sends no RTR (siw without peer_to_peer) once its Reply
+ * is out, so that works too. Private data (-P) goes in the Connect,
+ * Accept or Reject; each side prints what it got, with the read limits
+ * agreed. -S 0 exchanges no messages (connect, then the server
+ * disconnects).
  *
  * Exit status: 0 all connections done, 3 (client) the server rejected,
  * 1 anything else.
