@@ -121,6 +121,9 @@ struct ndk_dp {
 	unsigned char *sq;
 	uint32_t sq_size, sq_depth, sq_stride;
 	uint32_t sq_done, sq_next, sq_tail;
+	/* Requests before sq_rung may go; later ones were posted with
+	 * NDK_OP_FLAG_DEFER and wait for the end of their chain. */
+	uint32_t sq_rung;
 	uint32_t reads_out; /* Read Requests awaiting responses (ORQ) */
 	uint32_t orq_head; /* SQ index of the oldest outstanding Read */
 
@@ -235,6 +238,10 @@ void ndk_dp_complete_locked(struct ndk_dp *dp);
 
 /* Transmit whatever can go; dp->lock held. */
 void ndk_dp_tx_locked(struct ndk_dp *dp);
+
+/* Sends the requests posted with NDK_OP_FLAG_DEFER so far: an initiator
+ * request failed inline, so no request ends their chain (ndkpi.md 9.5). */
+void ndk_dp_kick(struct ndk_qp *qp);
 
 /*
  * Queues one more zero-length RDMA Write RTR (RFC 6581) between FPDUs and

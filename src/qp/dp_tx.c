@@ -507,7 +507,8 @@ static bool batch_fill(struct ndk_dp *dp)
 				dp->irq_head++; /* source gone: drop it */
 			continue;
 		}
-		if (dp->sq_next == dp->sq_tail)
+		/* Nothing posted, or only deferred requests (ndkpi.md 9.5). */
+		if ((int32_t)(dp->sq_rung - dp->sq_next) <= 0)
 			break;
 		w = sq_slot(dp, dp->sq_next);
 		/* READ_FENCE: wait for every earlier Read. */
@@ -583,6 +584,32 @@ bool ndk_dp_send_rtr_locked(struct ndk_dp *dp, enum mpa_rtr type)
 
 /* ------------------------------------------------------------------ */
 /* Posting                                                            */
+
+/*
+ * A request was queued: it goes out now, or, with NDK_OP_FLAG_DEFER, with
+ * the next request posted without it (ndkpi.md 9.5: the consumer ends
+ * every deferred chain with one), so a burst of posts leaves in one
+ * sendmsg. Lock held.
+ */
+static void sq_posted_locked(struct ndk_dp *dp, ULONG flags)
+{
+	if (flags & NDK_OP_FLAG_DEFER)
+		return;
+	dp->sq_rung = dp->sq_tail;
+	ndk_dp_tx_locked(dp);
+}
+
+void ndk_dp_kick(struct ndk_qp *qp)
+{
+	struct ndk_dp *dp = qp->dp;
+
+	if (!dp)
+		return;
+	pthread_mutex_lock(&dp->lock);
+	dp->sq_rung = dp->sq_tail;
+	ndk_dp_tx_locked(dp);
+	pthread_mutex_unlock(&dp->lock);
+}
 
 /*
  * Checks every local SGE before anything is sent: a bad one must fail the
@@ -688,8 +715,7 @@ NTSTATUS ndk_dp_post_send(struct ndk_qp *qp, PVOID ctx, const NDK_SGE *sgl,
 			wqe_fail(dp, w, STATUS_ACCESS_VIOLATION);
 	}
 	dp->sq_tail++;
-	/* DEFER is a hint: sending at once is allowed (ndkpi.md 9.5). */
-	ndk_dp_tx_locked(dp);
+	sq_posted_locked(dp, flags);
 	pthread_mutex_unlock(&dp->lock);
 	return STATUS_SUCCESS;
 }
@@ -728,7 +754,7 @@ NTSTATUS ndk_dp_post_rdma(struct ndk_qp *qp, enum ndk_wqe_op op, PVOID ctx,
 					  : NDK_ACCESS_LOCAL_READ))
 		wqe_fail(dp, w, STATUS_ACCESS_VIOLATION);
 	dp->sq_tail++;
-	ndk_dp_tx_locked(dp);
+	sq_posted_locked(dp, flags);
 	pthread_mutex_unlock(&dp->lock);
 	return STATUS_SUCCESS;
 }
@@ -755,7 +781,7 @@ static NTSTATUS post_local(struct ndk_qp *qp, enum ndk_wqe_op op, PVOID ctx,
 	/* Behind earlier requests still in progress it waits its turn. */
 	if (dp->sq_next == dp->sq_tail - 1)
 		dp->sq_next++;
-	ndk_dp_tx_locked(dp);
+	sq_posted_locked(dp, flags);
 	pthread_mutex_unlock(&dp->lock);
 	return STATUS_SUCCESS;
 }
@@ -857,6 +883,7 @@ void ndk_dp_flush(struct ndk_qp *qp)
 		}
 	}
 	dp->sq_next = dp->sq_tail;
+	dp->sq_rung = dp->sq_tail;
 	dp->reads_out = 0;
 	/* An FPDU half written is finished (the stream must stay whole),
 	 * but its request already completed as cancelled; the FPDUs not

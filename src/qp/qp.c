@@ -346,28 +346,41 @@ static VOID qp_flush(NDK_QP *pNdkQp)
 /*
  * Initiator WRs (ndkpi.md 4.7). A QP that is not connected fails them
  * inline with STATUS_CONNECTION_INVALID (6.5); the rest is qp/dp_tx.c.
+ * An inline failure first sends what was posted with NDK_OP_FLAG_DEFER
+ * before it (ndkpi.md 9.5): the consumer will not post the request that
+ * would have.
  */
+static NTSTATUS qp_posted(NDK_QP *pNdkQp, NTSTATUS status)
+{
+	if (!NT_SUCCESS(status))
+		ndk_dp_kick(to_ndk_qp(pNdkQp));
+	return status;
+}
+
 static NTSTATUS qp_send(NDK_QP *pNdkQp, PVOID RequestContext,
 			CONST NDK_SGE *pSgl, ULONG nSge, ULONG Flags)
 {
-	return ndk_dp_post_send(to_ndk_qp(pNdkQp), RequestContext, pSgl, nSge,
-				Flags, false, 0);
+	return qp_posted(pNdkQp,
+			 ndk_dp_post_send(to_ndk_qp(pNdkQp), RequestContext,
+					  pSgl, nSge, Flags, false, 0));
 }
 
 static NTSTATUS qp_send_and_invalidate(NDK_QP *pNdkQp, PVOID RequestContext,
 				       CONST NDK_SGE *pSgl, ULONG nSge,
 				       ULONG Flags, UINT32 RemoteToken)
 {
-	return ndk_dp_post_send(to_ndk_qp(pNdkQp), RequestContext, pSgl, nSge,
-				Flags, true, RemoteToken);
+	return qp_posted(pNdkQp, ndk_dp_post_send(to_ndk_qp(pNdkQp),
+						  RequestContext, pSgl, nSge,
+						  Flags, true, RemoteToken));
 }
 
 static NTSTATUS qp_bind(NDK_QP *pNdkQp, PVOID RequestContext, NDK_MR *pMr,
 			NDK_MW *pMw, PVOID VirtualAddress, SIZE_T Length,
 			ULONG Flags)
 {
-	return ndk_dp_post_bind(to_ndk_qp(pNdkQp), RequestContext, pMr, pMw,
-				VirtualAddress, Length, Flags);
+	return qp_posted(
+		pNdkQp, ndk_dp_post_bind(to_ndk_qp(pNdkQp), RequestContext, pMr,
+					 pMw, VirtualAddress, Length, Flags));
 }
 
 static NTSTATUS qp_fast_register(NDK_QP *pNdkQp, PVOID RequestContext,
@@ -376,33 +389,39 @@ static NTSTATUS qp_fast_register(NDK_QP *pNdkQp, PVOID RequestContext,
 				 ULONG FBO, SIZE_T Length,
 				 PVOID BaseVirtualAddress, ULONG Flags)
 {
-	return ndk_dp_post_fast_register(
-		to_ndk_qp(pNdkQp), RequestContext, pMr, AdapterPageCount,
-		AdapterPageArray, FBO, Length, BaseVirtualAddress, Flags);
+	return qp_posted(pNdkQp,
+			 ndk_dp_post_fast_register(
+				 to_ndk_qp(pNdkQp), RequestContext, pMr,
+				 AdapterPageCount, AdapterPageArray, FBO,
+				 Length, BaseVirtualAddress, Flags));
 }
 
 static NTSTATUS qp_invalidate(NDK_QP *pNdkQp, PVOID RequestContext,
 			      NDK_OBJECT_HEADER *pNdkMrOrMw, ULONG Flags)
 {
-	return ndk_dp_post_invalidate(to_ndk_qp(pNdkQp), RequestContext,
-				      pNdkMrOrMw, Flags);
+	return qp_posted(pNdkQp, ndk_dp_post_invalidate(to_ndk_qp(pNdkQp),
+							RequestContext,
+							pNdkMrOrMw, Flags));
 }
 
 static NTSTATUS qp_read(NDK_QP *pNdkQp, PVOID RequestContext,
 			CONST NDK_SGE *pSgl, ULONG nSge, UINT64 RemoteAddress,
 			UINT32 RemoteToken, ULONG Flags)
 {
-	return ndk_dp_post_rdma(to_ndk_qp(pNdkQp), NDK_WQE_READ, RequestContext,
-				pSgl, nSge, RemoteAddress, RemoteToken, Flags);
+	return qp_posted(pNdkQp,
+			 ndk_dp_post_rdma(to_ndk_qp(pNdkQp), NDK_WQE_READ,
+					  RequestContext, pSgl, nSge,
+					  RemoteAddress, RemoteToken, Flags));
 }
 
 static NTSTATUS qp_write(NDK_QP *pNdkQp, PVOID RequestContext,
 			 CONST NDK_SGE *pSgl, ULONG nSge, UINT64 RemoteAddress,
 			 UINT32 RemoteToken, ULONG Flags)
 {
-	return ndk_dp_post_rdma(to_ndk_qp(pNdkQp), NDK_WQE_WRITE,
-				RequestContext, pSgl, nSge, RemoteAddress,
-				RemoteToken, Flags);
+	return qp_posted(pNdkQp,
+			 ndk_dp_post_rdma(to_ndk_qp(pNdkQp), NDK_WQE_WRITE,
+					  RequestContext, pSgl, nSge,
+					  RemoteAddress, RemoteToken, Flags));
 }
 
 static void qp_close_begin(struct ndk_obj *obj)
