@@ -33,18 +33,7 @@ mkdir -p "$out"
 rm -f "$out"/*
 echo "logs in $out"
 delay=${NDK_SIW_RTR_DELAY_MS:-0}
-fail=0
-bad() {
-	echo "FAIL: $*"
-	fail=1
-}
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-export NDK_LOG=info
+siw_checks_begin
 
 g='mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 echo "func siw_qp_nextstate_from_idle +p" >/sys/kernel/debug/dynamic_debug/control

@@ -39,6 +39,24 @@ siw_find_harness() {
 
 # Waits until FILE has at least N lines matching RE; fails after S seconds
 # or when process PID has gone.
+# What every siw test script starts its checks with: the failure flag and
+# bad() that sets it, background processes (pids) killed on exit, and the
+# library's info log (the scripts read it).
+siw_checks_begin() {
+	fail=0
+	pids=()
+	trap siw_kill_pids EXIT
+	export NDK_LOG=info
+}
+bad() {
+	echo "FAIL: $*"
+	fail=1
+}
+siw_kill_pids() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+}
+
 siw_wait_lines() { # file re n seconds pid
 	local i n
 	for ((i = 0; i < $4 * 10; i++)); do

@@ -47,18 +47,7 @@ if ! ${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -Werror "$here/siw_pd.c" \
 	echo "SKIP: siw_pd does not build against the installed rdma-core"
 	exit 77
 fi
-fail=0
-bad() {
-	echo "FAIL: $*"
-	fail=1
-}
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-export NDK_LOG=info
+siw_checks_begin
 
 # Our 252 bytes: printable (ndkcmatose -P takes a string), every one of
 # the 94 graphic characters; siw_pd's 251 are (7 i + 1) mod 256, 0x00

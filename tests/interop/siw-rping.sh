@@ -91,18 +91,7 @@ g+='echo "==== dmesg"; dmesg | grep -e "enter RTS" -e TERM -e "kernel BUG" -e "W
 '
 printf '%s' "$g" >"$out/guest.sh"
 
-fail=0
-bad() {
-	echo "FAIL: $*"
-	fail=1
-}
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-export NDK_LOG=info
+siw_checks_begin
 # siw 6.1 reads an RTR that arrives within a few ms of its Reply only
 # when the next segment comes (README.md bug 1); slirp coalesces our RTR
 # and first Send, so nothing follows. The library's RTR nudge
