@@ -86,6 +86,7 @@ struct perf_opts {
 	unsigned int qps;
 	unsigned int threads;
 	bool events;
+	bool defer; /* -B: bursts posted with NDK_OP_FLAG_DEFER */
 	bool json;
 	unsigned int hold_seconds;
 	struct sockaddr_storage addr;
@@ -233,18 +234,18 @@ static void post_recv(NDK_QP *qp, struct perf_buf *b, size_t off, size_t len)
 		   qp->Dispatch->NdkReceive(qp, CTX_RECV, &sge, len ? 1 : 0));
 }
 
-static void post_send(NDK_QP *qp, struct perf_buf *b, size_t len)
+static void post_send(NDK_QP *qp, struct perf_buf *b, size_t len, ULONG flags)
 {
 	NDK_SGE sge = { .VirtualAddress = b->p,
 			.Length = (ULONG)len,
 			.MemoryRegionToken = b->ltok };
 
-	perf_check("NdkSend",
-		   qp->Dispatch->NdkSend(qp, CTX_SEND, &sge, len ? 1 : 0, 0));
+	perf_check("NdkSend", qp->Dispatch->NdkSend(qp, CTX_SEND, &sge,
+						    len ? 1 : 0, flags));
 }
 
 static void post_rdma(NDK_QP *qp, bool write, struct perf_buf *b, size_t off,
-		      size_t len, uint64_t raddr, UINT32 rtok)
+		      size_t len, uint64_t raddr, UINT32 rtok, ULONG flags)
 {
 	NDK_SGE sge = { .VirtualAddress = b->p + off,
 			.Length = (ULONG)len,
@@ -253,10 +254,11 @@ static void post_rdma(NDK_QP *qp, bool write, struct perf_buf *b, size_t off,
 	if (write)
 		perf_check("NdkWrite",
 			   qp->Dispatch->NdkWrite(qp, CTX_RDMA, &sge, 1, raddr,
-						  rtok, 0));
+						  rtok, flags));
 	else
-		perf_check("NdkRead", qp->Dispatch->NdkRead(qp, CTX_RDMA, &sge,
-							    1, raddr, rtok, 0));
+		perf_check("NdkRead",
+			   qp->Dispatch->NdkRead(qp, CTX_RDMA, &sge, 1, raddr,
+						 rtok, flags));
 }
 
 /* Counts completions by kind until want_recv receives arrived. */
@@ -348,7 +350,7 @@ static void *server_session(void *arg)
 			while (n.recv <= i)
 				reap(&cq, &n);
 			post_recv(qp, &buf, 0, size);
-			post_send(qp, &buf, size);
+			post_send(qp, &buf, size, 0);
 			sends++;
 		}
 		break;
@@ -363,7 +365,7 @@ static void *server_session(void *arg)
 					  size);
 				if ((i + 1) % credit_every == 0 ||
 				    i + 1 == iters) {
-					post_send(qp, &buf, 0);
+					post_send(qp, &buf, 0, 0);
 					sends++;
 				}
 			}
@@ -373,7 +375,7 @@ static void *server_session(void *arg)
 		for (i = 0; i < iters; i++) {
 			tag_wait(buf.p + size - 1, tag_of(i));
 			post_rdma(qp, true, &buf, 0, size, le64toh(h->addr),
-				  le32toh(h->token));
+				  le32toh(h->token), 0);
 			while (n.rdma <= i)
 				reap(&cq, &n);
 		}
@@ -382,7 +384,7 @@ static void *server_session(void *arg)
 		/* Writes and Reads need nothing from us: wait for "done". */
 		while (n.recv < 1)
 			reap(&cq, &n);
-		post_send(qp, &buf, 0);
+		post_send(qp, &buf, 0, 0);
 		sends++;
 		break;
 	}
@@ -682,7 +684,7 @@ static void run_send_lat(struct client_conn *cc, struct run *r)
 	post_recv(cc->qp, &cc->buf, 0, r->size);
 	for (i = 0; i < r->iters; i++) {
 		t = perf_now_ns();
-		post_send(cc->qp, &cc->buf, r->size);
+		post_send(cc->qp, &cc->buf, r->size, 0);
 		while (n.recv <= i)
 			reap(&cc->cq, &n);
 		post_recv(cc->qp, &cc->buf, 0, r->size);
@@ -692,11 +694,18 @@ static void run_send_lat(struct client_conn *cc, struct run *r)
 	progress_end(&pg);
 }
 
+/* -B: every request of a burst but the last is posted with
+ * NDK_OP_FLAG_DEFER, so the burst leaves together (ndkpi.md 9.5). */
+static ULONG burst_flags(uint64_t i, uint64_t end)
+{
+	return opt.defer && i + 1 < end ? NDK_OP_FLAG_DEFER : 0;
+}
+
 static void run_send_bw(struct client_conn *cc, struct run *r)
 {
 	struct perf_counts n = { 0 };
 	struct progress pg = { 0 };
-	uint64_t sent = 0, credits;
+	uint64_t sent = 0, credits, end;
 	unsigned int k, cmax = le32toh(cc->reply.credits);
 	uint64_t credit_every = cmax / 2;
 
@@ -705,11 +714,10 @@ static void run_send_bw(struct client_conn *cc, struct run *r)
 	while (n.recv * credit_every < r->iters) {
 		/* The server's receives bound what may be in flight. */
 		credits = n.recv * credit_every + cmax;
-		while (sent < r->iters && sent < credits &&
-		       sent - n.send < opt.window) {
-			post_send(cc->qp, &cc->buf, r->size);
-			sent++;
-		}
+		end = MIN(MIN(r->iters, credits), n.send + opt.window);
+		for (; sent < end; sent++)
+			post_send(cc->qp, &cc->buf, r->size,
+				  burst_flags(sent, end));
 		k = (unsigned int)n.recv;
 		reap(&cc->cq, &n);
 		for (; k < n.recv; k++)
@@ -733,7 +741,7 @@ static void run_write_lat(struct client_conn *cc, struct run *r)
 		t = perf_now_ns();
 		cc->buf.p[r->size - 1] = tag_of(i);
 		post_rdma(cc->qp, true, &cc->buf, 0, r->size,
-			  le64toh(cc->reply.addr), le32toh(cc->reply.token));
+			  le64toh(cc->reply.addr), le32toh(cc->reply.token), 0);
 		tag_wait(landing + r->size - 1, tag_of(i));
 		r->lat[i] = (double)(perf_now_ns() - t) / 2000.0;
 		/* Reap our Write's completion without waiting on it. */
@@ -751,15 +759,15 @@ static void run_rdma_bw(struct client_conn *cc, struct run *r, bool write)
 {
 	struct perf_counts n = { 0 };
 	struct progress pg = { 0 };
-	uint64_t posted = 0;
+	uint64_t posted = 0, end;
 
 	while (n.rdma < r->iters) {
-		while (posted < r->iters && posted - n.rdma < opt.window) {
+		end = MIN(r->iters, n.rdma + opt.window);
+		for (; posted < end; posted++)
 			post_rdma(cc->qp, write, &cc->buf, 0, r->size,
 				  le64toh(cc->reply.addr),
-				  le32toh(cc->reply.token));
-			posted++;
-		}
+				  le32toh(cc->reply.token),
+				  burst_flags(posted, end));
 		reap(&cc->cq, &n);
 		progress(&pg, n.rdma, r->iters);
 	}
@@ -775,7 +783,7 @@ static void run_read_lat(struct client_conn *cc, struct run *r)
 	for (i = 0; i < r->iters; i++) {
 		t = perf_now_ns();
 		post_rdma(cc->qp, false, &cc->buf, 0, r->size,
-			  le64toh(cc->reply.addr), le32toh(cc->reply.token));
+			  le64toh(cc->reply.addr), le32toh(cc->reply.token), 0);
 		while (n.rdma <= i)
 			reap(&cc->cq, &n);
 		/* A Read's latency is its round trip (as ib_read_lat). */
@@ -792,7 +800,7 @@ static void finish_rdma(struct client_conn *cc)
 	struct perf_counts n = { 0 };
 
 	post_recv(cc->qp, &cc->buf, 0, 0);
-	post_send(cc->qp, &cc->buf, 0);
+	post_send(cc->qp, &cc->buf, 0, 0);
 	while (n.recv < 1 || n.send < 1)
 		reap(&cc->cq, &n);
 }
@@ -1079,6 +1087,8 @@ static void usage(FILE *f)
 		"  -T THREADS  connecting threads for conn (1)\n"
 		"  -D SECONDS  how long hold keeps its connections (2)\n"
 		"  -e          wait on CQ notifications instead of polling\n"
+		"  -B          bandwidth tests post each burst with\n"
+		"              NDK_OP_FLAG_DEFER on all but its last request\n"
 		"  -j          JSON output\n"
 		"  -b ADDR     server address to listen on (127.0.0.1)\n"
 		"  -p PORT     port (%u)\n"
@@ -1106,7 +1116,7 @@ int main(int argc, char **argv)
 	int c, t;
 
 	signal(SIGPIPE, SIG_IGN);
-	while ((c = getopt(argc, argv, "t:s:An:w:q:T:D:ejb:p:h")) != -1) {
+	while ((c = getopt(argc, argv, "t:s:An:w:q:T:D:eBjb:p:h")) != -1) {
 		switch (c) {
 		case 't':
 			for (t = 0; t < T_COUNT; t++)
@@ -1143,6 +1153,9 @@ int main(int argc, char **argv)
 			break;
 		case 'e':
 			opt.events = true;
+			break;
+		case 'B':
+			opt.defer = true;
 			break;
 		case 'j':
 			opt.json = true;
