@@ -48,6 +48,7 @@
 #include <string.h>
 #include <time.h>
 #include <ndk/ndk.h>
+#include "tool_host.h"
 
 #define WAIT_MS 5000
 
@@ -101,114 +102,10 @@ static int failures;
 /* ------------------------------------------------------------------ */
 /* Time, request completions, connect events, disconnect events        */
 
-static struct timespec deadline(unsigned int ms)
+static NTSTATUS req_result(NTSTATUS inline_status, struct tool_wait *r)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000,
-			       .tv_nsec = (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
-struct req {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int calls;
-	NTSTATUS status;
-};
-
-static void req_init(struct req *r)
-{
-	pthread_mutex_init(&r->lock, NULL);
-	pthread_cond_init(&r->cond, NULL);
-	r->calls = 0;
-	r->status = -1;
-}
-
-static VOID req_done(PVOID ctx, NTSTATUS status)
-{
-	struct req *r = ctx;
-
-	pthread_mutex_lock(&r->lock);
-	r->calls++;
-	r->status = status;
-	pthread_cond_broadcast(&r->cond);
-	pthread_mutex_unlock(&r->lock);
-}
-
-/* The completion's status, or -1 after ms. */
-static NTSTATUS req_wait(struct req *r, unsigned int ms)
-{
-	struct timespec ts = deadline(ms);
-	NTSTATUS st;
-
-	pthread_mutex_lock(&r->lock);
-	while (!r->calls)
-		if (pthread_cond_timedwait(&r->cond, &r->lock, &ts) ==
-		    ETIMEDOUT)
-			break;
-	st = r->calls ? r->status : -1;
-	pthread_mutex_unlock(&r->lock);
-	return st;
-}
-
-static NTSTATUS req_result(NTSTATUS inline_status, struct req *r)
-{
-	return inline_status == STATUS_PENDING ? req_wait(r, WAIT_MS)
+	return inline_status == STATUS_PENDING ? tool_wait_for(r, WAIT_MS)
 					       : inline_status;
-}
-
-struct events {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	NDK_CONNECTOR *incoming;
-};
-
-static VOID on_connect_event(PVOID ctx, NDK_CONNECTOR *c)
-{
-	struct events *e = ctx;
-
-	pthread_mutex_lock(&e->lock);
-	if (!e->incoming)
-		e->incoming = c;
-	pthread_cond_broadcast(&e->cond);
-	pthread_mutex_unlock(&e->lock);
-}
-
-static NDK_CONNECTOR *next_incoming(struct events *e, unsigned int ms)
-{
-	struct timespec ts = deadline(ms);
-	NDK_CONNECTOR *c;
-
-	pthread_mutex_lock(&e->lock);
-	while (!e->incoming)
-		if (pthread_cond_timedwait(&e->cond, &e->lock, &ts) ==
-		    ETIMEDOUT)
-			break;
-	c = e->incoming;
-	pthread_mutex_unlock(&e->lock);
-	return c;
 }
 
 static VOID on_disconnect(PVOID ctx)
@@ -218,10 +115,10 @@ static VOID on_disconnect(PVOID ctx)
 
 static int wait_disconnect(atomic_int *count, unsigned int ms)
 {
-	uint64_t end = now_ms() + ms;
+	uint64_t end = (tool_now_ns() / 1000000u) + ms;
 
-	while (atomic_load(count) == 0 && now_ms() < end)
-		sleep_ms(10);
+	while (atomic_load(count) == 0 && (tool_now_ns() / 1000000u) < end)
+		tool_sleep_ms(10);
 	return atomic_load(count) > 0 ? 0 : -1;
 }
 
@@ -321,13 +218,13 @@ static uint64_t va(const void *p)
 static int poll_one(struct host *h, NDK_OPERATION_TYPE type, NTSTATUS status,
 		    NDK_RESULT_EX *res)
 {
-	uint64_t end = now_ms() + WAIT_MS;
+	uint64_t end = (tool_now_ns() / 1000000u) + WAIT_MS;
 	ULONG got = 0;
 
-	while (!got && now_ms() < end) {
+	while (!got && (tool_now_ns() / 1000000u) < end) {
 		got = h->cq->Dispatch->NdkGetCqResultsEx(h->cq, res, 1);
 		if (!got)
-			sleep_ms(1);
+			tool_sleep_ms(1);
 	}
 	CHECK(got == 1);
 	if (res->Type != type || res->Status != status) {
@@ -352,43 +249,43 @@ static NDK_SGE sge(struct host *h, size_t off, size_t len)
 /* ------------------------------------------------------------------ */
 /* Connection                                                         */
 
-static int connect_pair(struct host *a, struct host *p, struct events *ev,
-			const struct sockaddr_in *dst)
+static int connect_pair(struct host *a, struct host *p,
+			struct tool_listener *ev, const struct sockaddr_in *dst)
 {
 	struct sockaddr_in src = { .sin_family = AF_INET };
 	struct sockaddr_in local;
 	ULONG len = sizeof(local);
-	struct req conn, acc, cc;
+	struct tool_wait conn, acc, cc;
 
 	src.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	req_init(&conn);
+	tool_wait_init(&conn);
 	CHECK_ST(a->conn->Dispatch->NdkConnect(a->conn, a->qp, (PSOCKADDR)&src,
 					       sizeof(src), (PSOCKADDR)dst,
 					       sizeof(*dst), 2, 2, NULL, 0,
-					       req_done, &conn),
+					       tool_wait_done, &conn),
 		 STATUS_PENDING);
-	p->conn = next_incoming(ev, WAIT_MS);
+	p->conn = tool_next_incoming(ev, WAIT_MS);
 	CHECK(p->conn != NULL);
-	req_init(&acc);
+	tool_wait_init(&acc);
 	CHECK_ST(p->conn->Dispatch->NdkAccept(p->conn, p->qp, 2, 2, NULL, 0,
-					      on_disconnect, &p->disc, req_done,
-					      &acc),
+					      on_disconnect, &p->disc,
+					      tool_wait_done, &acc),
 		 STATUS_PENDING);
-	CHECK_ST(req_wait(&conn, WAIT_MS), STATUS_SUCCESS);
+	CHECK_ST(tool_wait_for(&conn, WAIT_MS), STATUS_SUCCESS);
 	CHECK_ST(a->conn->Dispatch->NdkGetLocalAddress(a->conn,
 						       (PSOCKADDR)&local, &len),
 		 STATUS_SUCCESS);
 	CHECK(local.sin_family == AF_INET);
 	printf("CONNECT %u\n", ntohs(local.sin_port));
 	fflush(stdout);
-	req_init(&cc);
+	tool_wait_init(&cc);
 	CHECK_ST(req_result(a->conn->Dispatch->NdkCompleteConnect(
-				    a->conn, on_disconnect, &a->disc, req_done,
-				    &cc),
+				    a->conn, on_disconnect, &a->disc,
+				    tool_wait_done, &cc),
 			    &cc),
 		 STATUS_SUCCESS);
 	/* The responder's Accept completes when the RTR arrives. */
-	CHECK_ST(req_wait(&acc, WAIT_MS), STATUS_SUCCESS);
+	CHECK_ST(tool_wait_for(&acc, WAIT_MS), STATUS_SUCCESS);
 	return 0;
 }
 
@@ -527,14 +424,11 @@ static int run_messages(struct host *a, struct host *p)
 
 static int run(uint16_t listen_port)
 {
-	static struct events ev = { .lock = PTHREAD_MUTEX_INITIALIZER,
-				    .cond = PTHREAD_COND_INITIALIZER };
+	static struct tool_listener ev;
 	static struct host a, p;
-	NDK_LISTENER *l;
 	struct sockaddr_in addr = { .sin_family = AF_INET,
 				    .sin_port = htons(listen_port) };
 	struct sockaddr_in bound;
-	ULONG len = sizeof(bound);
 	char line[64];
 	int ret;
 
@@ -542,14 +436,9 @@ static int run(uint16_t listen_port)
 	if (host_open(&p, false) || host_open(&a, true) || host_mr(&p, 0) ||
 	    host_mr(&a, 2))
 		return -1;
-	CHECK_ST(p.ad->Dispatch->NdkCreateListener(p.ad, on_connect_event, &ev,
-						   NULL, NULL, &l),
+	CHECK_ST(tool_listen(p.ad, &ev, (struct sockaddr *)&addr),
 		 STATUS_SUCCESS);
-	CHECK_ST(l->Dispatch->NdkListen(l, (PSOCKADDR)&addr, sizeof(addr), NULL,
-					NULL),
-		 STATUS_SUCCESS);
-	CHECK_ST(l->Dispatch->NdkGetLocalAddress(l, (PSOCKADDR)&bound, &len),
-		 STATUS_SUCCESS);
+	memcpy(&bound, &ev.addr, sizeof(bound));
 	printf("LISTEN %u\n", ntohs(bound.sin_port));
 	fflush(stdout);
 	/* The capture starts now; go on at the next line or at EOF. */

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 #include <ndk/ndk.h>
+#include "tool_host.h"
 
 #define WAIT_MS 5000
 
@@ -65,103 +66,13 @@ static int failures;
 /* ------------------------------------------------------------------ */
 /* Waitable request completion and connect-event queue                */
 
-struct req {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int calls;
-	NTSTATUS status;
-};
-
-static void req_init(struct req *r)
+static NTSTATUS req_result(NTSTATUS inline_status, struct tool_wait *r)
 {
-	pthread_mutex_init(&r->lock, NULL);
-	pthread_cond_init(&r->cond, NULL);
-	r->calls = 0;
-	r->status = -1;
-}
-
-static VOID req_done(PVOID ctx, NTSTATUS status)
-{
-	struct req *r = ctx;
-
-	pthread_mutex_lock(&r->lock);
-	r->calls++;
-	r->status = status;
-	pthread_cond_broadcast(&r->cond);
-	pthread_mutex_unlock(&r->lock);
-}
-
-static struct timespec deadline(unsigned int ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
-}
-
-/* The completion's status, or -1 after ms. */
-static NTSTATUS req_wait(struct req *r, unsigned int ms)
-{
-	struct timespec ts = deadline(ms);
-	NTSTATUS st;
-
-	pthread_mutex_lock(&r->lock);
-	while (!r->calls)
-		if (pthread_cond_timedwait(&r->cond, &r->lock, &ts) ==
-		    ETIMEDOUT)
-			break;
-	st = r->calls ? r->status : -1;
-	pthread_mutex_unlock(&r->lock);
-	return st;
-}
-
-static NTSTATUS req_result(NTSTATUS inline_status, struct req *r)
-{
-	return inline_status == STATUS_PENDING ? req_wait(r, WAIT_MS)
+	return inline_status == STATUS_PENDING ? tool_wait_for(r, WAIT_MS)
 					       : inline_status;
 }
 
 #define MAX_EVENTS 8
-struct events {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	NDK_CONNECTOR *incoming[MAX_EVENTS];
-	int head, tail;
-};
-
-static VOID on_connect_event(PVOID ctx, NDK_CONNECTOR *c)
-{
-	struct events *e = ctx;
-
-	pthread_mutex_lock(&e->lock);
-	if (e->tail - e->head < MAX_EVENTS)
-		e->incoming[e->tail++ % MAX_EVENTS] = c;
-	pthread_cond_broadcast(&e->cond);
-	pthread_mutex_unlock(&e->lock);
-}
-
-static NDK_CONNECTOR *next_incoming(struct events *e, unsigned int ms)
-{
-	struct timespec ts = deadline(ms);
-	NDK_CONNECTOR *c = NULL;
-
-	pthread_mutex_lock(&e->lock);
-	while (e->head == e->tail)
-		if (pthread_cond_timedwait(&e->cond, &e->lock, &ts) ==
-		    ETIMEDOUT)
-			break;
-	if (e->head != e->tail)
-		c = e->incoming[e->head++ % MAX_EVENTS];
-	pthread_mutex_unlock(&e->lock);
-	return c;
-}
-
 static atomic_int disc_events;
 
 static VOID on_disconnect(PVOID ctx)
@@ -224,14 +135,15 @@ static struct sockaddr_in lo4(uint16_t port)
 
 static NTSTATUS start_connect(NDK_CONNECTOR *c, NDK_QP *qp,
 			      const struct sockaddr_in *dst, const char *pd,
-			      struct req *r)
+			      struct tool_wait *r)
 {
 	struct sockaddr_in src = lo4(0);
 
-	req_init(r);
-	return c->Dispatch->NdkConnect(
-		c, qp, (PSOCKADDR)&src, sizeof(src), (PSOCKADDR)dst,
-		sizeof(*dst), 8, 4, (PVOID)pd, (ULONG)strlen(pd), req_done, r);
+	tool_wait_init(r);
+	return c->Dispatch->NdkConnect(c, qp, (PSOCKADDR)&src, sizeof(src),
+				       (PSOCKADDR)dst, sizeof(*dst), 8, 4,
+				       (PVOID)pd, (ULONG)strlen(pd),
+				       tool_wait_done, r);
 }
 
 static int local_port(NDK_CONNECTOR *c, uint16_t *port)
@@ -265,12 +177,12 @@ static int close_qp(NDK_QP *qp)
 /* ------------------------------------------------------------------ */
 /* The two scenarios                                                  */
 
-static int run_accept(struct host *srv, struct host *cli, struct events *ev,
-		      const struct sockaddr_in *dst)
+static int run_accept(struct host *srv, struct host *cli,
+		      struct tool_listener *ev, const struct sockaddr_in *dst)
 {
 	NDK_QP *aqp, *pqp;
 	NDK_CONNECTOR *active, *passive;
-	struct req conn, acc, cc, disc;
+	struct tool_wait conn, acc, cc, disc;
 	ULONG ird = 0, ord = 0, len = 0;
 	char buf[256];
 	uint16_t port;
@@ -282,7 +194,7 @@ static int run_accept(struct host *srv, struct host *cli, struct events *ev,
 		return -1;
 	CHECK_ST(start_connect(active, aqp, dst, REQ_PD, &conn),
 		 STATUS_PENDING);
-	passive = next_incoming(ev, WAIT_MS);
+	passive = tool_next_incoming(ev, WAIT_MS);
 	CHECK(passive != NULL);
 	/* The Request as the responder decoded it. */
 	len = sizeof(buf);
@@ -292,13 +204,13 @@ static int run_accept(struct host *srv, struct host *cli, struct events *ev,
 	CHECK(len == strlen(REQ_PD) && !memcmp(buf, REQ_PD, len));
 	CHECK(ird == 4 && ord == 8);
 
-	req_init(&acc);
+	tool_wait_init(&acc);
 	CHECK_ST(passive->Dispatch->NdkAccept(
 			 passive, pqp, 2, 16, (PVOID)REP_PD,
-			 (ULONG)strlen(REP_PD), on_disconnect, NULL, req_done,
-			 &acc),
+			 (ULONG)strlen(REP_PD), on_disconnect, NULL,
+			 tool_wait_done, &acc),
 		 STATUS_PENDING);
-	CHECK_ST(req_wait(&conn, WAIT_MS), STATUS_SUCCESS);
+	CHECK_ST(tool_wait_for(&conn, WAIT_MS), STATUS_SUCCESS);
 	if (local_port(active, &port))
 		return -1;
 	printf("CONNECT %u\n", port);
@@ -311,13 +223,14 @@ static int run_accept(struct host *srv, struct host *cli, struct events *ev,
 	/* IRD = min(8, 128, peer ORD 8), ORD = min(4, 128, peer IRD 2). */
 	CHECK(ird == 8 && ord == 2);
 
-	req_init(&cc);
+	tool_wait_init(&cc);
 	CHECK_ST(req_result(active->Dispatch->NdkCompleteConnect(
-				    active, on_disconnect, NULL, req_done, &cc),
+				    active, on_disconnect, NULL, tool_wait_done,
+				    &cc),
 			    &cc),
 		 STATUS_SUCCESS);
 	/* The responder's Accept completes when the RTR arrives. */
-	CHECK_ST(req_wait(&acc, WAIT_MS), STATUS_SUCCESS);
+	CHECK_ST(tool_wait_for(&acc, WAIT_MS), STATUS_SUCCESS);
 	len = 0;
 	CHECK_ST(passive->Dispatch->NdkGetConnectionData(passive, &ird, &ord,
 							 NULL, &len),
@@ -326,8 +239,8 @@ static int run_accept(struct host *srv, struct host *cli, struct events *ev,
 
 	/* The initiator disconnects; the responder sees the event and
 	 * disconnects too, which lets the initiator's request finish. */
-	req_init(&disc);
-	st = active->Dispatch->NdkDisconnect(active, req_done, &disc);
+	tool_wait_init(&disc);
+	st = active->Dispatch->NdkDisconnect(active, tool_wait_done, &disc);
 	CHECK(st == STATUS_PENDING || st == STATUS_SUCCESS);
 	for (i = 0; i < WAIT_MS / 10 && atomic_load(&disc_events) == 0; i++)
 		nanosleep(&(struct timespec){ .tv_nsec = 10000000L }, NULL);
@@ -342,12 +255,12 @@ static int run_accept(struct host *srv, struct host *cli, struct events *ev,
 	return 0;
 }
 
-static int run_reject(struct host *srv, struct host *cli, struct events *ev,
-		      const struct sockaddr_in *dst)
+static int run_reject(struct host *srv, struct host *cli,
+		      struct tool_listener *ev, const struct sockaddr_in *dst)
 {
 	NDK_QP *aqp;
 	NDK_CONNECTOR *active, *passive;
-	struct req conn;
+	struct tool_wait conn;
 	ULONG len;
 	char buf[256];
 	uint16_t port;
@@ -356,7 +269,7 @@ static int run_reject(struct host *srv, struct host *cli, struct events *ev,
 		return -1;
 	CHECK_ST(start_connect(active, aqp, dst, REJ_REQ_PD, &conn),
 		 STATUS_PENDING);
-	passive = next_incoming(ev, WAIT_MS);
+	passive = tool_next_incoming(ev, WAIT_MS);
 	CHECK(passive != NULL);
 	if (local_port(active, &port))
 		return -1;
@@ -365,7 +278,7 @@ static int run_reject(struct host *srv, struct host *cli, struct events *ev,
 	CHECK_ST(passive->Dispatch->NdkReject(passive, (PVOID)REJ_PD,
 					      (ULONG)strlen(REJ_PD)),
 		 STATUS_SUCCESS);
-	CHECK_ST(req_wait(&conn, WAIT_MS), STATUS_CONNECTION_REFUSED);
+	CHECK_ST(tool_wait_for(&conn, WAIT_MS), STATUS_CONNECTION_REFUSED);
 	/* The reject's private data reaches the initiator. */
 	len = sizeof(buf);
 	CHECK_ST(active->Dispatch->NdkGetConnectionData(active, NULL, NULL, buf,
@@ -381,25 +294,17 @@ static int run_reject(struct host *srv, struct host *cli, struct events *ev,
 
 static int run(uint16_t listen_port)
 {
-	static struct events ev = { .lock = PTHREAD_MUTEX_INITIALIZER,
-				    .cond = PTHREAD_COND_INITIALIZER };
+	static struct tool_listener ev;
 	struct host srv, cli;
-	NDK_LISTENER *l;
 	struct sockaddr_in addr = lo4(listen_port), bound;
-	ULONG len = sizeof(bound);
 	char line[64];
 	int ret;
 
 	if (host_open(&srv) || host_open(&cli))
 		return -1;
-	CHECK_ST(srv.ad->Dispatch->NdkCreateListener(srv.ad, on_connect_event,
-						     &ev, NULL, NULL, &l),
+	CHECK_ST(tool_listen(srv.ad, &ev, (struct sockaddr *)&addr),
 		 STATUS_SUCCESS);
-	CHECK_ST(l->Dispatch->NdkListen(l, (PSOCKADDR)&addr, sizeof(addr), NULL,
-					NULL),
-		 STATUS_SUCCESS);
-	CHECK_ST(l->Dispatch->NdkGetLocalAddress(l, (PSOCKADDR)&bound, &len),
-		 STATUS_SUCCESS);
+	memcpy(&bound, &ev.addr, sizeof(bound));
 	printf("LISTEN %u\n", ntohs(bound.sin_port));
 	fflush(stdout);
 	/* The capture starts now; go on at the next line or at EOF. */

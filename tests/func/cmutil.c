@@ -11,55 +11,24 @@
 #include <stdatomic.h>
 #include "cmutil.h"
 
-static struct timespec deadline(unsigned int ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
-}
-
 void cm_req_init(struct cm_req *r)
 {
-	pthread_mutex_init(&r->lock, NULL);
-	pthread_cond_init(&r->cond, NULL);
-	r->calls = 0;
-	r->status = -1;
+	tool_wait_init(&r->w);
 }
 
 VOID cm_req_done(PVOID ctx, NTSTATUS status)
 {
-	struct cm_req *r = ctx;
-
-	pthread_mutex_lock(&r->lock);
-	r->calls++;
-	r->status = status;
-	pthread_cond_broadcast(&r->cond);
-	pthread_mutex_unlock(&r->lock);
+	tool_wait_fire(&((struct cm_req *)ctx)->w, status);
 }
 
 NTSTATUS cm_req_wait(struct cm_req *r, unsigned int ms)
 {
-	struct timespec ts = deadline(ms);
-	NTSTATUS st;
-	int calls;
+	/* tool_wait_for takes 0 as "forever"; 1 ms is a look. */
+	NTSTATUS st = tool_wait_for(&r->w, ms ? ms : 1);
+	int calls = tool_wait_count(&r->w);
 
-	pthread_mutex_lock(&r->lock);
-	while (!r->calls)
-		if (pthread_cond_timedwait(&r->cond, &r->lock, &ts) ==
-		    ETIMEDOUT)
-			break;
-	st = r->calls ? r->status : -1;
-	calls = r->calls;
-	pthread_mutex_unlock(&r->lock);
 	assert_true(calls <= 1);
-	return st;
+	return calls ? st : -1;
 }
 
 NTSTATUS cm_req_result(NTSTATUS inline_status, struct cm_req *r,
@@ -124,64 +93,25 @@ NDK_CONNECTOR *cm_connector(struct cm_host *h)
 	return c;
 }
 
-static VOID on_connect_event(PVOID ctx, NDK_CONNECTOR *c)
-{
-	struct cm_listener *l = ctx;
-
-	pthread_mutex_lock(&l->lock);
-	if (l->tail - l->head < CM_MAX_EVENTS)
-		l->incoming[l->tail++ % CM_MAX_EVENTS] = c;
-	pthread_cond_broadcast(&l->cond);
-	pthread_mutex_unlock(&l->lock);
-}
-
-NTSTATUS cm_listen(struct cm_host *h, struct cm_listener *l,
+NTSTATUS cm_listen(struct cm_host *h, struct tool_listener *l,
 		   const struct sockaddr *addr)
 {
-	ULONG len = sizeof(l->addr);
-	ULONG alen = addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-						 : sizeof(struct sockaddr_in);
-	NTSTATUS st;
-
-	memset(l, 0, sizeof(*l));
-	pthread_mutex_init(&l->lock, NULL);
-	pthread_cond_init(&l->cond, NULL);
-	assert_int_equal(
-		h->ad->Dispatch->NdkCreateListener(h->ad, on_connect_event, l,
-						   NULL, NULL, &l->listener),
-		STATUS_SUCCESS);
-	st = l->listener->Dispatch->NdkListen(l->listener, (PSOCKADDR)addr,
-					      alen, NULL, NULL);
-	if (st == STATUS_SUCCESS)
-		assert_int_equal(
-			l->listener->Dispatch->NdkGetLocalAddress(
-				l->listener, (PSOCKADDR)&l->addr, &len),
-			STATUS_SUCCESS);
-	return st;
+	return tool_listen(h->ad, l, addr);
 }
 
-void cm_listener_close(struct cm_listener *l)
+void cm_listener_close(struct tool_listener *l)
 {
-	NTSTATUS st = l->listener->Dispatch->NdkCloseListener(
-		&l->listener->Header, NULL, NULL);
+	/* Not waited for: a listener's close may pend on the connectors
+	 * its connect events handed out, which a test closes later. */
+	NTSTATUS st =
+		l->lis->Dispatch->NdkCloseListener(&l->lis->Header, NULL, NULL);
 
 	assert_true(st == STATUS_SUCCESS || st == STATUS_PENDING);
 }
 
-NDK_CONNECTOR *cm_next_incoming(struct cm_listener *l, unsigned int ms)
+NDK_CONNECTOR *cm_next_incoming(struct tool_listener *l, unsigned int ms)
 {
-	struct timespec ts = deadline(ms);
-	NDK_CONNECTOR *c = NULL;
-
-	pthread_mutex_lock(&l->lock);
-	while (l->head == l->tail)
-		if (pthread_cond_timedwait(&l->cond, &l->lock, &ts) ==
-		    ETIMEDOUT)
-			break;
-	if (l->head != l->tail)
-		c = l->incoming[l->head++ % CM_MAX_EVENTS];
-	pthread_mutex_unlock(&l->lock);
-	return c;
+	return tool_next_incoming(l, ms ? ms : 1);
 }
 
 struct sockaddr_in cm_lo4(uint16_t port)
@@ -200,14 +130,6 @@ struct sockaddr_in6 cm_lo6(uint16_t port)
 
 	sin6.sin6_addr = in6addr_loopback;
 	return sin6;
-}
-
-uint16_t cm_port(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET6)
-		return ntohs(((const struct sockaddr_in6 *)(const void *)sa)
-				     ->sin6_port);
-	return ntohs(((const struct sockaddr_in *)(const void *)sa)->sin_port);
 }
 
 NTSTATUS cm_connect(NDK_CONNECTOR *c, NDK_QP *qp, const struct sockaddr *dst,

@@ -12,34 +12,22 @@
 #include <stdbool.h>
 #include <netinet/in.h>
 #include <ndk/ndk.h>
+#include "tool_host.h"
 
 /* A request completion that a test can wait for. */
 struct cm_req {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int calls;
-	NTSTATUS status;
+	struct tool_wait w;
 };
 
 void cm_req_init(struct cm_req *r);
 NDK_FN_REQUEST_COMPLETION cm_req_done;
-/* Waits up to ms for the completion; returns its status, or -1 on
- * timeout. Fails the test if it completed more than once. */
+/* Waits up to ms (0: only looks) for the completion; returns its status,
+ * or -1 if it has not come. Fails the test if it completed more than
+ * once. */
 NTSTATUS cm_req_wait(struct cm_req *r, unsigned int ms);
 /* Inline result or, if STATUS_PENDING, the completion's. */
 NTSTATUS cm_req_result(NTSTATUS inline_status, struct cm_req *r,
 		       unsigned int ms);
-
-/* Connect events of one listener, queued. */
-#define CM_MAX_EVENTS 1024
-struct cm_listener {
-	NDK_LISTENER *listener;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	NDK_CONNECTOR *incoming[CM_MAX_EVENTS];
-	int head, tail;
-	struct sockaddr_storage addr;
-};
 
 struct cm_host {
 	NDK_ADAPTER *ad;
@@ -56,16 +44,17 @@ void cm_host_close(struct cm_host *h);
 NDK_QP *cm_qp(struct cm_host *h);
 NDK_CONNECTOR *cm_connector(struct cm_host *h);
 
-/* Listens on addr (port 0 allowed); l->addr gets the actual address. */
-NTSTATUS cm_listen(struct cm_host *h, struct cm_listener *l,
+/* Listens on addr (port 0 allowed); l->addr gets the actual address.
+ * Connect events queue on l. */
+NTSTATUS cm_listen(struct cm_host *h, struct tool_listener *l,
 		   const struct sockaddr *addr);
-void cm_listener_close(struct cm_listener *l);
-/* Next connector from the ConnectEvent, or NULL after ms. */
-NDK_CONNECTOR *cm_next_incoming(struct cm_listener *l, unsigned int ms);
+void cm_listener_close(struct tool_listener *l);
+/* Next connector from the ConnectEvent, or NULL after ms (0: only
+ * looks). */
+NDK_CONNECTOR *cm_next_incoming(struct tool_listener *l, unsigned int ms);
 
 struct sockaddr_in cm_lo4(uint16_t port);
 struct sockaddr_in6 cm_lo6(uint16_t port);
-uint16_t cm_port(const struct sockaddr *sa);
 
 /* NdkConnect from 127.0.0.1:0 (or ::1) with private data. */
 NTSTATUS cm_connect(NDK_CONNECTOR *c, NDK_QP *qp, const struct sockaddr *dst,

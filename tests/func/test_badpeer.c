@@ -337,7 +337,7 @@ static void host_close(struct cm_host *h)
 
 struct passive {
 	struct cm_host h;
-	struct cm_listener l;
+	struct tool_listener l;
 	int fds; /* with the listener up and nothing connected */
 };
 
@@ -1845,7 +1845,7 @@ static void sc_nudge_between_libndk(void)
 {
 	struct sockaddr_in any = cm_lo4(0);
 	struct cm_host srv, cli;
-	struct cm_listener l;
+	struct tool_listener l;
 	struct cm_req r, acc;
 	NDK_CONNECTOR *a, *p;
 	NDK_QP *aqp, *pqp;
@@ -1948,7 +1948,7 @@ static void test_active_v1(void **state)
 static int open_registry(void **state)
 {
 	struct cm_host h;
-	struct cm_listener l;
+	struct tool_listener l;
 	struct sockaddr_in any = cm_lo4(0);
 
 	cm_host_open(&h, "lo");

@@ -145,7 +145,7 @@ static bool disc_seen(void *arg)
 static void test_disconnect_event_does_not_flush(void **state)
 {
 	struct sockaddr_in any = cm_lo4(0);
-	struct cm_listener l;
+	struct tool_listener l;
 	NDK_QP *aqp = cm_qp(&cli), *pqp = cm_qp(&srv);
 	NDK_CONNECTOR *c = cm_connector(&cli), *in;
 	struct cm_req r, acc;
@@ -203,7 +203,7 @@ static void test_disconnect_event_does_not_flush(void **state)
 static void test_close_while_disconnecting(void **state)
 {
 	struct sockaddr_in any = cm_lo4(0);
-	struct cm_listener l;
+	struct tool_listener l;
 	NDK_CONNECTOR *c = cm_connector(&cli), *in;
 	struct cm_req r, acc, d;
 
@@ -242,7 +242,7 @@ static void test_listener_states(void **state)
 	NDK_LISTENER *lis;
 	struct sockaddr_in a;
 	ULONG len = sizeof(a);
-	struct cm_listener l;
+	struct tool_listener l;
 	struct sockaddr_in any = cm_lo4(0);
 	struct closed cl = { 0 };
 	NTSTATUS st;
@@ -263,17 +263,15 @@ static void test_listener_states(void **state)
 	 * the close does not wait for it. */
 	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
-	assert_int_equal(
-		l.listener->Dispatch->NdkListen(l.listener, (PSOCKADDR)&any,
-						sizeof(any), NULL, NULL),
-		STATUS_INVALID_DEVICE_STATE);
+	assert_int_equal(l.lis->Dispatch->NdkListen(l.lis, (PSOCKADDR)&any,
+						    sizeof(any), NULL, NULL),
+			 STATUS_INVALID_DEVICE_STATE);
 	raw = socket(AF_INET, SOCK_STREAM, 0);
 	assert_int_equal(connect(raw, (struct sockaddr *)&l.addr,
 				 sizeof(struct sockaddr_in)),
 			 0);
 	tu_sleep_ms(50);
-	st = l.listener->Dispatch->NdkCloseListener(&l.listener->Header,
-						    on_closed, &cl);
+	st = l.lis->Dispatch->NdkCloseListener(&l.lis->Header, on_closed, &cl);
 	if (st == STATUS_PENDING)
 		assert_true(tu_wait_until(closed_once, &cl, 2000));
 	else

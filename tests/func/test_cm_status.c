@@ -101,7 +101,7 @@ static void test_refused_no_listener(void **state)
 static void test_refused_paused_and_backlog(void **state)
 {
 	struct sockaddr_in any = cm_lo4(0);
-	struct cm_listener l;
+	struct tool_listener l;
 	NDK_QP *qp = cm_qp(&cli);
 	NDK_CONNECTOR *c1 = cm_connector(&cli), *c2 = cm_connector(&cli);
 	NDK_CONNECTOR *c3 = cm_connector(&cli), *in;
@@ -111,12 +111,12 @@ static void test_refused_paused_and_backlog(void **state)
 	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
 	/* Paused: handled as if no listener existed (ndkpi.md 4.9). */
-	l.listener->Dispatch->NdkControlConnectEvents(l.listener, TRUE);
+	l.lis->Dispatch->NdkControlConnectEvents(l.lis, TRUE);
 	assert_int_equal(
 		connect_status(c1, qp, (struct sockaddr *)&l.addr, 5000),
 		STATUS_CONNECTION_REFUSED);
 	assert_null(cm_next_incoming(&l, 50));
-	l.listener->Dispatch->NdkControlConnectEvents(l.listener, FALSE);
+	l.lis->Dispatch->NdkControlConnectEvents(l.lis, FALSE);
 
 	/* Backlog of one: a second pending request is refused. */
 	assert_int_equal(cm_connect(c2, cm_qp(&cli), (struct sockaddr *)&l.addr,
@@ -139,7 +139,7 @@ static void test_refused_paused_and_backlog(void **state)
 static void test_reject_with_data(void **state)
 {
 	struct sockaddr_in any = cm_lo4(0);
-	struct cm_listener l;
+	struct tool_listener l;
 	NDK_QP *qp = cm_qp(&cli);
 	NDK_CONNECTOR *c = cm_connector(&cli), *in;
 	struct cm_req r;
@@ -182,7 +182,7 @@ static void test_reject_with_data(void **state)
 static void test_private_data_limit(void **state)
 {
 	struct sockaddr_in any = cm_lo4(0);
-	struct cm_listener l;
+	struct tool_listener l;
 	NDK_QP *qp = cm_qp(&cli);
 	NDK_CONNECTOR *c = cm_connector(&cli), *in;
 	static char pd[300];
@@ -227,7 +227,7 @@ static void test_private_data_limit(void **state)
 static void test_accept_aborted_and_complete_aborted(void **state)
 {
 	struct sockaddr_in any = cm_lo4(0);
-	struct cm_listener l;
+	struct tool_listener l;
 	NDK_CONNECTOR *c = cm_connector(&cli), *in;
 	struct cm_req r, acc;
 
@@ -291,7 +291,7 @@ static void test_accept_aborted_and_complete_aborted(void **state)
 static void test_timeouts(void **state)
 {
 	struct sockaddr_in any = cm_lo4(0);
-	struct cm_listener l;
+	struct tool_listener l;
 	NDK_CONNECTOR *c = cm_connector(&cli), *in;
 	struct cm_req r, acc;
 	int raw, peer;
@@ -382,7 +382,7 @@ static void test_timeouts(void **state)
 static void test_sharing_violation(void **state)
 {
 	struct sockaddr_in any = cm_lo4(0), held;
-	struct cm_listener l, l2;
+	struct tool_listener l, l2;
 	NDK_SHARED_ENDPOINT *sep;
 	NDK_CONNECTOR *c = cm_connector(&cli), *in, *c2;
 	struct cm_req r, acc;
@@ -423,9 +423,9 @@ static void test_sharing_violation(void **state)
 		c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL),
 		STATUS_SUCCESS);
 	assert_int_equal(cm_req_wait(&acc, 5000), STATUS_SUCCESS);
-	assert_int_equal(l.listener->Dispatch->NdkCloseListener(
-				 &l.listener->Header, NULL, NULL),
-			 STATUS_PENDING);
+	assert_int_equal(
+		l.lis->Dispatch->NdkCloseListener(&l.lis->Header, NULL, NULL),
+		STATUS_PENDING);
 	assert_int_equal(cm_listen(&srv, &l2, (struct sockaddr *)&held),
 			 STATUS_SHARING_VIOLATION);
 	cm_listener_close(&l2);
@@ -542,7 +542,7 @@ static void test_too_many_addresses(void **state)
 static void test_shared_endpoint_connects(void **state)
 {
 	struct sockaddr_in any = cm_lo4(0), local, got;
-	struct cm_listener l1, l2;
+	struct tool_listener l1, l2;
 	NDK_SHARED_ENDPOINT *sep;
 	NDK_CONNECTOR *c[3], *in[2];
 	struct cm_req r[3];
@@ -653,7 +653,7 @@ static void test_many_at_once(void **state)
 {
 	enum { N = 200 };
 	struct sockaddr_in any = cm_lo4(0);
-	struct cm_listener l;
+	struct tool_listener l;
 	static NDK_CONNECTOR *c[N];
 	static struct cm_req r[N];
 	int i, accepted = 0;

@@ -51,7 +51,7 @@ static bool disc_called(void *arg)
 
 /* Connected pair used by several tests. */
 struct pair {
-	struct cm_listener l;
+	struct tool_listener l;
 	NDK_QP *aqp, *pqp;
 	NDK_CONNECTOR *active, *passive;
 	struct disc adisc, pdisc;
@@ -86,7 +86,7 @@ static void connect_pair(struct pair *p, const struct sockaddr *listen_addr)
 
 static void test_handshake_data(void **state)
 {
-	struct cm_listener l;
+	struct tool_listener l;
 	struct sockaddr_in any = cm_lo4(0);
 	struct cm_req conn, acc;
 	NDK_QP *aqp = cm_qp(&cli), *pqp = cm_qp(&srv);
@@ -98,7 +98,7 @@ static void test_handshake_data(void **state)
 
 	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
-	assert_true(cm_port((struct sockaddr *)&l.addr) >= 49152);
+	assert_true(tool_addr_port((struct sockaddr *)&l.addr) >= 49152);
 	assert_int_equal(cm_connect(active, aqp, (struct sockaddr *)&l.addr, 8,
 				    4, "hello", 5, &conn),
 			 STATUS_PENDING);
@@ -138,8 +138,8 @@ static void test_handshake_data(void **state)
 	assert_int_equal(passive->Dispatch->NdkGetLocalAddress(
 				 passive, (PSOCKADDR)&p_local, &len),
 			 STATUS_SUCCESS);
-	assert_int_equal(cm_port((struct sockaddr *)&p_local),
-			 cm_port((struct sockaddr *)&l.addr));
+	assert_int_equal(tool_addr_port((struct sockaddr *)&p_local),
+			 tool_addr_port((struct sockaddr *)&l.addr));
 	len = 2;
 	assert_int_equal(passive->Dispatch->NdkGetPeerAddress(
 				 passive, (PSOCKADDR)&p_peer, &len),
@@ -182,7 +182,7 @@ static void test_handshake_data(void **state)
 			 STATUS_SUCCESS);
 	assert_memory_equal(&a_local, &p_peer, sizeof(a_local));
 	assert_memory_equal(&a_peer, &p_local, sizeof(a_peer));
-	assert_true(cm_port((struct sockaddr *)&a_local) >= 49152);
+	assert_true(tool_addr_port((struct sockaddr *)&a_local) >= 49152);
 
 	assert_int_equal(active->Dispatch->NdkCompleteConnectEx(
 				 active, on_disc_ex, &adisc, NULL, NULL),
@@ -252,7 +252,7 @@ static void test_ipv6(void **state)
 {
 	struct pair p;
 	struct sockaddr_in6 any6 = cm_lo6(0);
-	struct cm_listener probe;
+	struct tool_listener probe;
 
 	if (cm_listen(&srv, &probe, (struct sockaddr *)&any6) ==
 	    STATUS_INVALID_ADDRESS)

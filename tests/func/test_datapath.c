@@ -30,7 +30,7 @@ struct side {
 };
 
 static struct side A, P; /* active and passive */
-static struct cm_listener L;
+static struct tool_listener L;
 
 static VOID on_disc(PVOID ctx)
 {

@@ -58,7 +58,7 @@ struct side {
 };
 
 static struct side A, P; /* active and passive */
-static struct cm_listener L;
+static struct tool_listener L;
 static size_t buf_len = 8 << 20; /* of A.buf and P.buf */
 
 static VOID on_disc(PVOID ctx)

@@ -403,7 +403,7 @@ static void test_close_pending_arp(void **state)
 static int child_invalid_address(void *arg)
 {
 	struct cm_host veth, lo;
-	struct cm_listener l;
+	struct tool_listener l;
 	struct sockaddr_in lo_any = in4("127.0.0.1", 0);
 	struct cm_req r;
 	NDK_CONNECTOR *c;
@@ -706,7 +706,7 @@ static void check_pd(NDK_CONNECTOR *c, const char *want, ULONG want_len)
 static int handshake_server(struct peer *p)
 {
 	struct cm_host h;
-	struct cm_listener l;
+	struct tool_listener l;
 	struct sockaddr_in any = in4(ADDR_B, 0);
 	struct cm_req acc;
 	struct disc d = { 0 };
@@ -718,7 +718,7 @@ static int handshake_server(struct peer *p)
 	cm_host_open(&h, IF_B);
 	CHECK_STATUS(cm_listen(&h, &l, (struct sockaddr *)&any),
 		     STATUS_SUCCESS);
-	port = cm_port((struct sockaddr *)&l.addr);
+	port = tool_addr_port((struct sockaddr *)&l.addr);
 	CHECK(port >= 49152);
 	peer_send(p, &port, sizeof(port));
 

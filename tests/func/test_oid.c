@@ -231,7 +231,7 @@ static void close_sep(NDK_SHARED_ENDPOINT *sep)
  * Passive half of a connection: takes the next incoming connector and
  * accepts it; the caller completes the active side, then waits on acc.
  */
-static NDK_CONNECTOR *accept_next(struct cm_host *h, struct cm_listener *l,
+static NDK_CONNECTOR *accept_next(struct cm_host *h, struct tool_listener *l,
 				  struct cm_req *acc)
 {
 	NDK_CONNECTOR *in = cm_next_incoming(l, 10000);
@@ -319,7 +319,7 @@ static void test_one_process(void **state)
 {
 	NDIS_NDK_PERFORMANCE_COUNTERS before, after;
 	struct cm_host h;
-	struct cm_listener l;
+	struct tool_listener l;
 	struct sockaddr_in any = cm_lo4(0), nobody;
 	struct listed v[16];
 	NDK_SHARED_ENDPOINT *sep;
@@ -334,7 +334,7 @@ static void test_one_process(void **state)
 	assert_int_equal(local_endpoints(v, 16), 0);
 	assert_int_equal(cm_listen(&h, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
-	lport = cm_port((struct sockaddr *)&l.addr);
+	lport = tool_addr_port((struct sockaddr *)&l.addr);
 	sep = shared_endpoint(&h);
 	sport = sep_port(sep);
 
@@ -373,11 +373,11 @@ static void test_one_process(void **state)
 	/* A refused attempt: nothing listens on this port any more. */
 	refused = cm_connector(&h);
 	{
-		struct cm_listener tmp;
+		struct tool_listener tmp;
 
 		assert_int_equal(cm_listen(&h, &tmp, (struct sockaddr *)&any),
 				 STATUS_SUCCESS);
-		nobody = cm_lo4(cm_port((struct sockaddr *)&tmp.addr));
+		nobody = cm_lo4(tool_addr_port((struct sockaddr *)&tmp.addr));
 		cm_listener_close(&tmp);
 	}
 	assert_int_equal(cm_connect(refused, cm_qp(&h),
@@ -441,7 +441,7 @@ static void test_one_process(void **state)
 static int child_main(uint16_t parent_port)
 {
 	struct cm_host h;
-	struct cm_listener l;
+	struct tool_listener l;
 	struct sockaddr_in any = cm_lo4(0), dst = cm_lo4(parent_port);
 	NDK_SHARED_ENDPOINT *sep;
 	NDK_CONNECTOR *c;
@@ -461,7 +461,8 @@ static int child_main(uint16_t parent_port)
 		return 3;
 	if (c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL))
 		return 4;
-	printf("%u %u\n", cm_port((struct sockaddr *)&l.addr), sep_port(sep));
+	printf("%u %u\n", tool_addr_port((struct sockaddr *)&l.addr),
+	       sep_port(sep));
 	fflush(stdout);
 	while (read(0, &ch, 1) > 0)
 		;
@@ -535,7 +536,7 @@ static void test_three_processes(void **state)
 {
 	NDIS_NDK_PERFORMANCE_COUNTERS before, after;
 	struct cm_host h;
-	struct cm_listener l;
+	struct tool_listener l;
 	struct sockaddr_in any = cm_lo4(0);
 	struct child ch[2];
 	struct listed v[32];
@@ -548,7 +549,7 @@ static void test_three_processes(void **state)
 	cm_host_open(&h, "lo");
 	assert_int_equal(cm_listen(&h, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
-	lport = cm_port((struct sockaddr *)&l.addr);
+	lport = tool_addr_port((struct sockaddr *)&l.addr);
 	for (i = 0; i < 2; i++) {
 		child_start(&ch[i], lport);
 		ch[i].in = accept_next(&h, &l, &acc[i]);

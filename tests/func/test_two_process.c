@@ -32,7 +32,7 @@ static bool disc_seen(void *arg)
 static int server(int port_fd)
 {
 	struct cm_host h;
-	struct cm_listener l;
+	struct tool_listener l;
 	struct sockaddr_in any = cm_lo4(0);
 	NDK_CONNECTOR *in;
 	struct cm_req acc;
@@ -43,7 +43,7 @@ static int server(int port_fd)
 	cm_host_open(&h, "lo");
 	if (cm_listen(&h, &l, (struct sockaddr *)&any) != STATUS_SUCCESS)
 		return 10;
-	port = cm_port((struct sockaddr *)&l.addr);
+	port = tool_addr_port((struct sockaddr *)&l.addr);
 	if (write(port_fd, &port, sizeof(port)) != sizeof(port))
 		return 11;
 	in = cm_next_incoming(&l, 10000);

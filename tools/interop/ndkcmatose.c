@@ -46,9 +46,9 @@ struct opts {
 struct node {
 	int id;
 	struct iw_conn cn;
-	struct iw_buf mem;
+	struct tool_buf mem;
 	int connected;
-	struct iw_wait dwait; /* the server's NdkDisconnect */
+	struct tool_wait dwait; /* the server's NdkDisconnect */
 	NTSTATUS dst;
 };
 
@@ -58,19 +58,19 @@ static void post_recvs(struct node *n)
 {
 	NDK_SGE sge = { .VirtualAddress = n->mem.mem,
 			.Length = o->size,
-			.MemoryRegionToken = n->mem.ltoken };
+			.MemoryRegionToken = n->mem.ltok };
 	int i;
 
 	for (i = 0; i < o->count; i++)
-		iw_check("NdkReceive", n->cn.qp->Dispatch->NdkReceive(
-					       n->cn.qp, NULL, &sge, 1));
+		tool_check("NdkReceive", n->cn.qp->Dispatch->NdkReceive(
+						 n->cn.qp, NULL, &sge, 1));
 }
 
 static int post_sends(struct node *n)
 {
 	NDK_SGE sge = { .VirtualAddress = n->mem.mem,
 			.Length = o->size,
-			.MemoryRegionToken = n->mem.ltoken };
+			.MemoryRegionToken = n->mem.ltok };
 	NTSTATUS st;
 	int i;
 
@@ -118,13 +118,13 @@ static int poll_cq(struct node *n, NDK_OPERATION_TYPE t)
 	return 0;
 }
 
-static void init_node(struct iw_host *h, struct node *n, int id)
+static void init_node(struct tool_host *h, struct node *n, int id)
 {
 	ULONG depth = o->count ? (ULONG)o->count : 1;
 
 	n->id = id;
 	iw_conn_init(h, &n->cn, depth, depth);
-	iw_buf_init(h, &n->mem, o->size, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
+	tool_buf_alloc(h, &n->mem, o->size, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
 	memset(n->mem.mem, 'a' + id % 26, o->size);
 	post_recvs(n);
 }
@@ -133,7 +133,7 @@ static void destroy_node(struct node *n)
 {
 	iw_conn_close(&n->cn);
 	if (n->mem.mr)
-		iw_buf_free(&n->mem);
+		tool_buf_free(&n->mem);
 }
 
 static ULONG pdlen(void)
@@ -141,24 +141,24 @@ static ULONG pdlen(void)
 	return o->pdata ? (ULONG)strlen(o->pdata) : 0;
 }
 
-static int run_server(struct iw_host *h, const struct sockaddr *addr)
+static int run_server(struct tool_host *h, const struct sockaddr *addr)
 {
 	struct node *nodes = calloc((size_t)o->conns, sizeof(*nodes));
-	struct iw_listener l;
+	static struct tool_listener l;
 	int i, ok = 0, rejected = 0, ret = 0;
 	char a[80];
 
 	if (!nodes)
 		return 1;
 	printf("cmatose: starting server\n");
-	iw_listen(h, &l, addr);
+	tool_check("NdkListen", tool_listen(h->ad, &l, addr));
 	printf("cmatose: listening on %s\n",
-	       iw_addr_str((struct sockaddr *)&l.addr, a, sizeof(a)));
+	       tool_addr_str((struct sockaddr *)&l.addr, a, sizeof(a)));
 	fflush(stdout);
 	for (i = 0; i < o->conns; i++) {
 		struct node *n = &nodes[i];
-		NDK_CONNECTOR *c = iw_next_incoming(&l, 0);
-		struct iw_wait w;
+		NDK_CONNECTOR *c = tool_next_incoming(&l, 0);
+		struct tool_wait w;
 		NTSTATUS st;
 
 		iw_print_connection_data("cmatose: connect request", c);
@@ -171,17 +171,17 @@ static int run_server(struct iw_host *h, const struct sockaddr *addr)
 			fflush(stdout);
 			/* Let the Reply reach the peer before the close. */
 			sleep(1);
-			IW_CLOSE(c, NdkCloseConnector);
+			TOOL_CLOSE(c);
 			rejected += st == STATUS_SUCCESS;
 			continue;
 		}
 		init_node(h, n, i);
 		n->cn.c = c;
-		iw_wait_init(&w);
+		tool_wait_init(&w);
 		st = c->Dispatch->NdkAcceptEx(
 			c, n->cn.qp, o->ird, o->ord, (PVOID)o->pdata, pdlen(),
-			iw_on_disconnect, &n->cn, iw_wait_done, &w);
-		st = iw_wait_result(&w, st, o->wait_ms);
+			iw_on_disconnect, &n->cn, tool_wait_done, &w);
+		st = tool_wait_result(&w, st, o->wait_ms);
 		if (st != STATUS_SUCCESS) {
 			printf("cmatose: failure accepting: %s\n",
 			       NdkStatusName(st));
@@ -222,16 +222,16 @@ static int run_server(struct iw_host *h, const struct sockaddr *addr)
 		if (!n->connected)
 			continue;
 		ok++;
-		iw_wait_init(&n->dwait);
-		n->dst = n->cn.c->Dispatch->NdkDisconnect(n->cn.c, iw_wait_done,
-							  &n->dwait);
+		tool_wait_init(&n->dwait);
+		n->dst = n->cn.c->Dispatch->NdkDisconnect(
+			n->cn.c, tool_wait_done, &n->dwait);
 	}
 	for (i = 0; i < o->conns; i++)
 		if (nodes[i].connected)
 			iw_dbg("connection %d: NdkDisconnect %s\n", i,
-			       NdkStatusName(iw_wait_result(&nodes[i].dwait,
-							    nodes[i].dst,
-							    o->wait_ms)));
+			       NdkStatusName(tool_wait_result(&nodes[i].dwait,
+							      nodes[i].dst,
+							      o->wait_ms)));
 	if (ok != o->conns)
 		ret = 1;
 out:
@@ -239,12 +239,12 @@ out:
 		if (nodes[i].cn.qp)
 			destroy_node(&nodes[i]);
 	printf("disconnected\n");
-	iw_listener_close(&l);
+	tool_listener_close(&l);
 	free(nodes);
 	return ret;
 }
 
-static int run_client(struct iw_host *h, const struct sockaddr *dst,
+static int run_client(struct tool_host *h, const struct sockaddr *dst,
 		      const struct sockaddr *src)
 {
 	struct node *nodes = calloc((size_t)o->conns, sizeof(*nodes));
@@ -256,19 +256,19 @@ static int run_client(struct iw_host *h, const struct sockaddr *dst,
 	fflush(stdout);
 	for (i = 0; i < o->conns; i++) {
 		struct node *n = &nodes[i];
-		struct iw_wait w;
+		struct tool_wait w;
 		NTSTATUS st;
 
 		init_node(h, n, i);
-		iw_check("NdkCreateConnector",
-			 h->ad->Dispatch->NdkCreateConnector(h->ad, NULL, NULL,
-							     &n->cn.c));
-		iw_wait_init(&w);
+		tool_check("NdkCreateConnector",
+			   h->ad->Dispatch->NdkCreateConnector(h->ad, NULL,
+							       NULL, &n->cn.c));
+		tool_wait_init(&w);
 		st = n->cn.c->Dispatch->NdkConnect(
-			n->cn.c, n->cn.qp, (PSOCKADDR)src, iw_addr_len(src),
-			(PSOCKADDR)dst, iw_addr_len(dst), o->ird, o->ord,
-			(PVOID)o->pdata, pdlen(), iw_wait_done, &w);
-		st = iw_wait_result(&w, st, o->wait_ms);
+			n->cn.c, n->cn.qp, (PSOCKADDR)src, tool_addr_len(src),
+			(PSOCKADDR)dst, tool_addr_len(dst), o->ird, o->ord,
+			(PVOID)o->pdata, pdlen(), tool_wait_done, &w);
+		st = tool_wait_result(&w, st, o->wait_ms);
 		if (st == STATUS_CONNECTION_REFUSED) {
 			/* A reject's private data stays readable. */
 			printf("cmatose: event: REJECTED, error: %s\n",
@@ -285,7 +285,7 @@ static int run_client(struct iw_host *h, const struct sockaddr *dst,
 		}
 		iw_print_connection_data("cmatose: connect reply", n->cn.c);
 		iw_rtr_delay(o->rtr_delay_ms);
-		iw_check(
+		tool_check(
 			"NdkCompleteConnectEx",
 			n->cn.c->Dispatch->NdkCompleteConnectEx(
 				n->cn.c, iw_on_disconnect, &n->cn, NULL, NULL));
@@ -314,7 +314,7 @@ static int run_client(struct iw_host *h, const struct sockaddr *dst,
 	for (i = 0; i < o->conns; i++) {
 		if (!nodes[i].connected)
 			continue;
-		if (iw_wait_for(&nodes[i].cn.disc, o->wait_ms) !=
+		if (tool_wait_for(&nodes[i].cn.disc, o->wait_ms) !=
 		    STATUS_SUCCESS) {
 			printf("cmatose: connection %d: no disconnect from "
 			       "the server\n",
@@ -363,11 +363,11 @@ int main(int argc, char **argv)
 			    .ord = 1,
 			    .wait_ms = DEFAULT_WAIT_SEC * 1000 };
 	struct sockaddr_storage dst, src;
-	struct iw_host h;
+	struct tool_host h;
 	int op, ret;
 	long v;
 
-	iw_prog = "ndkcmatose";
+	tool_prog = "ndkcmatose";
 	while ((op = getopt(argc, argv, "s:b:c:C:S:p:P:xr:o:D:w:i:d")) != -1) {
 		switch (op) {
 		case 's':
@@ -430,10 +430,10 @@ int main(int argc, char **argv)
 	}
 	o = &opt;
 	if (opt.dst) {
-		if (iw_parse_addr(opt.dst, opt.port, &dst) ||
-		    (opt.src ? iw_parse_addr(opt.src, 0, &src)
-			     : iw_route_source((struct sockaddr *)&dst,
-					       &src))) {
+		if (tool_parse_addr(opt.dst, opt.port, &dst) ||
+		    (opt.src ? tool_parse_addr(opt.src, 0, &src)
+			     : tool_route_source((struct sockaddr *)&dst,
+						 &src))) {
 			printf("cmatose: bad address\n");
 			return 1;
 		}
@@ -441,8 +441,8 @@ int main(int argc, char **argv)
 		ret = run_client(&h, (struct sockaddr *)&dst,
 				 (struct sockaddr *)&src);
 	} else {
-		if (iw_parse_addr(opt.src ? opt.src : "127.0.0.1", opt.port,
-				  &src)) {
+		if (tool_parse_addr(opt.src ? opt.src : "127.0.0.1", opt.port,
+				    &src)) {
 			printf("cmatose: bad address\n");
 			return 1;
 		}
@@ -450,6 +450,6 @@ int main(int argc, char **argv)
 		ret = run_server(&h, (struct sockaddr *)&src);
 	}
 	printf("test complete\n");
-	iw_host_close(&h);
+	tool_host_close(&h);
 	return ret;
 }

@@ -62,9 +62,9 @@ struct opts {
 /* One side's state for one connection. */
 struct rping {
 	const struct opts *o;
-	struct iw_host *h;
+	struct tool_host *h;
 	struct iw_conn cn;
-	struct iw_buf recv, send, rdma, start;
+	struct tool_buf recv, send, rdma, start;
 	unsigned char expect[RPING_BUFSIZE]; /* server -V: what was sent */
 	int pings;
 };
@@ -87,7 +87,7 @@ static void fill_ping(char *buf, ULONG size, int ping)
 	buf[size - 1] = 0;
 }
 
-static void put_info(struct iw_buf *msg, const void *addr, UINT32 rkey,
+static void put_info(struct tool_buf *msg, const void *addr, UINT32 rkey,
 		     ULONG size)
 {
 	uint64_t a = htobe64((uint64_t)(uintptr_t)addr);
@@ -99,7 +99,7 @@ static void put_info(struct iw_buf *msg, const void *addr, UINT32 rkey,
 	memcpy(p + 12, &s, 4);
 }
 
-static void get_info(const struct iw_buf *msg, uint64_t *addr, UINT32 *rkey,
+static void get_info(const struct tool_buf *msg, uint64_t *addr, UINT32 *rkey,
 		     ULONG *size)
 {
 	const unsigned char *p = msg->mem;
@@ -134,7 +134,7 @@ static NTSTATUS post_recv(struct rping *r)
 {
 	NDK_SGE sge = { .VirtualAddress = r->recv.mem,
 			.Length = RPING_INFO_LEN,
-			.MemoryRegionToken = r->recv.ltoken };
+			.MemoryRegionToken = r->recv.ltok };
 
 	return r->cn.qp->Dispatch->NdkReceive(r->cn.qp, NULL, &sge, 1);
 }
@@ -143,7 +143,7 @@ static NTSTATUS post_send(struct rping *r)
 {
 	NDK_SGE sge = { .VirtualAddress = r->send.mem,
 			.Length = RPING_INFO_LEN,
-			.MemoryRegionToken = r->send.ltoken };
+			.MemoryRegionToken = r->send.ltok };
 
 	return r->cn.qp->Dispatch->NdkSend(r->cn.qp, NULL, &sge, 1, 0);
 }
@@ -153,7 +153,7 @@ static NTSTATUS post_rdma(struct rping *r, int write, ULONG len, uint64_t raddr,
 {
 	NDK_SGE sge = { .VirtualAddress = r->rdma.mem,
 			.Length = len,
-			.MemoryRegionToken = r->rdma.ltoken };
+			.MemoryRegionToken = r->rdma.ltok };
 	NDK_QP *qp = r->cn.qp;
 
 	iw_dbg("post rdma %s len %u to addr %llx rkey %x\n",
@@ -184,13 +184,13 @@ static int wait_for(struct rping *r, NDK_OPERATION_TYPE want, ULONG *bytes)
 		}
 		if (!rc) {
 			fprintf(stderr, "%s: timed out waiting for %s\n",
-				iw_prog, op_name(want));
+				tool_prog, op_name(want));
 			return -1;
 		}
 		if (res.Status != STATUS_SUCCESS) {
 			fprintf(stderr,
 				"%s: cq completion failed status %s (%s)\n",
-				iw_prog, NdkStatusName(res.Status),
+				tool_prog, NdkStatusName(res.Status),
 				op_name(res.Type));
 			return -1;
 		}
@@ -199,7 +199,7 @@ static int wait_for(struct rping *r, NDK_OPERATION_TYPE want, ULONG *bytes)
 			if (res.BytesTransferred != RPING_INFO_LEN) {
 				fprintf(stderr,
 					"%s: Received bogus data, size %u\n",
-					iw_prog, res.BytesTransferred);
+					tool_prog, res.BytesTransferred);
 				return -1;
 			}
 			/* Take the message before the buffer is reused. */
@@ -207,7 +207,7 @@ static int wait_for(struct rping *r, NDK_OPERATION_TYPE want, ULONG *bytes)
 				*bytes = res.BytesTransferred;
 			if (want == res.Type)
 				return 0;
-			fprintf(stderr, "%s: unexpected receive\n", iw_prog);
+			fprintf(stderr, "%s: unexpected receive\n", tool_prog);
 			return -1;
 		}
 		if (res.Type == want)
@@ -221,7 +221,7 @@ static int repost_recv(struct rping *r)
 	NTSTATUS st = post_recv(r);
 
 	if (!NT_SUCCESS(st)) {
-		fprintf(stderr, "%s: post recv error: %s\n", iw_prog,
+		fprintf(stderr, "%s: post recv error: %s\n", tool_prog,
 			NdkStatusName(st));
 		return -1;
 	}
@@ -233,7 +233,7 @@ static int send_info(struct rping *r)
 	NTSTATUS st = post_send(r);
 
 	if (!NT_SUCCESS(st)) {
-		fprintf(stderr, "%s: post send error: %s\n", iw_prog,
+		fprintf(stderr, "%s: post send error: %s\n", tool_prog,
 			NdkStatusName(st));
 		return -1;
 	}
@@ -246,12 +246,12 @@ static int inject_bad_write(struct rping *r)
 {
 	NTSTATUS st;
 
-	printf("%s: fault: RDMA Write to invalid STag %#x\n", iw_prog,
+	printf("%s: fault: RDMA Write to invalid STag %#x\n", tool_prog,
 	       BAD_TOKEN);
 	fflush(stdout);
 	st = post_rdma(r, 1, 1, 0, BAD_TOKEN);
 	if (!NT_SUCCESS(st)) {
-		fprintf(stderr, "%s: post write error: %s\n", iw_prog,
+		fprintf(stderr, "%s: post write error: %s\n", tool_prog,
 			NdkStatusName(st));
 		return -1;
 	}
@@ -266,13 +266,13 @@ static int run_client_pings(struct rping *r)
 	int ping;
 
 	for (ping = 0; !o->count || ping < o->count; ping++) {
-		UINT32 rkey = r->start.rtoken;
+		UINT32 rkey = r->start.rtok;
 
-		fill_ping(r->start.mem, size, ping);
+		fill_ping((char *)r->start.mem, size, ping);
 		memset(r->rdma.mem, 0, size);
 		if (o->fault == FAULT_BADRKEY) {
 			printf("%s: fault: advertising invalid rkey %#x\n",
-			       iw_prog, BAD_TOKEN);
+			       tool_prog, BAD_TOKEN);
 			fflush(stdout);
 			rkey = BAD_TOKEN;
 		}
@@ -284,17 +284,17 @@ static int run_client_pings(struct rping *r)
 		    repost_recv(r))
 			return -1;
 		/* Go-ahead: the server has read start_buf. */
-		put_info(&r->send, r->rdma.mem, r->rdma.rtoken, size);
+		put_info(&r->send, r->rdma.mem, r->rdma.rtok, size);
 		iw_dbg("RDMA addr %llx rkey %x len %u\n",
-		       (unsigned long long)(uintptr_t)r->rdma.mem,
-		       r->rdma.rtoken, size);
+		       (unsigned long long)(uintptr_t)r->rdma.mem, r->rdma.rtok,
+		       size);
 		if (send_info(r) ||
 		    wait_for(r, NdkOperationTypeReceive, NULL) ||
 		    repost_recv(r))
 			return -1;
 		if (o->validate && memcmp(r->start.mem, r->rdma.mem, size)) {
 			fprintf(stderr, "%s: data mismatch in ping %d!\n",
-				iw_prog, ping);
+				tool_prog, ping);
 			return -1;
 		}
 		if (o->verbose)
@@ -325,8 +325,8 @@ static int run_server_pings(struct rping *r)
 		iw_dbg("Received rkey %x addr %llx len %u from peer\n", rkey,
 		       (unsigned long long)raddr, rlen);
 		if (rlen > r->rdma.len) {
-			fprintf(stderr, "%s: peer buffer %u > %u bytes\n",
-				iw_prog, rlen, r->rdma.len);
+			fprintf(stderr, "%s: peer buffer %u > %zu bytes\n",
+				tool_prog, rlen, r->rdma.len);
 			return -1;
 		}
 		if (!NT_SUCCESS(post_rdma(r, 0, rlen, raddr, rkey)) ||
@@ -340,7 +340,7 @@ static int run_server_pings(struct rping *r)
 			if (memcmp(r->expect, r->rdma.mem, rlen)) {
 				fprintf(stderr,
 					"%s: read data mismatch in ping %d\n",
-					iw_prog, r->pings);
+					tool_prog, r->pings);
 				return -1;
 			}
 		}
@@ -357,7 +357,8 @@ static int run_server_pings(struct rping *r)
 		iw_dbg("Received rkey %x addr %llx len %u from peer\n", rkey,
 		       (unsigned long long)raddr, rlen);
 		/* rping echoes strlen(data) + 1 bytes. */
-		wlen = (ULONG)strnlen(r->rdma.mem, r->rdma.len) + 1;
+		wlen = (ULONG)strnlen((const char *)r->rdma.mem, r->rdma.len) +
+		       1;
 		if (wlen > rlen)
 			wlen = rlen;
 		if (!NT_SUCCESS(post_rdma(r, 1, wlen, raddr, rkey)) ||
@@ -376,24 +377,24 @@ static void rping_bufs(struct rping *r, int server)
 		   NDK_MR_FLAG_ALLOW_REMOTE_READ |
 		   NDK_MR_FLAG_ALLOW_REMOTE_WRITE;
 
-	iw_buf_init(r->h, &r->recv, RPING_INFO_LEN,
-		    NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-	iw_buf_init(r->h, &r->send, RPING_INFO_LEN, 0);
+	tool_buf_alloc(r->h, &r->recv, RPING_INFO_LEN,
+		       NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
+	tool_buf_alloc(r->h, &r->send, RPING_INFO_LEN, 0);
 	/* The server reads whatever size the client advertises, up to
 	 * rping's largest buffer. */
-	iw_buf_init(r->h, &r->rdma, server ? RPING_BUFSIZE : r->o->size, rw);
+	tool_buf_alloc(r->h, &r->rdma, server ? RPING_BUFSIZE : r->o->size, rw);
 	if (!server)
-		iw_buf_init(r->h, &r->start, r->o->size, rw);
+		tool_buf_alloc(r->h, &r->start, r->o->size, rw);
 }
 
 static void rping_free(struct rping *r)
 {
 	iw_conn_close(&r->cn);
-	iw_buf_free(&r->recv);
-	iw_buf_free(&r->send);
-	iw_buf_free(&r->rdma);
+	tool_buf_free(&r->recv);
+	tool_buf_free(&r->send);
+	tool_buf_free(&r->rdma);
 	if (r->start.mr)
-		iw_buf_free(&r->start);
+		tool_buf_free(&r->start);
 }
 
 /* After a fault the connection must end, from either side. */
@@ -401,25 +402,25 @@ static int fault_outcome(struct rping *r, int rc)
 {
 	if (rc == 0) {
 		fprintf(stderr, "%s: fault injected, connection still up\n",
-			iw_prog);
+			tool_prog);
 		return 1;
 	}
 	if (!iw_conn_disconnected(&r->cn) &&
-	    iw_wait_for(&r->cn.disc, r->o->wait_ms) != STATUS_SUCCESS) {
-		fprintf(stderr, "%s: fault: no disconnect event\n", iw_prog);
+	    tool_wait_for(&r->cn.disc, r->o->wait_ms) != STATUS_SUCCESS) {
+		fprintf(stderr, "%s: fault: no disconnect event\n", tool_prog);
 		return 1;
 	}
-	printf("%s: fault: connection ended after %d pings\n", iw_prog,
+	printf("%s: fault: connection ended after %d pings\n", tool_prog,
 	       r->pings);
 	return 0;
 }
 
 static int run_client(const struct opts *o)
 {
-	struct iw_host h;
+	struct tool_host h;
 	struct rping *r = calloc(1, sizeof(*r));
 	struct sockaddr_storage src;
-	struct iw_wait w;
+	struct tool_wait w;
 	NTSTATUS st;
 	char a[80], b[80];
 	int rc;
@@ -430,9 +431,10 @@ static int run_client(const struct opts *o)
 		src = o->src;
 	} else {
 		/* The source the kernel routes from, port 0. */
-		if (iw_route_source((const struct sockaddr *)&o->addr, &src)) {
+		if (tool_route_source((const struct sockaddr *)&o->addr,
+				      &src)) {
 			fprintf(stderr, "%s: no route to the server\n",
-				iw_prog);
+				tool_prog);
 			free(r);
 			return 2;
 		}
@@ -442,34 +444,34 @@ static int run_client(const struct opts *o)
 	r->h = &h;
 	rping_bufs(r, 0);
 	iw_conn_init(&h, &r->cn, RPING_RQ_DEPTH, RPING_SQ_DEPTH);
-	iw_check("NdkReceive", post_recv(r));
-	iw_check("NdkCreateConnector", h.ad->Dispatch->NdkCreateConnector(
-					       h.ad, NULL, NULL, &r->cn.c));
-	iw_wait_init(&w);
+	tool_check("NdkReceive", post_recv(r));
+	tool_check("NdkCreateConnector", h.ad->Dispatch->NdkCreateConnector(
+						 h.ad, NULL, NULL, &r->cn.c));
+	tool_wait_init(&w);
 	iw_dbg("connecting %s -> %s, IRD %u ORD %u\n",
-	       iw_addr_str((struct sockaddr *)&src, a, sizeof(a)),
-	       iw_addr_str((const struct sockaddr *)&o->addr, b, sizeof(b)),
+	       tool_addr_str((struct sockaddr *)&src, a, sizeof(a)),
+	       tool_addr_str((const struct sockaddr *)&o->addr, b, sizeof(b)),
 	       o->ird, o->ord);
 	st = r->cn.c->Dispatch->NdkConnect(
 		r->cn.c, r->cn.qp, (PSOCKADDR)&src,
-		iw_addr_len((struct sockaddr *)&src), (PSOCKADDR)&o->addr,
-		iw_addr_len((const struct sockaddr *)&o->addr), o->ird, o->ord,
-		NULL, 0, iw_wait_done, &w);
-	st = iw_wait_result(&w, st, o->wait_ms);
+		tool_addr_len((struct sockaddr *)&src), (PSOCKADDR)&o->addr,
+		tool_addr_len((const struct sockaddr *)&o->addr), o->ird,
+		o->ord, NULL, 0, tool_wait_done, &w);
+	st = tool_wait_result(&w, st, o->wait_ms);
 	if (st != STATUS_SUCCESS) {
-		fprintf(stderr, "%s: connect error: %s\n", iw_prog,
+		fprintf(stderr, "%s: connect error: %s\n", tool_prog,
 			NdkStatusName(st));
 		rping_free(r);
-		iw_host_close(&h);
+		tool_host_close(&h);
 		free(r);
 		return 1;
 	}
 	if (iw_debug)
 		iw_print_connection_data("client", r->cn.c);
 	iw_rtr_delay(o->rtr_delay_ms);
-	iw_check("NdkCompleteConnectEx",
-		 r->cn.c->Dispatch->NdkCompleteConnectEx(
-			 r->cn.c, iw_on_disconnect, &r->cn, NULL, NULL));
+	tool_check("NdkCompleteConnectEx",
+		   r->cn.c->Dispatch->NdkCompleteConnectEx(
+			   r->cn.c, iw_on_disconnect, &r->cn, NULL, NULL));
 	iw_dbg("rdma_connect successful\n");
 
 	rc = run_client_pings(r);
@@ -477,21 +479,22 @@ static int run_client(const struct opts *o)
 		rc = fault_outcome(r, rc);
 	else if (rc)
 		fprintf(stderr, "%s: rping client failed after %d pings\n",
-			iw_prog, r->pings);
+			tool_prog, r->pings);
 	else
-		printf("%s: client: %d pings of %u bytes%s\n", iw_prog,
+		printf("%s: client: %d pings of %u bytes%s\n", tool_prog,
 		       r->pings, o->size, o->validate ? ", validated" : "");
 	rping_free(r);
-	iw_host_close(&h);
+	tool_host_close(&h);
 	free(r);
 	return rc ? 1 : 0;
 }
 
 /* Accepts c and serves pings until the client disconnects. */
-static int serve_one(const struct opts *o, struct iw_host *h, NDK_CONNECTOR *c)
+static int serve_one(const struct opts *o, struct tool_host *h,
+		     NDK_CONNECTOR *c)
 {
 	struct rping *r = calloc(1, sizeof(*r));
-	struct iw_wait w;
+	struct tool_wait w;
 	NTSTATUS st;
 	int rc;
 
@@ -504,14 +507,14 @@ static int serve_one(const struct opts *o, struct iw_host *h, NDK_CONNECTOR *c)
 	r->cn.c = c;
 	if (iw_debug)
 		iw_print_connection_data("server request", c);
-	iw_check("NdkReceive", post_recv(r));
-	iw_wait_init(&w);
+	tool_check("NdkReceive", post_recv(r));
+	tool_wait_init(&w);
 	st = c->Dispatch->NdkAcceptEx(c, r->cn.qp, o->ird, o->ord, NULL, 0,
-				      iw_on_disconnect, &r->cn, iw_wait_done,
+				      iw_on_disconnect, &r->cn, tool_wait_done,
 				      &w);
-	st = iw_wait_result(&w, st, o->wait_ms);
+	st = tool_wait_result(&w, st, o->wait_ms);
 	if (st != STATUS_SUCCESS) {
-		fprintf(stderr, "%s: accept error: %s\n", iw_prog,
+		fprintf(stderr, "%s: accept error: %s\n", tool_prog,
 			NdkStatusName(st));
 		rping_free(r);
 		free(r);
@@ -524,12 +527,12 @@ static int serve_one(const struct opts *o, struct iw_host *h, NDK_CONNECTOR *c)
 		rc = fault_outcome(r, rc ? rc : -1);
 	} else if (rc) {
 		fprintf(stderr, "%s: rping server failed after %d pings\n",
-			iw_prog, r->pings);
+			tool_prog, r->pings);
 	} else {
-		printf("%s: server: %d pings%s, client disconnected\n", iw_prog,
-		       r->pings, o->validate ? " validated" : "");
+		printf("%s: server: %d pings%s, client disconnected\n",
+		       tool_prog, r->pings, o->validate ? " validated" : "");
 		if (o->count && r->pings != o->count) {
-			fprintf(stderr, "%s: expected %d pings\n", iw_prog,
+			fprintf(stderr, "%s: expected %d pings\n", tool_prog,
 				o->count);
 			rc = 1;
 		}
@@ -542,28 +545,29 @@ static int serve_one(const struct opts *o, struct iw_host *h, NDK_CONNECTOR *c)
 
 static int run_server(const struct opts *o)
 {
-	struct iw_host h;
-	struct iw_listener l;
+	struct tool_host h;
+	static struct tool_listener l;
 	NDK_CONNECTOR *c;
 	unsigned int served = 0;
 	int rc = 0;
 	char a[80];
 
 	iw_host_open(&h, o->ifname, (const struct sockaddr *)&o->addr);
-	iw_listen(&h, &l, (const struct sockaddr *)&o->addr);
+	tool_check("NdkListen",
+		   tool_listen(h.ad, &l, (const struct sockaddr *)&o->addr));
 	/* With -p 0 this shows the port picked. */
-	printf("%s: listening on %s\n", iw_prog,
-	       iw_addr_str((struct sockaddr *)&l.addr, a, sizeof(a)));
+	printf("%s: listening on %s\n", tool_prog,
+	       tool_addr_str((struct sockaddr *)&l.addr, a, sizeof(a)));
 	fflush(stdout);
 	do {
-		c = iw_next_incoming(&l, 0);
+		c = tool_next_incoming(&l, 0);
 		if (!c)
 			break;
 		rc |= serve_one(o, &h, c);
 		served++;
 	} while (o->persistent && (!o->conns || served < o->conns));
-	iw_listener_close(&l);
-	iw_host_close(&h);
+	tool_listener_close(&l);
+	tool_host_close(&h);
 	return rc;
 }
 
@@ -597,8 +601,8 @@ static void usage(void)
 	       "\t\t\tbadwrite (RDMA Write to an invalid STag after a "
 	       "ping);\n"
 	       "\t\t\texit 0 if the connection then ends\n",
-	       iw_prog, iw_prog, RPING_BUFSIZE, RPING_BUFSIZE - 1, RPING_PORT,
-	       DEFAULT_WAIT_SEC);
+	       tool_prog, tool_prog, RPING_BUFSIZE, RPING_BUFSIZE - 1,
+	       RPING_PORT, DEFAULT_WAIT_SEC);
 }
 
 int main(int argc, char **argv)
@@ -612,7 +616,7 @@ int main(int argc, char **argv)
 	long port = RPING_PORT, v;
 	int op;
 
-	iw_prog = "ndkrping";
+	tool_prog = "ndkrping";
 	while ((op = getopt(argc, argv, "a:I:Pp:C:S:scvVdqn:i:r:o:w:D:F:h")) !=
 	       -1) {
 		switch (op) {
@@ -711,14 +715,15 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
-	if (iw_parse_addr(addr ? addr : "127.0.0.1", (uint16_t)port, &o.addr)) {
-		fprintf(stderr, "%s: bad address %s\n", iw_prog, addr);
+	if (tool_parse_addr(addr ? addr : "127.0.0.1", (uint16_t)port,
+			    &o.addr)) {
+		fprintf(stderr, "%s: bad address %s\n", tool_prog, addr);
 		return 2;
 	}
 	o.have_addr = 1;
 	if (src) {
-		if (iw_parse_addr(src, 0, &o.src)) {
-			fprintf(stderr, "%s: bad address %s\n", iw_prog, src);
+		if (tool_parse_addr(src, 0, &o.src)) {
+			fprintf(stderr, "%s: bad address %s\n", tool_prog, src);
 			return 2;
 		}
 		o.have_src = 1;

@@ -102,7 +102,7 @@ static struct perf_opts opt = {
 	.hold_seconds = 2,
 };
 
-static struct perf_host host;
+static struct tool_host host;
 
 /* ------------------------------------------------------------------ */
 /* Output                                                             */
@@ -201,7 +201,7 @@ static void progress(struct progress *p, uint64_t done, uint64_t total)
 
 	if (!isatty(2) || opt.json)
 		return;
-	now = perf_now_ns();
+	now = tool_now_ns();
 	if (!p->start_ns) {
 		p->start_ns = now;
 		p->next_ns = now + 2000000000ull;
@@ -224,39 +224,39 @@ static void progress_end(struct progress *p)
 /* ------------------------------------------------------------------ */
 /* Work requests                                                      */
 
-static void post_recv(NDK_QP *qp, struct perf_buf *b, size_t off, size_t len)
+static void post_recv(NDK_QP *qp, struct tool_buf *b, size_t off, size_t len)
 {
-	NDK_SGE sge = { .VirtualAddress = b->p + off,
+	NDK_SGE sge = { .VirtualAddress = b->mem + off,
 			.Length = (ULONG)len,
 			.MemoryRegionToken = b->ltok };
 
-	perf_check("NdkReceive",
+	tool_check("NdkReceive",
 		   qp->Dispatch->NdkReceive(qp, CTX_RECV, &sge, len ? 1 : 0));
 }
 
-static void post_send(NDK_QP *qp, struct perf_buf *b, size_t len, ULONG flags)
+static void post_send(NDK_QP *qp, struct tool_buf *b, size_t len, ULONG flags)
 {
-	NDK_SGE sge = { .VirtualAddress = b->p,
+	NDK_SGE sge = { .VirtualAddress = b->mem,
 			.Length = (ULONG)len,
 			.MemoryRegionToken = b->ltok };
 
-	perf_check("NdkSend", qp->Dispatch->NdkSend(qp, CTX_SEND, &sge,
+	tool_check("NdkSend", qp->Dispatch->NdkSend(qp, CTX_SEND, &sge,
 						    len ? 1 : 0, flags));
 }
 
-static void post_rdma(NDK_QP *qp, bool write, struct perf_buf *b, size_t off,
+static void post_rdma(NDK_QP *qp, bool write, struct tool_buf *b, size_t off,
 		      size_t len, uint64_t raddr, UINT32 rtok, ULONG flags)
 {
-	NDK_SGE sge = { .VirtualAddress = b->p + off,
+	NDK_SGE sge = { .VirtualAddress = b->mem + off,
 			.Length = (ULONG)len,
 			.MemoryRegionToken = b->ltok };
 
 	if (write)
-		perf_check("NdkWrite",
+		tool_check("NdkWrite",
 			   qp->Dispatch->NdkWrite(qp, CTX_RDMA, &sge, 1, raddr,
 						  rtok, flags));
 	else
-		perf_check("NdkRead",
+		tool_check("NdkRead",
 			   qp->Dispatch->NdkRead(qp, CTX_RDMA, &sge, 1, raddr,
 						 rtok, flags));
 }
@@ -290,10 +290,30 @@ struct session {
 	struct perf_hello hello;
 };
 
-static void tag_wait(volatile uint8_t *p, uint8_t tag)
+/* How long a write-latency side spins for the peer's Write to land
+ * before it takes the peer for gone. */
+#define TAG_WAIT_NS (10 * 1000000000ull)
+
+/*
+ * Spins until the last byte of the peer's RDMA Write carries tag, as
+ * ib_write_lat does: no completion tells the target that a Write landed.
+ * False if nothing landed in TAG_WAIT_NS.
+ */
+static bool tag_wait(volatile uint8_t *p, uint8_t tag)
 {
-	while (*p != tag)
-		;
+	uint64_t deadline = 0, now;
+	unsigned int spins = 0;
+
+	while (*p != tag) {
+		if (++spins & 4095)
+			continue;
+		now = tool_now_ns();
+		if (!deadline)
+			deadline = now + TAG_WAIT_NS;
+		else if (now > deadline)
+			return false;
+	}
+	return true;
 }
 
 static uint8_t tag_of(uint64_t i)
@@ -311,9 +331,9 @@ static void *server_session(void *arg)
 	struct perf_reply reply = { .magic = PERF_MAGIC };
 	struct perf_counts n = { 0 };
 	uint64_t sends = 0; /* posted */
-	struct perf_wait w;
+	struct tool_wait w;
 	struct perf_cq cq;
-	struct perf_buf buf;
+	struct tool_buf buf;
 	NDK_QP *qp;
 	ULONG depth = MAX(window, RECV_CREDITS) + 16;
 	enum perf_test test = le32toh(h->test);
@@ -322,26 +342,28 @@ static void *server_session(void *arg)
 		       le32toh(h->flags) & PERF_F_EVENTS);
 	qp = perf_qp_create(&host, &cq, depth);
 	/* Receives land side by side so a window of Sends can be in flight. */
-	perf_buf_alloc(&host, &buf,
+	tool_buf_alloc(&host, &buf,
 		       test == T_SEND_BW || test == T_MSG_RATE
 			       ? MAX(size, 1) * RECV_CREDITS
-			       : MAX(size, 1));
+			       : MAX(size, 1),
+		       TOOL_MR_ALL_ACCESS);
 	for (i = 0; i < RECV_CREDITS; i++)
 		post_recv(qp, &buf,
 			  test == T_SEND_BW || test == T_MSG_RATE ? i * size
 								  : 0,
 			  size);
-	reply.addr = htole64((uint64_t)(uintptr_t)buf.p);
+	reply.addr = htole64((uint64_t)(uintptr_t)buf.mem);
 	reply.len = htole64(buf.len);
 	reply.token = htole32(buf.rtok);
 	reply.credits = htole32(RECV_CREDITS);
-	perf_wait_init(&w);
-	if (perf_wait_result(&w,
+	tool_wait_init(&w);
+	if (tool_wait_result(&w,
 			     s->conn->Dispatch->NdkAccept(
 				     s->conn, qp, host.info.MaxInboundReadLimit,
 				     host.info.MaxOutboundReadLimit, &reply,
-				     sizeof(reply), NULL, NULL, perf_wait_done,
-				     &w)) != STATUS_SUCCESS)
+				     sizeof(reply), NULL, NULL, tool_wait_done,
+				     &w),
+			     0) != STATUS_SUCCESS)
 		goto out;
 
 	switch (test) {
@@ -373,7 +395,15 @@ static void *server_session(void *arg)
 		break;
 	case T_WRITE_LAT:
 		for (i = 0; i < iters; i++) {
-			tag_wait(buf.p + size - 1, tag_of(i));
+			if (!tag_wait(buf.mem + size - 1, tag_of(i))) {
+				fprintf(stderr,
+					"%s: write_lat: no Write from the "
+					"client in %llu s; ending the session\n",
+					tool_prog,
+					(unsigned long long)(TAG_WAIT_NS /
+							     1000000000ull));
+				break;
+			}
 			post_rdma(qp, true, &buf, 0, size, le64toh(h->addr),
 				  le32toh(h->token), 0);
 			while (n.rdma <= i)
@@ -391,13 +421,15 @@ static void *server_session(void *arg)
 	/* Until our last Send is out; then the client disconnects. */
 	while (n.send < sends)
 		reap(&cq, &n);
-	perf_wait_init(&w);
-	perf_wait_result(&w, s->conn->Dispatch->NdkDisconnect(
-				     s->conn, perf_wait_done, &w));
+	tool_wait_init(&w);
+	tool_wait_result(
+		&w,
+		s->conn->Dispatch->NdkDisconnect(s->conn, tool_wait_done, &w),
+		0);
 out:
-	perf_close(&s->conn->Header);
-	perf_close(&qp->Header);
-	perf_buf_free(&buf);
+	TOOL_CLOSE(s->conn);
+	TOOL_CLOSE(qp);
+	tool_buf_free(&buf);
 	perf_cq_close(&cq);
 	free(s);
 	return NULL;
@@ -428,7 +460,7 @@ static VOID conn_disconnected(PVOID ctx)
 
 static void *reaper(void *arg)
 {
-	struct perf_wait w;
+	struct tool_wait w;
 	struct reaped *r;
 
 	for (;;) {
@@ -438,11 +470,13 @@ static void *reaper(void *arg)
 		r = reap_list;
 		reap_list = r->next;
 		pthread_mutex_unlock(&reap_lock);
-		perf_wait_init(&w);
-		perf_wait_result(&w, r->conn->Dispatch->NdkDisconnect(
-					     r->conn, perf_wait_done, &w));
-		perf_close(&r->conn->Header);
-		perf_close(&r->qp->Header);
+		tool_wait_init(&w);
+		tool_wait_result(&w,
+				 r->conn->Dispatch->NdkDisconnect(
+					 r->conn, tool_wait_done, &w),
+				 0);
+		TOOL_CLOSE(r->conn);
+		TOOL_CLOSE(r->qp);
 		free(r);
 	}
 	return NULL;
@@ -457,7 +491,7 @@ static VOID ignore_completion(PVOID ctx, NTSTATUS status)
 		conn_disconnected(r);
 }
 
-static struct perf_listener listener;
+static struct tool_listener listener;
 
 /* Rejects and closes an incoming connector; never waits, as it runs in
  * the ConnectEvent callback. */
@@ -525,20 +559,20 @@ static int server_main(const struct sockaddr *addr)
 {
 	char text[64];
 	pthread_t t;
-	NET_IFINDEX idx = perf_ifindex_of(addr);
+	NET_IFINDEX idx = tool_ifindex_of(addr);
 
 	if (!idx) {
 		fprintf(stderr, "no interface has address %s\n",
-			perf_addr_str(addr, text, sizeof(text)));
+			tool_addr_str(addr, text, sizeof(text)));
 		return 2;
 	}
-	perf_host_open(&host, idx);
+	tool_host_open(&host, idx);
 	perf_cq_create(&host, &conn_cq, 64, false);
 	pthread_create(&t, NULL, reaper, NULL);
-	listener.direct = server_incoming;
-	perf_listen(&host, &listener, addr);
+	tool_check("NdkListen", tool_listen_direct(host.ad, &listener, addr,
+						   server_incoming, NULL));
 	fprintf(stderr, "ndkperf: listening on %s\n",
-		perf_addr_str(addr, text, sizeof(text)));
+		tool_addr_str(addr, text, sizeof(text)));
 	for (;;)
 		pause();
 	return 0;
@@ -551,11 +585,11 @@ struct client_conn {
 	NDK_CONNECTOR *conn;
 	NDK_QP *qp;
 	struct perf_cq cq;
-	struct perf_buf buf;
+	struct tool_buf buf;
 	struct perf_reply reply;
 	uint64_t connect_ns; /* NdkConnect to CompleteConnect done */
 	uint64_t t0;
-	struct perf_wait wait; /* the connect, completed in its callback */
+	struct tool_wait wait; /* the connect, completed in its callback */
 };
 
 /*
@@ -575,8 +609,8 @@ static VOID client_connected(PVOID ctx, NTSTATUS status)
 	if (status == STATUS_SUCCESS)
 		status = cc->conn->Dispatch->NdkCompleteConnect(
 			cc->conn, NULL, NULL, NULL, NULL);
-	cc->connect_ns = perf_now_ns() - cc->t0;
-	perf_wait_done(&cc->wait, status);
+	cc->connect_ns = tool_now_ns() - cc->t0;
+	tool_wait_done(&cc->wait, status);
 }
 
 static NTSTATUS client_connect(struct client_conn *cc, enum perf_test test,
@@ -592,14 +626,15 @@ static NTSTATUS client_connect(struct client_conn *cc, enum perf_test test,
 		cc->qp = perf_qp_create(&host, &cc->cq, depth);
 		/* write_lat: the first half goes out, the second is where
 		 * the server writes back. */
-		perf_buf_alloc(&host, &cc->buf, 2 * MAX(size, 1));
+		tool_buf_alloc(&host, &cc->buf, 2 * MAX(size, 1),
+			       TOOL_MR_ALL_ACCESS);
 	} else {
-		perf_check("NdkCreateQp",
+		tool_check("NdkCreateQp",
 			   host.pd->Dispatch->NdkCreateQp(
 				   host.pd, conn_cq.cq, conn_cq.cq, NULL, 4, 4,
 				   1, 1, 0, NULL, NULL, &cc->qp));
 	}
-	perf_check("NdkCreateConnector",
+	tool_check("NdkCreateConnector",
 		   host.ad->Dispatch->NdkCreateConnector(host.ad, NULL, NULL,
 							 &cc->conn));
 	h.test = htole32(test);
@@ -609,34 +644,36 @@ static NTSTATUS client_connect(struct client_conn *cc, enum perf_test test,
 	h.window = htole32(opt.window);
 	if (data) {
 		h.addr = htole64(
-			(uint64_t)(uintptr_t)(cc->buf.p + MAX(size, 1)));
+			(uint64_t)(uintptr_t)(cc->buf.mem + MAX(size, 1)));
 		h.token = htole32(cc->buf.rtok);
 	}
-	perf_route_source((const struct sockaddr *)&opt.addr, &src);
-	perf_wait_init(&cc->wait);
-	cc->t0 = perf_now_ns();
+	tool_route_source((const struct sockaddr *)&opt.addr, &src);
+	tool_wait_init(&cc->wait);
+	cc->t0 = tool_now_ns();
 	st = cc->conn->Dispatch->NdkConnect(
 		cc->conn, cc->qp, (PSOCKADDR)&src,
-		perf_addr_len((struct sockaddr *)&src), (PSOCKADDR)&opt.addr,
-		perf_addr_len((struct sockaddr *)&opt.addr),
+		tool_addr_len((struct sockaddr *)&src), (PSOCKADDR)&opt.addr,
+		tool_addr_len((struct sockaddr *)&opt.addr),
 		host.info.MaxInboundReadLimit, host.info.MaxOutboundReadLimit,
 		&h, sizeof(h), client_connected, cc);
 	if (st != STATUS_PENDING)
 		return st;
-	return perf_wait_result(&cc->wait, STATUS_PENDING);
+	return tool_wait_result(&cc->wait, STATUS_PENDING, 0);
 }
 
 static void client_close(struct client_conn *cc, bool data)
 {
-	struct perf_wait w;
+	struct tool_wait w;
 
-	perf_wait_init(&w);
-	perf_wait_result(&w, cc->conn->Dispatch->NdkDisconnect(
-				     cc->conn, perf_wait_done, &w));
-	perf_close(&cc->conn->Header);
-	perf_close(&cc->qp->Header);
+	tool_wait_init(&w);
+	tool_wait_result(
+		&w,
+		cc->conn->Dispatch->NdkDisconnect(cc->conn, tool_wait_done, &w),
+		0);
+	TOOL_CLOSE(cc->conn);
+	TOOL_CLOSE(cc->qp);
 	if (data) {
-		perf_buf_free(&cc->buf);
+		tool_buf_free(&cc->buf);
 		perf_cq_close(&cc->cq);
 	}
 }
@@ -683,12 +720,12 @@ static void run_send_lat(struct client_conn *cc, struct run *r)
 
 	post_recv(cc->qp, &cc->buf, 0, r->size);
 	for (i = 0; i < r->iters; i++) {
-		t = perf_now_ns();
+		t = tool_now_ns();
 		post_send(cc->qp, &cc->buf, r->size, 0);
 		while (n.recv <= i)
 			reap(&cc->cq, &n);
 		post_recv(cc->qp, &cc->buf, 0, r->size);
-		r->lat[i] = (double)(perf_now_ns() - t) / 2000.0;
+		r->lat[i] = (double)(tool_now_ns() - t) / 2000.0;
 		progress(&pg, i, r->iters);
 	}
 	progress_end(&pg);
@@ -732,18 +769,26 @@ static void run_send_bw(struct client_conn *cc, struct run *r)
 
 static void run_write_lat(struct client_conn *cc, struct run *r)
 {
-	volatile uint8_t *landing = cc->buf.p + r->size;
+	volatile uint8_t *landing = cc->buf.mem + r->size;
 	struct perf_counts n = { 0 };
 	struct progress pg = { 0 };
 	uint64_t i, t;
 
 	for (i = 0; i < r->iters; i++) {
-		t = perf_now_ns();
-		cc->buf.p[r->size - 1] = tag_of(i);
+		t = tool_now_ns();
+		cc->buf.mem[r->size - 1] = tag_of(i);
 		post_rdma(cc->qp, true, &cc->buf, 0, r->size,
 			  le64toh(cc->reply.addr), le32toh(cc->reply.token), 0);
-		tag_wait(landing + r->size - 1, tag_of(i));
-		r->lat[i] = (double)(perf_now_ns() - t) / 2000.0;
+		if (!tag_wait(landing + r->size - 1, tag_of(i))) {
+			fprintf(stderr,
+				"%s: write_lat: no Write from the server in "
+				"%llu s\n",
+				tool_prog,
+				(unsigned long long)(TAG_WAIT_NS /
+						     1000000000ull));
+			exit(2);
+		}
+		r->lat[i] = (double)(tool_now_ns() - t) / 2000.0;
 		/* Reap our Write's completion without waiting on it. */
 		if (cc->cq.cq->Dispatch->NdkGetCqResults(cc->cq.cq,
 							 &(NDK_RESULT){ 0 }, 1))
@@ -781,13 +826,13 @@ static void run_read_lat(struct client_conn *cc, struct run *r)
 	uint64_t i, t;
 
 	for (i = 0; i < r->iters; i++) {
-		t = perf_now_ns();
+		t = tool_now_ns();
 		post_rdma(cc->qp, false, &cc->buf, 0, r->size,
 			  le64toh(cc->reply.addr), le32toh(cc->reply.token), 0);
 		while (n.rdma <= i)
 			reap(&cc->cq, &n);
 		/* A Read's latency is its round trip (as ib_read_lat). */
-		r->lat[i] = (double)(perf_now_ns() - t) / 1000.0;
+		r->lat[i] = (double)(tool_now_ns() - t) / 1000.0;
 		progress(&pg, i, r->iters);
 	}
 	progress_end(&pg);
@@ -822,7 +867,7 @@ static void *data_worker(void *arg)
 	wk->status = client_connect(&cc, opt.test, r->size, r->iters, true);
 	if (wk->status)
 		return NULL;
-	t0 = perf_now_ns();
+	t0 = tool_now_ns();
 	switch (opt.test) {
 	case T_SEND_LAT:
 		run_send_lat(&cc, r);
@@ -849,7 +894,7 @@ static void *data_worker(void *arg)
 	default:
 		break;
 	}
-	r->elapsed_ns = perf_now_ns() - t0;
+	r->elapsed_ns = tool_now_ns() - t0;
 	client_close(&cc, true);
 	return NULL;
 }
@@ -885,7 +930,7 @@ static int client_data(size_t size)
 	for (q = 0; q < opt.qps; q++) {
 		pthread_join(wk[q].thread, NULL);
 		if (wk[q].status)
-			perf_die("connect", wk[q].status);
+			tool_die("connect", wk[q].status);
 		max_ns = MAX(max_ns, wk[q].run.elapsed_ns);
 	}
 	row.bytes = size;
@@ -949,7 +994,7 @@ static int client_conn(void)
 
 	if (!cw || !all)
 		return 2;
-	t0 = perf_now_ns();
+	t0 = tool_now_ns();
 	for (t = 0; t < opt.threads; t++) {
 		cw[t].n = total / opt.threads + (t < total % opt.threads);
 		cw[t].lat = calloc(cw[t].n + 1, sizeof(double));
@@ -958,12 +1003,12 @@ static int client_conn(void)
 	for (t = 0; t < opt.threads; t++) {
 		pthread_join(cw[t].thread, NULL);
 		if (cw[t].status)
-			perf_die("connect", cw[t].status);
+			tool_die("connect", cw[t].status);
 		for (i = 0; i < cw[t].n; i++)
 			all[k++] = cw[t].lat[i];
 		free(cw[t].lat);
 	}
-	row.seconds = (double)(perf_now_ns() - t0) / 1e9;
+	row.seconds = (double)(tool_now_ns() - t0) / 1e9;
 	row.iters = total;
 	row.total = 0;
 	/* usec/xfer = wall time per connection (the rate's inverse). */
@@ -999,7 +1044,7 @@ static int client_hold(void)
 	struct client_conn *cc = calloc(total, sizeof(*cc));
 	struct perf_row row = { .bytes = 0 };
 	long before = rss_bytes(), after;
-	uint64_t t0 = perf_now_ns();
+	uint64_t t0 = tool_now_ns();
 	NTSTATUS st;
 
 	if (!cc)
@@ -1013,7 +1058,7 @@ static int client_hold(void)
 			break;
 		}
 	}
-	row.seconds = (double)(perf_now_ns() - t0) / 1e9;
+	row.seconds = (double)(tool_now_ns() - t0) / 1e9;
 	after = rss_bytes();
 	row.iters = total;
 	row.extra = total ? (double)(after - before) / (double)total : 0;
@@ -1038,12 +1083,12 @@ static int client_main(void)
 	size_t size;
 	int ret = 0;
 
-	if (perf_route_source((struct sockaddr *)&opt.addr, &src) ||
-	    !(idx = perf_ifindex_of((struct sockaddr *)&src))) {
+	if (tool_route_source((struct sockaddr *)&opt.addr, &src) ||
+	    !(idx = tool_ifindex_of((struct sockaddr *)&src))) {
 		fprintf(stderr, "no route to the server\n");
 		return 2;
 	}
-	perf_host_open(&host, idx);
+	tool_host_open(&host, idx);
 	perf_cq_create(&host, &conn_cq, 64, false);
 	if (!opt.json)
 		printf("# ndkperf %s, %s mode, %u QP%s\n", test_names[opt.test],
@@ -1063,7 +1108,7 @@ static int client_main(void)
 	if (opt.json)
 		print_json();
 	perf_cq_close(&conn_cq);
-	perf_host_close(&host);
+	tool_host_close(&host);
 	return ret;
 }
 
@@ -1114,6 +1159,8 @@ int main(int argc, char **argv)
 	unsigned int port = PERF_PORT;
 	bool size_set = false;
 	int c, t;
+
+	tool_prog = "ndkperf";
 
 	signal(SIGPIPE, SIG_IGN);
 	while ((c = getopt(argc, argv, "t:s:An:w:q:T:D:eBjb:p:h")) != -1) {
@@ -1187,13 +1234,13 @@ int main(int argc, char **argv)
 	if (optind == argc) {
 		struct sockaddr_storage a;
 
-		if (perf_parse_addr(bind_addr, (uint16_t)port, &a)) {
+		if (tool_parse_addr(bind_addr, (uint16_t)port, &a)) {
 			fprintf(stderr, "bad address %s\n", bind_addr);
 			return 1;
 		}
 		return server_main((struct sockaddr *)&a);
 	}
-	if (perf_parse_addr(argv[optind], (uint16_t)port, &opt.addr)) {
+	if (tool_parse_addr(argv[optind], (uint16_t)port, &opt.addr)) {
 		fprintf(stderr, "bad address %s\n", argv[optind]);
 		return 1;
 	}

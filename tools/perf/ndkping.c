@@ -23,7 +23,7 @@
 #define PING_ORD      16
 #define PING_MAX_SIZE 65536
 
-static struct perf_host host;
+static struct tool_host host;
 static volatile sig_atomic_t stop;
 
 static void on_sigint(int sig)
@@ -56,25 +56,25 @@ static void print_limits(NDK_CONNECTOR *c, const char *who)
 static int server(const struct sockaddr *addr)
 {
 	static const char hello[] = "ndkping server";
-	struct perf_listener pl = { 0 };
+	static struct tool_listener pl;
 	char text[64];
-	NET_IFINDEX idx = perf_ifindex_of(addr);
+	NET_IFINDEX idx = tool_ifindex_of(addr);
 
 	if (!idx) {
 		fprintf(stderr, "no interface has address %s\n",
-			perf_addr_str(addr, text, sizeof(text)));
+			tool_addr_str(addr, text, sizeof(text)));
 		return 2;
 	}
-	perf_host_open(&host, idx);
-	perf_listen(&host, &pl, addr);
+	tool_host_open(&host, idx);
+	tool_check("NdkListen", tool_listen(host.ad, &pl, addr));
 	printf("ndkping: listening on %s\n",
-	       perf_addr_str(addr, text, sizeof(text)));
+	       tool_addr_str(addr, text, sizeof(text)));
 	fflush(stdout);
 	for (;;) {
-		NDK_CONNECTOR *c = perf_next_incoming(&pl);
+		NDK_CONNECTOR *c = tool_next_incoming(&pl, 0);
 		struct perf_cq cq;
-		struct perf_buf buf;
-		struct perf_wait w;
+		struct tool_buf buf;
+		struct tool_wait w;
 		struct sockaddr_storage peer;
 		ULONG plen = sizeof(peer);
 		NDK_RESULT res;
@@ -84,23 +84,24 @@ static int server(const struct sockaddr *addr)
 
 		perf_cq_create(&host, &cq, 64, true);
 		qp = perf_qp_create(&host, &cq, 16);
-		perf_buf_alloc(&host, &buf, PING_MAX_SIZE);
-		sge = (NDK_SGE){ .VirtualAddress = buf.p,
+		tool_buf_alloc(&host, &buf, PING_MAX_SIZE, TOOL_MR_ALL_ACCESS);
+		sge = (NDK_SGE){ .VirtualAddress = buf.mem,
 				 .Length = PING_MAX_SIZE,
 				 .MemoryRegionToken = buf.ltok };
 		qp->Dispatch->NdkReceive(qp, NULL, &sge, 1);
 		c->Dispatch->NdkGetPeerAddress(c, (PSOCKADDR)&peer, &plen);
 		printf("connection from %s\n",
-		       perf_addr_str((struct sockaddr *)&peer, text,
+		       tool_addr_str((struct sockaddr *)&peer, text,
 				     sizeof(text)));
 		print_limits(c, "  client");
 		fflush(stdout);
-		perf_wait_init(&w);
-		st = perf_wait_result(
+		tool_wait_init(&w);
+		st = tool_wait_result(
 			&w,
 			c->Dispatch->NdkAccept(c, qp, PING_IRD, PING_ORD,
 					       (PVOID)hello, sizeof(hello) - 1,
-					       NULL, NULL, perf_wait_done, &w));
+					       NULL, NULL, tool_wait_done, &w),
+			0);
 		/* Echo until the client goes (its flush ends our receive). */
 		while (st == STATUS_SUCCESS) {
 			if (cq.cq->Dispatch->NdkGetCqResults(cq.cq, &res, 1) !=
@@ -118,12 +119,13 @@ static int server(const struct sockaddr *addr)
 			sge.Length = PING_MAX_SIZE;
 			qp->Dispatch->NdkReceive(qp, NULL, &sge, 1);
 		}
-		perf_wait_init(&w);
-		perf_wait_result(
-			&w, c->Dispatch->NdkDisconnect(c, perf_wait_done, &w));
-		perf_close(&c->Header);
-		perf_close(&qp->Header);
-		perf_buf_free(&buf);
+		tool_wait_init(&w);
+		tool_wait_result(
+			&w, c->Dispatch->NdkDisconnect(c, tool_wait_done, &w),
+			0);
+		TOOL_CLOSE(c);
+		TOOL_CLOSE(qp);
+		tool_buf_free(&buf);
 		perf_cq_close(&cq);
 		printf("connection closed (%s)\n", NdkStatusName(st));
 		fflush(stdout);
@@ -138,8 +140,8 @@ static int client(const struct sockaddr *dst, unsigned int count,
 	struct sockaddr_storage src, local;
 	ULONG llen = sizeof(local);
 	struct perf_cq cq;
-	struct perf_buf buf;
-	struct perf_wait w;
+	struct tool_buf buf;
+	struct tool_wait w;
 	NDK_CONNECTOR *c;
 	NDK_QP *qp;
 	NDK_SGE sge;
@@ -152,47 +154,49 @@ static int client(const struct sockaddr *dst, unsigned int count,
 	NTSTATUS st;
 	int plen;
 
-	if (perf_route_source(dst, &src) ||
-	    !(idx = perf_ifindex_of((struct sockaddr *)&src))) {
+	if (tool_route_source(dst, &src) ||
+	    !(idx = tool_ifindex_of((struct sockaddr *)&src))) {
 		fprintf(stderr, "ndkping: no route to %s\n",
-			perf_addr_str(dst, text, sizeof(text)));
+			tool_addr_str(dst, text, sizeof(text)));
 		return 2;
 	}
 	if_indextoname(idx, ifname);
-	perf_host_open(&host, idx);
+	tool_host_open(&host, idx);
 	perf_cq_create(&host, &cq, 64, true);
 	qp = perf_qp_create(&host, &cq, 16);
-	perf_buf_alloc(&host, &buf, MAX(size, 1));
-	perf_check("NdkCreateConnector", host.ad->Dispatch->NdkCreateConnector(
+	tool_buf_alloc(&host, &buf, MAX(size, 1), TOOL_MR_ALL_ACCESS);
+	tool_check("NdkCreateConnector", host.ad->Dispatch->NdkCreateConnector(
 						 host.ad, NULL, NULL, &c));
 	plen = snprintf(pd, sizeof(pd), "ndkping pid %d", (int)getpid());
-	perf_wait_init(&w);
-	t0 = perf_now_ns();
-	st = perf_wait_result(
-		&w, c->Dispatch->NdkConnect(
-			    c, qp, (PSOCKADDR)&src,
-			    perf_addr_len((struct sockaddr *)&src),
-			    (PSOCKADDR)dst, perf_addr_len(dst), PING_IRD,
-			    PING_ORD, pd, (ULONG)plen, perf_wait_done, &w));
+	tool_wait_init(&w);
+	t0 = tool_now_ns();
+	st = tool_wait_result(
+		&w,
+		c->Dispatch->NdkConnect(c, qp, (PSOCKADDR)&src,
+					tool_addr_len((struct sockaddr *)&src),
+					(PSOCKADDR)dst, tool_addr_len(dst),
+					PING_IRD, PING_ORD, pd, (ULONG)plen,
+					tool_wait_done, &w),
+		0);
 	if (st != STATUS_SUCCESS) {
 		printf("ndkping: connect to %s failed: %s\n",
-		       perf_addr_str(dst, text, sizeof(text)),
+		       tool_addr_str(dst, text, sizeof(text)),
 		       NdkStatusName(st));
 		return 1;
 	}
-	perf_check("NdkCompleteConnect",
+	tool_check("NdkCompleteConnect",
 		   c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL));
-	setup = perf_now_ns() - t0;
+	setup = tool_now_ns() - t0;
 	c->Dispatch->NdkGetLocalAddress(c, (PSOCKADDR)&local, &llen);
 	printf("NDKPING %s from %s (%s): connected in %.1f usec\n",
-	       perf_addr_str(dst, text, sizeof(text)),
-	       perf_addr_str((struct sockaddr *)&local, ltext, sizeof(ltext)),
+	       tool_addr_str(dst, text, sizeof(text)),
+	       tool_addr_str((struct sockaddr *)&local, ltext, sizeof(ltext)),
 	       ifname, (double)setup / 1000.0);
 	printf("  own read limits requested: IRD %u ORD %u\n", PING_IRD,
 	       PING_ORD);
 	print_limits(c, "  server");
 
-	sge = (NDK_SGE){ .VirtualAddress = buf.p,
+	sge = (NDK_SGE){ .VirtualAddress = buf.mem,
 			 .Length = (ULONG)size,
 			 .MemoryRegionToken = buf.ltok };
 	signal(SIGINT, on_sigint);
@@ -200,10 +204,10 @@ static int client(const struct sockaddr *dst, unsigned int count,
 		unsigned int got = 0;
 		double us;
 
-		memset(buf.p, (int)seq, size);
+		memset(buf.mem, (int)seq, size);
 		qp->Dispatch->NdkReceive(qp, (PVOID)2, &sge, size ? 1 : 0);
-		t0 = perf_now_ns();
-		perf_check("NdkSend", qp->Dispatch->NdkSend(qp, (PVOID)1, &sge,
+		t0 = tool_now_ns();
+		tool_check("NdkSend", qp->Dispatch->NdkSend(qp, (PVOID)1, &sge,
 							    size ? 1 : 0, 0));
 		sent++;
 		/* The Send's completion and the echo's. */
@@ -223,20 +227,20 @@ static int client(const struct sockaddr *dst, unsigned int count,
 		}
 		if (got < 2)
 			break;
-		us = (double)(perf_now_ns() - t0) / 1000.0;
+		us = (double)(tool_now_ns() - t0) / 1000.0;
 		received++;
 		min = MIN(min, us);
 		max = MAX(max, us);
 		sum += us;
 		sum2 += us * us;
 		printf("%zu bytes from %s: seq=%u time=%.1f usec\n", size,
-		       perf_addr_str(dst, text, sizeof(text)), seq, us);
+		       tool_addr_str(dst, text, sizeof(text)), seq, us);
 		fflush(stdout);
 		if (interval_ms && (!count || seq < count))
 			usleep(interval_ms * 1000);
 	}
 	printf("--- %s ndkping statistics ---\n",
-	       perf_addr_str(dst, text, sizeof(text)));
+	       tool_addr_str(dst, text, sizeof(text)));
 	printf("%u sent, %u received, %.0f%% loss", sent, received,
 	       sent ? 100.0 * (sent - received) / sent : 0.0);
 	if (received)
@@ -246,13 +250,14 @@ static int client(const struct sockaddr *dst, unsigned int count,
 					(sum / received) * (sum / received),
 				0.0)));
 	printf("\n");
-	perf_wait_init(&w);
-	perf_wait_result(&w, c->Dispatch->NdkDisconnect(c, perf_wait_done, &w));
-	perf_close(&c->Header);
-	perf_close(&qp->Header);
-	perf_buf_free(&buf);
+	tool_wait_init(&w);
+	tool_wait_result(&w, c->Dispatch->NdkDisconnect(c, tool_wait_done, &w),
+			 0);
+	TOOL_CLOSE(c);
+	TOOL_CLOSE(qp);
+	tool_buf_free(&buf);
 	perf_cq_close(&cq);
-	perf_host_close(&host);
+	tool_host_close(&host);
 	return received == sent && sent ? 0 : 1;
 }
 
@@ -277,6 +282,8 @@ int main(int argc, char **argv)
 	bool serve = false;
 	struct sockaddr_storage a;
 	int c;
+
+	tool_prog = "ndkping";
 
 	signal(SIGPIPE, SIG_IGN);
 	while ((c = getopt(argc, argv, "sb:p:c:i:S:h")) != -1) {
@@ -312,7 +319,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 1;
 	}
-	if (perf_parse_addr(serve ? bind_addr : argv[optind], (uint16_t)port,
+	if (tool_parse_addr(serve ? bind_addr : argv[optind], (uint16_t)port,
 			    &a)) {
 		fprintf(stderr, "ndkping: bad address\n");
 		return 1;

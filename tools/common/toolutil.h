@@ -12,16 +12,10 @@
 #include <stdio.h>
 #include <net/if.h>
 #include <ndk/ndk.h>
+#include "tool_host.h"
 
 #ifndef NDK_TOOLS_VERSION
 #define NDK_TOOLS_VERSION "unknown"
-#endif
-
-#ifndef MIN
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#endif
-#ifndef MAX
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
 #endif
 
 #define JSON_MAX_DEPTH 16
