@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Tests of ndkping and ndkperf (tools/perf) on loopback, through their
+# output only:
+#
+#   check_perf.sh NDKPING NDKPERF
+#
+# ndkping: every round trip answered, the negotiated read limits and the
+# server's private data printed, exit 0. ndkperf: every test completes
+# with -j, and its JSON has the fi_pingpong columns with sane values
+# (bytes moved = bytes x iterations, a positive rate); polling and event
+# mode, several QPs, DEFER bursts, and hold's memory per connection.
+set -euo pipefail
+
+ndkping=$1
+ndkperf=$2
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do
+		kill -9 "$p" 2>/dev/null || true
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+export NDK_RUNTIME_DIR="$tmp/runtime"
+# Under TSan: the write-latency spin on placed memory is by design.
+export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS }suppressions=$(dirname "$0")/tsan.supp"
+
+fail() {
+	echo "FAIL: $*" >&2
+	for f in "$tmp"/*.log; do
+		[ -s "$f" ] && { echo "--- ${f##*/}:" >&2; cat "$f" >&2; }
+	done
+	exit 1
+}
+
+command -v python3 >/dev/null || {
+	echo "SKIP: python3 is needed to check the JSON output"
+	exit 77
+}
+
+# A free port: bind to 0 and read it back (the servers bind it again).
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Waits until a server listens on 127.0.0.1:$1.
+wait_port() {
+	local i
+	for i in $(seq 100); do
+		ss -Htln "sport = :$1" | grep -q . && return 0
+		sleep 0.1
+	done
+	fail "nothing listens on port $1"
+}
+
+# --- ndkping ---------------------------------------------------------
+port=$(free_port)
+"$ndkping" -s -p "$port" >"$tmp/ping-server.log" 2>&1 &
+pids+=($!)
+wait_port "$port"
+"$ndkping" -c 5 -i 1 -S 100 "127.0.0.1:$port" >"$tmp/ping.log" 2>&1 ||
+	fail "ndkping exited $?"
+grep -q "own read limits requested: IRD [0-9]* ORD [0-9]*" "$tmp/ping.log" ||
+	fail "ndkping: no read limits"
+grep -q 'peer read limits IRD [0-9]* ORD [0-9]*; private data 14 bytes "ndkping server"' \
+	"$tmp/ping.log" || fail "ndkping: no server private data"
+[ "$(grep -c '^100 bytes from 127.0.0.1' "$tmp/ping.log")" = 5 ] ||
+	fail "ndkping: not 5 replies"
+grep -q "5 sent, 5 received, 0% loss" "$tmp/ping.log" ||
+	fail "ndkping: loss"
+echo "ok: ndkping"
+
+# --- ndkperf ---------------------------------------------------------
+port=$(free_port)
+"$ndkperf" -p "$port" >"$tmp/perf-server.log" 2>&1 &
+pids+=($!)
+wait_port "$port"
+
+# run NAME ARGS...: one client run with -j, checked.
+run() {
+	local name=$1
+	shift
+	"$ndkperf" -j "$@" "127.0.0.1:$port" >"$tmp/$name.json" \
+		2>"$tmp/$name.log" || fail "ndkperf $*: exit $?"
+	python3 - "$tmp/$name.json" "$name" <<'PY' || fail "ndkperf $name: bad JSON"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+name = sys.argv[2]
+assert doc["tool"] == "ndkperf", doc
+assert doc["results"], doc
+for r in doc["results"]:
+    for k in ("bytes", "iters", "total_bytes", "seconds", "mb_per_sec",
+              "usec_per_xfer", "mxfers_per_sec", "p50_usec"):
+        assert k in r, (k, r)
+    assert r["iters"] > 0 and r["seconds"] > 0, r
+    assert r["usec_per_xfer"] > 0 and r["mxfers_per_sec"] > 0, r
+    if doc["test"] not in ("conn", "hold"):
+        assert r["total_bytes"] == r["bytes"] * r["iters"], r
+        assert r["bytes"] == 0 or r["mb_per_sec"] > 0, r
+PY
+	echo "ok: ndkperf $name"
+}
+
+for t in send_lat write_lat read_lat msg_rate; do
+	run "$t" -t "$t" -n 300
+done
+for t in send_bw write_bw read_bw; do
+	run "$t" -t "$t" -n 100
+done
+run send_lat_sizes -t send_lat -s 4m -n 5
+run write_bw_events -t write_bw -e -q 2 -n 100
+run write_bw_defer -t write_bw -B -n 100
+run msg_rate_defer -t msg_rate -B -n 1000
+run conn -t conn -n 50 -T 2
+run hold -t hold -n 50 -D 1
+python3 - "$tmp/conn.json" <<'PY' || fail "ndkperf conn: wrong count"
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+assert r["iters"] == 50 and r["bytes"] == 64, r
+PY
+python3 - "$tmp/hold.json" <<'PY' || fail "ndkperf hold: no memory per connection"
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+assert r["iters"] == 50 and 0 < r["bytes_per_connection"] < 1 << 20, r
+PY
+echo "ok: all"
