@@ -156,6 +156,25 @@ static int conn_watch(struct ndk_connector *c, uint32_t events)
 	return ndk_engine_mod_fd(conn_engine(c), &c->io, events);
 }
 
+/*
+ * Stops every wake-up for the fd until it is closed. A zero interest mask
+ * is not enough: epoll reports EPOLLHUP and EPOLLERR whatever the mask, so
+ * a connection the peer reset would wake the engine in a loop for as long
+ * as the consumer keeps its connector. Off the engine thread the mask is
+ * cleared and the next wake-up (conn_io_fn) deregisters. c->lock held.
+ */
+static void conn_unwatch(struct ndk_connector *c)
+{
+	if (!c->io_added)
+		return;
+	if (!on_engine(c)) {
+		ndk_engine_mod_fd(conn_engine(c), &c->io, 0);
+		return;
+	}
+	ndk_engine_del_fd(conn_engine(c), &c->io);
+	c->io_added = false;
+}
+
 static void conn_drop_work_fn(struct ndk_work *w);
 static int conn_attach_dp(struct ndk_connector *c);
 static void disc_work_fn(struct ndk_work *w);
@@ -450,8 +469,7 @@ static void conn_peer_disconnected(struct ndk_connector *c, bool error)
 	 * NdkDisconnect or NdkFlush (no implicit flush, ndkpi.md 6.4). */
 	if (c->qp)
 		ndk_dp_detach(c->qp);
-	if (c->io_added)
-		ndk_engine_mod_fd(conn_engine(c), &c->io, 0);
+	conn_unwatch(c);
 	if (error)
 		ndk_adapter_count(ad, NDK_CTR(ConnectionError), 1);
 	if (c->disc_fired || (!c->disc_cb && !c->disc_cb_ex))
@@ -1023,8 +1041,7 @@ static void conn_io_fn(struct ndk_io *io, uint32_t events)
 		conn_established_io(c, events);
 		break;
 	default:
-		if (c->io_added)
-			ndk_engine_mod_fd(conn_engine(c), &c->io, 0);
+		conn_unwatch(c);
 		break;
 	}
 	if (close_now) {

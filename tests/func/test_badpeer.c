@@ -1616,6 +1616,87 @@ static void test_active_good(void **state)
 	loop(sc_active_good);
 }
 
+/* CPU time (clock ticks) of this process's engine threads ("ndk-IF"). */
+static long engine_cpu_ticks(void)
+{
+	char path[300], comm[32], line[1024];
+	unsigned long utime, stime;
+	struct dirent *d;
+	long ticks = 0;
+	DIR *dir = opendir("/proc/self/task");
+	FILE *f;
+	char *p;
+
+	assert_non_null(dir);
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		comm[0] = 0;
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = 0;
+		fclose(f);
+		if (strncmp(comm, "ndk-", 4))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat",
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		p = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+		fclose(f);
+		/* After "pid (comm)": state is field 3, utime 14, stime 15. */
+		if (p && sscanf(p + 2,
+				"%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+				"%lu %lu",
+				&utime, &stime) == 2)
+			ticks += (long)(utime + stime);
+	}
+	closedir(dir);
+	return ticks;
+}
+
+/*
+ * The peer resets an established connection and the consumer keeps its
+ * connector: the engine must go idle. epoll reports EPOLLHUP and EPOLLERR
+ * whatever the interest mask, so a connection left registered with an
+ * empty mask woke the engine in a loop (100% of a core) until closed.
+ */
+static void sc_active_peer_reset_engine_idle(void)
+{
+	long hz = sysconf(_SC_CLK_TCK), before;
+	struct active a;
+	uint8_t buf[64];
+	size_t n;
+
+	active_open(&a);
+	n = good_reply(buf);
+	raw_send(a.sfd, buf, n);
+	assert_int_equal(cm_req_wait(&a.conn, WAIT_MS), STATUS_SUCCESS);
+	assert_int_equal(
+		a.c->Dispatch->NdkCompleteConnect(a.c, NULL, NULL, NULL, NULL),
+		STATUS_SUCCESS);
+	assert_int_equal(raw_recv(a.sfd, buf, 20, WAIT_MS), 20);
+	raw_abort(a.sfd);
+	a.sfd = -1;
+	usleep(100 * 1000);
+	before = engine_cpu_ticks();
+	usleep(500 * 1000);
+	/* A spinning engine burns about hz / 2 ticks in 500 ms; an idle one
+	 * none (the bound leaves room for a sanitizer's own threads). */
+	assert_in_range(engine_cpu_ticks() - before, 0, hz / 5);
+	active_close(&a);
+}
+
+static void test_active_peer_reset_engine_idle(void **state)
+{
+	sc_active_peer_reset_engine_idle();
+}
+
 /* Control: a Reply dribbled in byte by byte is read whole. */
 static void sc_active_slow(void)
 {
@@ -1992,6 +2073,7 @@ int main(void)
 		cmocka_unit_test(test_active_reject),
 		cmocka_unit_test(test_active_no_reply),
 		cmocka_unit_test(test_active_good),
+		cmocka_unit_test(test_active_peer_reset_engine_idle),
 		cmocka_unit_test(test_active_slow),
 		cmocka_unit_test(test_active_extra_bytes),
 		cmocka_unit_test(test_active_extra_bytes_later),
