@@ -75,7 +75,8 @@ echo "ok: ndkping"
 # --- ndkperf ---------------------------------------------------------
 port=$(free_port)
 "$ndkperf" -p "$port" >"$tmp/perf-server.log" 2>&1 &
-pids+=($!)
+server=$!
+pids+=($server)
 wait_port "$port"
 
 # run NAME ARGS...: one client run with -j, checked.
@@ -125,4 +126,33 @@ import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]
 assert r["iters"] == 50 and 0 < r["bytes_per_connection"] < 1 << 20, r
 PY
+
+# A client killed mid-run: the server ends that session (its disconnect
+# event), goes idle (no thread left polling a dead QP, no engine spinning
+# on the reset socket) and serves the next client.
+"$ndkperf" -t send_lat -n 10000000 "127.0.0.1:$port" >/dev/null 2>&1 &
+victim=$!
+for _ in $(seq 100); do
+	ss -Htnp state established "( dport = :$port )" |
+		grep -q "pid=$victim," && break
+	sleep 0.1
+done
+sleep 1 # past the MPA handshake, into the run
+kill -9 "$victim"
+wait "$victim" 2>/dev/null || true
+for _ in $(seq 100); do
+	grep -q "send_lat session ended early" "$tmp/perf-server.log" && break
+	sleep 0.1
+done
+grep -q "send_lat session ended early: the client is gone" \
+	"$tmp/perf-server.log" || fail "ndkperf server: killed client's session lives on"
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+t0=$(cpu_ticks "$server")
+sleep 1
+t1=$(cpu_ticks "$server")
+hz=$(getconf CLK_TCK)
+# A thread spinning on a dead QP or socket takes about hz ticks a second.
+[ $((t1 - t0)) -le $((hz * 2 / 5)) ] ||
+	fail "ndkperf server: $((t1 - t0)) ticks of CPU in 1 s after its client died"
+run after_kill -t send_lat -n 100
 echo "ok: all"

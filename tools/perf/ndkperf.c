@@ -224,27 +224,42 @@ static void progress_end(struct progress *p)
 /* ------------------------------------------------------------------ */
 /* Work requests                                                      */
 
-static void post_recv(NDK_QP *qp, struct tool_buf *b, size_t off, size_t len)
+/*
+ * Dies on a failed post, except when the connection is gone: then false,
+ * and the disconnect event ends the run (reap returns false).
+ */
+static bool post_ok(const char *what, NTSTATUS status)
+{
+	if (status == STATUS_CONNECTION_INVALID ||
+	    status == STATUS_CONNECTION_ABORTED ||
+	    status == STATUS_CONNECTION_RESET ||
+	    status == STATUS_CONNECTION_DISCONNECTED)
+		return false;
+	tool_check(what, status);
+	return true;
+}
+
+static bool post_recv(NDK_QP *qp, struct tool_buf *b, size_t off, size_t len)
 {
 	NDK_SGE sge = { .VirtualAddress = b->mem + off,
 			.Length = (ULONG)len,
 			.MemoryRegionToken = b->ltok };
 
-	tool_check("NdkReceive",
-		   qp->Dispatch->NdkReceive(qp, CTX_RECV, &sge, len ? 1 : 0));
+	return post_ok("NdkReceive", qp->Dispatch->NdkReceive(
+					     qp, CTX_RECV, &sge, len ? 1 : 0));
 }
 
-static void post_send(NDK_QP *qp, struct tool_buf *b, size_t len, ULONG flags)
+static bool post_send(NDK_QP *qp, struct tool_buf *b, size_t len, ULONG flags)
 {
 	NDK_SGE sge = { .VirtualAddress = b->mem,
 			.Length = (ULONG)len,
 			.MemoryRegionToken = b->ltok };
 
-	tool_check("NdkSend", qp->Dispatch->NdkSend(qp, CTX_SEND, &sge,
-						    len ? 1 : 0, flags));
+	return post_ok("NdkSend", qp->Dispatch->NdkSend(qp, CTX_SEND, &sge,
+							len ? 1 : 0, flags));
 }
 
-static void post_rdma(NDK_QP *qp, bool write, struct tool_buf *b, size_t off,
+static bool post_rdma(NDK_QP *qp, bool write, struct tool_buf *b, size_t off,
 		      size_t len, uint64_t raddr, UINT32 rtok, ULONG flags)
 {
 	NDK_SGE sge = { .VirtualAddress = b->mem + off,
@@ -252,13 +267,11 @@ static void post_rdma(NDK_QP *qp, bool write, struct tool_buf *b, size_t off,
 			.MemoryRegionToken = b->ltok };
 
 	if (write)
-		tool_check("NdkWrite",
-			   qp->Dispatch->NdkWrite(qp, CTX_RDMA, &sge, 1, raddr,
-						  rtok, flags));
-	else
-		tool_check("NdkRead",
-			   qp->Dispatch->NdkRead(qp, CTX_RDMA, &sge, 1, raddr,
-						 rtok, flags));
+		return post_ok("NdkWrite",
+			       qp->Dispatch->NdkWrite(qp, CTX_RDMA, &sge, 1,
+						      raddr, rtok, flags));
+	return post_ok("NdkRead", qp->Dispatch->NdkRead(qp, CTX_RDMA, &sge, 1,
+							raddr, rtok, flags));
 }
 
 /* Counts completions by kind until want_recv receives arrived. */
@@ -266,12 +279,15 @@ struct perf_counts {
 	uint64_t send, recv, rdma;
 };
 
-static void reap(struct perf_cq *cq, struct perf_counts *n)
+/* False once the CQ is abandoned: the peer disconnected. */
+static bool reap(struct perf_cq *cq, struct perf_counts *n)
 {
 	NDK_RESULT res[64];
 	ULONG got, i;
 
 	got = perf_cq_wait(cq, res, 64, 0);
+	if (!got)
+		return false;
 	for (i = 0; i < got; i++) {
 		if (res[i].RequestContext == CTX_SEND)
 			n->send++;
@@ -280,6 +296,7 @@ static void reap(struct perf_cq *cq, struct perf_counts *n)
 		else
 			n->rdma++;
 	}
+	return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -288,7 +305,17 @@ static void reap(struct perf_cq *cq, struct perf_counts *n)
 struct session {
 	NDK_CONNECTOR *conn;
 	struct perf_hello hello;
+	struct perf_cq cq;
 };
+
+/* The client went away (killed, or its run failed): end the session
+ * instead of waiting on receives that will never complete. */
+static VOID session_disconnected(PVOID ctx)
+{
+	struct session *s = ctx;
+
+	perf_cq_abandon(&s->cq);
+}
 
 /* How long a write-latency side spins for the peer's Write to land
  * before it takes the peer for gone. */
@@ -297,9 +324,9 @@ struct session {
 /*
  * Spins until the last byte of the peer's RDMA Write carries tag, as
  * ib_write_lat does: no completion tells the target that a Write landed.
- * False if nothing landed in TAG_WAIT_NS.
+ * False if nothing landed in TAG_WAIT_NS or the peer disconnected.
  */
-static bool tag_wait(volatile uint8_t *p, uint8_t tag)
+static bool tag_wait(volatile uint8_t *p, uint8_t tag, struct perf_cq *cq)
 {
 	uint64_t deadline = 0, now;
 	unsigned int spins = 0;
@@ -307,6 +334,8 @@ static bool tag_wait(volatile uint8_t *p, uint8_t tag)
 	while (*p != tag) {
 		if (++spins & 4095)
 			continue;
+		if (atomic_load_explicit(&cq->abandoned, memory_order_relaxed))
+			return false;
 		now = tool_now_ns();
 		if (!deadline)
 			deadline = now + TAG_WAIT_NS;
@@ -332,15 +361,14 @@ static void *server_session(void *arg)
 	struct perf_counts n = { 0 };
 	uint64_t sends = 0; /* posted */
 	struct tool_wait w;
-	struct perf_cq cq;
+	struct perf_cq *cq = &s->cq;
 	struct tool_buf buf;
 	NDK_QP *qp;
 	ULONG depth = MAX(window, RECV_CREDITS) + 16;
 	enum perf_test test = le32toh(h->test);
 
-	perf_cq_create(&host, &cq, 4 * depth,
-		       le32toh(h->flags) & PERF_F_EVENTS);
-	qp = perf_qp_create(&host, &cq, depth);
+	perf_cq_create(&host, cq, 4 * depth, le32toh(h->flags) & PERF_F_EVENTS);
+	qp = perf_qp_create(&host, cq, depth);
 	/* Receives land side by side so a window of Sends can be in flight. */
 	tool_buf_alloc(&host, &buf,
 		       test == T_SEND_BW || test == T_MSG_RATE
@@ -361,8 +389,8 @@ static void *server_session(void *arg)
 			     s->conn->Dispatch->NdkAccept(
 				     s->conn, qp, host.info.MaxInboundReadLimit,
 				     host.info.MaxOutboundReadLimit, &reply,
-				     sizeof(reply), NULL, NULL, tool_wait_done,
-				     &w),
+				     sizeof(reply), session_disconnected, s,
+				     tool_wait_done, &w),
 			     0) != STATUS_SUCCESS)
 		goto out;
 
@@ -370,9 +398,12 @@ static void *server_session(void *arg)
 	case T_SEND_LAT:
 		for (i = 0; i < iters; i++) {
 			while (n.recv <= i)
-				reap(&cq, &n);
-			post_recv(qp, &buf, 0, size);
-			post_send(qp, &buf, size, 0);
+				if (!reap(cq, &n))
+					goto gone;
+			if (!post_recv(qp, &buf, 0, size))
+				goto gone;
+			if (!post_send(qp, &buf, size, 0))
+				goto gone;
 			sends++;
 		}
 		break;
@@ -381,13 +412,16 @@ static void *server_session(void *arg)
 		/* A zero-byte credit after every half of the receives. */
 		credit_every = RECV_CREDITS / 2;
 		for (i = 0; i < iters;) {
-			reap(&cq, &n);
+			if (!reap(cq, &n))
+				goto gone;
 			for (; i < n.recv; i++) {
-				post_recv(qp, &buf, (i % RECV_CREDITS) * size,
-					  size);
+				if (!post_recv(qp, &buf,
+					       (i % RECV_CREDITS) * size, size))
+					goto gone;
 				if ((i + 1) % credit_every == 0 ||
 				    i + 1 == iters) {
-					post_send(qp, &buf, 0, 0);
+					if (!post_send(qp, &buf, 0, 0))
+						goto gone;
 					sends++;
 				}
 			}
@@ -395,42 +429,44 @@ static void *server_session(void *arg)
 		break;
 	case T_WRITE_LAT:
 		for (i = 0; i < iters; i++) {
-			if (!tag_wait(buf.mem + size - 1, tag_of(i))) {
-				fprintf(stderr,
-					"%s: write_lat: no Write from the "
-					"client in %llu s; ending the session\n",
-					tool_prog,
-					(unsigned long long)(TAG_WAIT_NS /
-							     1000000000ull));
-				break;
-			}
-			post_rdma(qp, true, &buf, 0, size, le64toh(h->addr),
-				  le32toh(h->token), 0);
+			if (!tag_wait(buf.mem + size - 1, tag_of(i), cq))
+				goto gone;
+			if (!post_rdma(qp, true, &buf, 0, size,
+				       le64toh(h->addr), le32toh(h->token), 0))
+				goto gone;
 			while (n.rdma <= i)
-				reap(&cq, &n);
+				if (!reap(cq, &n))
+					goto gone;
 		}
 		break;
 	default:
 		/* Writes and Reads need nothing from us: wait for "done". */
 		while (n.recv < 1)
-			reap(&cq, &n);
-		post_send(qp, &buf, 0, 0);
+			if (!reap(cq, &n))
+				goto gone;
+		if (!post_send(qp, &buf, 0, 0))
+			goto gone;
 		sends++;
 		break;
 	}
 	/* Until our last Send is out; then the client disconnects. */
 	while (n.send < sends)
-		reap(&cq, &n);
+		if (!reap(cq, &n))
+			goto gone;
 	tool_wait_init(&w);
 	tool_wait_result(
 		&w,
 		s->conn->Dispatch->NdkDisconnect(s->conn, tool_wait_done, &w),
 		0);
+	goto out;
+gone:
+	fprintf(stderr, "%s: %s session ended early: the client is gone\n",
+		tool_prog, test_names[test]);
 out:
 	TOOL_CLOSE(s->conn);
 	TOOL_CLOSE(qp);
 	tool_buf_free(&buf);
-	perf_cq_close(&cq);
+	perf_cq_close(cq);
 	free(s);
 	return NULL;
 }
@@ -597,6 +633,14 @@ struct client_conn {
  * right here, as an asynchronous NDK consumer does, so no thread has to
  * wake up between the Reply and the RTR.
  */
+/* The server went away: waits on this connection's CQ return at once. */
+static VOID client_disconnected(PVOID ctx)
+{
+	struct client_conn *cc = ctx;
+
+	perf_cq_abandon(&cc->cq);
+}
+
 static VOID client_connected(PVOID ctx, NTSTATUS status)
 {
 	struct client_conn *cc = ctx;
@@ -608,7 +652,7 @@ static VOID client_connected(PVOID ctx, NTSTATUS status)
 			cc->conn, NULL, NULL, &cc->reply, &len);
 	if (status == STATUS_SUCCESS)
 		status = cc->conn->Dispatch->NdkCompleteConnect(
-			cc->conn, NULL, NULL, NULL, NULL);
+			cc->conn, client_disconnected, cc, NULL, NULL);
 	cc->connect_ns = tool_now_ns() - cc->t0;
 	tool_wait_done(&cc->wait, status);
 }
@@ -712,6 +756,15 @@ struct run {
 	uint64_t elapsed_ns;
 };
 
+/* reap, for a client: a server that disconnects mid-run ends it. */
+static void client_reap(struct client_conn *cc, struct perf_counts *n)
+{
+	if (!reap(&cc->cq, n)) {
+		fprintf(stderr, "%s: the server disconnected\n", tool_prog);
+		exit(2);
+	}
+}
+
 static void run_send_lat(struct client_conn *cc, struct run *r)
 {
 	struct perf_counts n = { 0 };
@@ -723,7 +776,7 @@ static void run_send_lat(struct client_conn *cc, struct run *r)
 		t = tool_now_ns();
 		post_send(cc->qp, &cc->buf, r->size, 0);
 		while (n.recv <= i)
-			reap(&cc->cq, &n);
+			client_reap(cc, &n);
 		post_recv(cc->qp, &cc->buf, 0, r->size);
 		r->lat[i] = (double)(tool_now_ns() - t) / 2000.0;
 		progress(&pg, i, r->iters);
@@ -756,7 +809,7 @@ static void run_send_bw(struct client_conn *cc, struct run *r)
 			post_send(cc->qp, &cc->buf, r->size,
 				  burst_flags(sent, end));
 		k = (unsigned int)n.recv;
-		reap(&cc->cq, &n);
+		client_reap(cc, &n);
 		for (; k < n.recv; k++)
 			post_recv(cc->qp, &cc->buf, 0, 0);
 		progress(&pg, sent, r->iters);
@@ -779,10 +832,10 @@ static void run_write_lat(struct client_conn *cc, struct run *r)
 		cc->buf.mem[r->size - 1] = tag_of(i);
 		post_rdma(cc->qp, true, &cc->buf, 0, r->size,
 			  le64toh(cc->reply.addr), le32toh(cc->reply.token), 0);
-		if (!tag_wait(landing + r->size - 1, tag_of(i))) {
+		if (!tag_wait(landing + r->size - 1, tag_of(i), &cc->cq)) {
 			fprintf(stderr,
-				"%s: write_lat: no Write from the server in "
-				"%llu s\n",
+				"%s: write_lat: the server disconnected, or "
+				"no Write came in %llu s\n",
 				tool_prog,
 				(unsigned long long)(TAG_WAIT_NS /
 						     1000000000ull));
@@ -796,7 +849,7 @@ static void run_write_lat(struct client_conn *cc, struct run *r)
 		progress(&pg, i, r->iters);
 	}
 	while (n.rdma < r->iters)
-		reap(&cc->cq, &n);
+		client_reap(cc, &n);
 	progress_end(&pg);
 }
 
@@ -813,7 +866,7 @@ static void run_rdma_bw(struct client_conn *cc, struct run *r, bool write)
 				  le64toh(cc->reply.addr),
 				  le32toh(cc->reply.token),
 				  burst_flags(posted, end));
-		reap(&cc->cq, &n);
+		client_reap(cc, &n);
 		progress(&pg, n.rdma, r->iters);
 	}
 	progress_end(&pg);
@@ -830,7 +883,7 @@ static void run_read_lat(struct client_conn *cc, struct run *r)
 		post_rdma(cc->qp, false, &cc->buf, 0, r->size,
 			  le64toh(cc->reply.addr), le32toh(cc->reply.token), 0);
 		while (n.rdma <= i)
-			reap(&cc->cq, &n);
+			client_reap(cc, &n);
 		/* A Read's latency is its round trip (as ib_read_lat). */
 		r->lat[i] = (double)(tool_now_ns() - t) / 1000.0;
 		progress(&pg, i, r->iters);
@@ -847,7 +900,7 @@ static void finish_rdma(struct client_conn *cc)
 	post_recv(cc->qp, &cc->buf, 0, 0);
 	post_send(cc->qp, &cc->buf, 0, 0);
 	while (n.recv < 1 || n.send < 1)
-		reap(&cc->cq, &n);
+		client_reap(cc, &n);
 }
 
 struct worker {

@@ -20,6 +20,7 @@ void perf_cq_create(struct tool_host *h, struct perf_cq *c, ULONG depth,
 		    bool events)
 {
 	memset(c, 0, sizeof(*c));
+	atomic_init(&c->abandoned, false);
 	c->events = events;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
@@ -54,8 +55,10 @@ ULONG perf_cq_wait(struct perf_cq *c, NDK_RESULT *res, ULONG n,
 		got = c->cq->Dispatch->NdkGetCqResults(c->cq, res, n);
 		if (got)
 			break;
-		if (deadline_ns && !(++spins & 1023) &&
-		    tool_now_ns() > deadline_ns)
+		if (!(++spins & 1023) &&
+		    (atomic_load_explicit(&c->abandoned,
+					  memory_order_relaxed) ||
+		     (deadline_ns && tool_now_ns() > deadline_ns)))
 			return 0;
 		if (!c->events)
 			continue;
@@ -68,7 +71,7 @@ ULONG perf_cq_wait(struct perf_cq *c, NDK_RESULT *res, ULONG n,
 		if (got)
 			break;
 		pthread_mutex_lock(&c->lock);
-		while (!c->notified) {
+		while (!c->notified && !atomic_load(&c->abandoned)) {
 			if (deadline_ns) {
 				struct timespec ts;
 
@@ -86,6 +89,14 @@ ULONG perf_cq_wait(struct perf_cq *c, NDK_RESULT *res, ULONG n,
 	for (i = 0; i < got; i++)
 		perf_result_check(&res[i]);
 	return got;
+}
+
+void perf_cq_abandon(struct perf_cq *c)
+{
+	pthread_mutex_lock(&c->lock);
+	atomic_store(&c->abandoned, true);
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
 }
 
 void perf_cq_wait_any(struct perf_cq *c)

@@ -7,6 +7,7 @@
 #define NDK_TOOLS_PERFUTIL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <ndk/ndk.h>
@@ -24,6 +25,8 @@ struct perf_cq {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool notified;
+	/* Set by perf_cq_abandon (the peer is gone): waits return 0. */
+	atomic_bool abandoned;
 };
 
 void perf_cq_create(struct tool_host *h, struct perf_cq *c, ULONG depth,
@@ -31,11 +34,18 @@ void perf_cq_create(struct tool_host *h, struct perf_cq *c, ULONG depth,
 void perf_cq_close(struct perf_cq *c);
 /*
  * Waits for at least one result and returns how many (up to n), or 0 if
- * deadline_ns passed (0 = no deadline). Results with an error status are
- * fatal: a benchmark must not measure failures.
+ * deadline_ns passed (0 = no deadline) or the CQ was abandoned. Results
+ * with an error status are fatal: a benchmark must not measure failures.
  */
 ULONG perf_cq_wait(struct perf_cq *c, NDK_RESULT *res, ULONG n,
 		   uint64_t deadline_ns);
+
+/*
+ * Ends every present and future wait on c: the connection's disconnect
+ * event says nothing more will complete (NDK does not flush on a peer's
+ * disconnect, so the posted receives would wait forever). Any thread.
+ */
+void perf_cq_abandon(struct perf_cq *c);
 
 /* Arms the CQ and sleeps until it notifies. Arming with results queued
  * since the last notification fires at once (NDK arm rules), so nothing
