@@ -70,6 +70,23 @@ grep -q 'peer read limits IRD [0-9]* ORD [0-9]*; private data 14 bytes "ndkping 
 	fail "ndkping: not 5 replies"
 grep -q "5 sent, 5 received, 0% loss" "$tmp/ping.log" ||
 	fail "ndkping: loss"
+# The server serves one client at a time: the next one, after a client
+# that left gracefully and one that was killed, is served too.
+"$ndkping" -c 0 -i 10 "127.0.0.1:$port" >/dev/null 2>&1 &
+victim=$!
+sleep 1
+kill -9 "$victim"
+wait "$victim" 2>/dev/null || true
+timeout 20 "$ndkping" -c 2 -i 1 "127.0.0.1:$port" >"$tmp/ping.log" 2>&1 ||
+	fail "ndkping after a killed client: exit $?"
+grep -q "2 sent, 2 received, 0% loss" "$tmp/ping.log" ||
+	fail "ndkping after a killed client: loss"
+closed() { grep -c '^connection closed (STATUS_SUCCESS)' "$tmp/ping-server.log"; }
+for _ in $(seq 100); do
+	[ "$(closed)" = 3 ] && break
+	sleep 0.1
+done
+[ "$(closed)" = 3 ] || fail "ndkping server: not 3 connections closed"
 echo "ok: ndkping"
 
 # --- ndkperf ---------------------------------------------------------

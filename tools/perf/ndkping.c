@@ -52,6 +52,11 @@ static void print_limits(NDK_CONNECTOR *c, const char *who)
 	printf("\n");
 }
 
+static VOID client_gone(PVOID ctx)
+{
+	perf_cq_abandon(ctx);
+}
+
 /* Server: echo every message of every client, one client at a time. */
 static int server(const struct sockaddr *addr)
 {
@@ -100,12 +105,19 @@ static int server(const struct sockaddr *addr)
 			&w,
 			c->Dispatch->NdkAccept(c, qp, PING_IRD, PING_ORD,
 					       (PVOID)hello, sizeof(hello) - 1,
-					       NULL, NULL, tool_wait_done, &w),
+					       client_gone, &cq, tool_wait_done,
+					       &w),
 			0);
-		/* Echo until the client goes (its flush ends our receive). */
+		/*
+		 * Echo until the client goes: its disconnect event abandons
+		 * the CQ (NDK does not flush our receive on a peer's
+		 * disconnect, so nothing else would end the wait).
+		 */
 		while (st == STATUS_SUCCESS) {
 			if (cq.cq->Dispatch->NdkGetCqResults(cq.cq, &res, 1) !=
 			    1) {
+				if (atomic_load(&cq.abandoned))
+					break;
 				perf_cq_wait_any(&cq);
 				continue;
 			}

@@ -106,7 +106,7 @@ void perf_cq_wait_any(struct perf_cq *c)
 	pthread_mutex_unlock(&c->lock);
 	c->cq->Dispatch->NdkArmCq(c->cq, NDK_CQ_NOTIFY_ANY);
 	pthread_mutex_lock(&c->lock);
-	while (!c->notified)
+	while (!c->notified && !atomic_load(&c->abandoned))
 		pthread_cond_wait(&c->cond, &c->lock);
 	pthread_mutex_unlock(&c->lock);
 }
