@@ -1588,6 +1588,31 @@ static size_t good_reply(uint8_t *buf)
 			 W_WRITE | 8, "ok", 2);
 }
 
+/*
+ * NdkConnect to a raw server that replies well (slowly: a byte at a
+ * time), then NdkCompleteConnect; the raw side reads our RTR into rtr
+ * (20 bytes: the zero-length Write to STag 1, with CRC).
+ */
+static void active_established(struct active *a, bool slowly, uint8_t *rtr)
+{
+	uint8_t buf[64], want[64];
+	size_t n;
+
+	active_open(a);
+	n = good_reply(buf);
+	if (slowly)
+		raw_send_slowly(a->sfd, buf, n);
+	else
+		raw_send(a->sfd, buf, n);
+	assert_int_equal(cm_req_wait(&a->conn, WAIT_MS), STATUS_SUCCESS);
+	assert_int_equal(a->c->Dispatch->NdkCompleteConnect(a->c, NULL, NULL,
+							    NULL, NULL),
+			 STATUS_SUCCESS);
+	assert_int_equal(raw_recv(a->sfd, rtr, 20, WAIT_MS), 20);
+	n = fpdu(want, ulpdu_write_rtr, sizeof(ulpdu_write_rtr), true);
+	assert_memory_equal(rtr, want, n);
+}
+
 static void sc_active_good(void)
 {
 	struct active a;
@@ -1669,18 +1694,10 @@ static long engine_cpu_ticks(void)
 static void sc_active_peer_reset_engine_idle(void)
 {
 	long hz = sysconf(_SC_CLK_TCK), before;
+	uint8_t rtr[64];
 	struct active a;
-	uint8_t buf[64];
-	size_t n;
 
-	active_open(&a);
-	n = good_reply(buf);
-	raw_send(a.sfd, buf, n);
-	assert_int_equal(cm_req_wait(&a.conn, WAIT_MS), STATUS_SUCCESS);
-	assert_int_equal(
-		a.c->Dispatch->NdkCompleteConnect(a.c, NULL, NULL, NULL, NULL),
-		STATUS_SUCCESS);
-	assert_int_equal(raw_recv(a.sfd, buf, 20, WAIT_MS), 20);
+	active_established(&a, false, rtr);
 	raw_abort(a.sfd);
 	a.sfd = -1;
 	usleep(100 * 1000);
@@ -1700,18 +1717,10 @@ static void test_active_peer_reset_engine_idle(void **state)
 /* Control: a Reply dribbled in byte by byte is read whole. */
 static void sc_active_slow(void)
 {
+	uint8_t rtr[64];
 	struct active a;
-	uint8_t buf[64];
-	size_t n;
 
-	active_open(&a);
-	n = good_reply(buf);
-	raw_send_slowly(a.sfd, buf, n);
-	assert_int_equal(cm_req_wait(&a.conn, WAIT_MS), STATUS_SUCCESS);
-	assert_int_equal(
-		a.c->Dispatch->NdkCompleteConnect(a.c, NULL, NULL, NULL, NULL),
-		STATUS_SUCCESS);
-	assert_int_equal(raw_recv(a.sfd, buf, 20, WAIT_MS), 20);
+	active_established(&a, true, rtr);
 	active_close(&a);
 }
 
@@ -1814,31 +1823,13 @@ static void test_active_no_complete(void **state)
  * The RTR nudge (NDK_RTR_NUDGE_MS, tests/interop/README.md bug 1): a
  * responder that has sent nothing NUDGE_MS after our Write RTR gets one
  * more zero-length Write, byte for byte the RTR, and nothing after it.
- * Helper: Reply, Connect, CompleteConnect, and the RTR read into rtr.
  */
-static void active_established(struct active *a, uint8_t *rtr)
-{
-	uint8_t buf[64], want[64];
-	size_t n;
-
-	active_open(a);
-	n = good_reply(buf);
-	raw_send(a->sfd, buf, n);
-	assert_int_equal(cm_req_wait(&a->conn, WAIT_MS), STATUS_SUCCESS);
-	assert_int_equal(a->c->Dispatch->NdkCompleteConnect(a->c, NULL, NULL,
-							    NULL, NULL),
-			 STATUS_SUCCESS);
-	assert_int_equal(raw_recv(a->sfd, rtr, 20, WAIT_MS), 20);
-	n = fpdu(want, ulpdu_write_rtr, sizeof(ulpdu_write_rtr), true);
-	assert_memory_equal(rtr, want, n);
-}
-
 static void sc_active_nudge(void)
 {
 	struct active a;
 	uint8_t rtr[64], buf[64];
 
-	active_established(&a, rtr);
+	active_established(&a, false, rtr);
 	assert_int_equal(raw_next(a.sfd, NUDGE_MS / 2), END_TIMEOUT);
 	assert_int_equal(raw_recv(a.sfd, buf, 20, WAIT_MS), 20);
 	assert_memory_equal(buf, rtr, 20);
@@ -1891,7 +1882,7 @@ static void sc_active_nudge_cancelled(void)
 	uint8_t rtr[64];
 	struct cm_req d;
 
-	active_established(&a, rtr);
+	active_established(&a, false, rtr);
 	cm_close_connector(a.c);
 	a.c = NULL;
 	assert_int_equal(raw_next(a.sfd, WAIT_MS), END_EOF);
@@ -1901,7 +1892,7 @@ static void sc_active_nudge_cancelled(void)
 	close(a.lfd);
 	host_close(&a.h);
 
-	active_established(&a, rtr);
+	active_established(&a, false, rtr);
 	cm_req_init(&d);
 	assert_int_equal(a.c->Dispatch->NdkDisconnect(a.c, cm_req_done, &d),
 			 STATUS_PENDING);
