@@ -1704,7 +1704,7 @@ static void sc_active_peer_reset_engine_idle(void)
 	before = engine_cpu_ticks();
 	usleep(500 * 1000);
 	/* A spinning engine burns about hz / 2 ticks in 500 ms; an idle one
-	 * none (the bound leaves room for a sanitizer's own threads). */
+	 * none (the bound leaves room for a slow, loaded machine). */
 	assert_in_range(engine_cpu_ticks() - before, 0, hz / 5);
 	active_close(&a);
 }
