@@ -121,6 +121,10 @@ PY
 	echo "ok: ndkperf $name"
 }
 
+# write_lat spins on the last byte: a 0-byte run is a usage error.
+rc=0
+"$ndkperf" -t write_lat -s 0 "127.0.0.1:$port" >/dev/null 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "ndkperf -t write_lat -s 0: exit $rc, not 1"
 for t in send_lat write_lat read_lat msg_rate; do
 	run "$t" -t "$t" -n 300
 done
@@ -147,7 +151,7 @@ PY
 # A client killed mid-run: the server ends that session (its disconnect
 # event), goes idle (no thread left polling a dead QP, no engine spinning
 # on the reset socket) and serves the next client.
-"$ndkperf" -t send_lat -n 10000000 "127.0.0.1:$port" >/dev/null 2>&1 &
+"$ndkperf" -t send_lat -n 10000000 "127.0.0.1:$port" >"$tmp/victim.log" 2>&1 &
 victim=$!
 for _ in $(seq 100); do
 	ss -Htnp state established "( dport = :$port )" |
@@ -155,7 +159,7 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 sleep 1 # past the MPA handshake, into the run
-kill -9 "$victim"
+kill -9 "$victim" 2>/dev/null || fail "ndkperf client ended before it was killed"
 wait "$victim" 2>/dev/null || true
 for _ in $(seq 100); do
 	grep -q "send_lat session ended early" "$tmp/perf-server.log" && break

@@ -249,9 +249,10 @@ static bool post_recv(NDK_QP *qp, struct tool_buf *b, size_t off, size_t len)
 					     qp, CTX_RECV, &sge, len ? 1 : 0));
 }
 
-static bool post_send(NDK_QP *qp, struct tool_buf *b, size_t len, ULONG flags)
+static bool post_send(NDK_QP *qp, struct tool_buf *b, size_t off, size_t len,
+		      ULONG flags)
 {
-	NDK_SGE sge = { .VirtualAddress = b->mem,
+	NDK_SGE sge = { .VirtualAddress = b->mem + off,
 			.Length = (ULONG)len,
 			.MemoryRegionToken = b->ltok };
 
@@ -369,11 +370,15 @@ static void *server_session(void *arg)
 
 	perf_cq_create(&host, cq, 4 * depth, le32toh(h->flags) & PERF_F_EVENTS);
 	qp = perf_qp_create(&host, cq, depth);
-	/* Receives land side by side so a window of Sends can be in flight. */
+	/*
+	 * Receives land side by side so a window of Sends can be in flight.
+	 * Otherwise the first half takes what comes in and the second is
+	 * what goes out, so no buffer is both a source and a target.
+	 */
 	tool_buf_alloc(&host, &buf,
 		       test == T_SEND_BW || test == T_MSG_RATE
 			       ? MAX(size, 1) * RECV_CREDITS
-			       : MAX(size, 1),
+			       : 2 * MAX(size, 1),
 		       TOOL_MR_ALL_ACCESS);
 	for (i = 0; i < RECV_CREDITS; i++)
 		post_recv(qp, &buf,
@@ -402,7 +407,7 @@ static void *server_session(void *arg)
 					goto gone;
 			if (!post_recv(qp, &buf, 0, size))
 				goto gone;
-			if (!post_send(qp, &buf, size, 0))
+			if (!post_send(qp, &buf, MAX(size, 1), size, 0))
 				goto gone;
 			sends++;
 		}
@@ -420,7 +425,7 @@ static void *server_session(void *arg)
 					goto gone;
 				if ((i + 1) % credit_every == 0 ||
 				    i + 1 == iters) {
-					if (!post_send(qp, &buf, 0, 0))
+					if (!post_send(qp, &buf, 0, 0, 0))
 						goto gone;
 					sends++;
 				}
@@ -431,7 +436,9 @@ static void *server_session(void *arg)
 		for (i = 0; i < iters; i++) {
 			if (!tag_wait(buf.mem + size - 1, tag_of(i), cq))
 				goto gone;
-			if (!post_rdma(qp, true, &buf, 0, size,
+			/* The answer carries the tag the client spins on. */
+			buf.mem[MAX(size, 1) + size - 1] = tag_of(i);
+			if (!post_rdma(qp, true, &buf, MAX(size, 1), size,
 				       le64toh(h->addr), le32toh(h->token), 0))
 				goto gone;
 			while (n.rdma <= i)
@@ -444,7 +451,7 @@ static void *server_session(void *arg)
 		while (n.recv < 1)
 			if (!reap(cq, &n))
 				goto gone;
-		if (!post_send(qp, &buf, 0, 0))
+		if (!post_send(qp, &buf, 0, 0, 0))
 			goto gone;
 		sends++;
 		break;
@@ -771,13 +778,15 @@ static void run_send_lat(struct client_conn *cc, struct run *r)
 	struct progress pg = { 0 };
 	uint64_t i, t;
 
-	post_recv(cc->qp, &cc->buf, 0, r->size);
+	/* The echo lands in the second half: the Send's source is never a
+	 * receive's target (the two would race but for the network). */
+	post_recv(cc->qp, &cc->buf, MAX(r->size, 1), r->size);
 	for (i = 0; i < r->iters; i++) {
 		t = tool_now_ns();
-		post_send(cc->qp, &cc->buf, r->size, 0);
+		post_send(cc->qp, &cc->buf, 0, r->size, 0);
 		while (n.recv <= i)
 			client_reap(cc, &n);
-		post_recv(cc->qp, &cc->buf, 0, r->size);
+		post_recv(cc->qp, &cc->buf, MAX(r->size, 1), r->size);
 		r->lat[i] = (double)(tool_now_ns() - t) / 2000.0;
 		progress(&pg, i, r->iters);
 	}
@@ -806,7 +815,7 @@ static void run_send_bw(struct client_conn *cc, struct run *r)
 		credits = n.recv * credit_every + cmax;
 		end = MIN(MIN(r->iters, credits), n.send + opt.window);
 		for (; sent < end; sent++)
-			post_send(cc->qp, &cc->buf, r->size,
+			post_send(cc->qp, &cc->buf, 0, r->size,
 				  burst_flags(sent, end));
 		k = (unsigned int)n.recv;
 		client_reap(cc, &n);
@@ -898,7 +907,7 @@ static void finish_rdma(struct client_conn *cc)
 	struct perf_counts n = { 0 };
 
 	post_recv(cc->qp, &cc->buf, 0, 0);
-	post_send(cc->qp, &cc->buf, 0, 0);
+	post_send(cc->qp, &cc->buf, 0, 0, 0);
 	while (n.recv < 1 || n.send < 1)
 		client_reap(cc, &n);
 }
@@ -1282,6 +1291,11 @@ int main(int argc, char **argv)
 	if (opt.size > MAX_SIZE || !opt.window || !opt.qps || !opt.threads ||
 	    opt.window > 1024 || argc - optind > 1) {
 		usage(stderr);
+		return 1;
+	}
+	if (opt.test == T_WRITE_LAT && !opt.size && !opt.all_sizes) {
+		/* Its target spins on the last byte: there must be one. */
+		fprintf(stderr, "write_lat needs -s 1 or more\n");
 		return 1;
 	}
 	if (optind == argc) {
