@@ -9,36 +9,12 @@
 # with -j, and its JSON has the fi_pingpong columns with sane values
 # (bytes moved = bytes x iterations, a positive rate); polling and event
 # mode, several QPs, DEFER bursts, and hold's memory per connection.
-set -euo pipefail
-
 ndkping=$1
 ndkperf=$2
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do
-		kill -9 "$p" 2>/dev/null || true
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-export NDK_RUNTIME_DIR="$tmp/runtime"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 # Under TSan: the write-latency spin on placed memory is by design.
 export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS }suppressions=$(dirname "$0")/tsan.supp"
-
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$tmp"/*.log; do
-		[ -s "$f" ] && { echo "--- ${f##*/}:" >&2; cat "$f" >&2; }
-	done
-	exit 1
-}
-
-command -v python3 >/dev/null || {
-	echo "SKIP: python3 is needed to check the JSON output"
-	exit 77
-}
 
 # A free port: bind to 0 and read it back (the servers bind it again).
 free_port() {

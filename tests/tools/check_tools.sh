@@ -8,36 +8,12 @@
 # Every run has a private NDK_RUNTIME_DIR, so ndkstat lists only the
 # objects of this test and the counters start at zero. JSON is checked
 # with python3 (json.tool, then its contents).
-set -euo pipefail
-
 mode=$1
 shift
-tmp=$(mktemp -d)
-holders=()
-cleanup() {
-	local p
-	for p in "${holders[@]}"; do
-		kill -9 "$p" 2>/dev/null || true
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-export NDK_RUNTIME_DIR="$tmp/runtime"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 # LD_PRELOAD of the fake into a sanitizer build: the fake comes first.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
-
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$tmp"/out "$tmp"/err; do
-		[ -s "$f" ] && { echo "--- ${f##*/}:" >&2; cat "$f" >&2; }
-	done
-	exit 1
-}
-
-command -v python3 >/dev/null || {
-	echo "SKIP: python3 is needed to check the JSON output"
-	exit 77
-}
 
 # run WANT_RC CMD...: runs CMD with stdout in $tmp/out, stderr in $tmp/err.
 run() {
@@ -103,7 +79,7 @@ check_ndkstat() {
 	mkfifo "$fifo"
 	"$holder" <"$fifo" >"$tmp/holder.out" &
 	pid=$!
-	holders+=("$pid")
+	pids+=("$pid")
 	exec {fd}>"$fifo"
 	for _ in $(seq 100); do
 		[ -s "$tmp/holder.out" ] && break
@@ -239,7 +215,7 @@ assert list(s)[1:] == ["Connect", "Accept", "ConnectFailure",
 	rm -f "$tmp/holder.out"
 	"$holder" <"$fifo" >"$tmp/holder.out" &
 	pid=$!
-	holders+=("$pid")
+	pids+=("$pid")
 	exec {fd}>"$fifo"
 	for _ in $(seq 100); do
 		[ -s "$tmp/holder.out" ] && break
