@@ -188,9 +188,8 @@ static void event_work_fn(struct ndk_work *w);
  */
 static void conn_sync_with_engine(struct ndk_connector *c)
 {
-	/* Stop level-triggered wake-ups until the engine closes the fd. */
-	if (c->io_added)
-		ndk_engine_mod_fd(conn_engine(c), &c->io, 0);
+	/* No more wake-ups until the engine closes the fd. */
+	conn_unwatch(c);
 	ndk_obj_hold(&c->obj);
 	if (!ndk_engine_post(conn_engine(c), &c->teardown_work))
 		ndk_obj_release(&c->obj); /* already queued, with its hold */

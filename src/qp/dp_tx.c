@@ -606,8 +606,7 @@ void ndk_dp_kick(struct ndk_qp *qp)
 	if (!dp)
 		return;
 	pthread_mutex_lock(&dp->lock);
-	dp->sq_rung = dp->sq_tail;
-	ndk_dp_tx_locked(dp);
+	sq_posted_locked(dp, 0); /* as if a request without DEFER came */
 	pthread_mutex_unlock(&dp->lock);
 }
 
