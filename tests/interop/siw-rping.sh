@@ -116,6 +116,13 @@ if [[ $dir == server ]]; then
 		fi
 		log=$out/host-$k-${c// /-}.log
 		[[ $name == fault-* ]] || logs+=("$log")
+		# Each client picks its source port from a range of its own.
+		# slirp keeps the host's port, and tshark's MPA dissector keeps
+		# its state across a reused port: a second connection from the
+		# same port (22 random picks from 16384 collide in about 1 run
+		# of 70) decodes its Request and Reply as malformed FPDUs.
+		export NDK_EPHEMERAL_PORT_MIN=$((50000 + 16 * k))
+		export NDK_EPHEMERAL_PORT_MAX=$((50000 + 16 * k + 15))
 		case $name in
 		fault-*)
 			"$bin" -c -a 127.0.0.1 -p 17174 -C 5 -S 1000 -w 30 -D "$delay" -F "${name#fault-}" >"$log" 2>&1 ||
