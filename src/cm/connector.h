@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 #include "core/list.h"
-#include "core/object.h"
+#include "front/object.h"
 #include "engine/engine.h"
 #include "iwarp/mpa.h"
 

@@ -10,14 +10,14 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include "cm/address.h"
+#include "front/address.h"
 #include "cm/connector.h"
-#include "cm/endpoint.h"
+#include "front/endpoint.h"
 #include "cm/listener.h"
-#include "core/adapter.h"
+#include "front/adapter.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "core/provider.h"
+#include "front/provider.h"
 #include "core/status.h"
 
 static void listener_io_fn(struct ndk_io *io, uint32_t events)

@@ -3,7 +3,7 @@
 #define NDK_CM_LISTENER_H
 
 #include <pthread.h>
-#include "core/object.h"
+#include "front/object.h"
 #include "engine/engine.h"
 
 struct ndk_endpoint;

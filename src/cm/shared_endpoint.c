@@ -6,10 +6,10 @@
  * connects through it will hold another.
  */
 #include <stdlib.h>
-#include "cm/address.h"
+#include "front/address.h"
 #include "cm/shared_endpoint.h"
-#include "core/adapter.h"
-#include "core/provider.h"
+#include "front/adapter.h"
+#include "front/provider.h"
 
 static void sep_destroy(struct ndk_obj *obj)
 {

@@ -2,8 +2,8 @@
 #ifndef NDK_CM_SHARED_ENDPOINT_H
 #define NDK_CM_SHARED_ENDPOINT_H
 
-#include "cm/endpoint.h"
-#include "core/object.h"
+#include "front/endpoint.h"
+#include "front/object.h"
 
 struct ndk_shared_endpoint {
 	struct ndk_obj obj;

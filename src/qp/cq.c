@@ -31,9 +31,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/adapter.h"
+#include "front/adapter.h"
 #include "core/log.h"
-#include "core/provider.h"
+#include "front/provider.h"
 #include "qp/cq.h"
 
 #define CQ_MAXULONG 0xffffffffu

@@ -14,7 +14,7 @@
 
 #include <stdbool.h>
 #include "core/list.h"
-#include "core/object.h"
+#include "front/object.h"
 
 struct ndk_cq;
 

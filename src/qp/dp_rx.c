@@ -18,7 +18,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include "core/adapter.h"
+#include "front/adapter.h"
 #include "core/log.h"
 #include "iwarp/crc32c.h"
 #include "iwarp/fpdu.h"

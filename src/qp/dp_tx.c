@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include "core/adapter.h"
+#include "front/adapter.h"
 #include "core/log.h"
 #include "iwarp/fpdu.h"
 #include "qp/cq.h"

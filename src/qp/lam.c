@@ -15,9 +15,9 @@
  */
 #include <errno.h>
 #include <stddef.h>
-#include "core/adapter.h"
+#include "front/adapter.h"
 #include "core/log.h"
-#include "core/provider.h"
+#include "front/provider.h"
 #include "qp/mr.h"
 #include "qp/stag.h"
 

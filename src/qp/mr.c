@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "core/adapter.h"
-#include "core/provider.h"
+#include "front/adapter.h"
+#include "front/provider.h"
 #include "qp/mr.h"
 #include "qp/pd.h"
 #include "qp/stag.h"

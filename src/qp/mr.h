@@ -24,7 +24,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include "core/object.h"
+#include "front/object.h"
 
 struct ndk_adapter;
 struct ndk_stag_table;

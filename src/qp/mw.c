@@ -2,8 +2,8 @@
 /* Memory windows: create, token, bind and invalidate (ndkpi.md 4.5, 4.7). */
 #include <errno.h>
 #include <stdlib.h>
-#include "core/adapter.h"
-#include "core/provider.h"
+#include "front/adapter.h"
+#include "front/provider.h"
 #include "qp/mr.h"
 #include "qp/mw.h"
 #include "qp/pd.h"

@@ -16,7 +16,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include "core/object.h"
+#include "front/object.h"
 
 struct ndk_mr;
 struct ndk_stag_table;

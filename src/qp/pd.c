@@ -2,8 +2,8 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include "core/adapter.h"
-#include "core/provider.h"
+#include "front/adapter.h"
+#include "front/provider.h"
 #include "qp/pd.h"
 
 static atomic_uint next_pd_id = 1;

@@ -3,7 +3,7 @@
 #ifndef NDK_QP_PD_H
 #define NDK_QP_PD_H
 
-#include "core/object.h"
+#include "front/object.h"
 
 struct ndk_pd {
 	struct ndk_obj obj;

@@ -7,9 +7,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/adapter.h"
+#include "front/adapter.h"
 #include "core/log.h"
-#include "core/provider.h"
+#include "front/provider.h"
 #include "qp/cq.h"
 #include "qp/pd.h"
 #include "qp/dp.h"

@@ -27,7 +27,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include "core/object.h"
+#include "front/object.h"
 #include "qp/srq.h"
 
 struct ndk_cq;

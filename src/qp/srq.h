@@ -25,7 +25,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
-#include "core/object.h"
+#include "front/object.h"
 
 /* One posted receive: the consumer's context and a copy of its SGEs. */
 struct ndk_rqe {

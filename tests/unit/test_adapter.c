@@ -16,7 +16,7 @@
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "core/adapter.h"
+#include "front/adapter.h"
 #include "core/status.h"
 
 static NDK_ADAPTER *open_version(USHORT major, USHORT minor, NTSTATUS *st)

@@ -15,7 +15,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/adapter.h"
+#include "front/adapter.h"
 #include "qp/cq.h"
 #include "testutil.h"
 

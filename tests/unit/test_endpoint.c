@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "cm/endpoint.h"
+#include "front/endpoint.h"
 #include "core/compiler.h"
 #include "testutil.h"
 

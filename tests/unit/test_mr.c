@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "core/adapter.h"
+#include "front/adapter.h"
 #include "qp/mr.h"
 #include "qp/mw.h"
 #include "qp/pd.h"

@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/adapter.h"
+#include "front/adapter.h"
 #include "testutil.h"
 
 struct tobj {

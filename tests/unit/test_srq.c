@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/adapter.h"
+#include "front/adapter.h"
 #include "qp/qp.h"
 #include "qp/srq.h"
 #include "testutil.h"

@@ -7,10 +7,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
-#include "core/adapter.h"
+#include "front/adapter.h"
 #include "core/log.h"
-#include "core/provider.h"
-#include "qp/stag.h"
+#include "front/provider.h"
 
 /*
  * Versions provided: the highest minor per major. Higher minors are strict
@@ -167,16 +166,17 @@ NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 		return STATUS_INSUFFICIENT_RESOURCES;
 	ad->ifindex = IfIndex;
 	memcpy(ad->ifname, name, sizeof(ad->ifname));
-	ad->version = run;
+	ad->objects.version = run;
+	ad->objects.engine = &ad->engine;
 	ndk_adapter_default_info(&ad->info, run);
-	pthread_mutex_init(&ad->lock, NULL);
-	pthread_cond_init(&ad->cond, NULL);
-	list_init(&ad->objects);
-	ndk_obj_init(&ad->obj, ad, &adapter_ops, &adapter_dispatch);
+	pthread_mutex_init(&ad->objects.lock, NULL);
+	pthread_cond_init(&ad->objects.cond, NULL);
+	list_init(&ad->objects.objects);
+	ndk_obj_init(&ad->obj, ad, &ad->objects, &adapter_ops,
+		     &adapter_dispatch);
 
 	ndk_ifaddr_init(&ad->addrs, name, IfIndex);
-	ad->stags = ndk_stag_table_create();
-	if (!ad->stags)
+	if (ndk_provider_adapter_init(ad))
 		goto fail;
 	/* The interface is named by namespace + ifindex (registry.h). */
 	ad->netns = ndk_reg_netns_self();
@@ -190,11 +190,10 @@ NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 	return STATUS_SUCCESS;
 fail:
 	ndk_reg_counters_close(ad->counters);
-	if (ad->stags)
-		ndk_stag_table_destroy(ad->stags);
+	ndk_provider_adapter_fini(ad);
 	ndk_ifaddr_fini(&ad->addrs);
-	pthread_cond_destroy(&ad->cond);
-	pthread_mutex_destroy(&ad->lock);
+	pthread_cond_destroy(&ad->objects.cond);
+	pthread_mutex_destroy(&ad->objects.lock);
 	free(ad);
 	return STATUS_INSUFFICIENT_RESOURCES;
 }
@@ -213,11 +212,11 @@ NDK_EXPORT VOID NdkCloseAdapter(NDK_ADAPTER *pNdkAdapter)
 	 * Close what the consumer left open, one at a time (no allocation on
 	 * this path); each close pends until its successors are closed.
 	 */
-	pthread_mutex_lock(&ad->lock);
-	ad->closing = true;
+	pthread_mutex_lock(&ad->objects.lock);
+	ad->objects.closing = true;
 	for (;;) {
 		open_obj = NULL;
-		list_for_each (pos, &ad->objects) {
+		list_for_each (pos, &ad->objects.objects) {
 			struct ndk_obj *obj =
 				list_entry(pos, struct ndk_obj, entry);
 
@@ -229,26 +228,26 @@ NDK_EXPORT VOID NdkCloseAdapter(NDK_ADAPTER *pNdkAdapter)
 		if (!open_obj)
 			break;
 		ndk_obj_get(open_obj);
-		pthread_mutex_unlock(&ad->lock);
+		pthread_mutex_unlock(&ad->objects.lock);
 		ndk_warn("adapter %s closed with %s %p still open", ad->ifname,
 			 open_obj->ops->name, (void *)open_obj);
 		ndk_obj_close_internal(open_obj);
 		ndk_obj_put(open_obj);
-		pthread_mutex_lock(&ad->lock);
+		pthread_mutex_lock(&ad->objects.lock);
 	}
-	pthread_mutex_unlock(&ad->lock);
+	pthread_mutex_unlock(&ad->objects.lock);
 
 	/* Wait until every object is destroyed: all callbacks returned. */
-	pthread_mutex_lock(&ad->lock);
-	while (ad->live)
-		pthread_cond_wait(&ad->cond, &ad->lock);
-	pthread_mutex_unlock(&ad->lock);
+	pthread_mutex_lock(&ad->objects.lock);
+	while (ad->objects.live)
+		pthread_cond_wait(&ad->objects.cond, &ad->objects.lock);
+	pthread_mutex_unlock(&ad->objects.lock);
 
 	ndk_engine_stop(&ad->engine);
 	ndk_reg_counters_close(ad->counters);
-	ndk_stag_table_destroy(ad->stags);
+	ndk_provider_adapter_fini(ad);
 	ndk_ifaddr_fini(&ad->addrs);
-	pthread_cond_destroy(&ad->cond);
-	pthread_mutex_destroy(&ad->lock);
+	pthread_cond_destroy(&ad->objects.cond);
+	pthread_mutex_destroy(&ad->objects.lock);
 	free(ad);
 }

@@ -3,13 +3,13 @@
  * The NDK adapter: one Linux network interface, its limits, its progress
  * engine and the registry of every object created on it.
  */
-#ifndef NDK_CORE_ADAPTER_H
-#define NDK_CORE_ADAPTER_H
+#ifndef NDK_FRONT_ADAPTER_H
+#define NDK_FRONT_ADAPTER_H
 
 #include <net/if.h>
 #include <pthread.h>
-#include "core/ifaddr.h"
-#include "core/object.h"
+#include "front/ifaddr.h"
+#include "front/object.h"
 #include "engine/engine.h"
 #include "oid/registry.h"
 
@@ -19,19 +19,11 @@ struct ndk_adapter {
 	struct ndk_obj obj; /* NDK_ADAPTER; never closed through Dispatch */
 	NET_IFINDEX ifindex;
 	char ifname[IF_NAMESIZE];
-	NDK_VERSION version; /* negotiated */
 	NDK_ADAPTER_INFO info;
 
-	/*
-	 * lock protects the object registry and every object's close state;
-	 * cond is signalled when live drops. Never held across a consumer
-	 * callback.
-	 */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct list_head objects;
-	unsigned int live; /* registered objects not yet destroyed */
-	bool closing;
+	/* Every object created on it (object.h); its lock is never held
+	 * across a consumer callback. */
+	struct ndk_obj_domain objects;
 
 	struct ndk_engine engine;
 	struct ndk_stag_table *stags; /* memory tokens, see qp/stag.h */
@@ -71,4 +63,4 @@ void ndk_adapter_default_info(NDK_ADAPTER_INFO *info, NDK_VERSION version);
 /* Version negotiation: 0 and the version to run at, or -EPROTONOSUPPORT. */
 int ndk_negotiate_version(NDK_VERSION requested, NDK_VERSION *result);
 
-#endif /* NDK_CORE_ADAPTER_H */
+#endif /* NDK_FRONT_ADAPTER_H */

@@ -19,8 +19,8 @@
  *    completion has returned, so an antecedent's close cannot complete
  *    while a successor's close completion is still running.
  */
-#ifndef NDK_CORE_OBJECT_H
-#define NDK_CORE_OBJECT_H
+#ifndef NDK_FRONT_OBJECT_H
+#define NDK_FRONT_OBJECT_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -30,6 +30,21 @@
 
 struct ndk_adapter;
 struct ndk_obj;
+
+/*
+ * The objects of one adapter: the registry that the close rules and
+ * NdkCloseAdapter walk, and the engine that runs their callbacks. The
+ * adapter owns one; every object points at its adapter's.
+ */
+struct ndk_obj_domain {
+	pthread_mutex_t lock; /* the registry and every object's close state */
+	pthread_cond_t cond; /* signalled when live drops */
+	struct list_head objects;
+	unsigned int live; /* registered objects not yet destroyed */
+	bool closing;
+	NDK_VERSION version; /* the adapter's negotiated version */
+	struct ndk_engine *engine;
+};
 
 enum ndk_obj_state {
 	NDK_OBJ_OPEN,
@@ -73,10 +88,11 @@ struct ndk_obj {
 	union ndk_pub pub; /* consumer-visible; must stay first */
 	const struct ndk_obj_ops *ops;
 	struct ndk_adapter *adapter;
-	struct list_head entry; /* adapter->objects, under adapter lock */
+	struct ndk_obj_domain *domain; /* its adapter's */
+	struct list_head entry; /* domain->objects, under domain->lock */
 	atomic_uint refs;
 
-	/* Under adapter->lock. */
+	/* Under domain->lock. */
 	enum ndk_obj_state state;
 	unsigned int successors;
 	unsigned int busy; /* running callbacks and pending requests */
@@ -99,7 +115,8 @@ static inline struct ndk_obj *to_ndk_obj(NDK_OBJECT_HEADER *hdr)
  * the object with its adapter. Returns -ESHUTDOWN if the adapter is closing.
  */
 int ndk_obj_init(struct ndk_obj *obj, struct ndk_adapter *ad,
-		 const struct ndk_obj_ops *ops, const void *dispatch);
+		 struct ndk_obj_domain *domain, const struct ndk_obj_ops *ops,
+		 const void *dispatch);
 /* Undoes ndk_obj_init for an object that was never handed out. */
 void ndk_obj_abandon(struct ndk_obj *obj);
 
@@ -171,8 +188,8 @@ NDK_FN_QUERY_EXTENSION_INTERFACE ndk_query_extension;
 NDK_FN_CLOSE_OBJECT ndk_close_object;
 
 /*
- * Common tail of every create function: ndk_obj_init plus a link to each
- * antecedent in antes[0..n). On failure the object is released through
+ * Common tail of every create function: ndk_obj_init (in the domain of
+ * antes[0]; n >= 1) plus a link to each antecedent in antes[0..n). On failure the object is released through
  * ops->destroy (which must cope with a partly built object) and the
  * NTSTATUS to return inline is given back.
  */
@@ -180,4 +197,4 @@ NTSTATUS ndk_obj_setup(struct ndk_obj *obj, struct ndk_adapter *ad,
 		       const struct ndk_obj_ops *ops, const void *dispatch,
 		       struct ndk_obj *const antes[], unsigned int n);
 
-#endif /* NDK_CORE_OBJECT_H */
+#endif /* NDK_FRONT_OBJECT_H */

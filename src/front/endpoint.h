@@ -14,8 +14,8 @@
  * The table is process-wide (ports are a host-wide name space) and
  * thread-safe.
  */
-#ifndef NDK_CM_ENDPOINT_H
-#define NDK_CM_ENDPOINT_H
+#ifndef NDK_FRONT_ENDPOINT_H
+#define NDK_FRONT_ENDPOINT_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -114,4 +114,4 @@ void ndk_tuple_unregister(const struct sockaddr *local,
 void ndk_endpoint_for_each(void (*fn)(const struct ndk_endpoint *ep, void *arg),
 			   void *arg);
 
-#endif /* NDK_CM_ENDPOINT_H */
+#endif /* NDK_FRONT_ENDPOINT_H */

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "core/ifaddr.h"
+#include "front/ifaddr.h"
 
 void ndk_ifaddr_init(struct ndk_ifaddr_cache *c, const char *ifname,
 		     unsigned int ifindex)

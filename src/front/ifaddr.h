@@ -9,8 +9,8 @@
  * system call returns, so a change that happened before a check is
  * always seen by it.
  */
-#ifndef NDK_CORE_IFADDR_H
-#define NDK_CORE_IFADDR_H
+#ifndef NDK_FRONT_IFADDR_H
+#define NDK_FRONT_IFADDR_H
 
 #include <net/if.h>
 #include <netinet/in.h>
@@ -47,4 +47,4 @@ void ndk_ifaddr_fini(struct ndk_ifaddr_cache *c);
  */
 int ndk_ifaddr_has(struct ndk_ifaddr_cache *c, const struct sockaddr *addr);
 
-#endif /* NDK_CORE_IFADDR_H */
+#endif /* NDK_FRONT_IFADDR_H */

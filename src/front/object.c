@@ -2,9 +2,8 @@
 /* Object headers, references, antecedent links and the close protocol. */
 #include <errno.h>
 #include <string.h>
-#include "core/adapter.h"
 #include "core/log.h"
-#include "core/object.h"
+#include "front/object.h"
 
 static const char *const obj_state_names[NDK_OBJ_STATE_COUNT] = {
 	[NDK_OBJ_OPEN] = "OPEN",
@@ -33,15 +32,17 @@ static void obj_set_state(struct ndk_obj *obj, enum ndk_obj_state state,
 static void close_work_fn(struct ndk_work *w);
 
 int ndk_obj_init(struct ndk_obj *obj, struct ndk_adapter *ad,
-		 const struct ndk_obj_ops *ops, const void *dispatch)
+		 struct ndk_obj_domain *dom, const struct ndk_obj_ops *ops,
+		 const void *dispatch)
 {
 	memset(&obj->pub, 0, sizeof(obj->pub));
-	obj->pub.Header.Version = ad->version;
+	obj->pub.Header.Version = dom->version;
 	obj->pub.Header.ObjectType = ops->type;
 	/* Every public object type is { Header, Dispatch }. */
 	obj->pub.adapter.Dispatch = dispatch;
 	obj->ops = ops;
 	obj->adapter = ad;
+	obj->domain = dom;
 	atomic_init(&obj->refs, 1);
 	obj->state = NDK_OBJ_OPEN;
 	obj->successors = 0;
@@ -56,14 +57,14 @@ int ndk_obj_init(struct ndk_obj *obj, struct ndk_adapter *ad,
 	if (ops->type == NdkObjectTypeAdapter)
 		return 0;
 
-	pthread_mutex_lock(&ad->lock);
-	if (ad->closing) {
-		pthread_mutex_unlock(&ad->lock);
+	pthread_mutex_lock(&dom->lock);
+	if (dom->closing) {
+		pthread_mutex_unlock(&dom->lock);
 		return -ESHUTDOWN;
 	}
-	list_add_tail(&obj->entry, &ad->objects);
-	ad->live++;
-	pthread_mutex_unlock(&ad->lock);
+	list_add_tail(&obj->entry, &dom->objects);
+	dom->live++;
+	pthread_mutex_unlock(&dom->lock);
 	return 0;
 }
 
@@ -88,16 +89,16 @@ void ndk_obj_put(struct ndk_obj *obj)
 		return;
 	if (obj->ops->type != NdkObjectTypeAdapter) {
 		/* Unregister last so NdkCloseAdapter waits for destroy. */
-		struct ndk_adapter *ad = obj->adapter;
+		struct ndk_obj_domain *dom = obj->domain;
 
-		pthread_mutex_lock(&ad->lock);
+		pthread_mutex_lock(&dom->lock);
 		list_del(&obj->entry);
-		pthread_mutex_unlock(&ad->lock);
+		pthread_mutex_unlock(&dom->lock);
 		obj->ops->destroy(obj);
-		pthread_mutex_lock(&ad->lock);
-		ad->live--;
-		pthread_cond_broadcast(&ad->cond);
-		pthread_mutex_unlock(&ad->lock);
+		pthread_mutex_lock(&dom->lock);
+		dom->live--;
+		pthread_cond_broadcast(&dom->cond);
+		pthread_mutex_unlock(&dom->lock);
 		return;
 	}
 	obj->ops->destroy(obj);
@@ -116,7 +117,7 @@ static void close_kick_locked(struct ndk_obj *obj)
 	if (!close_can_finish(obj))
 		return;
 	obj->finishing = true;
-	ndk_engine_post(&obj->adapter->engine, &obj->close_work);
+	ndk_engine_post(obj->domain->engine, &obj->close_work);
 }
 
 /* Drops every antecedent link and the consumer's reference. */
@@ -135,27 +136,27 @@ static void close_finish(struct ndk_obj *obj)
 static void close_work_fn(struct ndk_work *w)
 {
 	struct ndk_obj *obj = container_of(w, struct ndk_obj, close_work);
-	struct ndk_adapter *ad = obj->adapter;
+	struct ndk_obj_domain *dom = obj->domain;
 	NDK_FN_CLOSE_COMPLETION *cb = obj->close_cb;
 
 	/* CloseCompletion is the object's last callback. */
 	if (cb && !obj->close_internal)
 		cb(obj->close_ctx);
-	pthread_mutex_lock(&ad->lock);
+	pthread_mutex_lock(&dom->lock);
 	set_state(obj, NDK_OBJ_CLOSED);
-	pthread_mutex_unlock(&ad->lock);
+	pthread_mutex_unlock(&dom->lock);
 	close_finish(obj);
 }
 
 int ndk_obj_link(struct ndk_obj *succ, struct ndk_obj *ante)
 {
-	struct ndk_adapter *ad = succ->adapter;
+	struct ndk_obj_domain *dom = succ->domain;
 	unsigned int i, slot = NDK_OBJ_MAX_ANTECEDENTS;
 	int ret = 0;
 
-	if (!ante || ante->adapter != ad)
+	if (!ante || ante->domain != dom)
 		return -EINVAL;
-	pthread_mutex_lock(&ad->lock);
+	pthread_mutex_lock(&dom->lock);
 	if (ante->state != NDK_OBJ_OPEN) {
 		ret = -EINVAL;
 		goto out;
@@ -176,17 +177,17 @@ int ndk_obj_link(struct ndk_obj *succ, struct ndk_obj *ante)
 	ante->successors++;
 	ndk_obj_get(ante);
 out:
-	pthread_mutex_unlock(&ad->lock);
+	pthread_mutex_unlock(&dom->lock);
 	return ret;
 }
 
 void ndk_obj_unlink(struct ndk_obj *succ, struct ndk_obj *ante)
 {
-	struct ndk_adapter *ad = succ->adapter;
+	struct ndk_obj_domain *dom = succ->domain;
 	unsigned int i;
 	bool found = false;
 
-	pthread_mutex_lock(&ad->lock);
+	pthread_mutex_lock(&dom->lock);
 	for (i = 0; i < NDK_OBJ_MAX_ANTECEDENTS; i++) {
 		if (succ->antecedents[i] == ante) {
 			succ->antecedents[i] = NULL;
@@ -198,47 +199,47 @@ void ndk_obj_unlink(struct ndk_obj *succ, struct ndk_obj *ante)
 		ante->successors--;
 		close_kick_locked(ante);
 	}
-	pthread_mutex_unlock(&ad->lock);
+	pthread_mutex_unlock(&dom->lock);
 	if (found)
 		ndk_obj_put(ante);
 }
 
 bool ndk_obj_is_linked(struct ndk_obj *succ, struct ndk_obj *ante)
 {
-	struct ndk_adapter *ad = succ->adapter;
+	struct ndk_obj_domain *dom = succ->domain;
 	unsigned int i;
 	bool found = false;
 
-	pthread_mutex_lock(&ad->lock);
+	pthread_mutex_lock(&dom->lock);
 	for (i = 0; i < NDK_OBJ_MAX_ANTECEDENTS; i++)
 		if (succ->antecedents[i] == ante)
 			found = true;
-	pthread_mutex_unlock(&ad->lock);
+	pthread_mutex_unlock(&dom->lock);
 	return found;
 }
 
 bool ndk_obj_is_open(struct ndk_obj *obj)
 {
-	struct ndk_adapter *ad = obj->adapter;
+	struct ndk_obj_domain *dom = obj->domain;
 	bool open;
 
-	pthread_mutex_lock(&ad->lock);
+	pthread_mutex_lock(&dom->lock);
 	open = obj->state == NDK_OBJ_OPEN;
-	pthread_mutex_unlock(&ad->lock);
+	pthread_mutex_unlock(&dom->lock);
 	return open;
 }
 
 static NTSTATUS obj_close(struct ndk_obj *obj, NDK_FN_CLOSE_COMPLETION *cb,
 			  PVOID ctx, bool internal)
 {
-	struct ndk_adapter *ad = obj->adapter;
+	struct ndk_obj_domain *dom = obj->domain;
 	bool inline_done = false;
 
-	pthread_mutex_lock(&ad->lock);
+	pthread_mutex_lock(&dom->lock);
 	if (obj->state != NDK_OBJ_OPEN) {
 		/* A second close is a consumer bug; the first one stands.
 		 * The provider's own closes may race with it: no noise. */
-		pthread_mutex_unlock(&ad->lock);
+		pthread_mutex_unlock(&dom->lock);
 		if (!internal)
 			ndk_warn("%s %p closed twice", obj->ops->name,
 				 (void *)obj);
@@ -250,12 +251,12 @@ static NTSTATUS obj_close(struct ndk_obj *obj, NDK_FN_CLOSE_COMPLETION *cb,
 	obj->close_internal = internal;
 	/* Keep the close from finishing while close_begin runs. */
 	obj->busy++;
-	pthread_mutex_unlock(&ad->lock);
+	pthread_mutex_unlock(&dom->lock);
 
 	if (obj->ops->close_begin)
 		obj->ops->close_begin(obj);
 
-	pthread_mutex_lock(&ad->lock);
+	pthread_mutex_lock(&dom->lock);
 	obj->busy--;
 	if (close_can_finish(obj)) {
 		/* Nothing to wait for: close inline, no callback. */
@@ -263,7 +264,7 @@ static NTSTATUS obj_close(struct ndk_obj *obj, NDK_FN_CLOSE_COMPLETION *cb,
 		set_state(obj, NDK_OBJ_CLOSED);
 		inline_done = true;
 	}
-	pthread_mutex_unlock(&ad->lock);
+	pthread_mutex_unlock(&dom->lock);
 
 	if (inline_done) {
 		close_finish(obj);
@@ -285,33 +286,33 @@ void ndk_obj_close_internal(struct ndk_obj *obj)
 
 void ndk_obj_hold(struct ndk_obj *obj)
 {
-	struct ndk_adapter *ad = obj->adapter;
+	struct ndk_obj_domain *dom = obj->domain;
 
-	pthread_mutex_lock(&ad->lock);
+	pthread_mutex_lock(&dom->lock);
 	obj->busy++;
-	pthread_mutex_unlock(&ad->lock);
+	pthread_mutex_unlock(&dom->lock);
 }
 
 void ndk_obj_release(struct ndk_obj *obj)
 {
-	struct ndk_adapter *ad = obj->adapter;
+	struct ndk_obj_domain *dom = obj->domain;
 
-	pthread_mutex_lock(&ad->lock);
+	pthread_mutex_lock(&dom->lock);
 	obj->busy--;
 	close_kick_locked(obj);
-	pthread_mutex_unlock(&ad->lock);
+	pthread_mutex_unlock(&dom->lock);
 }
 
 bool ndk_obj_begin_event(struct ndk_obj *obj)
 {
-	struct ndk_adapter *ad = obj->adapter;
+	struct ndk_obj_domain *dom = obj->domain;
 	bool ok;
 
-	pthread_mutex_lock(&ad->lock);
+	pthread_mutex_lock(&dom->lock);
 	ok = obj->state == NDK_OBJ_OPEN;
 	if (ok)
 		obj->busy++;
-	pthread_mutex_unlock(&ad->lock);
+	pthread_mutex_unlock(&dom->lock);
 	return ok;
 }
 
@@ -342,7 +343,7 @@ bool ndk_req_complete(struct ndk_req *r, NTSTATUS status)
 	if (!atomic_exchange(&r->pending, false))
 		return false;
 	r->status = status;
-	ndk_engine_post(&r->obj->adapter->engine, &r->work);
+	ndk_engine_post(r->obj->domain->engine, &r->work);
 	return true;
 }
 
@@ -377,7 +378,7 @@ NTSTATUS ndk_obj_setup(struct ndk_obj *obj, struct ndk_adapter *ad,
 {
 	unsigned int i;
 
-	if (ndk_obj_init(obj, ad, ops, dispatch)) {
+	if (!n || ndk_obj_init(obj, ad, antes[0]->domain, ops, dispatch)) {
 		ops->destroy(obj);
 		return STATUS_INVALID_DEVICE_STATE;
 	}

@@ -32,7 +32,7 @@
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
-#include "cm/endpoint.h"
+#include "front/endpoint.h"
 #include "core/compiler.h"
 #include "core/config.h"
 #include "core/list.h"

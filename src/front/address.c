@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <string.h>
-#include "cm/address.h"
-#include "core/adapter.h"
+#include "front/address.h"
+#include "front/adapter.h"
 #include "core/status.h"
 
 socklen_t ndk_addr_len(const struct sockaddr *sa)

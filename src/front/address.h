@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Consumer socket addresses: validation, local endpoints, copy-out. */
-#ifndef NDK_CM_ADDRESS_H
-#define NDK_CM_ADDRESS_H
+#ifndef NDK_FRONT_ADDRESS_H
+#define NDK_FRONT_ADDRESS_H
 
 #include <ndk/ndk.h>
-#include "cm/endpoint.h"
+#include "front/endpoint.h"
 
 struct ndk_adapter;
 
@@ -31,4 +31,4 @@ NTSTATUS ndk_local_endpoint_acquire(struct ndk_adapter *ad,
 				    enum ndk_endpoint_kind kind,
 				    struct ndk_endpoint **epp);
 
-#endif /* NDK_CM_ADDRESS_H */
+#endif /* NDK_FRONT_ADDRESS_H */
