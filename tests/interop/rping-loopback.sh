@@ -26,6 +26,9 @@ trap cleanup EXIT
 start_server() { # log args...
 	local log=$1 i
 	shift
+	# The log exists before the server starts: the loop below may read
+	# it before the background shell has opened it for the server.
+	: >"$log"
 	"$bin" -s -a 127.0.0.1 -p 0 "$@" >"$log" 2>&1 &
 	srv=$!
 	for ((i = 0; i < 100; i++)); do
