@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Progress engine (DESIGN.md section 4): one pthread per engine running an
- * epoll loop, woken through an eventfd.
+ * Progress engine (docs/design.md, Threads): one pthread per engine running
+ * an epoll loop, woken through an eventfd.
  *
  * Locking: e->lock protects the work list, every work item's queued flag,
  * the timer heap (and every armed timer's deadline_ns and heap_index),

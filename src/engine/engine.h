@@ -3,7 +3,7 @@
  * Progress engine: one thread running an epoll loop, woken by an eventfd.
  *
  * All socket I/O, timers and consumer callbacks of an adapter run on its
- * engine thread (DESIGN.md section 4). Other threads hand work over with
+ * engine thread (docs/design.md, Threads). Other threads hand work over with
  * ndk_engine_post(); the engine runs posted work in FIFO order.
  *
  * Threading rules:

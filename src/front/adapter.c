@@ -13,7 +13,8 @@
 
 /*
  * Versions provided: the highest minor per major. Higher minors are strict
- * supersets (ndkpi.md section 1), so a consumer asking for 1.0 runs at 1.2.
+ * supersets (OPEN_NDK_ADAPTER_HANDLER), so a consumer asking for 1.0 runs
+ * at 1.2.
  */
 static const NDK_VERSION provided_versions[] = {
 	{ 1, 2 },
@@ -38,7 +39,7 @@ int ndk_negotiate_version(NDK_VERSION requested, NDK_VERSION *result)
 /*
  * The limits are what the software provider really enforces. Read limits
  * are 128 like siw; private data is MPA's 256-byte cap minus the 4-byte
- * IRD/ORD block of MPA v2 (DESIGN.md section 3).
+ * IRD/ORD block of MPA v2 (docs/wire.md, Private data limits).
  */
 void ndk_adapter_default_info(NDK_ADAPTER_INFO *info, NDK_VERSION version)
 {

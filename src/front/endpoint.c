@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ND endpoint table (reference/ndkpi.md 6.1, 9.3; DESIGN.md section 3).
+ * The ND endpoint table (NDKPI Listeners, Connectors, and Endpoints;
+ * docs/ndk.md, Endpoints).
  *
  * Every endpoint socket gets SO_REUSEADDR, so the kernel alone lets two
  * bound-but-not-listening sockets share an address: the table is what
@@ -244,7 +245,7 @@ static int ep_bind(int fd, struct ndk_endpoint *ep, uint16_t port)
 }
 
 /*
- * The NDK ephemeral range (ndkpi.md 6.2: port 0 -> 49152-65535), from
+ * The NDK ephemeral range (NDK_FN_CONNECT: port 0 -> 49152-65535), from
  * NDK_EPHEMERAL_PORT_MIN/MAX, read on every call. min > max falls back to
  * the defaults.
  */
@@ -329,7 +330,8 @@ int ndk_endpoint_acquire(const struct sockaddr *addr, socklen_t addrlen,
 
 	pthread_mutex_lock(&ep_lock);
 	ep_init_locked();
-	/* One NDK endpoint per address (9.3): the kernel would allow it. */
+	/* One NDK endpoint per address (docs/ndk.md, Endpoints): the kernel
+	 * would allow it. */
 	if (ep->key.port && ep_in_use_locked(&ep->key)) {
 		err = -EADDRINUSE;
 		goto unlock;
@@ -376,15 +378,17 @@ void ndk_endpoint_put(struct ndk_endpoint *ep)
 		return;
 	if (atomic_fetch_sub_explicit(&ep->refs, 1, memory_order_acq_rel) != 1)
 		return;
-	/* Last reference (9.3: freed at 0). Close under the lock so the
-	 * port is free in the kernel as soon as it leaves the table. */
+	/* Last reference (docs/ndk.md, Endpoints: freed at 0). Close under
+	 * the lock so the port is free in the kernel as soon as it leaves the
+	 * table. */
 	pthread_mutex_lock(&ep_lock);
 	list_del(&ep->node);
 	fd = atomic_exchange(&ep->fd, -1);
 	if (fd >= 0)
 		close(fd);
 	pthread_mutex_unlock(&ep_lock);
-	/* Listed until the last reference goes (seed 004, ndkpi.md 9.3). */
+	/* Listed until the last reference goes (docs/design.md, OID
+	 * registry). */
 	ndk_reg_withdraw(ep->reg_slot);
 	free(ep);
 }
@@ -520,7 +524,7 @@ int ndk_tuple_register(const struct sockaddr *local,
 	}
 	pthread_mutex_lock(&ep_lock);
 	ep_init_locked();
-	/* ndkpi.md 6.2: an identical 4-tuple is ADDRESS_ALREADY_EXISTS. */
+	/* NDK_FN_CONNECT: an identical 4-tuple is ADDRESS_ALREADY_EXISTS. */
 	if (tuple_find_locked(&t->local, &t->remote)) {
 		pthread_mutex_unlock(&ep_lock);
 		free(t);

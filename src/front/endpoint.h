@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ND endpoint table (reference/ndkpi.md 6.1 and 9.3).
+ * The ND endpoint table (NDKPI Listeners, Connectors, and Endpoints).
  *
  * An endpoint is a local IP address plus an ND port. iWARP shares the TCP
- * port space, so the ND port is the TCP port (DESIGN.md section 3) and an
+ * port space, so the ND port is the TCP port (docs/ndk.md, Endpoints) and an
  * endpoint is backed by a bound TCP socket. The provider keeps its own
  * table with the NDK reference counts, because the kernel's socket rules
  * alone do not give NDK semantics: a listener's endpoint stays reserved

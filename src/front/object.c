@@ -358,7 +358,8 @@ NTSTATUS ndk_query_extension(NDK_OBJECT_HEADER *pNdkObject,
 			     NDK_VERSION ExtensionInterfaceVersion,
 			     NDK_EXTENSION_INTERFACE *pExtensionInterface)
 {
-	/* No NDK extension interfaces are defined (ndkpi.md 4.1). */
+	/* No NDK extension interfaces are defined
+	 * (NDK_FN_QUERY_EXTENSION_INTERFACE). */
 	return STATUS_NOT_SUPPORTED;
 }
 

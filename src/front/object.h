@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The NDK object model (reference/ndkpi.md sections 3 and 9).
+ * The NDK object model (NDKPI Object Lifetime Requirements; docs/ndk.md,
+ * Close rules; docs/design.md, Objects and ownership).
  *
  * Every provider object embeds struct ndk_obj first; its first member is
  * the consumer-visible { Header, Dispatch } pair, so the private object is
@@ -178,7 +179,8 @@ void ndk_req_pend(struct ndk_req *r, struct ndk_obj *obj,
 bool ndk_req_complete(struct ndk_req *r, NTSTATUS status);
 /*
  * Withdraws a request marked pending that then failed inline: no callback
- * will run (only a STATUS_PENDING return obliges one, ndkpi.md 3).
+ * will run (only a STATUS_PENDING return obliges one,
+ * NDK_FN_REQUEST_COMPLETION).
  */
 void ndk_req_withdraw(struct ndk_req *r);
 

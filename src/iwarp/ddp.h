@@ -292,12 +292,12 @@ int rdmap_term_encode(const struct rdmap_term *t, uint8_t *buf, size_t size);
 int rdmap_term_decode(const uint8_t *buf, size_t len, struct rdmap_term *t);
 
 /*
- * Which offending headers to attach for a cause (iwarp.md 3.6): DDP-layer
- * errors attach the DDP header (M|D) except a bad DDP version; RDMAP
- * protection errors attach it too, plus the Read Request (R) when the
- * offending message was one; RDMAP operation errors attach the DDP
- * header except for a bad version or opcode; catastrophic and LLP errors
- * attach nothing. Returns RDMAP_TERM_FLAG_* bits.
+ * Which offending headers to attach for a cause (docs/wire.md, Terminate):
+ * DDP-layer errors attach the DDP header (M|D) except a bad DDP version; RDMAP
+ * protection errors attach it too, plus the Read Request (R) when the offending
+ * message was one; RDMAP operation errors attach the DDP header except for a
+ * bad version or opcode; catastrophic and LLP errors attach nothing. Returns
+ * RDMAP_TERM_FLAG_* bits.
  */
 unsigned int rdmap_term_attach(const struct iwarp_term_cause *cause,
 			       bool read_req);

@@ -3,7 +3,7 @@
  * FPDU receive parser and transmit builder (RFC 5044 section 4 framing of
  * RFC 5041 DDP segments carrying RFC 5040 RDMAP messages). Pure wire code:
  * no I/O, no allocation, no globals. Markers are never used: MPA markers
- * are refused at connection setup (iwarp.md 2.4).
+ * are refused at connection setup (docs/wire.md, Markers).
  *
  *	off 0	2	ULPDU_Length (big-endian): DDP header + payload
  *	off 2	14|18	DDP/RDMAP header (tagged | untagged)

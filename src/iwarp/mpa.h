@@ -196,7 +196,8 @@ struct mpa_read_limits {
 };
 
 /*
- * Effective IRD/ORD of one end (DESIGN.md section 3):
+ * Effective IRD/ORD of one end (NDK_FN_CONNECT, NDK_FN_ACCEPT_EX; docs/wire.md,
+ * Read-limit negotiation):
  *   IRD = min(own request, own max, peer ORD)
  *   ORD = min(own request, own max, peer IRD)
  * clamped to the 14 bits of the block. The responder runs it on the

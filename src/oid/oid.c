@@ -2,12 +2,12 @@
 /*
  * NdkQueryOid: OID_NDK_LOCAL_ENDPOINTS, OID_NDK_CONNECTIONS and
  * OID_NDK_STATISTICS of one interface, for every process on the machine
- * (ndkpi.md 10.1-10.3, seed 004), from the registry (registry.h).
+ * (docs/ndk.md, OIDs), from the registry (registry.h).
  *
  * iWARP maps ND ports onto TCP ports (ND port = TCP port here), so both
  * lists set the ...MappedtoTCP... flag and carry two entries per object:
  * the ND address with every other member filled, then the TCP address
- * with the other members left untouched (seed 004).
+ * with the other members left untouched (NDIS_NDK_LOCAL_ENDPOINTS).
  */
 #include <errno.h>
 #include <net/if.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The machine-wide registry behind OID_NDK_LOCAL_ENDPOINTS, _CONNECTIONS
- * and _STATISTICS (ndkpi.md 10.1-10.3): every process publishes its
+ * and _STATISTICS (docs/design.md, OID registry): every process publishes its
  * listeners, shared endpoints and established connections, and every
  * process can list those of all the others. There is no daemon.
  *
@@ -75,7 +75,8 @@ int ndk_reg_scan(uint64_t netns, uint32_t ifindex, ndk_reg_visit_fn fn,
 		 void *arg);
 
 /* Counter indexes are the field positions in NDIS_NDK_PERFORMANCE_COUNTERS
- * (ndkpi.md 10.3), which is also their bit in MissingCounterMask. */
+ * (that page and NDIS_NDK_CAPABILITIES: also their bit in
+ * MissingCounterMask). */
 #define NDK_CTR(field) \
 	((unsigned int)(offsetof(NDIS_NDK_PERFORMANCE_COUNTERS, field) / 8))
 #define NDK_CTR_COUNT \

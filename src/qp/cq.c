@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Completion queue (reference/ndkpi.md sections 4.2, 5 and 9.6).
+ * Completion queue (NDKPI Completion Handling Requirements; docs/ndk.md,
+ * Completion queues).
  *
  * Entries live in a ring of NDK_RESULT_EX under cq->lock: producers run on
  * any thread, concurrently with the consumer, who serialises its own
@@ -39,7 +40,8 @@
 #define CQ_MAXULONG 0xffffffffu
 #define NS_PER_MS   1000000ull
 
-/* Arm levels, ordered so that merging two arms is MAX (ndkpi.md 9.6). */
+/* Arm levels, ordered so that merging two arms is MAX (docs/ndk.md,
+ * Completion queues). */
 enum cq_arm {
 	CQ_ARM_NONE,
 	CQ_ARM_ERRORS, /* CQ errors only */
@@ -69,7 +71,8 @@ struct ndk_cq {
 	unsigned int owed; /* STATUS_SUCCESS notifications to run */
 	struct ndk_work notify_work;
 
-	/* Interrupt moderation (ndkpi.md 4.2); mod_on false = off. */
+	/* Interrupt moderation (NDK_FN_CONTROL_CQ_INTERRUPT_MODERATION);
+	 * mod_on false = off. */
 	bool mod_on;
 	ULONG mod_interval_us; /* CQ_MAXULONG: count only */
 	ULONG mod_count; /* CQ_MAXULONG or > depth: interval only */
@@ -138,7 +141,8 @@ static bool cq_mod_hold_locked(struct ndk_cq *cq, uint64_t now)
 		return false;
 	if (!ival_on)
 		return true;
-	/* Engine timers tick in ms; the interval may be rounded down (4.2). */
+	/* Engine timers tick in ms; the interval may be rounded down
+	 * (NDK_FN_CONTROL_CQ_INTERRUPT_MODERATION). */
 	ival_ns = (uint64_t)(cq->mod_interval_us / 1000) * NS_PER_MS;
 	if (now - cq->mod_since_ns >= ival_ns)
 		return false;
@@ -237,7 +241,8 @@ static void cq_notify_work(struct ndk_work *w)
 	}
 	pthread_mutex_unlock(&cq->lock);
 
-	/* No event callback once the close started (ndkpi.md 5, 9.2). */
+	/* No event callback once the close started (NDKPI Object Lifetime
+	 * Requirements). */
 	if (run && ndk_obj_begin_event(&cq->obj)) {
 		cq->notify(cq->notify_ctx, status);
 		/* Our posting reference keeps cq valid even if the consumer
@@ -272,7 +277,8 @@ int ndk_cq_push(struct ndk_cq *cq, const NDK_RESULT_EX *res, bool solicited)
 		return -EOVERFLOW;
 	}
 	if (cq->count == cq->depth) {
-		/* Overrun: the CQ and its QPs are dead (ndkpi.md 5). */
+		/* Overrun: the CQ and its QPs are dead
+		 * (NDK_FN_CQ_NOTIFICATION_CALLBACK). */
 		cq->error = true;
 		kick = cq_eval_locked(cq);
 		pthread_mutex_unlock(&cq->lock);
@@ -285,7 +291,8 @@ int ndk_cq_push(struct ndk_cq *cq, const NDK_RESULT_EX *res, bool solicited)
 	cq->ring[(cq->head + cq->count) % cq->depth] = *res;
 	cq->count++;
 	cq->pushed++;
-	/* An error status always satisfies SOLICITED (ndkpi.md 9.6). */
+	/* An error status always satisfies SOLICITED (docs/ndk.md, Completion
+	 * queues). */
 	if (solicited || !NT_SUCCESS(res->Status))
 		cq->last_sol_seq = cq->pushed;
 	kick = cq_eval_locked(cq);
@@ -330,7 +337,8 @@ static VOID cq_arm(NDK_CQ *pNdkCq, ULONG Type)
 		return;
 	}
 	pthread_mutex_lock(&cq->lock);
-	/* A second arm merges with an unsatisfied first (9.6 table). */
+	/* A second arm merges with an unsatisfied first (docs/ndk.md,
+	 * Completion queues). */
 	if (arm > cq->arm)
 		cq->arm = arm;
 	/*
@@ -530,7 +538,7 @@ static NTSTATUS cq_resize(NDK_CQ *pNdkCq, ULONG CqDepth,
 	cq->depth = CqDepth;
 	pthread_mutex_unlock(&cq->lock);
 	free(old);
-	/* Done inline: no RequestCompletion (ndkpi.md 3). */
+	/* Done inline: no RequestCompletion (NDK_FN_REQUEST_COMPLETION). */
 	return STATUS_SUCCESS;
 }
 
@@ -541,7 +549,8 @@ static NTSTATUS cq_control_moderation(NDK_CQ *pNdkCq, ULONG ModerationInterval,
 	bool timer_ref, kick;
 
 	pthread_mutex_lock(&cq->lock);
-	/* Both bounds "unlimited" would never notify (ndkpi.md 4.2). */
+	/* Both bounds "unlimited" would never notify
+	 * (NDK_FN_CONTROL_CQ_INTERRUPT_MODERATION). */
 	if (ModerationInterval == CQ_MAXULONG &&
 	    (ModerationCount == CQ_MAXULONG || ModerationCount > cq->depth) &&
 	    ModerationCount > 1) {
@@ -644,7 +653,7 @@ NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
 	status = ndk_obj_setup(&cq->obj, ad, &cq_ops, &cq_dispatch, antes, 1);
 	if (status)
 		return status; /* cq_destroy freed it */
-	/* Created inline: no CreateCompletion (ndkpi.md 3). */
+	/* Created inline: no CreateCompletion (NDK_FN_CREATE_COMPLETION). */
 	*ppNdkCq = &cq->obj.pub.cq;
 	return STATUS_SUCCESS;
 }

@@ -2,7 +2,7 @@
 /*
  * Completion queue. Producers (QPs, on any thread) push NDK_RESULT_EX
  * entries; the consumer drains them with NdkGetCqResults(Ex) and arms
- * notifications with NdkArmCq (reference/ndkpi.md section 9.6).
+ * notifications with NdkArmCq (NDKPI Completion Handling Requirements).
  *
  * Notifications run on the adapter's engine thread, one at a time per CQ,
  * never inline from NdkArmCq or ndk_cq_push, and never once the CQ's close
@@ -50,18 +50,18 @@ void ndk_cq_poller_claim(struct ndk_cq *cq, struct ndk_cq_poller *p,
 struct ndk_cq *to_ndk_cq(NDK_CQ *cq);
 
 /*
- * Queues one completion. solicited marks a receive completion of a Send
- * with SEND_AND_SOLICIT_EVENT (it satisfies an NDK_CQ_NOTIFY_SOLICITED
- * arm; an error status always does). Returns 0, or -EOVERFLOW when the CQ
- * was full: the CQ is then in error, the entry is dropped and the consumer
- * is notified with STATUS_BUFFER_OVERFLOW (ndkpi.md section 5). A CQ in
- * error accepts nothing more (-EOVERFLOW). Any thread; never calls back.
+ * Queues one completion. solicited marks a receive completion of a Send with
+ * SEND_AND_SOLICIT_EVENT (it satisfies an NDK_CQ_NOTIFY_SOLICITED arm; an error
+ * status always does). Returns 0, or -EOVERFLOW when the CQ was full: the CQ is
+ * then in error, the entry is dropped and the consumer is notified with
+ * STATUS_BUFFER_OVERFLOW (NDK_FN_CQ_NOTIFICATION_CALLBACK). A CQ in error
+ * accepts nothing more (-EOVERFLOW). Any thread; never calls back.
  */
 int ndk_cq_push(struct ndk_cq *cq, const NDK_RESULT_EX *res, bool solicited);
 
 /*
- * True once the CQ overran (it is dead: ndkpi.md section 5). For the
- * adapter statistics (CQError) and QPs that want to stop early.
+ * True once the CQ overran (it is dead: NDK_FN_CQ_NOTIFICATION_CALLBACK). For
+ * the adapter statistics (CQError) and QPs that want to stop early.
  */
 bool ndk_cq_in_error(struct ndk_cq *cq);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * NdkBuildLAM / NdkReleaseLAM (ndkpi.md 2.2 and 4.1).
+ * NdkBuildLAM / NdkReleaseLAM (NDK_FN_BUILD_LAM, NDK_FN_RELEASE_LAM,
+ * NDK_LOGICAL_ADDRESS_MAPPING).
  *
  * The "adapter" is the CPU of this process, so a logical address is simply
  * a virtual address here: the LAM of an MDL range lists the page-aligned

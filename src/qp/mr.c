@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Memory regions: create, register, fast-register, tokens (ndkpi.md 4.4). */
+/* Memory regions: create, register, fast-register, tokens (docs/ndk.md,
+ * Memory tokens). */
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -21,7 +22,8 @@ int ndk_mdl_range(const MDL *mdl, uint64_t length, uint64_t *va)
 	if (!mdl || !length)
 		return -EINVAL;
 	start = (uintptr_t)mdl->StartVa + mdl->ByteOffset;
-	/* Zero-based virtual addresses are not supported (ndkpi.md 4.4). */
+	/* Zero-based virtual addresses are not supported
+	 * (NDK_FN_REGISTER_MR). */
 	if (!start)
 		return -EINVAL;
 	next = start;
@@ -149,7 +151,8 @@ static const struct ndk_obj_ops mr_ops = {
 	.destroy = mr_destroy,
 };
 
-/* Requests complete inline: no callback is ever made (ndkpi.md 3). */
+/* Requests complete inline: no callback is ever made
+ * (NDK_FN_REQUEST_COMPLETION). */
 static NTSTATUS mr_register(NDK_MR *pNdkMr, MDL *Mdl, SIZE_T Length,
 			    ULONG Flags,
 			    NDK_FN_REQUEST_COMPLETION RequestCompletion,
@@ -347,7 +350,8 @@ int ndk_mr_fast_register(struct ndk_mr *mr, const NDK_LOGICAL_ADDRESS *pages,
 	err = -EINVAL;
 	if (!mr->fr_ready || !count || count > mr->fr_max_pages)
 		goto out;
-	/* ndkpi.md 4.7: FBO in the first page, Length fits the pages. */
+	/* NDK_FN_FAST_REGISTER: FBO in the first page, Length fits the
+	 * pages. */
 	if (fbo >= PAGE_SIZE || !length ||
 	    length > (uint64_t)count * PAGE_SIZE - fbo)
 		goto out;

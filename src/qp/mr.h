@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Memory regions (ndkpi.md 4.4). An MR owns one STag (qp/stag.h) from
- * create to destroy; registering makes it valid with a fresh key, so the
- * local and remote tokens change with every registration. Both tokens
- * are the same STag: the STag table grants remote access only when the
- * registration asked for it, so the local token is useless to a peer
- * unless remote rights were granted anyway.
+ * Memory regions (docs/ndk.md, Memory tokens). An MR owns one STag (qp/stag.h)
+ * from create to destroy; registering makes it valid with a fresh key, so the
+ * local and remote tokens change with every registration. Both tokens are the
+ * same STag: the STag table grants remote access only when the registration
+ * asked for it, so the local token is useless to a peer unless remote rights
+ * were granted anyway.
  *
  * Normal MRs (FastRegister FALSE) use NdkRegisterMr / NdkDeregisterMr:
  * base = the MDL's virtual address in this process, host-contiguous.
@@ -17,7 +17,8 @@
  * An MR with bound MWs may still be deregistered or invalidated: the
  * windows die with the registration they were bound to (their lookups
  * fail as invalid STags). NdkBind makes the MR an antecedent of the MW
- * (ndkpi.md 9.1, see mw.h), so the MR's close pends until the MW closes.
+ * (NDKPI Terminology, see mw.h), so the MR's close pends until the MW
+ * closes.
  */
 #ifndef NDK_QP_MR_H
 #define NDK_QP_MR_H
@@ -73,7 +74,7 @@ uint32_t ndk_mr_fr_max_pages(const struct ndk_adapter *ad);
  * NDK_MR_FLAG_* (NdkRegisterMr) to NDK_ACCESS_*. Local read is implicit;
  * ALLOW_REMOTE_WRITE (0x5) includes local write, and the bare 0x4 bit is
  * refused; RDMA_READ_SINK grants nothing extra and is not refused, since
- * the adapter advertises READ_SINK_NOT_REQUIRED (ndkpi.md 4.4). -EINVAL
+ * the adapter advertises READ_SINK_NOT_REQUIRED (NDK_FN_REGISTER_MR). -EINVAL
  * for unknown bits.
  */
 int ndk_mr_access_from_flags(ULONG flags, uint32_t *access);
@@ -87,7 +88,7 @@ int ndk_mr_access_from_flags(ULONG flags, uint32_t *access);
 int ndk_access_from_op_flags(ULONG flags, uint32_t *access);
 
 /*
- * NdkFastRegister's work (ndkpi.md 4.7): maps count PAGE_SIZE pages
+ * NdkFastRegister's work (NDK_FN_FAST_REGISTER): maps count PAGE_SIZE pages
  * (logical addresses from NdkBuildLAM, i.e. page-aligned host addresses)
  * at base_va, starting fbo bytes into pages[0], for length bytes, with the
  * access in flags (NDK_OP_FLAG_*), and gives the MR a new token.

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Memory windows: create, token, bind and invalidate (ndkpi.md 4.5, 4.7). */
+/* Memory windows: create, token, bind and invalidate (docs/ndk.md, Memory
+ * tokens). */
 #include <errno.h>
 #include <stdlib.h>
 #include "front/adapter.h"
@@ -105,7 +106,8 @@ int ndk_mw_bind(struct ndk_mw *mw, struct ndk_mr *mr, uint64_t va, uint64_t len,
 
 	pthread_mutex_lock(&mw->lock);
 	if (mw->mr != mr) {
-		/* NdkBind makes the MR an antecedent of the MW (ndkpi.md 9.1). */
+		/* NdkBind makes the MR an antecedent of the MW (NDKPI
+		 * Terminology). */
 		if (ndk_obj_link(&mw->obj, &mr->obj)) {
 			err = -EINVAL;
 			goto out;

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Memory windows (ndkpi.md 4.5, NdkBind in 4.7). An MW takes its STag
- * index at create, so NdkGetRemoteTokenFromMw always returns a token of
- * this MW; the token is only valid after a bind, and every bind gives a
- * new key, so tokens handed out for an earlier binding stop working.
+ * Memory windows (NDK_FN_GET_REMOTE_TOKEN_FROM_MW, NDK_FN_BIND). An MW takes
+ * its STag index at create, so NdkGetRemoteTokenFromMw always returns a token
+ * of this MW; the token is only valid after a bind, and every bind gives a new
+ * key, so tokens handed out for an earlier binding stop working.
  *
- * A window grants remote access only (no local SGE may name it) and dies
- * with the MR registration it was bound to. A successful bind makes the
- * MR an antecedent of the MW (ndkpi.md 9.1); the link stays until the MW
- * is bound to another MR or closed (invalidation does not drop it), so the
- * MR's close pends until then.
+ * A window grants remote access only (no local SGE may name it) and dies with
+ * the MR registration it was bound to. A successful bind makes the MR an
+ * antecedent of the MW (NDKPI Terminology); the link stays until the MW is
+ * bound to another MR or closed (invalidation does not drop it), so the MR's
+ * close pends until then.
  */
 #ifndef NDK_QP_MW_H
 #define NDK_QP_MW_H
@@ -49,7 +49,7 @@ uint32_t ndk_mw_token(struct ndk_mw *mw);
  *   -ERANGE  va not in [MR base, MR base + length) or the window overruns
  *   -EOVERFLOW va + len wraps
  *   -EACCES  remote write asked for but the MR lacks local write
- *            (STATUS_ACCESS_VIOLATION, ndkpi.md 4.7)
+ *            (STATUS_ACCESS_VIOLATION, NDK_FN_BIND)
  * On error the previous binding, if any, is left as it was.
  */
 int ndk_mw_bind(struct ndk_mw *mw, struct ndk_mr *mr, uint64_t va, uint64_t len,

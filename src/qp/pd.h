@@ -17,8 +17,9 @@ static inline struct ndk_pd *to_ndk_pd(NDK_PD *pd)
 
 /*
  * The privileged token: lets SGEs carry logical addresses from NdkBuildLAM
- * without registration. Local read and write only, never remote (ndkpi.md
- * 4.3); the STag table never maps it, so a peer cannot use it.
+ * without registration. Local read and write only, never remote
+ * (NDK_FN_GET_PRIVILEGED_MEMORY_REGION_TOKEN); the STag table never maps it,
+ * so a peer cannot use it.
  */
 #define NDK_PRIVILEGED_TOKEN 0x00000000u
 

@@ -31,9 +31,9 @@ static void srq_notify_work(struct ndk_work *w)
 	struct ndk_srq *srq = container_of(w, struct ndk_srq, notify_work);
 
 	/*
-	 * No notification once the close has started (ndkpi.md 5); the
-	 * consumer may close the SRQ inside the callback: our hold keeps the
-	 * close pending until we release it.
+	 * No notification once the close has started (NDKPI Object Lifetime
+	 * Requirements); the consumer may close the SRQ inside the callback:
+	 * our hold keeps the close pending until we release it.
 	 */
 	if (ndk_obj_is_open(&srq->obj))
 		srq->notify(srq->notify_ctx, STATUS_SUCCESS);
@@ -255,7 +255,7 @@ NTSTATUS ndk_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth,
 		return STATUS_INVALID_PARAMETER;
 	pd = to_ndk_pd(pNdkPd);
 	ad = pd->obj.adapter;
-	/* Limits from NDK_ADAPTER_INFO (ndkpi.md 8); MaxSrqDepth 0 = no SRQ. */
+	/* Limits from NDK_ADAPTER_INFO; MaxSrqDepth 0 = no SRQ. */
 	if (!SrqDepth || SrqDepth > ad->info.MaxSrqDepth ||
 	    !MaxReceiveRequestSge ||
 	    MaxReceiveRequestSge > ad->info.MaxReceiveRequestSge ||

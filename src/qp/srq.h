@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared receive queue (reference/ndkpi.md sections 4.3 and 4.6).
+ * Shared receive queue (NDK_FN_CREATE_SRQ, NDK_FN_MODIFY_SRQ; docs/ndk.md,
+ * Shared receive queues).
  *
  * Receives posted with NdkSrqReceive wait here until the data path of a QP
  * created with NdkCreateQpWithSrq takes one (ndk_srq_take) for an incoming
@@ -15,10 +16,10 @@
  * below anything, and firing before the consumer could post would be
  * noise. After firing it stays disarmed until NdkModifySrq arms it again.
  *
- * Closing: the SRQ is an antecedent of its QPs (ndkpi.md 9.1), so its close
- * completes only after they are closed. Receives still queued then were
- * never consumed by any QP, so there is no CQ to complete them on; they
- * are dropped, like verbs drops the WQEs of a destroyed SRQ.
+ * Closing: the SRQ is an antecedent of its QPs (NDKPI Terminology), so its
+ * close completes only after they are closed. Receives still queued then were
+ * never consumed by any QP, so there is no CQ to complete them on; they are
+ * dropped, like verbs drops the WQEs of a destroyed SRQ.
  */
 #ifndef NDK_QP_SRQ_H
 #define NDK_QP_SRQ_H
@@ -73,7 +74,8 @@ static inline struct ndk_srq *to_ndk_srq(NDK_SRQ *srq)
  * queue dropped below its threshold. Returns 0 or -EAGAIN if the SRQ is
  * empty (the peer sent without a posted receive). Still works while the
  * SRQ's close pends: its QPs live on until they are closed, and an early
- * antecedent close is a plain dereference (ndkpi.md 9.2). Any thread.
+ * antecedent close is a plain dereference (NDKPI Object Lifetime
+ * Requirements). Any thread.
  */
 int ndk_srq_take(struct ndk_srq *srq, struct ndk_rqe *out);
 

@@ -708,7 +708,8 @@ int ndk_stag_sge_lookup(struct ndk_stag_table *t, uint32_t pd_id,
 	if (token != NDK_PRIVILEGED_TOKEN)
 		return ndk_stag_lookup(t, token, pd_id, va, len, access, ref,
 				       addr);
-	/* The privileged token never grants remote access (ndkpi.md 4.3). */
+	/* The privileged token never grants remote access
+	 * (NDK_FN_GET_PRIVILEGED_MEMORY_REGION_TOKEN). */
 	if (access & NDK_ACCESS_REMOTE)
 		return -EACCES;
 	err = ndk_stag_lam_lookup(t, va, len, addr);

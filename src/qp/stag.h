@@ -73,7 +73,7 @@ enum ndk_stag_type {
 /*
  * Why an access was refused. Each class has its own errno so a caller can
  * pick the Terminate code (RFC 5040 RDMAP Remote Protection and RFC 5041
- * DDP tagged-buffer codes, reference/iwarp.md 3.6):
+ * DDP tagged-buffer codes; docs/wire.md, Terminate):
  *
  *   INVALID_STAG  -ENOENT      RDMAP 0x00 / DDP 0x00 Invalid STag
  *   BOUNDS        -ERANGE      RDMAP 0x01 / DDP 0x01 Base or bounds violation
@@ -146,7 +146,7 @@ int ndk_stag_validate(struct ndk_stag_table *t, uint32_t *stag,
  * MR makes lookups through the window fail with -ENOENT.
  * Errors: -ENOENT MR token not valid, -EPERM MR and MW in different PDs,
  * -ERANGE window outside the MR, -EACCES remote write asked for on an MR
- * without local write (ndkpi.md 4.7, NdkBind), -EINVAL bad access bits.
+ * without local write (NDK_FN_BIND), -EINVAL bad access bits.
  */
 int ndk_stag_bind(struct ndk_stag_table *t, uint32_t *mw_stag, uint32_t mr_stag,
 		  uint64_t va, uint64_t len, uint32_t access);
@@ -233,7 +233,7 @@ int ndk_stag_lam_lookup(struct ndk_stag_table *t, uint64_t la, uint64_t len,
 			void **addr);
 
 /*
- * One entry point for a local SGE (ndkpi.md 2.2): the privileged token
+ * One entry point for a local SGE (NDK_SGE): the privileged token
  * means a logical address from NdkBuildLAM, local access only (-EACCES for
  * remote access); any other token is looked up as above. ref is filled
  * either way and must be put.

@@ -794,7 +794,8 @@ static void run_send_lat(struct client_conn *cc, struct run *r)
 }
 
 /* -B: every request of a burst but the last is posted with
- * NDK_OP_FLAG_DEFER, so the burst leaves together (ndkpi.md 9.5). */
+ * NDK_OP_FLAG_DEFER, so the burst leaves together (NDKPI Deferred Processing
+ * Scheme). */
 static ULONG burst_flags(uint64_t i, uint64_t end)
 {
 	return opt.defer && i + 1 < end ? NDK_OP_FLAG_DEFER : 0;
