@@ -25,6 +25,7 @@ bad() {
 start_server() { # log args...
 	local log=$1 i
 	shift
+	: >"$log" # the first sed may run before the server opens it
 	"$bin" -p 0 "$@" >"$log" 2>&1 &
 	srv=$!
 	for ((i = 0; i < 100; i++)); do

@@ -26,6 +26,7 @@ trap cleanup EXIT
 start_server() { # log args...
 	local log=$1 i
 	shift
+	: >"$log" # the first sed may run before the server opens it
 	"$bin" -s -a 127.0.0.1 -p 0 "$@" >"$log" 2>&1 &
 	srv=$!
 	for ((i = 0; i < 100; i++)); do
