@@ -4,7 +4,7 @@
 
 BUILD ?= build
 CMAKE_FLAGS ?=
-DEPS := cmake ninja-build pkg-config gcc clang libcmocka-dev iproute2 \
+DEPS := cmake ninja-build pkg-config gcc g++ clang libcmocka-dev iproute2 \
 	tshark clang-format python3 librdmacm-dev libibverbs-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -146,7 +146,7 @@ static struct closer *closer_new(const char *name)
 }
 
 /* Closes an object; waits for CloseCompletion if the close pends. */
-static void close_object(NDK_OBJECT_HEADER *hdr, NDK_FN_CLOSE_OBJECT *fn,
+static void close_object(NDK_OBJECT_HEADER *hdr, NDK_FN_CLOSE_OBJECT fn,
 			 const char *name, int wait)
 {
 	struct closer *c = closer_new(name);

@@ -14,7 +14,7 @@ typedef struct _NDK_VERSION {
 	USHORT Minor;
 } NDK_VERSION;
 
-typedef enum {
+typedef enum _NDK_RDMA_TECHNOLOGY {
 	NdkUndefined = 0,
 	NdkiWarp = 1,
 	NdkInfiniBand = 2,

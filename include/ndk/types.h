@@ -84,7 +84,11 @@ typedef struct _GROUP_AFFINITY {
 	USHORT Reserved[3];
 } GROUP_AFFINITY, *PGROUP_AFFINITY;
 
-/* Socket addresses are Linux's (AF_INET 2, AF_INET6 10). */
+/*
+ * Socket addresses are Linux's: AF_INET is 2 as on Windows, but AF_INET6
+ * is Linux's 10, not Windows' 23. Code that spells the family as AF_INET6
+ * compiles and works unchanged; a literal 23 does not.
+ */
 typedef struct sockaddr SOCKADDR;
 typedef struct sockaddr *PSOCKADDR;
 typedef struct sockaddr_in SOCKADDR_IN;

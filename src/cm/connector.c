@@ -435,8 +435,8 @@ static void disc_work_fn(struct ndk_work *w)
 {
 	struct ndk_connector *c =
 		container_of(w, struct ndk_connector, disc_work);
-	NDK_FN_DISCONNECT_EVENT_CALLBACK *cb;
-	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX *cb_ex;
+	NDK_FN_DISCONNECT_EVENT_CALLBACK cb;
+	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX cb_ex;
 	PVOID ctx;
 
 	pthread_mutex_lock(&c->lock);
@@ -1138,7 +1138,7 @@ static NTSTATUS conn_start(struct ndk_connector *c, struct ndk_endpoint *ep,
 			   int fd, struct ndk_qp *qp,
 			   const struct sockaddr *dst, ULONG ird, ULONG ord,
 			   const void *pd, ULONG pd_len,
-			   NDK_FN_REQUEST_COMPLETION *cb, PVOID ctx)
+			   NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
 {
 	struct ndk_adapter *ad = c->obj.adapter;
 	static const int one = 1;
@@ -1330,10 +1330,10 @@ out:
 	return status;
 }
 
-static NTSTATUS
-conn_complete_connect(struct ndk_connector *c,
-		      NDK_FN_DISCONNECT_EVENT_CALLBACK *ev,
-		      NDK_FN_DISCONNECT_EVENT_CALLBACK_EX *ev_ex, PVOID ev_ctx)
+static NTSTATUS conn_complete_connect(struct ndk_connector *c,
+				      NDK_FN_DISCONNECT_EVENT_CALLBACK ev,
+				      NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev_ex,
+				      PVOID ev_ctx)
 {
 	struct ndk_adapter *ad = c->obj.adapter;
 	NTSTATUS status = STATUS_SUCCESS;
@@ -1419,9 +1419,9 @@ static NTSTATUS connector_complete_connect_ex(
 
 static NTSTATUS conn_accept(struct ndk_connector *c, NDK_QP *pNdkQp, ULONG ird,
 			    ULONG ord, const void *pd, ULONG pd_len,
-			    NDK_FN_DISCONNECT_EVENT_CALLBACK *ev,
-			    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX *ev_ex,
-			    PVOID ev_ctx, NDK_FN_REQUEST_COMPLETION *cb,
+			    NDK_FN_DISCONNECT_EVENT_CALLBACK ev,
+			    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev_ex,
+			    PVOID ev_ctx, NDK_FN_REQUEST_COMPLETION cb,
 			    PVOID ctx)
 {
 	struct ndk_adapter *ad = c->obj.adapter;

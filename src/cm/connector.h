@@ -101,8 +101,8 @@ struct ndk_connector {
 
 	/* Requests that pend, and the disconnect event. */
 	struct ndk_req connect_req, accept_req, complete_req, disconnect_req;
-	NDK_FN_DISCONNECT_EVENT_CALLBACK *disc_cb;
-	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX *disc_cb_ex;
+	NDK_FN_DISCONNECT_EVENT_CALLBACK disc_cb;
+	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_cb_ex;
 	PVOID disc_ctx;
 	bool disc_fired; /* at most once per connection */
 	struct ndk_work disc_work;

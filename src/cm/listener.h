@@ -16,7 +16,7 @@ struct ndk_endpoint;
  */
 struct ndk_listener {
 	struct ndk_obj obj;
-	NDK_FN_CONNECT_EVENT_CALLBACK *connect_event;
+	NDK_FN_CONNECT_EVENT_CALLBACK connect_event;
 	PVOID connect_event_ctx;
 
 	pthread_mutex_t lock;

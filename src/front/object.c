@@ -137,7 +137,7 @@ static void close_work_fn(struct ndk_work *w)
 {
 	struct ndk_obj *obj = container_of(w, struct ndk_obj, close_work);
 	struct ndk_obj_domain *dom = obj->domain;
-	NDK_FN_CLOSE_COMPLETION *cb = obj->close_cb;
+	NDK_FN_CLOSE_COMPLETION cb = obj->close_cb;
 
 	/* CloseCompletion is the object's last callback. */
 	if (cb && !obj->close_internal)
@@ -229,7 +229,7 @@ bool ndk_obj_is_open(struct ndk_obj *obj)
 	return open;
 }
 
-static NTSTATUS obj_close(struct ndk_obj *obj, NDK_FN_CLOSE_COMPLETION *cb,
+static NTSTATUS obj_close(struct ndk_obj *obj, NDK_FN_CLOSE_COMPLETION cb,
 			  PVOID ctx, bool internal)
 {
 	struct ndk_obj_domain *dom = obj->domain;
@@ -273,7 +273,7 @@ static NTSTATUS obj_close(struct ndk_obj *obj, NDK_FN_CLOSE_COMPLETION *cb,
 	return STATUS_PENDING;
 }
 
-NTSTATUS ndk_obj_close(struct ndk_obj *obj, NDK_FN_CLOSE_COMPLETION *cb,
+NTSTATUS ndk_obj_close(struct ndk_obj *obj, NDK_FN_CLOSE_COMPLETION cb,
 		       PVOID ctx)
 {
 	return obj_close(obj, cb, ctx, false);
@@ -327,7 +327,7 @@ static void req_work_fn(struct ndk_work *w)
 }
 
 void ndk_req_pend(struct ndk_req *r, struct ndk_obj *obj,
-		  NDK_FN_REQUEST_COMPLETION *cb, PVOID ctx)
+		  NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
 {
 	ndk_work_init(&r->work, req_work_fn);
 	r->obj = obj;
@@ -354,22 +354,21 @@ void ndk_req_withdraw(struct ndk_req *r)
 }
 
 NTSTATUS ndk_query_extension(NDK_OBJECT_HEADER *pNdkObject,
-			     CONST GUID *ExtensionInterfaceID,
+			     GUID *ExtensionInterfaceID,
 			     NDK_VERSION ExtensionInterfaceVersion,
 			     NDK_EXTENSION_INTERFACE *pExtensionInterface)
 {
-	/* No NDK extension interfaces are defined
-	 * (NDK_FN_QUERY_EXTENSION_INTERFACE). */
+	/* No extension interface exists (NDK_FN_QUERY_EXTENSION_INTERFACE). */
 	return STATUS_NOT_SUPPORTED;
 }
 
 NTSTATUS ndk_close_object(NDK_OBJECT_HEADER *pNdkObject,
-			  NDK_FN_CLOSE_COMPLETION RequestCompletion,
+			  NDK_FN_CLOSE_COMPLETION CloseCompletion,
 			  PVOID RequestContext)
 {
 	if (!pNdkObject)
 		return STATUS_INVALID_PARAMETER;
-	return ndk_obj_close(to_ndk_obj(pNdkObject), RequestCompletion,
+	return ndk_obj_close(to_ndk_obj(pNdkObject), CloseCompletion,
 			     RequestContext);
 }
 

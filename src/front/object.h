@@ -100,7 +100,7 @@ struct ndk_obj {
 	bool finishing; /* close completion posted */
 	bool close_internal; /* closed by NdkCloseAdapter: no callback */
 	struct ndk_obj *antecedents[NDK_OBJ_MAX_ANTECEDENTS];
-	NDK_FN_CLOSE_COMPLETION *close_cb;
+	NDK_FN_CLOSE_COMPLETION close_cb;
 	PVOID close_ctx;
 	struct ndk_work close_work;
 };
@@ -134,7 +134,7 @@ void ndk_obj_unlink(struct ndk_obj *succ, struct ndk_obj *ante);
 bool ndk_obj_is_linked(struct ndk_obj *succ, struct ndk_obj *ante);
 
 /* NDK_FN_CLOSE_OBJECT for any object. */
-NTSTATUS ndk_obj_close(struct ndk_obj *obj, NDK_FN_CLOSE_COMPLETION *cb,
+NTSTATUS ndk_obj_close(struct ndk_obj *obj, NDK_FN_CLOSE_COMPLETION cb,
 		       PVOID ctx);
 /* Close without a completion callback (adapter teardown). */
 void ndk_obj_close_internal(struct ndk_obj *obj);
@@ -159,7 +159,7 @@ bool ndk_obj_begin_event(struct ndk_obj *obj);
 struct ndk_req {
 	struct ndk_work work;
 	struct ndk_obj *obj;
-	NDK_FN_REQUEST_COMPLETION *cb;
+	NDK_FN_REQUEST_COMPLETION cb;
 	PVOID ctx;
 	NTSTATUS status;
 	atomic_bool pending;
@@ -170,7 +170,7 @@ struct ndk_req {
  * its previous completion has run: its work item is re-initialised here.
  */
 void ndk_req_pend(struct ndk_req *r, struct ndk_obj *obj,
-		  NDK_FN_REQUEST_COMPLETION *cb, PVOID ctx);
+		  NDK_FN_REQUEST_COMPLETION cb, PVOID ctx);
 /*
  * Completes a pending request exactly once: the callback runs on the engine
  * thread, then the hold is released. Returns false if r was not pending,
@@ -185,9 +185,14 @@ bool ndk_req_complete(struct ndk_req *r, NTSTATUS status);
 void ndk_req_withdraw(struct ndk_req *r);
 
 /* NDK_FN_QUERY_EXTENSION_INTERFACE: no extensions exist. */
-NDK_FN_QUERY_EXTENSION_INTERFACE ndk_query_extension;
+NTSTATUS ndk_query_extension(NDK_OBJECT_HEADER *pNdkObject,
+			     GUID *ExtensionInterfaceID,
+			     NDK_VERSION ExtensionInterfaceVersion,
+			     NDK_EXTENSION_INTERFACE *pExtensionInterface);
 /* NDK_FN_CLOSE_OBJECT for every object type (type hooks are in ops). */
-NDK_FN_CLOSE_OBJECT ndk_close_object;
+NTSTATUS ndk_close_object(NDK_OBJECT_HEADER *pNdkObject,
+			  NDK_FN_CLOSE_COMPLETION CloseCompletion,
+			  PVOID RequestContext);
 
 /*
  * Common tail of every create function: ndk_obj_init (in the domain of

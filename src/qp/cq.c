@@ -51,7 +51,7 @@ enum cq_arm {
 
 struct ndk_cq {
 	struct ndk_obj obj;
-	NDK_FN_CQ_NOTIFICATION_CALLBACK *notify;
+	NDK_FN_CQ_NOTIFICATION_CALLBACK notify;
 	PVOID notify_ctx;
 
 	pthread_mutex_t lock; /* everything below */

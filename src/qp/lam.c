@@ -28,13 +28,13 @@
 NTSTATUS ndk_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
 		       NDK_FN_REQUEST_COMPLETION RequestCompletion,
 		       PVOID RequestContext,
-		       NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM, ULONG *pNdkLAMSize,
+		       NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM, ULONG *pLAMSize,
 		       ULONG *pFBO)
 {
 	struct ndk_adapter *ad;
 	uint64_t va, first, count, need, cookie, i;
 
-	if (!pNdkAdapter || !pNdkLAMSize || !pFBO)
+	if (!pNdkAdapter || !pLAMSize || !pFBO)
 		return STATUS_INVALID_PARAMETER;
 	ad = to_ndk_adapter(pNdkAdapter);
 	/* Length 0, past the MDL chain, or not virtually contiguous. */
@@ -49,8 +49,8 @@ NTSTATUS ndk_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
 		return STATUS_INSUFFICIENT_RESOURCES;
 	if (ndk_mem_check_mapped(va, Length))
 		return STATUS_INVALID_PARAMETER;
-	if (!pNdkLAM || *pNdkLAMSize < need) {
-		*pNdkLAMSize = (ULONG)need;
+	if (!pNdkLAM || *pLAMSize < need) {
+		*pLAMSize = (ULONG)need;
 		return STATUS_BUFFER_TOO_SMALL;
 	}
 	if (ndk_stag_lam_add(ad->stags, first, first + count * PAGE_SIZE,
@@ -61,7 +61,7 @@ NTSTATUS ndk_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
 	for (i = 0; i < count; i++)
 		pNdkLAM->AdapterPageArray[i].QuadPart =
 			(LONGLONG)(first + i * PAGE_SIZE);
-	*pNdkLAMSize = (ULONG)need;
+	*pLAMSize = (ULONG)need;
 	*pFBO = (ULONG)(va & PAGE_MASK);
 	return STATUS_SUCCESS;
 }

@@ -58,7 +58,7 @@ struct ndk_srq {
 	uint32_t threshold; /* 0: none */
 	bool armed;
 
-	NDK_FN_SRQ_NOTIFICATION_CALLBACK *notify;
+	NDK_FN_SRQ_NOTIFICATION_CALLBACK notify;
 	PVOID notify_ctx;
 	struct ndk_work notify_work; /* runs notify on the engine thread */
 };

@@ -20,7 +20,7 @@ struct cm_req {
 };
 
 void cm_req_init(struct cm_req *r);
-NDK_FN_REQUEST_COMPLETION cm_req_done;
+VOID cm_req_done(PVOID ctx, NTSTATUS status);
 /* Waits up to ms (0: only looks) for the completion; returns its status,
  * or -1 if it has not come. Fails the test if it completed more than
  * once. */

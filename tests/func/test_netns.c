@@ -80,6 +80,7 @@
 	} while (0)
 
 /* Runs a shell command built from fmt; 0 if it exited 0. */
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int sh(const char *fmt, ...)
 {
 	char cmd[512];

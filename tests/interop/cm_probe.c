@@ -204,7 +204,7 @@ static void print_addresses(NDK_CONNECTOR *c)
 	    NT_SUCCESS(s2) ? ntohs(b.sin_port) : 0);
 }
 
-static void close_obj(NDK_OBJECT_HEADER *hdr, NDK_FN_CLOSE_OBJECT *fn,
+static void close_obj(NDK_OBJECT_HEADER *hdr, NDK_FN_CLOSE_OBJECT fn,
 		      const char *name)
 {
 	struct waiter w;

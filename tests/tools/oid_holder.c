@@ -92,7 +92,7 @@ static void on_cq(PVOID ctx, NTSTATUS status)
 }
 
 /* A close that may pend: NdkCloseAdapter waits for it. */
-static void close_object(NDK_OBJECT_HEADER *hdr, NDK_FN_CLOSE_OBJECT *fn)
+static void close_object(NDK_OBJECT_HEADER *hdr, NDK_FN_CLOSE_OBJECT fn)
 {
 	NTSTATUS st = fn(hdr, NULL, NULL);
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Windows x64 layouts of the public structures (reference/ndkpi.md 2, 8,
- * 10.2 and 15). The _Static_asserts fail the build; the test repeats the
- * checks at run time so the result is visible in the test report.
+ * Windows x64 layouts of the public structures, as the Microsoft pages
+ * NDK_OBJECT_HEADER, NDK_SGE, NDK_RESULT_EX, NDK_ADAPTER_INFO, the
+ * NDK_xxx_DISPATCH tables and the NDIS_NDK_* structures give them. The
+ * _Static_asserts fail the build; the test repeats the checks at run time
+ * so the result is visible in the test report.
  */
 #include <stdarg.h>
 #include <stddef.h>

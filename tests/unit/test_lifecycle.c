@@ -44,7 +44,7 @@ static void on_cq(PVOID ctx, NTSTATUS status)
 
 struct objs {
 	NDK_OBJECT_HEADER *hdr[NOBJ];
-	NDK_FN_CLOSE_OBJECT *close[NOBJ];
+	NDK_FN_CLOSE_OBJECT close[NOBJ];
 };
 
 static void create_all(NDK_ADAPTER *ad, struct objs *o)

@@ -657,7 +657,7 @@ static void test_fr_init(void **state)
 	struct fixture *f = *state;
 	NDK_MR *fr = mr_new(f->pd, TRUE);
 	uint32_t max = ndk_mr_fr_max_pages(f->ad);
-	NDK_FN_INITIALIZE_FAST_REGISTER_MR *init =
+	NDK_FN_INITIALIZE_FAST_REGISTER_MR init =
 		fr->Dispatch->NdkInitializeFastRegisterMr;
 
 	assert_true(max >= f->ad->info.FRMRPageCount);

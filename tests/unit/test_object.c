@@ -71,7 +71,7 @@ static struct tobj *tobj_new(struct ndk_adapter *ad, struct ndk_obj *parent,
 	return t;
 }
 
-static NTSTATUS tclose(struct tobj *t, NDK_FN_CLOSE_COMPLETION *cb,
+static NTSTATUS tclose(struct tobj *t, NDK_FN_CLOSE_COMPLETION cb,
 		       const void *ctx)
 {
 	NDK_MW *mw = &t->obj.pub.mw;

@@ -78,8 +78,8 @@ static void close_obj(void *obj)
 {
 	NDK_OBJECT_HEADER *hdr = obj;
 	/* Every object's first dispatch slot is its close function. */
-	NDK_FN_CLOSE_OBJECT *const *close_fn =
-		(NDK_FN_CLOSE_OBJECT *const *)((NDK_PD *)obj)->Dispatch;
+	const NDK_FN_CLOSE_OBJECT *close_fn =
+		(const NDK_FN_CLOSE_OBJECT *)((NDK_PD *)obj)->Dispatch;
 
 	assert_int_equal((*close_fn)(hdr, NULL, NULL), STATUS_SUCCESS);
 }

@@ -47,7 +47,7 @@ void tool_host_close(struct tool_host *h)
  * table starts with the object's close function (NDKPI 2.x layout). */
 struct tool_any_object {
 	NDK_OBJECT_HEADER Header;
-	NDK_FN_CLOSE_OBJECT *const *Dispatch;
+	const NDK_FN_CLOSE_OBJECT *Dispatch;
 };
 
 NTSTATUS tool_close(NDK_OBJECT_HEADER *obj)

@@ -25,7 +25,7 @@ struct tool_wait {
 void tool_wait_init(struct tool_wait *w);
 void tool_wait_fire(struct tool_wait *w, NTSTATUS status);
 /* The request-completion callback; its context is the struct tool_wait. */
-NDK_FN_REQUEST_COMPLETION tool_wait_done;
+VOID tool_wait_done(PVOID ctx, NTSTATUS status);
 /* The close callback (NDK_FN_CLOSE_COMPLETION): fires STATUS_SUCCESS. */
 VOID tool_wait_closed(PVOID ctx);
 /* The completion's status, or STATUS_IO_TIMEOUT after ms (0: forever). */

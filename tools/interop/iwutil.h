@@ -47,7 +47,7 @@ void iw_host_open(struct tool_host *h, const char *ifname,
 void iw_conn_init(struct tool_host *h, struct iw_conn *cn, ULONG rq_depth,
 		  ULONG sq_depth);
 /* The disconnect event callback; its context is the struct iw_conn. */
-NDK_FN_DISCONNECT_EVENT_CALLBACK_EX iw_on_disconnect;
+VOID iw_on_disconnect(PVOID ctx, ULONG reason);
 bool iw_conn_disconnected(struct iw_conn *cn);
 /* Disconnects, closes connector, QP and CQ. */
 void iw_conn_close(struct iw_conn *cn);
