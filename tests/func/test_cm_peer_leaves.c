@@ -1,0 +1,479 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Raw MPA peers (rawpeer_cm.h) that close (FIN or RST) or go silent at
+ * every step of the handshake, against our listener and our NdkConnect:
+ * in the middle of a Request or Reply, before the Accept, instead of the
+ * RTR, after the Reply, before NdkCompleteConnect; and the listener and
+ * adapter closed while bad peers hang on. Silence ends at
+ * NDK_CM_TIMEOUT_MS, not before; a reset connection leaves the engine
+ * idle.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "rawpeer_cm.h"
+#include "testutil.h"
+
+/* ------------------------------------------------------------------ */
+/* Passive side                                                       */
+
+/* How much of mpa_req_v2 the raw client sends before it leaves. */
+struct cut_case {
+	const char *name;
+	size_t len;
+};
+
+static const struct cut_case request_cuts[] = {
+	{ "TCP only, no Request", 0 },
+	{ "inside the key", 7 },
+	{ "inside PD_Length", 19 },
+	{ "the header, no private data", 20 },
+	{ "inside the IRD/ORD block", 22 },
+	{ "one byte short", sizeof(mpa_req_v2) - 1 },
+	{ NULL, 0 },
+};
+
+/* Each cut of the Request, then a FIN; then each again with an RST. */
+static void truncated_close(const void *cases)
+{
+	struct passive p;
+
+	passive_open(&p);
+	for (int rst = 0; rst < 2; rst++) {
+		for (const struct cut_case *c = cases; c->name; c++) {
+			int fd = raw_connect(&p.l.addr);
+
+			if (c->len)
+				raw_send(fd, mpa_req_v2, c->len);
+			if (rst)
+				raw_close_rst(fd);
+			else
+				close(fd);
+		}
+	}
+	passive_settled(&p);
+	passive_close(&p);
+}
+
+static void test_passive_truncated_close(void **state)
+{
+	rawcm_repeat(truncated_close, request_cuts);
+}
+
+static void sc_passive_truncated_silence(const void *unused)
+{
+	static const size_t cuts[] = { 0, 10, 20, sizeof(mpa_req_v2) - 1 };
+	struct passive p;
+	int fd[4];
+	uint64_t t0;
+
+	passive_open(&p);
+	t0 = tu_now_ms();
+	for (int i = 0; i < 4; i++) {
+		fd[i] = raw_connect(&p.l.addr);
+		if (cuts[i])
+			raw_send(fd[i], mpa_req_v2, cuts[i]);
+	}
+	/* Dropped after NDK_CM_TIMEOUT_MS, not before (siw: 5 s). */
+	for (int i = 0; i < 4; i++) {
+		raw_assert_dropped(fd[i], WAIT_MS, NULL);
+		assert_true(tu_now_ms() - t0 >= CM_TIMEOUT_MS - 20);
+		close(fd[i]);
+	}
+	assert_true(tu_now_ms() - t0 < CM_TIMEOUT_MS + 2000);
+	passive_settled(&p);
+	passive_close(&p);
+}
+
+static void test_passive_truncated_silence(void **state)
+{
+	rawcm_repeat(sc_passive_truncated_silence, NULL);
+}
+
+static void sc_passive_close_before_accept(const void *unused)
+{
+	struct passive p;
+	NDK_CONNECTOR *c1, *c2, *c3;
+	struct cm_req acc;
+	NDK_QP *qp;
+	int fd;
+
+	passive_open(&p);
+	qp = cm_qp(&p.h);
+	/* Accept after the initiator left: STATUS_CONNECTION_ABORTED. */
+	c1 = passive_raw_request(&p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
+	close(fd);
+	tu_sleep_ms(20);
+	cm_req_init(&acc);
+	assert_int_equal(c1->Dispatch->NdkAccept(c1, qp, 1, 1, NULL, 0, NULL,
+						 NULL, cm_req_done, &acc),
+			 STATUS_CONNECTION_ABORTED);
+	assert_int_equal(cm_req_wait(&acc, 20), -1); /* inline only */
+	/* So does Reject. */
+	c2 = passive_raw_request(&p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
+	close(fd);
+	tu_sleep_ms(20);
+	assert_int_equal(c2->Dispatch->NdkReject(c2, NULL, 0),
+			 STATUS_CONNECTION_ABORTED);
+	/* An RST instead of a FIN: the same. */
+	c3 = passive_raw_request(&p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
+	raw_close_rst(fd);
+	tu_sleep_ms(20);
+	cm_req_init(&acc);
+	assert_int_equal(c3->Dispatch->NdkAccept(c3, qp, 1, 1, NULL, 0, NULL,
+						 NULL, cm_req_done, &acc),
+			 STATUS_CONNECTION_ABORTED);
+	cm_close_connector(c1);
+	cm_close_connector(c2);
+	cm_close_connector(c3);
+	cm_close_qp(qp);
+	passive_settled(&p);
+	passive_close(&p);
+}
+
+static void test_passive_close_before_accept(void **state)
+{
+	rawcm_repeat(sc_passive_close_before_accept, NULL);
+}
+
+/* The peer leaves without reading or answering right after the Request,
+ * and the consumer only learns it when it calls in: no hang. */
+static void sc_passive_close_no_wait(const void *unused)
+{
+	struct passive p;
+	NDK_CONNECTOR *c;
+	NDK_QP *qp;
+	NTSTATUS st;
+	struct cm_req acc;
+	int fd;
+
+	passive_open(&p);
+	qp = cm_qp(&p.h);
+	c = passive_raw_request(&p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
+	close(fd);
+	/* No sleep: Accept races the provider noticing the FIN. */
+	cm_req_init(&acc);
+	st = c->Dispatch->NdkAccept(c, qp, 1, 1, NULL, 0, NULL, NULL,
+				    cm_req_done, &acc);
+	assert_int_equal(cm_req_result(st, &acc, WAIT_MS),
+			 STATUS_CONNECTION_ABORTED);
+	cm_close_connector(c);
+	cm_close_qp(qp);
+	passive_settled(&p);
+	passive_close(&p);
+}
+
+static void test_passive_close_no_wait(void **state)
+{
+	rawcm_repeat(sc_passive_close_no_wait, NULL);
+}
+
+static void sc_passive_close_instead_of_rtr(const void *unused)
+{
+	struct passive p;
+	struct cm_req acc;
+	struct mpa_msg rep;
+	NDK_CONNECTOR *c;
+	NDK_QP *qp;
+	int fd;
+
+	passive_open(&p);
+	for (int rst = 0; rst < 2; rst++) {
+		c = passive_raw_request(&p, &fd, mpa_req_v2,
+					sizeof(mpa_req_v2));
+		qp = passive_accept_read_reply(&p, c, fd, &acc, &rep);
+		assert_p2p_write_reply(&rep);
+		/* The Accept waits for the RTR. */
+		assert_int_equal(cm_req_wait(&acc, 20), -1);
+		if (rst)
+			raw_close_rst(fd);
+		else
+			close(fd);
+		assert_int_equal(cm_req_wait(&acc, WAIT_MS),
+				 STATUS_CONNECTION_ABORTED);
+		cm_close_connector(c);
+		cm_close_qp(qp);
+	}
+	passive_settled(&p);
+	passive_close(&p);
+}
+
+static void test_passive_close_instead_of_rtr(void **state)
+{
+	rawcm_repeat(sc_passive_close_instead_of_rtr, NULL);
+}
+
+static void sc_passive_no_rtr(const void *unused)
+{
+	struct passive p;
+	struct cm_req acc;
+	struct mpa_msg rep;
+	NDK_CONNECTOR *c;
+	NDK_QP *qp;
+	uint64_t t0;
+	int fd;
+
+	passive_open(&p);
+	c = passive_raw_request(&p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
+	t0 = tu_now_ms();
+	qp = passive_accept_read_reply(&p, c, fd, &acc, &rep);
+	assert_int_equal(cm_req_wait(&acc, WAIT_MS), STATUS_IO_TIMEOUT);
+	assert_true(tu_now_ms() - t0 >= CM_TIMEOUT_MS - 20);
+	/* The provider hung up on the silent initiator. */
+	raw_assert_dropped(fd, WAIT_MS, NULL);
+	close(fd);
+	cm_close_connector(c);
+	cm_close_qp(qp);
+	passive_settled(&p);
+	passive_close(&p);
+}
+
+static void test_passive_no_rtr(void **state)
+{
+	rawcm_repeat(sc_passive_no_rtr, NULL);
+}
+
+/* Closing the listener and the adapter while bad peers hang on. */
+static void sc_passive_close_during(const void *unused)
+{
+	struct passive p;
+	int fd[4];
+	NDK_CONNECTOR *c;
+
+	passive_open(&p);
+	fd[0] = raw_connect(&p.l.addr); /* nothing sent */
+	fd[1] = raw_connect(&p.l.addr);
+	raw_send(fd[1], mpa_req_v2, 10); /* half a key */
+	c = passive_raw_request(&p, &fd[2], mpa_req_v2, sizeof(mpa_req_v2));
+	assert_non_null(c); /* delivered, never answered */
+	fd[3] = raw_connect(&p.l.addr);
+	raw_send(fd[3], mpa_req_v2, sizeof(mpa_req_v2) - 1);
+	tu_sleep_ms(20);
+	cm_listener_close(&p.l);
+	/* The undelivered ones are the provider's: dropped with the
+	 * listener. The delivered one is the consumer's. */
+	raw_assert_dropped(fd[0], WAIT_MS, NULL);
+	raw_assert_dropped(fd[1], WAIT_MS, NULL);
+	raw_assert_dropped(fd[3], WAIT_MS, NULL);
+	assert_int_equal(raw_wait_event(fd[2], 20), RAW_SILENT);
+	/* NdkCloseAdapter closes what the consumer left open. */
+	rawcm_host_close(&p.h);
+	raw_assert_dropped(fd[2], WAIT_MS, NULL);
+	for (int i = 0; i < 4; i++)
+		close(fd[i]);
+}
+
+static void test_passive_close_during(void **state)
+{
+	rawcm_repeat(sc_passive_close_during, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Active side                                                        */
+
+static void sc_active_close(const void *unused)
+{
+	static const struct raw_case fin = {
+		.name = "FIN without a byte: refused (like no listener)",
+		.fin_after = true,
+	};
+	struct active a;
+
+	active_refused(&fin);
+	/* RST without a byte: the same. */
+	active_open(&a);
+	raw_close_rst(a.sfd);
+	a.sfd = -1;
+	assert_int_equal(cm_req_wait(&a.conn, WAIT_MS),
+			 STATUS_CONNECTION_REFUSED);
+	active_close(&a);
+}
+
+static void test_active_close(void **state)
+{
+	rawcm_repeat(sc_active_close, NULL);
+}
+
+/* A Reply (S|C, IRD word A + 4, ORD word C + 4, "ok") cut short, then
+ * FIN. */
+#define REPLY_CUT(n)                                                  \
+	RAW_MPA_CUT((n), MPA_KEY_REP, MPA_IRD_ORD | MPA_CRC, 2, true, \
+		    MPA_P2P | 4, MPA_WRITE_RTR | 4, "ok", 2)
+
+static const struct raw_case active_truncated[] = {
+	{ .name = "5 bytes of the Reply",
+	  .send = { REPLY_CUT(5) },
+	  .fin_after = true },
+	{ .name = "the Reply's header",
+	  .send = { REPLY_CUT(MPA_HDR_LEN) },
+	  .fin_after = true },
+	{ .name = "the Reply but its last byte",
+	  .send = { REPLY_CUT(MPA_HDR_LEN + 4 + 2 - 1) },
+	  .fin_after = true },
+	{ .name = NULL },
+};
+
+static void test_active_truncated(void **state)
+{
+	rawcm_repeat(active_refused_all, active_truncated);
+}
+
+static void sc_active_no_reply(const void *unused)
+{
+	struct active a;
+
+	active_open(&a);
+	assert_int_equal(cm_req_wait(&a.conn, WAIT_MS), STATUS_IO_TIMEOUT);
+	assert_true(tu_now_ms() - a.t0 >= CM_TIMEOUT_MS - 20);
+	raw_assert_dropped(a.sfd, WAIT_MS, NULL);
+	active_close(&a);
+}
+
+static void test_active_no_reply(void **state)
+{
+	rawcm_repeat(sc_active_no_reply, NULL);
+}
+
+/* CPU time (clock ticks) of this process's engine threads ("ndk-IF"). */
+static long engine_cpu_ticks(void)
+{
+	char path[300], comm[32], line[1024];
+	unsigned long utime, stime;
+	struct dirent *d;
+	long ticks = 0;
+	DIR *dir = opendir("/proc/self/task");
+	FILE *f;
+	char *p;
+
+	assert_non_null(dir);
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		comm[0] = 0;
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = 0;
+		fclose(f);
+		if (strncmp(comm, "ndk-", 4))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat",
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		p = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+		fclose(f);
+		/* After "pid (comm)": state is field 3, utime 14, stime 15. */
+		if (p && sscanf(p + 2,
+				"%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+				"%lu %lu",
+				&utime, &stime) == 2)
+			ticks += (long)(utime + stime);
+	}
+	closedir(dir);
+	return ticks;
+}
+
+/*
+ * The peer resets an established connection and the consumer keeps its
+ * connector: the engine must go idle. epoll reports EPOLLHUP and EPOLLERR
+ * whatever the interest mask, so a connection left registered with an
+ * empty mask woke the engine in a loop (100% of a core) until closed.
+ */
+static void test_active_peer_reset_engine_idle(void **state)
+{
+	long hz = sysconf(_SC_CLK_TCK), before;
+	uint8_t rtr[64];
+	struct active a;
+
+	active_established(&a, false, rtr);
+	raw_close_rst(a.sfd);
+	a.sfd = -1;
+	usleep(100 * 1000);
+	before = engine_cpu_ticks();
+	usleep(500 * 1000);
+	/* A spinning engine burns about hz / 2 ticks in 500 ms; an idle one
+	 * none (the bound leaves room for a slow, loaded machine). */
+	assert_in_range(engine_cpu_ticks() - before, 0, hz / 5);
+	active_close(&a);
+}
+
+/* The responder leaves after its Reply, before CompleteConnect. */
+static void sc_active_close_after_reply(const void *unused)
+{
+	struct active a;
+	uint8_t buf[64];
+	size_t n;
+
+	active_open(&a);
+	n = mpa_good_reply(buf);
+	raw_send(a.sfd, buf, n);
+	shutdown(a.sfd, SHUT_WR);
+	assert_int_equal(cm_req_wait(&a.conn, WAIT_MS), STATUS_SUCCESS);
+	raw_assert_dropped(a.sfd, WAIT_MS, NULL);
+	assert_int_equal(
+		a.c->Dispatch->NdkCompleteConnect(a.c, NULL, NULL, NULL, NULL),
+		STATUS_CONNECTION_ABORTED);
+	active_close(&a);
+}
+
+static void test_active_close_after_reply(void **state)
+{
+	rawcm_repeat(sc_active_close_after_reply, NULL);
+}
+
+/* CompleteConnect never comes: the attempt times out and is dropped. */
+static void sc_active_no_complete(const void *unused)
+{
+	struct active a;
+	uint8_t buf[64];
+	size_t n;
+
+	active_open(&a);
+	n = mpa_good_reply(buf);
+	raw_send(a.sfd, buf, n);
+	assert_int_equal(cm_req_wait(&a.conn, WAIT_MS), STATUS_SUCCESS);
+	raw_assert_dropped(a.sfd, WAIT_MS, NULL);
+	assert_int_equal(
+		a.c->Dispatch->NdkCompleteConnect(a.c, NULL, NULL, NULL, NULL),
+		STATUS_IO_TIMEOUT);
+	active_close(&a);
+}
+
+static void test_active_no_complete(void **state)
+{
+	rawcm_repeat(sc_active_no_complete, NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_passive_truncated_close),
+		cmocka_unit_test(test_passive_truncated_silence),
+		cmocka_unit_test(test_passive_close_before_accept),
+		cmocka_unit_test(test_passive_close_no_wait),
+		cmocka_unit_test(test_passive_close_instead_of_rtr),
+		cmocka_unit_test(test_passive_no_rtr),
+		cmocka_unit_test(test_passive_close_during),
+		cmocka_unit_test(test_active_close),
+		cmocka_unit_test(test_active_truncated),
+		cmocka_unit_test(test_active_no_reply),
+		cmocka_unit_test(test_active_peer_reset_engine_idle),
+		cmocka_unit_test(test_active_close_after_reply),
+		cmocka_unit_test(test_active_no_complete),
+	};
+
+	rawcm_set_timers();
+	return cmocka_run_group_tests_name("cm_peer_leaves", tests,
+					   rawcm_open_registry, NULL);
+}
