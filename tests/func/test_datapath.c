@@ -14,130 +14,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cmutil.h"
+#include "dp_pair.h"
 #include "testutil.h"
 
-static struct cm_host srv, cli;
-
-struct side {
-	NDK_QP *qp;
-	NDK_CONNECTOR *conn;
-	NDK_MR *mr;
-	uint8_t *buf;
-	size_t len;
-	UINT32 ltok, rtok;
-	atomic_int disc;
-};
-
-static struct side A, P; /* active and passive */
-static struct tool_listener L;
-
-static VOID on_disc(PVOID ctx)
-{
-	atomic_fetch_add(&((struct side *)ctx)->disc, 1);
-}
-
-static void reg(struct cm_host *h, struct side *s, size_t len)
-{
-	PMDL mdl;
-
-	s->len = len;
-	s->buf = aligned_alloc(4096, len);
-	assert_non_null(s->buf);
-	memset(s->buf, 0, len);
-	assert_int_equal(
-		h->pd->Dispatch->NdkCreateMr(h->pd, FALSE, NULL, NULL, &s->mr),
-		STATUS_SUCCESS);
-	mdl = IoAllocateMdl(s->buf, (ULONG)len, FALSE, FALSE, NULL);
-	assert_int_equal(s->mr->Dispatch->NdkRegisterMr(
-				 s->mr, mdl, len,
-				 NDK_MR_FLAG_ALLOW_LOCAL_WRITE |
-					 NDK_MR_FLAG_ALLOW_REMOTE_READ |
-					 NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
-				 NULL, NULL),
-			 STATUS_SUCCESS);
-	IoFreeMdl(mdl);
-	s->ltok = s->mr->Dispatch->NdkGetLocalTokenFromMr(s->mr);
-	s->rtok = s->mr->Dispatch->NdkGetRemoteTokenFromMr(s->mr);
-}
-
-static NDK_QP *big_qp(struct cm_host *h)
-{
-	NDK_QP *qp;
-
-	assert_int_equal(h->pd->Dispatch->NdkCreateQp(h->pd, h->cq, h->cq, NULL,
-						      256, 256, 4, 4, 256, NULL,
-						      NULL, &qp),
-			 STATUS_SUCCESS);
-	return qp;
-}
-
+/* A connected pair with 32 MiB on each side. */
 static int setup(void **state)
 {
-	struct sockaddr_in any = cm_lo4(0);
-	struct cm_req r, acc;
-
-	cm_host_open(&srv, "lo");
-	cm_host_open(&cli, "lo");
-	memset(&A, 0, sizeof(A));
-	memset(&P, 0, sizeof(P));
-	reg(&cli, &A, 32 << 20);
-	reg(&srv, &P, 32 << 20);
-	A.qp = big_qp(&cli);
-	P.qp = big_qp(&srv);
-	assert_int_equal(cm_listen(&srv, &L, (struct sockaddr *)&any),
-			 STATUS_SUCCESS);
-	A.conn = cm_connector(&cli);
-	assert_int_equal(cm_connect(A.conn, A.qp, (struct sockaddr *)&L.addr, 8,
-				    8, NULL, 0, &r),
-			 STATUS_PENDING);
-	P.conn = cm_next_incoming(&L, 5000);
-	assert_non_null(P.conn);
-	cm_req_init(&acc);
-	assert_int_equal(P.conn->Dispatch->NdkAccept(P.conn, P.qp, 8, 8, NULL,
-						     0, on_disc, &P,
-						     cm_req_done, &acc),
-			 STATUS_PENDING);
-	assert_int_equal(cm_req_wait(&r, 5000), STATUS_SUCCESS);
-	assert_int_equal(A.conn->Dispatch->NdkCompleteConnect(A.conn, on_disc,
-							      &A, NULL, NULL),
-			 STATUS_SUCCESS);
-	assert_int_equal(cm_req_wait(&acc, 5000), STATUS_SUCCESS);
+	dp_open(32 << 20);
+	dp_connect();
 	return 0;
-}
-
-static int teardown(void **state)
-{
-	cm_host_close(&cli);
-	cm_host_close(&srv);
-	free(A.buf);
-	free(P.buf);
-	return 0;
-}
-
-/* Polls cq until n results arrived (or 10 s). */
-static ULONG poll_cq(NDK_CQ *cq, NDK_RESULT_EX *res, ULONG n)
-{
-	ULONG got = 0;
-	uint64_t end = tu_now_ms() + 30000; /* slow under TSan */
-
-	while (got < n && tu_now_ms() < end) {
-		ULONG k =
-			cq->Dispatch->NdkGetCqResultsEx(cq, res + got, n - got);
-
-		if (!k)
-			tu_sleep_ms(0);
-		got += k;
-	}
-	return got;
-}
-
-static void fill(uint8_t *p, size_t len, unsigned int seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = (uint8_t)(i * 31 + seed + (i >> 12));
 }
 
 static void test_send_receive_sizes(void **state)
@@ -316,7 +201,7 @@ static void test_mixed_queue_in_order(void **state)
 }
 
 /*
- * NDK_OP_FLAG_DEFER (ndkpi.md 9.5): deferred Sends wait for the request
+ * NDK_OP_FLAG_DEFER (NDKPI Deferred Processing Scheme): deferred Sends wait for the request
  * that ends their chain and then leave together, in order; a request that
  * fails inline sends the deferred ones before it instead, and itself gets
  * no completion.
@@ -441,28 +326,13 @@ static void test_reads_beyond_ord_wait(void **state)
 	int i;
 
 	fill(P.buf, N * 1000, 3);
-	for (i = 0; i < N; i++) {
-		NDK_SGE s = { .VirtualAddress = A.buf + i * 1000,
-			      .Length = 1000,
-			      .MemoryRegionToken = A.ltok };
-
-		assert_int_equal(A.qp->Dispatch->NdkRead(
-					 A.qp, (PVOID)(intptr_t)i, &s, 1,
-					 (UINT64)(uintptr_t)(P.buf + i * 1000),
-					 P.rtok, 0),
-				 STATUS_SUCCESS);
-	}
+	post_read_chunks(N, 1000);
 	assert_int_equal(poll_cq(cli.cq, res, N), N);
 	for (i = 0; i < N; i++) {
 		assert_int_equal(res[i].Status, STATUS_SUCCESS);
 		assert_ptr_equal(res[i].RequestContext, (PVOID)(intptr_t)i);
 	}
 	assert_memory_equal(A.buf, P.buf, N * 1000);
-}
-
-static bool disc_seen(void *arg)
-{
-	return atomic_load(&((struct side *)arg)->disc) > 0;
 }
 
 static void test_bad_token_terminates(void **state)
@@ -746,17 +616,7 @@ static void test_read_fence(void **state)
 	int i;
 
 	fill(P.buf, N * 4096, 11);
-	for (i = 0; i < N; i++) {
-		NDK_SGE s = { .VirtualAddress = A.buf + i * 4096,
-			      .Length = 4096,
-			      .MemoryRegionToken = A.ltok };
-
-		assert_int_equal(A.qp->Dispatch->NdkRead(
-					 A.qp, (PVOID)(intptr_t)i, &s, 1,
-					 (UINT64)(uintptr_t)(P.buf + i * 4096),
-					 P.rtok, 0),
-				 STATUS_SUCCESS);
-	}
+	post_read_chunks(N, 4096);
 	{
 		/* Writes back what the Reads fetched: needs the fence. */
 		NDK_SGE s = { .VirtualAddress = A.buf,
@@ -922,39 +782,39 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_send_receive_sizes, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_multi_sge_and_order, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_mixed_queue_in_order,
-						setup, teardown),
+						setup, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_defer_chain, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_write_and_read, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_reads_beyond_ord_wait,
-						setup, teardown),
+						setup, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_bad_token_terminates,
-						setup, teardown),
+						setup, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_send_overflows_receive,
-						setup, teardown),
+						setup, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_flush_under_load, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_window_bind_and_invalidate,
-						setup, teardown),
+						setup, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_local_invalidate, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_fast_register, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_inline_send, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_read_fence, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_not_connected, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_traffic_counters, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_busy_poller_hands_back,
-						setup, teardown),
+						setup, dp_teardown),
 	};
 	char dir[] = "/tmp/ndk-dp-XXXXXX", cmd[64];
 	int ret;

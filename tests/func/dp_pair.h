@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fixture of the data-path tests: two hosts on lo (cli and srv), one
+ * side on each (A, the active side, on cli; P, the passive side, on srv)
+ * with a registered buffer, and a listener L on srv; cmocka setups that
+ * open them (and connect A to P), and the helpers that post requests and
+ * check their completions.
+ *
+ * Memory the engine places (Writes, Read Responses) is looked at only
+ * after a completion or event that orders it; source ranges are filled
+ * before the connection exists (TSan cannot see ordering through sockets).
+ */
+#ifndef NDK_DP_PAIR_H
+#define NDK_DP_PAIR_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "cmutil.h"
+
+#define WAIT_MS	 30000 /* "never" for things that must happen (TSan) */
+#define QUIET_MS 100 /* how long "nothing happens" is watched */
+#define GUARD	 4096 /* bytes watched on each side of a target range */
+
+struct side {
+	NDK_QP *qp;
+	NDK_CONNECTOR *conn;
+	NDK_MR *mr; /* all of buf, local write and remote read and write */
+	uint8_t *buf;
+	size_t len;
+	UINT32 ltok, rtok;
+	atomic_int disc; /* disconnect events */
+};
+
+extern struct cm_host srv, cli;
+extern struct side A, P;
+extern struct tool_listener L;
+
+/* The disconnect event handler (its context is the struct side), and
+ * whether the side saw one. */
+NDK_FN_DISCONNECT_EVENT_CALLBACK on_disc;
+bool disc_seen(void *arg);
+
+/* Registers [p, p + len) on pd with flags. */
+NDK_MR *reg_range(NDK_PD *pd, void *p, size_t len, ULONG flags);
+/* A QP on h's CQ: 256 receives and 256 requests of up to 4 SGEs, 256
+ * inline bytes. */
+NDK_QP *big_qp(struct cm_host *h);
+/* Connects a->qp (on cli) to p->qp (on srv) through L, IRD/ORD 8. */
+void connect_sides(struct side *a, struct side *p);
+
+/* Opens cli and srv, A's and P's buffers of buf_len bytes each, and L;
+ * no QP yet. */
+void dp_open(size_t buf_len);
+/* A big QP on each side, A connected to P. */
+void dp_connect(void);
+/* cmocka setups: dp_open with 8 MiB, then for dp_setup dp_connect. */
+int dp_setup_hosts(void **state);
+int dp_setup(void **state);
+/* Closes both adapters (and what is left on them) and frees the buffers. */
+int dp_teardown(void **state);
+
+/* Polls cq until n results arrived (or WAIT_MS); returns how many. */
+ULONG poll_cq(NDK_CQ *cq, NDK_RESULT_EX *res, ULONG n);
+/* Nothing (more) arrives on cq for QUIET_MS. */
+void assert_cq_quiet(NDK_CQ *cq);
+
+/* A byte pattern from seed. */
+void fill(uint8_t *p, size_t len, unsigned int seed);
+/* Every byte of [p, p + len) is v; a failure names what. */
+void assert_all(const uint8_t *p, size_t len, uint8_t v, const char *what);
+
+NDK_SGE sge(void *p, size_t len, UINT32 tok);
+void post_recv(NDK_QP *qp, uintptr_t ctx, void *p, size_t len, UINT32 tok);
+void post_send(NDK_QP *qp, uintptr_t ctx, void *p, size_t len, UINT32 tok,
+	       ULONG flags);
+/* n Reads by A of len bytes each, chunk i from P.buf + i * len into
+ * A.buf + i * len, with context i. */
+void post_read_chunks(int n, size_t len);
+void expect_result(const NDK_RESULT_EX *r, uintptr_t ctx,
+		   NDK_OPERATION_TYPE type, NTSTATUS status);
+
+/* NdkDisconnect of a connection the peer already ended: succeeds. */
+void disconnect(NDK_CONNECTOR *c);
+
+#endif
