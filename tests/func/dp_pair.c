@@ -108,6 +108,12 @@ void dp_connect(void)
 	connect_sides(&A, &P);
 }
 
+void dp_set_env(void)
+{
+	unsetenv("NDK_MPA_CRC");
+	setenv("NDK_RTR_NUDGE_MS", "0", 1);
+}
+
 int dp_setup_hosts(void **state)
 {
 	dp_open(8 << 20);

@@ -55,6 +55,11 @@ void connect_sides(struct side *a, struct side *p);
 void dp_open(size_t buf_len);
 /* A big QP on each side, A connected to P. */
 void dp_connect(void);
+/* Before any adapter exists: CRC on, as the raw peers of the tests
+ * expect it, and no RTR nudge (test_cm_rtr covers it) among the FPDUs
+ * they expect. */
+void dp_set_env(void);
+
 /* cmocka setups: dp_open with 8 MiB, then for dp_setup dp_connect. */
 int dp_setup_hosts(void **state);
 int dp_setup(void **state);
