@@ -52,16 +52,6 @@ int count_open_fds(void)
 	return n;
 }
 
-void rawcm_repeat(void (*scenario)(const void *arg), const void *arg)
-{
-	int before = count_open_fds();
-
-	for (int i = 0; i < LOOPS; i++) {
-		scenario(arg);
-		assert_int_equal(count_open_fds(), before);
-	}
-}
-
 void rawcm_host_close(struct cm_host *h)
 {
 	NTSTATUS st;
@@ -210,7 +200,8 @@ void active_open(struct active *a)
 
 void active_close(struct active *a)
 {
-	cm_close_connector(a->c);
+	if (a->c)
+		cm_close_connector(a->c);
 	cm_close_qp(a->qp);
 	if (a->sfd >= 0)
 		close(a->sfd);
@@ -218,18 +209,21 @@ void active_close(struct active *a)
 	rawcm_host_close(&a->h);
 }
 
-void active_established(struct active *a, bool bytewise, uint8_t *rtr)
+void active_reply(struct active *a, bool bytewise)
 {
 	uint8_t buf[64];
-	size_t n;
+	size_t n = mpa_good_reply(buf);
 
-	active_open(a);
-	n = mpa_good_reply(buf);
 	if (bytewise)
 		raw_send_bytewise(a->sfd, buf, n);
 	else
 		raw_send(a->sfd, buf, n);
 	assert_int_equal(cm_req_wait(&a->conn, WAIT_MS), STATUS_SUCCESS);
+}
+
+void active_establish(struct active *a, bool bytewise, uint8_t *rtr)
+{
+	active_reply(a, bytewise);
 	assert_int_equal(a->c->Dispatch->NdkCompleteConnect(a->c, NULL, NULL,
 							    NULL, NULL),
 			 STATUS_SUCCESS);
@@ -268,4 +262,37 @@ void active_refused_all(const void *cases)
 {
 	for (const struct raw_case *c = cases; c->name; c++)
 		active_refused(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Scenarios as cmocka tests                                          */
+
+static void run_once(const struct rawcm_scenario *s)
+{
+	struct passive p;
+	struct active a;
+
+	if (s->run) {
+		s->run(s->arg);
+	} else if (s->passive) {
+		passive_open(&p);
+		s->passive(&p, s->arg);
+		passive_settled(&p);
+		passive_close(&p);
+	} else {
+		active_open(&a);
+		s->active(&a, s->arg);
+		active_close(&a);
+	}
+}
+
+void rawcm_run(void **state)
+{
+	const struct rawcm_scenario *s = *state;
+	int before = count_open_fds();
+
+	for (int i = 0; i < LOOPS; i++) {
+		run_once(s);
+		assert_int_equal(count_open_fds(), before);
+	}
 }

@@ -37,10 +37,6 @@ int rawcm_open_registry(void **state);
 
 int count_open_fds(void);
 
-/* Runs scenario(arg) LOOPS times: the descriptors must all come back
- * after each run. */
-void rawcm_repeat(void (*scenario)(const void *arg), const void *arg);
-
 /* NdkCloseAdapter after closing the PD and CQ, so it has nothing left to
  * close (and warn about) but what a scenario leaves open on purpose. */
 void rawcm_host_close(struct cm_host *h);
@@ -99,19 +95,50 @@ struct active {
 /* NdkConnect (IRD 8, ORD 4, PD "req") to a raw server, which accepts and
  * reads our Request: Rev 2, S, A, Write and Read RTR offered. */
 void active_open(struct active *a);
+/* Closes what active_open made (the connector unless it is NULL). */
 void active_close(struct active *a);
 
-/*
- * active_open, then the raw server replies well (mpa_good_reply, a byte
- * at a time if bytewise), Connect completes, NdkCompleteConnect; the raw
- * side reads our Write RTR into rtr (20 bytes).
- */
-void active_established(struct active *a, bool bytewise, uint8_t *rtr);
+/* The raw server sends mpa_good_reply (a byte at a time if bytewise);
+ * our Connect completes STATUS_SUCCESS. */
+void active_reply(struct active *a, bool bytewise);
+/* active_reply, then NdkCompleteConnect; the raw side reads our Write
+ * RTR into rtr (20 bytes). */
+void active_establish(struct active *a, bool bytewise, uint8_t *rtr);
 
 /* The raw server answers with the case's bytes (and FIN): Connect must
  * complete STATUS_CONNECTION_REFUSED and the provider must hang up. */
 void active_refused(const struct raw_case *c);
-/* The same for every row of a table (for rawcm_repeat). */
+/* The same for every row of a table (a RAWCM_TEST run). */
 void active_refused_all(const void *cases);
+
+/* ------------------------------------------------------------------ */
+/* Scenarios as cmocka tests                                          */
+
+/*
+ * What a RAWCM_TEST runs LOOPS times, checking after each run that the
+ * descriptors all came back: one of
+ *  - run(arg), on its own;
+ *  - passive(p, arg), between passive_open and passive_settled and
+ *    passive_close;
+ *  - active(a, arg), between active_open and active_close.
+ */
+struct rawcm_scenario {
+	void (*run)(const void *arg);
+	void (*passive)(struct passive *p, const void *arg);
+	void (*active)(struct active *a, const void *arg);
+	const void *arg;
+};
+
+void rawcm_run(void **state);
+
+/* A cmocka test called name: RAWCM_TEST(test_x, .passive = x, .arg = t). */
+#define RAWCM_TEST(name_, ...)                                          \
+	{                                                               \
+		.name = #name_, .test_func = rawcm_run,                 \
+		.initial_state = (void *)&(const struct rawcm_scenario) \
+		{                                                       \
+			__VA_ARGS__                                     \
+		}                                                       \
+	}
 
 #endif

@@ -21,22 +21,18 @@
 /* Passive side: bad Requests are dropped, no ConnectEvent            */
 
 /* Each case's bytes on a connection of its own: the provider drops it. */
-static void passive_drops(const void *cases)
+static void passive_drops(struct passive *p, const void *cases)
 {
-	struct passive p;
 	uint8_t buf[1024];
 
-	passive_open(&p);
 	for (const struct raw_case *c = cases; c->name; c++) {
 		size_t n = raw_build(buf, sizeof(buf), c->send);
-		int fd = raw_connect(&p.l.addr);
+		int fd = raw_connect(&p->l.addr);
 
 		raw_send(fd, buf, n);
 		raw_assert_dropped(fd, WAIT_MS, c->name);
 		close(fd);
 	}
-	passive_settled(&p);
-	passive_close(&p);
 }
 
 static const struct raw_case passive_garbage[] = {
@@ -62,11 +58,6 @@ static const struct raw_case passive_garbage[] = {
 	{ .name = NULL },
 };
 
-static void test_passive_garbage(void **state)
-{
-	rawcm_repeat(passive_drops, passive_garbage);
-}
-
 /* Markers are refused with a Reply R=1 (M clear, no PD), then FIN. */
 struct markers_case {
 	const char *name;
@@ -87,16 +78,14 @@ static const struct markers_case passive_markers[] = {
 	{ .name = NULL },
 };
 
-static void markers_rejected(const void *cases)
+static void markers_rejected(struct passive *p, const void *cases)
 {
-	struct passive p;
 	struct mpa_msg rep;
 	uint8_t buf[64];
 
-	passive_open(&p);
 	for (const struct markers_case *c = cases; c->name; c++) {
 		size_t n = raw_build(buf, sizeof(buf), c->send);
-		int fd = raw_connect(&p.l.addr);
+		int fd = raw_connect(&p->l.addr);
 
 		print_message("case: %s\n", c->name);
 		raw_send(fd, buf, n);
@@ -115,13 +104,6 @@ static void markers_rejected(const void *cases)
 		assert_int_equal(raw_wait_event(fd, WAIT_MS), RAW_EOF);
 		close(fd);
 	}
-	passive_settled(&p);
-	passive_close(&p);
-}
-
-static void test_passive_markers(void **state)
-{
-	rawcm_repeat(markers_rejected, passive_markers);
 }
 
 /* PD_Length L with S: the header alone, then all of it (the IRD/ORD
@@ -149,13 +131,8 @@ static const struct raw_case passive_pd_too_long[] = {
 	{ .name = NULL },
 };
 
-static void test_passive_pd_too_long(void **state)
-{
-	rawcm_repeat(passive_drops, passive_pd_too_long);
-}
-
 /* The largest Request (256 bytes of PD: block + 252) is taken. */
-static void sc_passive_pd_max(const void *unused)
+static void passive_pd_max(const void *unused)
 {
 	struct passive p;
 	uint8_t pd[252], buf[MPA_HDR_LEN + 256], got[256];
@@ -181,11 +158,6 @@ static void sc_passive_pd_max(const void *unused)
 	passive_close(&p);
 }
 
-static void test_passive_pd_max(void **state)
-{
-	rawcm_repeat(sc_passive_pd_max, NULL);
-}
-
 /*
  * Bytes behind the Request, in the same write: the initiator did not wait
  * for the Reply (RFC 5044 7.1). siw drops such a peer ("peer sent extra
@@ -202,11 +174,6 @@ static const struct raw_case passive_extra_bytes[] = {
 	  .send = { RAW_ARRAY(mpa_req_v2), RAW_ARRAY(mpa_req_v2) } },
 	{ .name = NULL },
 };
-
-static void test_passive_extra_bytes(void **state)
-{
-	rawcm_repeat(passive_drops, passive_extra_bytes);
-}
 
 /*
  * The same against a consumer that accepts inside its ConnectEvent, on the
@@ -228,7 +195,7 @@ static VOID accept_inline(PVOID ctx, NDK_CONNECTOR *c)
 				     cm_req_done, &ia->acc);
 }
 
-static void sc_passive_early_rtr_inline_accept(const void *unused)
+static void passive_early_rtr_inline_accept(const void *unused)
 {
 	static const struct raw_part req_and_rtr[] = {
 		RAW_ARRAY(mpa_req_v2),
@@ -273,29 +240,22 @@ static void sc_passive_early_rtr_inline_accept(const void *unused)
 	rawcm_host_close(&h);
 }
 
-static void test_passive_early_rtr_inline_accept(void **state)
-{
-	rawcm_repeat(sc_passive_early_rtr_inline_accept, NULL);
-}
-
 /*
  * Bytes that come after the Request, once the ConnectEvent is out: the
  * consumer's Accept or Reject finds the attempt over (no Reply goes out).
  */
-static void sc_passive_extra_bytes_later(const void *unused)
+static void passive_extra_bytes_later(struct passive *p, const void *unused)
 {
-	struct passive p;
 	NDK_CONNECTOR *c1, *c2;
 	struct cm_req acc;
 	NDK_QP *qp;
 	NTSTATUS st;
 	int fd1, fd2;
 
-	passive_open(&p);
-	qp = cm_qp(&p.h);
-	c1 = passive_raw_request(&p, &fd1, mpa_req_v2, sizeof(mpa_req_v2));
+	qp = cm_qp(&p->h);
+	c1 = passive_raw_request(p, &fd1, mpa_req_v2, sizeof(mpa_req_v2));
 	raw_send(fd1, "EXTRA!!!", 8);
-	c2 = passive_raw_request(&p, &fd2, mpa_req_v2, sizeof(mpa_req_v2));
+	c2 = passive_raw_request(p, &fd2, mpa_req_v2, sizeof(mpa_req_v2));
 	raw_send(fd2, "X", 1);
 	tu_sleep_ms(10);
 	cm_req_init(&acc);
@@ -312,28 +272,19 @@ static void sc_passive_extra_bytes_later(const void *unused)
 	cm_close_connector(c1);
 	cm_close_connector(c2);
 	cm_close_qp(qp);
-	passive_settled(&p);
-	passive_close(&p);
-}
-
-static void test_passive_extra_bytes_later(void **state)
-{
-	rawcm_repeat(sc_passive_extra_bytes_later, NULL);
 }
 
 /* Control: a Request dribbled in byte by byte is read whole. */
-static void sc_passive_slow(const void *unused)
+static void passive_slow(struct passive *p, const void *unused)
 {
-	struct passive p;
 	NDK_CONNECTOR *c;
 	char buf[8];
 	ULONG len = sizeof(buf);
 	int fd;
 
-	passive_open(&p);
-	fd = raw_connect(&p.l.addr);
+	fd = raw_connect(&p->l.addr);
 	raw_send_bytewise(fd, mpa_req_v2, sizeof(mpa_req_v2));
-	c = cm_next_incoming(&p.l, WAIT_MS);
+	c = cm_next_incoming(&p->l, WAIT_MS);
 	assert_non_null(c);
 	assert_int_equal(
 		c->Dispatch->NdkGetConnectionData(c, NULL, NULL, buf, &len),
@@ -343,25 +294,16 @@ static void sc_passive_slow(const void *unused)
 	assert_int_equal(c->Dispatch->NdkReject(c, NULL, 0), STATUS_SUCCESS);
 	close(fd);
 	cm_close_connector(c);
-	passive_settled(&p);
-	passive_close(&p);
-}
-
-static void test_passive_slow(void **state)
-{
-	rawcm_repeat(sc_passive_slow, NULL);
 }
 
 /* Control: NdkReject sends R=1 with the consumer's data, then FIN. */
-static void sc_passive_reject(const void *unused)
+static void passive_reject(struct passive *p, const void *unused)
 {
-	struct passive p;
 	struct mpa_msg rep;
 	NDK_CONNECTOR *c;
 	int fd;
 
-	passive_open(&p);
-	c = passive_raw_request(&p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
+	c = passive_raw_request(p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
 	assert_int_equal(c->Dispatch->NdkReject(c, (PVOID) "busy", 4),
 			 STATUS_SUCCESS);
 	raw_read_mpa(fd, &rep, MPA_KEY_REP, WAIT_MS);
@@ -372,13 +314,6 @@ static void sc_passive_reject(const void *unused)
 	assert_int_equal(raw_wait_event(fd, WAIT_MS), RAW_EOF);
 	close(fd);
 	cm_close_connector(c);
-	passive_settled(&p);
-	passive_close(&p);
-}
-
-static void test_passive_reject(void **state)
-{
-	rawcm_repeat(sc_passive_reject, NULL);
 }
 
 /* ------------------------------------------------------------------ */
@@ -400,11 +335,6 @@ static const struct raw_case active_garbage[] = {
 	{ .name = NULL },
 };
 
-static void test_active_garbage(void **state)
-{
-	rawcm_repeat(active_refused_all, active_garbage);
-}
-
 /* PD_Length 300 with the header alone, then PD_Length 300 and 600 with
  * all their bytes (the IRD/ORD block, then 'x'). */
 static const struct raw_case active_pd_too_long[] = {
@@ -420,11 +350,6 @@ static const struct raw_case active_pd_too_long[] = {
 	{ .name = NULL },
 };
 
-static void test_active_pd_too_long(void **state)
-{
-	rawcm_repeat(active_refused_all, active_pd_too_long);
-}
-
 static const struct raw_case active_markers[] = {
 	{ .name = "Rev 2 with markers",
 	  .send = { RAW_MPA(MPA_KEY_REP, MPA_MARKERS | MPA_IRD_ORD, 2, true,
@@ -434,11 +359,6 @@ static const struct raw_case active_markers[] = {
 			    0) } },
 	{ .name = NULL },
 };
-
-static void test_active_markers(void **state)
-{
-	rawcm_repeat(active_refused_all, active_markers);
-}
 
 /* RFC 6581: the responder must choose exactly one RTR we offered. */
 static const struct raw_case active_bad_rtr_choice[] = {
@@ -454,11 +374,6 @@ static const struct raw_case active_bad_rtr_choice[] = {
 	{ .name = NULL },
 };
 
-static void test_active_bad_rtr_choice(void **state)
-{
-	rawcm_repeat(active_refused_all, active_bad_rtr_choice);
-}
-
 /*
  * A Reject keeps its private data readable, with RDS its exact length
  * (NDK_FN_GET_CONNECTION_DATA); the responder closes after it.
@@ -470,7 +385,7 @@ struct reject_case {
 	size_t pd_len;
 };
 
-static char max_reject_pd[252]; /* 'r', set by the test */
+static char max_reject_pd[252]; /* 'r', set by reject_with */
 
 static const struct reject_case active_rejects[] = {
 	{ .name = "Rev 2, S, \"go away\"",
@@ -498,6 +413,7 @@ static const struct reject_case active_rejects[] = {
 
 static void reject_with(const void *cases)
 {
+	memset(max_reject_pd, 'r', sizeof(max_reject_pd));
 	for (const struct reject_case *c = cases; c->name; c++) {
 		struct active a;
 		uint8_t frame[300];
@@ -531,25 +447,12 @@ static void reject_with(const void *cases)
 	}
 }
 
-static void test_active_reject(void **state)
-{
-	memset(max_reject_pd, 'r', sizeof(max_reject_pd));
-	rawcm_repeat(reject_with, active_rejects);
-}
-
 /* Control: a Reply dribbled in byte by byte is read whole. */
-static void sc_active_slow(const void *unused)
+static void active_slow(struct active *a, const void *unused)
 {
 	uint8_t rtr[64];
-	struct active a;
 
-	active_established(&a, true, rtr);
-	active_close(&a);
-}
-
-static void test_active_slow(void **state)
-{
-	rawcm_repeat(sc_active_slow, NULL);
+	active_establish(a, true, rtr);
 }
 
 /* Data behind the Reply in the same write: refused, as siw does. */
@@ -561,57 +464,53 @@ static const struct raw_case active_extra_bytes[] = {
 	{ .name = NULL },
 };
 
-static void test_active_extra_bytes(void **state)
-{
-	rawcm_repeat(active_refused_all, active_extra_bytes);
-}
-
 /* Data after the Reply, before our RTR: CompleteConnect is too late. */
-static void sc_active_extra_bytes_later(const void *unused)
+static void active_extra_bytes_later(struct active *a, const void *unused)
 {
-	struct active a;
-	uint8_t buf[64];
-	size_t n;
-
-	active_open(&a);
-	n = mpa_good_reply(buf);
-	raw_send(a.sfd, buf, n);
-	assert_int_equal(cm_req_wait(&a.conn, WAIT_MS), STATUS_SUCCESS);
-	raw_send(a.sfd, "EXTRA!!!", 8);
+	active_reply(a, false);
+	raw_send(a->sfd, "EXTRA!!!", 8);
 	tu_sleep_ms(10);
-	assert_int_equal(
-		a.c->Dispatch->NdkCompleteConnect(a.c, NULL, NULL, NULL, NULL),
-		STATUS_CONNECTION_ABORTED);
+	assert_int_equal(a->c->Dispatch->NdkCompleteConnect(a->c, NULL, NULL,
+							    NULL, NULL),
+			 STATUS_CONNECTION_ABORTED);
 	/* No RTR went out: just the end of the stream. */
-	raw_assert_dropped(a.sfd, WAIT_MS, NULL);
-	active_close(&a);
-}
-
-static void test_active_extra_bytes_later(void **state)
-{
-	rawcm_repeat(sc_active_extra_bytes_later, NULL);
+	raw_assert_dropped(a->sfd, WAIT_MS, NULL);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_passive_garbage),
-		cmocka_unit_test(test_passive_markers),
-		cmocka_unit_test(test_passive_pd_too_long),
-		cmocka_unit_test(test_passive_pd_max),
-		cmocka_unit_test(test_passive_extra_bytes),
-		cmocka_unit_test(test_passive_early_rtr_inline_accept),
-		cmocka_unit_test(test_passive_extra_bytes_later),
-		cmocka_unit_test(test_passive_slow),
-		cmocka_unit_test(test_passive_reject),
-		cmocka_unit_test(test_active_garbage),
-		cmocka_unit_test(test_active_pd_too_long),
-		cmocka_unit_test(test_active_markers),
-		cmocka_unit_test(test_active_bad_rtr_choice),
-		cmocka_unit_test(test_active_reject),
-		cmocka_unit_test(test_active_slow),
-		cmocka_unit_test(test_active_extra_bytes),
-		cmocka_unit_test(test_active_extra_bytes_later),
+		RAWCM_TEST(test_passive_garbage, .passive = passive_drops,
+			   .arg = passive_garbage),
+		RAWCM_TEST(test_passive_markers, .passive = markers_rejected,
+			   .arg = passive_markers),
+		RAWCM_TEST(test_passive_pd_too_long, .passive = passive_drops,
+			   .arg = passive_pd_too_long),
+		RAWCM_TEST(test_passive_pd_max, .run = passive_pd_max),
+		RAWCM_TEST(test_passive_extra_bytes, .passive = passive_drops,
+			   .arg = passive_extra_bytes),
+		RAWCM_TEST(test_passive_early_rtr_inline_accept,
+			   .run = passive_early_rtr_inline_accept),
+		RAWCM_TEST(test_passive_extra_bytes_later,
+			   .passive = passive_extra_bytes_later),
+		RAWCM_TEST(test_passive_slow, .passive = passive_slow),
+		RAWCM_TEST(test_passive_reject, .passive = passive_reject),
+		RAWCM_TEST(test_active_garbage, .run = active_refused_all,
+			   .arg = active_garbage),
+		RAWCM_TEST(test_active_pd_too_long, .run = active_refused_all,
+			   .arg = active_pd_too_long),
+		RAWCM_TEST(test_active_markers, .run = active_refused_all,
+			   .arg = active_markers),
+		RAWCM_TEST(test_active_bad_rtr_choice,
+			   .run = active_refused_all,
+			   .arg = active_bad_rtr_choice),
+		RAWCM_TEST(test_active_reject, .run = reject_with,
+			   .arg = active_rejects),
+		RAWCM_TEST(test_active_slow, .active = active_slow),
+		RAWCM_TEST(test_active_extra_bytes, .run = active_refused_all,
+			   .arg = active_extra_bytes),
+		RAWCM_TEST(test_active_extra_bytes_later,
+			   .active = active_extra_bytes_later),
 	};
 
 	rawcm_set_timers();

@@ -40,14 +40,11 @@ static const struct cut_case request_cuts[] = {
 };
 
 /* Each cut of the Request, then a FIN; then each again with an RST. */
-static void truncated_close(const void *cases)
+static void truncated_close(struct passive *p, const void *cases)
 {
-	struct passive p;
-
-	passive_open(&p);
 	for (int rst = 0; rst < 2; rst++) {
 		for (const struct cut_case *c = cases; c->name; c++) {
-			int fd = raw_connect(&p.l.addr);
+			int fd = raw_connect(&p->l.addr);
 
 			if (c->len)
 				raw_send(fd, mpa_req_v2, c->len);
@@ -57,26 +54,17 @@ static void truncated_close(const void *cases)
 				close(fd);
 		}
 	}
-	passive_settled(&p);
-	passive_close(&p);
 }
 
-static void test_passive_truncated_close(void **state)
-{
-	rawcm_repeat(truncated_close, request_cuts);
-}
-
-static void sc_passive_truncated_silence(const void *unused)
+static void passive_truncated_silence(struct passive *p, const void *unused)
 {
 	static const size_t cuts[] = { 0, 10, 20, sizeof(mpa_req_v2) - 1 };
-	struct passive p;
 	int fd[4];
 	uint64_t t0;
 
-	passive_open(&p);
 	t0 = tu_now_ms();
 	for (int i = 0; i < 4; i++) {
-		fd[i] = raw_connect(&p.l.addr);
+		fd[i] = raw_connect(&p->l.addr);
 		if (cuts[i])
 			raw_send(fd[i], mpa_req_v2, cuts[i]);
 	}
@@ -87,27 +75,18 @@ static void sc_passive_truncated_silence(const void *unused)
 		close(fd[i]);
 	}
 	assert_true(tu_now_ms() - t0 < CM_TIMEOUT_MS + 2000);
-	passive_settled(&p);
-	passive_close(&p);
 }
 
-static void test_passive_truncated_silence(void **state)
+static void passive_close_before_accept(struct passive *p, const void *unused)
 {
-	rawcm_repeat(sc_passive_truncated_silence, NULL);
-}
-
-static void sc_passive_close_before_accept(const void *unused)
-{
-	struct passive p;
 	NDK_CONNECTOR *c1, *c2, *c3;
 	struct cm_req acc;
 	NDK_QP *qp;
 	int fd;
 
-	passive_open(&p);
-	qp = cm_qp(&p.h);
+	qp = cm_qp(&p->h);
 	/* Accept after the initiator left: STATUS_CONNECTION_ABORTED. */
-	c1 = passive_raw_request(&p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
+	c1 = passive_raw_request(p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
 	close(fd);
 	tu_sleep_ms(20);
 	cm_req_init(&acc);
@@ -116,13 +95,13 @@ static void sc_passive_close_before_accept(const void *unused)
 			 STATUS_CONNECTION_ABORTED);
 	assert_int_equal(cm_req_wait(&acc, 20), -1); /* inline only */
 	/* So does Reject. */
-	c2 = passive_raw_request(&p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
+	c2 = passive_raw_request(p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
 	close(fd);
 	tu_sleep_ms(20);
 	assert_int_equal(c2->Dispatch->NdkReject(c2, NULL, 0),
 			 STATUS_CONNECTION_ABORTED);
 	/* An RST instead of a FIN: the same. */
-	c3 = passive_raw_request(&p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
+	c3 = passive_raw_request(p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
 	raw_close_rst(fd);
 	tu_sleep_ms(20);
 	cm_req_init(&acc);
@@ -133,29 +112,20 @@ static void sc_passive_close_before_accept(const void *unused)
 	cm_close_connector(c2);
 	cm_close_connector(c3);
 	cm_close_qp(qp);
-	passive_settled(&p);
-	passive_close(&p);
-}
-
-static void test_passive_close_before_accept(void **state)
-{
-	rawcm_repeat(sc_passive_close_before_accept, NULL);
 }
 
 /* The peer leaves without reading or answering right after the Request,
  * and the consumer only learns it when it calls in: no hang. */
-static void sc_passive_close_no_wait(const void *unused)
+static void passive_close_no_wait(struct passive *p, const void *unused)
 {
-	struct passive p;
 	NDK_CONNECTOR *c;
 	NDK_QP *qp;
 	NTSTATUS st;
 	struct cm_req acc;
 	int fd;
 
-	passive_open(&p);
-	qp = cm_qp(&p.h);
-	c = passive_raw_request(&p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
+	qp = cm_qp(&p->h);
+	c = passive_raw_request(p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
 	close(fd);
 	/* No sleep: Accept races the provider noticing the FIN. */
 	cm_req_init(&acc);
@@ -165,29 +135,19 @@ static void sc_passive_close_no_wait(const void *unused)
 			 STATUS_CONNECTION_ABORTED);
 	cm_close_connector(c);
 	cm_close_qp(qp);
-	passive_settled(&p);
-	passive_close(&p);
 }
 
-static void test_passive_close_no_wait(void **state)
+static void passive_close_instead_of_rtr(struct passive *p, const void *unused)
 {
-	rawcm_repeat(sc_passive_close_no_wait, NULL);
-}
-
-static void sc_passive_close_instead_of_rtr(const void *unused)
-{
-	struct passive p;
 	struct cm_req acc;
 	struct mpa_msg rep;
 	NDK_CONNECTOR *c;
 	NDK_QP *qp;
 	int fd;
 
-	passive_open(&p);
 	for (int rst = 0; rst < 2; rst++) {
-		c = passive_raw_request(&p, &fd, mpa_req_v2,
-					sizeof(mpa_req_v2));
-		qp = passive_accept_read_reply(&p, c, fd, &acc, &rep);
+		c = passive_raw_request(p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
+		qp = passive_accept_read_reply(p, c, fd, &acc, &rep);
 		assert_p2p_write_reply(&rep);
 		/* The Accept waits for the RTR. */
 		assert_int_equal(cm_req_wait(&acc, 20), -1);
@@ -200,18 +160,10 @@ static void sc_passive_close_instead_of_rtr(const void *unused)
 		cm_close_connector(c);
 		cm_close_qp(qp);
 	}
-	passive_settled(&p);
-	passive_close(&p);
 }
 
-static void test_passive_close_instead_of_rtr(void **state)
+static void passive_no_rtr(struct passive *p, const void *unused)
 {
-	rawcm_repeat(sc_passive_close_instead_of_rtr, NULL);
-}
-
-static void sc_passive_no_rtr(const void *unused)
-{
-	struct passive p;
 	struct cm_req acc;
 	struct mpa_msg rep;
 	NDK_CONNECTOR *c;
@@ -219,10 +171,9 @@ static void sc_passive_no_rtr(const void *unused)
 	uint64_t t0;
 	int fd;
 
-	passive_open(&p);
-	c = passive_raw_request(&p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
+	c = passive_raw_request(p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
 	t0 = tu_now_ms();
-	qp = passive_accept_read_reply(&p, c, fd, &acc, &rep);
+	qp = passive_accept_read_reply(p, c, fd, &acc, &rep);
 	assert_int_equal(cm_req_wait(&acc, WAIT_MS), STATUS_IO_TIMEOUT);
 	assert_true(tu_now_ms() - t0 >= CM_TIMEOUT_MS - 20);
 	/* The provider hung up on the silent initiator. */
@@ -230,17 +181,10 @@ static void sc_passive_no_rtr(const void *unused)
 	close(fd);
 	cm_close_connector(c);
 	cm_close_qp(qp);
-	passive_settled(&p);
-	passive_close(&p);
-}
-
-static void test_passive_no_rtr(void **state)
-{
-	rawcm_repeat(sc_passive_no_rtr, NULL);
 }
 
 /* Closing the listener and the adapter while bad peers hang on. */
-static void sc_passive_close_during(const void *unused)
+static void passive_close_during(const void *unused)
 {
 	struct passive p;
 	int fd[4];
@@ -269,15 +213,10 @@ static void sc_passive_close_during(const void *unused)
 		close(fd[i]);
 }
 
-static void test_passive_close_during(void **state)
-{
-	rawcm_repeat(sc_passive_close_during, NULL);
-}
-
 /* ------------------------------------------------------------------ */
 /* Active side                                                        */
 
-static void sc_active_close(const void *unused)
+static void active_fin_or_rst(const void *unused)
 {
 	static const struct raw_case fin = {
 		.name = "FIN without a byte: refused (like no listener)",
@@ -293,11 +232,6 @@ static void sc_active_close(const void *unused)
 	assert_int_equal(cm_req_wait(&a.conn, WAIT_MS),
 			 STATUS_CONNECTION_REFUSED);
 	active_close(&a);
-}
-
-static void test_active_close(void **state)
-{
-	rawcm_repeat(sc_active_close, NULL);
 }
 
 /* A Reply (S|C, IRD word A + 4, ORD word C + 4, "ok") cut short, then
@@ -319,25 +253,12 @@ static const struct raw_case active_truncated[] = {
 	{ .name = NULL },
 };
 
-static void test_active_truncated(void **state)
+static void active_no_reply(struct active *a, const void *unused)
 {
-	rawcm_repeat(active_refused_all, active_truncated);
-}
 
-static void sc_active_no_reply(const void *unused)
-{
-	struct active a;
-
-	active_open(&a);
-	assert_int_equal(cm_req_wait(&a.conn, WAIT_MS), STATUS_IO_TIMEOUT);
-	assert_true(tu_now_ms() - a.t0 >= CM_TIMEOUT_MS - 20);
-	raw_assert_dropped(a.sfd, WAIT_MS, NULL);
-	active_close(&a);
-}
-
-static void test_active_no_reply(void **state)
-{
-	rawcm_repeat(sc_active_no_reply, NULL);
+	assert_int_equal(cm_req_wait(&a->conn, WAIT_MS), STATUS_IO_TIMEOUT);
+	assert_true(tu_now_ms() - a->t0 >= CM_TIMEOUT_MS - 20);
+	raw_assert_dropped(a->sfd, WAIT_MS, NULL);
 }
 
 /* CPU time (clock ticks) of this process's engine threads ("ndk-IF"). */
@@ -396,7 +317,8 @@ static void test_active_peer_reset_engine_idle(void **state)
 	uint8_t rtr[64];
 	struct active a;
 
-	active_established(&a, false, rtr);
+	active_open(&a);
+	active_establish(&a, false, rtr);
 	raw_close_rst(a.sfd);
 	a.sfd = -1;
 	usleep(100 * 1000);
@@ -409,68 +331,56 @@ static void test_active_peer_reset_engine_idle(void **state)
 }
 
 /* The responder leaves after its Reply, before CompleteConnect. */
-static void sc_active_close_after_reply(const void *unused)
+static void active_close_after_reply(struct active *a, const void *unused)
 {
-	struct active a;
 	uint8_t buf[64];
 	size_t n;
 
-	active_open(&a);
 	n = mpa_good_reply(buf);
-	raw_send(a.sfd, buf, n);
-	shutdown(a.sfd, SHUT_WR);
-	assert_int_equal(cm_req_wait(&a.conn, WAIT_MS), STATUS_SUCCESS);
-	raw_assert_dropped(a.sfd, WAIT_MS, NULL);
-	assert_int_equal(
-		a.c->Dispatch->NdkCompleteConnect(a.c, NULL, NULL, NULL, NULL),
-		STATUS_CONNECTION_ABORTED);
-	active_close(&a);
-}
-
-static void test_active_close_after_reply(void **state)
-{
-	rawcm_repeat(sc_active_close_after_reply, NULL);
+	raw_send(a->sfd, buf, n);
+	shutdown(a->sfd, SHUT_WR);
+	assert_int_equal(cm_req_wait(&a->conn, WAIT_MS), STATUS_SUCCESS);
+	raw_assert_dropped(a->sfd, WAIT_MS, NULL);
+	assert_int_equal(a->c->Dispatch->NdkCompleteConnect(a->c, NULL, NULL,
+							    NULL, NULL),
+			 STATUS_CONNECTION_ABORTED);
 }
 
 /* CompleteConnect never comes: the attempt times out and is dropped. */
-static void sc_active_no_complete(const void *unused)
+static void active_no_complete(struct active *a, const void *unused)
 {
-	struct active a;
-	uint8_t buf[64];
-	size_t n;
-
-	active_open(&a);
-	n = mpa_good_reply(buf);
-	raw_send(a.sfd, buf, n);
-	assert_int_equal(cm_req_wait(&a.conn, WAIT_MS), STATUS_SUCCESS);
-	raw_assert_dropped(a.sfd, WAIT_MS, NULL);
-	assert_int_equal(
-		a.c->Dispatch->NdkCompleteConnect(a.c, NULL, NULL, NULL, NULL),
-		STATUS_IO_TIMEOUT);
-	active_close(&a);
-}
-
-static void test_active_no_complete(void **state)
-{
-	rawcm_repeat(sc_active_no_complete, NULL);
+	active_reply(a, false);
+	raw_assert_dropped(a->sfd, WAIT_MS, NULL);
+	assert_int_equal(a->c->Dispatch->NdkCompleteConnect(a->c, NULL, NULL,
+							    NULL, NULL),
+			 STATUS_IO_TIMEOUT);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_passive_truncated_close),
-		cmocka_unit_test(test_passive_truncated_silence),
-		cmocka_unit_test(test_passive_close_before_accept),
-		cmocka_unit_test(test_passive_close_no_wait),
-		cmocka_unit_test(test_passive_close_instead_of_rtr),
-		cmocka_unit_test(test_passive_no_rtr),
-		cmocka_unit_test(test_passive_close_during),
-		cmocka_unit_test(test_active_close),
-		cmocka_unit_test(test_active_truncated),
-		cmocka_unit_test(test_active_no_reply),
+		RAWCM_TEST(test_passive_truncated_close,
+			   .passive = truncated_close, .arg = request_cuts),
+		RAWCM_TEST(test_passive_truncated_silence,
+			   .passive = passive_truncated_silence),
+		RAWCM_TEST(test_passive_close_before_accept,
+			   .passive = passive_close_before_accept),
+		RAWCM_TEST(test_passive_close_no_wait,
+			   .passive = passive_close_no_wait),
+		RAWCM_TEST(test_passive_close_instead_of_rtr,
+			   .passive = passive_close_instead_of_rtr),
+		RAWCM_TEST(test_passive_no_rtr, .passive = passive_no_rtr),
+		RAWCM_TEST(test_passive_close_during,
+			   .run = passive_close_during),
+		RAWCM_TEST(test_active_close, .run = active_fin_or_rst),
+		RAWCM_TEST(test_active_truncated, .run = active_refused_all,
+			   .arg = active_truncated),
+		RAWCM_TEST(test_active_no_reply, .active = active_no_reply),
 		cmocka_unit_test(test_active_peer_reset_engine_idle),
-		cmocka_unit_test(test_active_close_after_reply),
-		cmocka_unit_test(test_active_no_complete),
+		RAWCM_TEST(test_active_close_after_reply,
+			   .active = active_close_after_reply),
+		RAWCM_TEST(test_active_no_complete,
+			   .active = active_no_complete),
 	};
 
 	rawcm_set_timers();

@@ -52,11 +52,9 @@ static const struct raw_case wrong_rtrs[] = {
 };
 
 /* The consumer accepted; the raw client sends each case as its RTR. */
-static void wrong_rtr(const void *cases)
+static void wrong_rtr(struct passive *p, const void *cases)
 {
-	struct passive p;
 
-	passive_open(&p);
 	for (const struct raw_case *w = cases; w->name; w++) {
 		struct cm_req acc;
 		struct mpa_msg rep;
@@ -67,9 +65,8 @@ static void wrong_rtr(const void *cases)
 		NTSTATUS st;
 		int fd;
 
-		c = passive_raw_request(&p, &fd, mpa_req_v2,
-					sizeof(mpa_req_v2));
-		qp = passive_accept_read_reply(&p, c, fd, &acc, &rep);
+		c = passive_raw_request(p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
+		qp = passive_accept_read_reply(p, c, fd, &acc, &rep);
 		assert_p2p_write_reply(&rep);
 		raw_send(fd, bad, len);
 		st = cm_req_wait(&acc, WAIT_MS);
@@ -82,13 +79,6 @@ static void wrong_rtr(const void *cases)
 		cm_close_connector(c);
 		cm_close_qp(qp);
 	}
-	passive_settled(&p);
-	passive_close(&p);
-}
-
-static void test_passive_wrong_rtr(void **state)
-{
-	rawcm_repeat(wrong_rtr, wrong_rtrs);
 }
 
 /* Controls: the right RTR completes the Accept, for each RTR type. */
@@ -110,16 +100,14 @@ static const struct rtr_case good_rtrs[] = {
 	{ NULL, 0, 0, 0, 0, NULL, 0 },
 };
 
-static void good_rtr(const void *cases)
+static void good_rtr(struct passive *p, const void *cases)
 {
 	/* A zero-length Read Response to the sink STag and TO of
 	 * ulpdu_read_rtr. */
 	static const uint8_t read_resp[14] = { 0xc1, 0x42, 0x11, 0x22, 0x33,
 					       0x44, 0x01, 0x02, 0x03, 0x04,
 					       0x05, 0x06, 0x07, 0x08 };
-	struct passive p;
 
-	passive_open(&p);
 	for (const struct rtr_case *g = cases; g->name; g++) {
 		uint8_t req[32], b[64], resp[20];
 		struct cm_req acc;
@@ -133,8 +121,8 @@ static void good_rtr(const void *cases)
 		n = mpa_frame(req, MPA_KEY_REQ, MPA_IRD_ORD | MPA_CRC, 2, true,
 			      MPA_P2P | g->offer_ird | 4, g->offer_ord | 4,
 			      "hi", 2);
-		c = passive_raw_request(&p, &fd, req, n);
-		qp = passive_accept_read_reply(&p, c, fd, &acc, &rep);
+		c = passive_raw_request(p, &fd, req, n);
+		qp = passive_accept_read_reply(p, c, fd, &acc, &rep);
 		assert_int_equal(get_be16(rep.pd) & 0xc000,
 				 MPA_P2P | g->want_ird);
 		assert_int_equal(get_be16(rep.pd + 2) & 0xc000, g->want_ord);
@@ -154,13 +142,6 @@ static void good_rtr(const void *cases)
 		close(fd);
 		cm_close_qp(qp);
 	}
-	passive_settled(&p);
-	passive_close(&p);
-}
-
-static void test_passive_good_rtr(void **state)
-{
-	rawcm_repeat(good_rtr, good_rtrs);
 }
 
 /*
@@ -194,11 +175,9 @@ static const struct v1_case v1_peers[] = {
 	{ .name = NULL },
 };
 
-static void v1_peer(const void *cases)
+static void v1_peer(struct passive *p, const void *cases)
 {
-	struct passive p;
 
-	passive_open(&p);
 	for (const struct v1_case *v = cases; v->name; v++) {
 		struct cm_req acc;
 		struct mpa_msg rep;
@@ -210,7 +189,7 @@ static void v1_peer(const void *cases)
 		int fd;
 
 		print_message("case: %s\n", v->name);
-		c = passive_raw_request(&p, &fd, req, n);
+		c = passive_raw_request(p, &fd, req, n);
 		assert_int_equal(c->Dispatch->NdkGetConnectionData(
 					 c, &ird, &ord, NULL, &pdlen),
 				 STATUS_SUCCESS);
@@ -218,7 +197,7 @@ static void v1_peer(const void *cases)
 		/* No IRD/ORD from an MPA v1 peer: assumed 1/1, as siw runs. */
 		assert_int_equal(ird, 1);
 		assert_int_equal(ord, 1);
-		qp = passive_accept_read_reply(&p, c, fd, &acc, &rep);
+		qp = passive_accept_read_reply(p, c, fd, &acc, &rep);
 		assert_int_equal(rep.hdr[17], v->rev);
 		assert_false(rep.hdr[16] & MPA_IRD_ORD);
 		assert_int_equal(rep.pd_len, 2);
@@ -242,111 +221,73 @@ static void v1_peer(const void *cases)
 				 STATUS_SUCCESS);
 		n = fpdu_build(b, ulpdu_send_rtr, sizeof(ulpdu_send_rtr), true);
 		raw_send(fd, b, n);
-		assert_true(tu_wait_until(cq_has_one, &p.h, WAIT_MS));
+		assert_true(tu_wait_until(cq_has_one, &p->h, WAIT_MS));
 		cm_close_connector(c);
 		raw_assert_dropped(fd, WAIT_MS, v->name);
 		close(fd);
 		cm_close_qp(qp);
 	}
-	passive_settled(&p);
-	passive_close(&p);
-}
-
-static void test_passive_v1(void **state)
-{
-	rawcm_repeat(v1_peer, v1_peers);
 }
 
 /* A v1 initiator that stays silent after the Reply is connected all the
  * same; one that then leaves ends the connection, and nothing leaks. */
-static void sc_passive_v1_leaves(const void *unused)
+static void passive_v1_leaves(struct passive *p, const void *unused)
 {
-	struct passive p;
 	struct cm_req acc;
 	struct mpa_msg rep;
 	NDK_CONNECTOR *c;
 	NDK_QP *qp;
 	int fd;
 
-	passive_open(&p);
-	c = passive_raw_request(&p, &fd, mpa_req_v1, sizeof(mpa_req_v1));
-	qp = passive_accept_read_reply(&p, c, fd, &acc, &rep);
+	c = passive_raw_request(p, &fd, mpa_req_v1, sizeof(mpa_req_v1));
+	qp = passive_accept_read_reply(p, c, fd, &acc, &rep);
 	assert_int_equal(cm_req_wait(&acc, WAIT_MS), STATUS_SUCCESS);
 	close(fd);
 	cm_close_connector(c);
 	cm_close_qp(qp);
-	passive_settled(&p);
-	passive_close(&p);
-}
-
-static void test_passive_v1_leaves(void **state)
-{
-	rawcm_repeat(sc_passive_v1_leaves, NULL);
 }
 
 /* ------------------------------------------------------------------ */
 /* Active side: our RTR, and the nudge                                */
 
-static void sc_active_good(const void *unused)
+static void active_good(struct active *a, const void *unused)
 {
-	struct active a;
 	uint8_t buf[64];
-	size_t n;
 
-	active_open(&a);
-	n = mpa_good_reply(buf);
-	raw_send(a.sfd, buf, n);
-	assert_int_equal(cm_req_wait(&a.conn, WAIT_MS), STATUS_SUCCESS);
-	assert_int_equal(raw_wait_event(a.sfd, 20), RAW_SILENT);
-	assert_int_equal(
-		a.c->Dispatch->NdkCompleteConnect(a.c, NULL, NULL, NULL, NULL),
-		STATUS_SUCCESS);
+	active_reply(a, false);
+	assert_int_equal(raw_wait_event(a->sfd, 20), RAW_SILENT);
+	assert_int_equal(a->c->Dispatch->NdkCompleteConnect(a->c, NULL, NULL,
+							    NULL, NULL),
+			 STATUS_SUCCESS);
 	/* The zero-length Write RTR, STag 1, with CRC (C was set). */
-	raw_expect_write_rtr(a.sfd, buf, WAIT_MS);
-	assert_int_equal(raw_wait_event(a.sfd, 20), RAW_SILENT);
-	active_close(&a);
-}
-
-static void test_active_good(void **state)
-{
-	rawcm_repeat(sc_active_good, NULL);
+	raw_expect_write_rtr(a->sfd, buf, WAIT_MS);
+	assert_int_equal(raw_wait_event(a->sfd, 20), RAW_SILENT);
 }
 
 /* An MPA v1 responder: Rev 1 Reply, no RTR is sent. */
-static void sc_active_v1(const void *unused)
+static void active_v1(struct active *a, const void *unused)
 {
-	struct active a;
 	uint8_t buf[64];
 	char pd[8];
 	ULONG len = sizeof(pd);
 	size_t n;
 
-	active_open(&a);
 	n = mpa_frame(buf, MPA_KEY_REP, MPA_CRC, 1, false, 0, 0, "v1", 2);
-	raw_send(a.sfd, buf, n);
-	assert_int_equal(cm_req_wait(&a.conn, WAIT_MS), STATUS_SUCCESS);
-	assert_int_equal(
-		a.c->Dispatch->NdkGetConnectionData(a.c, NULL, NULL, pd, &len),
-		STATUS_SUCCESS);
+	raw_send(a->sfd, buf, n);
+	assert_int_equal(cm_req_wait(&a->conn, WAIT_MS), STATUS_SUCCESS);
+	assert_int_equal(a->c->Dispatch->NdkGetConnectionData(a->c, NULL, NULL,
+							      pd, &len),
+			 STATUS_SUCCESS);
 	assert_int_equal(len, 2);
 	assert_memory_equal(pd, "v1", 2);
-	assert_int_equal(
-		a.c->Dispatch->NdkCompleteConnect(a.c, NULL, NULL, NULL, NULL),
-		STATUS_SUCCESS);
+	assert_int_equal(a->c->Dispatch->NdkCompleteConnect(a->c, NULL, NULL,
+							    NULL, NULL),
+			 STATUS_SUCCESS);
 	/* No RTR: nothing arrives until the consumer sends data. */
-	assert_int_equal(raw_wait_event(a.sfd, 200), RAW_SILENT);
-	cm_close_connector(a.c);
-	a.c = NULL;
-	assert_int_equal(raw_wait_event(a.sfd, WAIT_MS), RAW_EOF);
-	cm_close_qp(a.qp);
-	close(a.sfd);
-	close(a.lfd);
-	rawcm_host_close(&a.h);
-}
-
-static void test_active_v1(void **state)
-{
-	rawcm_repeat(sc_active_v1, NULL);
+	assert_int_equal(raw_wait_event(a->sfd, 200), RAW_SILENT);
+	cm_close_connector(a->c);
+	a->c = NULL;
+	assert_int_equal(raw_wait_event(a->sfd, WAIT_MS), RAW_EOF);
 }
 
 /*
@@ -354,51 +295,34 @@ static void test_active_v1(void **state)
  * responder that has sent nothing NUDGE_MS after our Write RTR gets one
  * more zero-length Write, byte for byte the RTR, and nothing after it.
  */
-static void sc_active_nudge(const void *unused)
+static void active_nudge(struct active *a, const void *unused)
 {
-	struct active a;
 	uint8_t rtr[64], buf[64];
 
-	active_established(&a, false, rtr);
-	assert_int_equal(raw_wait_event(a.sfd, NUDGE_MS / 2), RAW_SILENT);
-	assert_int_equal(raw_recv(a.sfd, buf, 20, WAIT_MS), 20);
+	active_establish(a, false, rtr);
+	assert_int_equal(raw_wait_event(a->sfd, NUDGE_MS / 2), RAW_SILENT);
+	assert_int_equal(raw_recv(a->sfd, buf, 20, WAIT_MS), 20);
 	assert_memory_equal(buf, rtr, 20);
-	assert_int_equal(raw_wait_event(a.sfd, 4 * NUDGE_MS), RAW_SILENT);
-	active_close(&a);
-}
-
-static void test_active_nudge(void **state)
-{
-	rawcm_repeat(sc_active_nudge, NULL);
+	assert_int_equal(raw_wait_event(a->sfd, 4 * NUDGE_MS), RAW_SILENT);
 }
 
 /* A responder that spoke after the RTR read it: no nudge. */
-static void sc_active_nudge_peer_spoke(const void *unused)
+static void active_nudge_peer_spoke(struct active *a, const void *unused)
 {
-	struct active a;
 	uint8_t rtr[64], buf[64];
 	size_t n;
 
-	active_open(&a);
 	/* A zero-length receive for the peer's zero-length Send. */
-	assert_int_equal(a.qp->Dispatch->NdkReceive(a.qp, NULL, NULL, 0),
+	assert_int_equal(a->qp->Dispatch->NdkReceive(a->qp, NULL, NULL, 0),
 			 STATUS_SUCCESS);
-	n = mpa_good_reply(buf);
-	raw_send(a.sfd, buf, n);
-	assert_int_equal(cm_req_wait(&a.conn, WAIT_MS), STATUS_SUCCESS);
-	assert_int_equal(
-		a.c->Dispatch->NdkCompleteConnect(a.c, NULL, NULL, NULL, NULL),
-		STATUS_SUCCESS);
-	assert_int_equal(raw_recv(a.sfd, rtr, 20, WAIT_MS), 20);
+	active_reply(a, false);
+	assert_int_equal(a->c->Dispatch->NdkCompleteConnect(a->c, NULL, NULL,
+							    NULL, NULL),
+			 STATUS_SUCCESS);
+	assert_int_equal(raw_recv(a->sfd, rtr, 20, WAIT_MS), 20);
 	n = fpdu_build(buf, ulpdu_send_rtr, sizeof(ulpdu_send_rtr), true);
-	raw_send(a.sfd, buf, n);
-	assert_int_equal(raw_wait_event(a.sfd, 4 * NUDGE_MS), RAW_SILENT);
-	active_close(&a);
-}
-
-static void test_active_nudge_peer_spoke(void **state)
-{
-	rawcm_repeat(sc_active_nudge_peer_spoke, NULL);
+	raw_send(a->sfd, buf, n);
+	assert_int_equal(raw_wait_event(a->sfd, 4 * NUDGE_MS), RAW_SILENT);
 }
 
 /*
@@ -406,23 +330,22 @@ static void test_active_nudge_peer_spoke(void **state)
  * cancels it: the peer sees the end of the stream and nothing else (and
  * the sanitizer runs see no timer firing on a freed connector).
  */
-static void sc_active_nudge_cancelled(const void *unused)
+static void active_nudge_cancelled(const void *unused)
 {
 	struct active a;
 	uint8_t rtr[64];
 	struct cm_req d;
 
-	active_established(&a, false, rtr);
+	active_open(&a);
+	active_establish(&a, false, rtr);
 	cm_close_connector(a.c);
 	a.c = NULL;
 	assert_int_equal(raw_wait_event(a.sfd, WAIT_MS), RAW_EOF);
 	tu_sleep_ms(2 * NUDGE_MS);
-	cm_close_qp(a.qp);
-	close(a.sfd);
-	close(a.lfd);
-	rawcm_host_close(&a.h);
+	active_close(&a);
 
-	active_established(&a, false, rtr);
+	active_open(&a);
+	active_establish(&a, false, rtr);
 	cm_req_init(&d);
 	assert_int_equal(a.c->Dispatch->NdkDisconnect(a.c, cm_req_done, &d),
 			 STATUS_PENDING);
@@ -433,17 +356,12 @@ static void sc_active_nudge_cancelled(const void *unused)
 	active_close(&a);
 }
 
-static void test_active_nudge_cancelled(void **state)
-{
-	rawcm_repeat(sc_active_nudge_cancelled, NULL);
-}
-
 /*
  * libndk on both ends with the nudge on: the responder takes the extra
  * zero-length Write (its STag is not looked up: nothing is placed) and the
  * connection carries data afterwards, with no Terminate.
  */
-static void sc_nudge_between_libndk(const void *unused)
+static void nudge_between_libndk(const void *unused)
 {
 	struct sockaddr_in any = cm_lo4(0);
 	struct cm_host srv, cli;
@@ -500,25 +418,27 @@ static void sc_nudge_between_libndk(const void *unused)
 	rawcm_host_close(&srv);
 }
 
-static void test_nudge_between_libndk(void **state)
-{
-	rawcm_repeat(sc_nudge_between_libndk, NULL);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_crc32c_vector),
-		cmocka_unit_test(test_passive_wrong_rtr),
-		cmocka_unit_test(test_passive_good_rtr),
-		cmocka_unit_test(test_passive_v1),
-		cmocka_unit_test(test_passive_v1_leaves),
-		cmocka_unit_test(test_active_good),
-		cmocka_unit_test(test_active_v1),
-		cmocka_unit_test(test_active_nudge),
-		cmocka_unit_test(test_active_nudge_peer_spoke),
-		cmocka_unit_test(test_active_nudge_cancelled),
-		cmocka_unit_test(test_nudge_between_libndk),
+		RAWCM_TEST(test_passive_wrong_rtr, .passive = wrong_rtr,
+			   .arg = wrong_rtrs),
+		RAWCM_TEST(test_passive_good_rtr, .passive = good_rtr,
+			   .arg = good_rtrs),
+		RAWCM_TEST(test_passive_v1, .passive = v1_peer,
+			   .arg = v1_peers),
+		RAWCM_TEST(test_passive_v1_leaves,
+			   .passive = passive_v1_leaves),
+		RAWCM_TEST(test_active_good, .active = active_good),
+		RAWCM_TEST(test_active_v1, .active = active_v1),
+		RAWCM_TEST(test_active_nudge, .active = active_nudge),
+		RAWCM_TEST(test_active_nudge_peer_spoke,
+			   .active = active_nudge_peer_spoke),
+		RAWCM_TEST(test_active_nudge_cancelled,
+			   .run = active_nudge_cancelled),
+		RAWCM_TEST(test_nudge_between_libndk,
+			   .run = nudge_between_libndk),
 	};
 
 	rawcm_set_timers();
