@@ -54,13 +54,7 @@ static void reg(struct cm_host *h, struct side *s, size_t len)
 
 NDK_QP *big_qp(struct cm_host *h)
 {
-	NDK_QP *qp;
-
-	assert_int_equal(h->pd->Dispatch->NdkCreateQp(h->pd, h->cq, h->cq, NULL,
-						      256, 256, 4, 4, 256, NULL,
-						      NULL, &qp),
-			 STATUS_SUCCESS);
-	return qp;
+	return cm_qp_sized(h, 256, 4, 256);
 }
 
 void connect_sides(struct side *a, struct side *p)

@@ -93,9 +93,7 @@ static void sanity_connect(struct passive *p)
 {
 	NDK_QP *aqp = cm_qp(&p->h), *pqp = cm_qp(&p->h);
 	NDK_CONNECTOR *a = cm_connector(&p->h), *c;
-	struct cm_req conn, acc;
-	char buf[16];
-	ULONG len = sizeof(buf);
+	struct cm_req conn;
 
 	assert_null(cm_next_incoming(&p->l, 0));
 	assert_int_equal(cm_connect(a, aqp, (struct sockaddr *)&p->l.addr, 1, 1,
@@ -104,20 +102,8 @@ static void sanity_connect(struct passive *p)
 	c = cm_next_incoming(&p->l, WAIT_MS);
 	assert_non_null(c);
 	/* The event is for this connect, not a leftover of a bad peer. */
-	assert_int_equal(
-		c->Dispatch->NdkGetConnectionData(c, NULL, NULL, buf, &len),
-		STATUS_SUCCESS);
-	assert_int_equal(len, 6);
-	assert_memory_equal(buf, "sanity", 6);
-	cm_req_init(&acc);
-	assert_int_equal(c->Dispatch->NdkAccept(c, pqp, 1, 1, NULL, 0, NULL,
-						NULL, cm_req_done, &acc),
-			 STATUS_PENDING);
-	assert_int_equal(cm_req_wait(&conn, WAIT_MS), STATUS_SUCCESS);
-	assert_int_equal(
-		a->Dispatch->NdkCompleteConnect(a, NULL, NULL, NULL, NULL),
-		STATUS_SUCCESS);
-	assert_int_equal(cm_req_wait(&acc, WAIT_MS), STATUS_SUCCESS);
+	cm_assert_private_data(c, "sanity", 6);
+	cm_accept_and_complete(a, &conn, c, pqp, WAIT_MS);
 	cm_close_connector(a);
 	cm_close_connector(c);
 	cm_close_qp(aqp);
@@ -155,6 +141,13 @@ NDK_QP *passive_accept_read_reply(struct passive *p, NDK_CONNECTOR *c, int fd,
 	raw_read_mpa(fd, rep, MPA_KEY_REP, WAIT_MS);
 	assert_int_equal(rep->hdr[16] & (MPA_REJECT | MPA_MARKERS), 0);
 	return qp;
+}
+
+void passive_raw_accepted(struct passive *p, const uint8_t *req, size_t len,
+			  struct raw_accepted *r)
+{
+	r->c = passive_raw_request(p, &r->fd, req, len);
+	r->qp = passive_accept_read_reply(p, r->c, r->fd, &r->acc, &r->rep);
 }
 
 void assert_p2p_write_reply(const struct mpa_msg *rep)

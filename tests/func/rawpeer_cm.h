@@ -75,6 +75,18 @@ NDK_CONNECTOR *passive_raw_request(struct passive *p, int *fd,
  * Reply, which must be neither a reject nor ask for markers. */
 NDK_QP *passive_accept_read_reply(struct passive *p, NDK_CONNECTOR *c, int fd,
 				  struct cm_req *acc, struct mpa_msg *rep);
+/* A raw client whose Request the consumer accepted: passive_raw_request
+ * and passive_accept_read_reply in one. */
+struct raw_accepted {
+	int fd;
+	NDK_CONNECTOR *c;
+	NDK_QP *qp;
+	struct cm_req acc; /* the Accept's completion */
+	struct mpa_msg rep; /* the Reply the client read */
+};
+
+void passive_raw_accepted(struct passive *p, const uint8_t *req, size_t len,
+			  struct raw_accepted *r);
 /* A P2P Reply to mpa_req_v2: Rev 2, S, A, exactly the Write RTR chosen,
  * IRD/ORD 4, then "ok". */
 void assert_p2p_write_reply(const struct mpa_msg *rep);
@@ -131,14 +143,19 @@ struct rawcm_scenario {
 
 void rawcm_run(void **state);
 
-/* A cmocka test called name: RAWCM_TEST(test_x, .passive = x, .arg = t). */
-#define RAWCM_TEST(name_, ...)                                          \
-	{                                                               \
-		.name = #name_, .test_func = rawcm_run,                 \
-		.initial_state = (void *)&(const struct rawcm_scenario) \
-		{                                                       \
-			__VA_ARGS__                                     \
-		}                                                       \
+/* A scenario called name (the name of its cmocka test), of each kind. */
+#define RAWCM_ALONE(name, fn, arg_) \
+	static const struct rawcm_scenario name = { .run = (fn), .arg = (arg_) }
+#define RAWCM_PASSIVE(name, fn, arg_)                                \
+	static const struct rawcm_scenario name = { .passive = (fn), \
+						    .arg = (arg_) }
+#define RAWCM_ACTIVE(name, fn, arg_)                                \
+	static const struct rawcm_scenario name = { .active = (fn), \
+						    .arg = (arg_) }
+/* Its entry in the cmocka table. */
+#define RAWCM_TEST(name)                                    \
+	{                                                   \
+#name, rawcm_run, NULL, NULL, (void *)&name \
 	}
 
 #endif

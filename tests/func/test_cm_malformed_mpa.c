@@ -57,6 +57,7 @@ static const struct raw_case passive_garbage[] = {
 	  .send = { RAW_REPEAT(0xff, 64) } },
 	{ .name = NULL },
 };
+RAWCM_PASSIVE(test_passive_garbage, passive_drops, passive_garbage);
 
 /* Markers are refused with a Reply R=1 (M clear, no PD), then FIN. */
 struct markers_case {
@@ -105,6 +106,7 @@ static void markers_rejected(struct passive *p, const void *cases)
 		close(fd);
 	}
 }
+RAWCM_PASSIVE(test_passive_markers, markers_rejected, passive_markers);
 
 /* PD_Length L with S: the header alone, then all of it (the IRD/ORD
  * block and L - 4 bytes of 'x'). */
@@ -130,14 +132,14 @@ static const struct raw_case passive_pd_too_long[] = {
 				NULL, 300) } },
 	{ .name = NULL },
 };
+RAWCM_PASSIVE(test_passive_pd_too_long, passive_drops, passive_pd_too_long);
 
 /* The largest Request (256 bytes of PD: block + 252) is taken. */
 static void passive_pd_max(const void *unused)
 {
 	struct passive p;
-	uint8_t pd[252], buf[MPA_HDR_LEN + 256], got[256];
+	uint8_t pd[252], buf[MPA_HDR_LEN + 256];
 	NDK_CONNECTOR *c;
-	ULONG len = sizeof(got);
 	size_t n;
 	int fd;
 
@@ -147,16 +149,13 @@ static void passive_pd_max(const void *unused)
 	n = mpa_frame(buf, MPA_KEY_REQ, MPA_IRD_ORD, 2, true, MPA_P2P | 1,
 		      MPA_WRITE_RTR | 1, pd, sizeof(pd));
 	c = passive_raw_request(&p, &fd, buf, n);
-	assert_int_equal(
-		c->Dispatch->NdkGetConnectionData(c, NULL, NULL, got, &len),
-		STATUS_SUCCESS);
-	assert_int_equal(len, sizeof(pd));
-	assert_memory_equal(got, pd, sizeof(pd));
+	cm_assert_private_data(c, pd, sizeof(pd));
 	assert_int_equal(c->Dispatch->NdkReject(c, NULL, 0), STATUS_SUCCESS);
 	close(fd);
 	cm_close_connector(c);
 	passive_close(&p);
 }
+RAWCM_ALONE(test_passive_pd_max, passive_pd_max, NULL);
 
 /*
  * Bytes behind the Request, in the same write: the initiator did not wait
@@ -174,6 +173,7 @@ static const struct raw_case passive_extra_bytes[] = {
 	  .send = { RAW_ARRAY(mpa_req_v2), RAW_ARRAY(mpa_req_v2) } },
 	{ .name = NULL },
 };
+RAWCM_PASSIVE(test_passive_extra_bytes, passive_drops, passive_extra_bytes);
 
 /*
  * The same against a consumer that accepts inside its ConnectEvent, on the
@@ -239,6 +239,8 @@ static void passive_early_rtr_inline_accept(const void *unused)
 	cm_close_qp(ia.qp);
 	rawcm_host_close(&h);
 }
+RAWCM_ALONE(test_passive_early_rtr_inline_accept,
+	    passive_early_rtr_inline_accept, NULL);
 
 /*
  * Bytes that come after the Request, once the ConnectEvent is out: the
@@ -273,28 +275,24 @@ static void passive_extra_bytes_later(struct passive *p, const void *unused)
 	cm_close_connector(c2);
 	cm_close_qp(qp);
 }
+RAWCM_PASSIVE(test_passive_extra_bytes_later, passive_extra_bytes_later, NULL);
 
 /* Control: a Request dribbled in byte by byte is read whole. */
 static void passive_slow(struct passive *p, const void *unused)
 {
 	NDK_CONNECTOR *c;
-	char buf[8];
-	ULONG len = sizeof(buf);
 	int fd;
 
 	fd = raw_connect(&p->l.addr);
 	raw_send_bytewise(fd, mpa_req_v2, sizeof(mpa_req_v2));
 	c = cm_next_incoming(&p->l, WAIT_MS);
 	assert_non_null(c);
-	assert_int_equal(
-		c->Dispatch->NdkGetConnectionData(c, NULL, NULL, buf, &len),
-		STATUS_SUCCESS);
-	assert_int_equal(len, 2);
-	assert_memory_equal(buf, "hi", 2);
+	cm_assert_private_data(c, "hi", 2);
 	assert_int_equal(c->Dispatch->NdkReject(c, NULL, 0), STATUS_SUCCESS);
 	close(fd);
 	cm_close_connector(c);
 }
+RAWCM_PASSIVE(test_passive_slow, passive_slow, NULL);
 
 /* Control: NdkReject sends R=1 with the consumer's data, then FIN. */
 static void passive_reject(struct passive *p, const void *unused)
@@ -315,6 +313,7 @@ static void passive_reject(struct passive *p, const void *unused)
 	close(fd);
 	cm_close_connector(c);
 }
+RAWCM_PASSIVE(test_passive_reject, passive_reject, NULL);
 
 /* ------------------------------------------------------------------ */
 /* Active side: a raw server answers our NdkConnect badly: refused    */
@@ -334,6 +333,7 @@ static const struct raw_case active_garbage[] = {
 	{ .name = "64 zero bytes", .send = { RAW_REPEAT(0, 64) } },
 	{ .name = NULL },
 };
+RAWCM_ALONE(test_active_garbage, active_refused_all, active_garbage);
 
 /* PD_Length 300 with the header alone, then PD_Length 300 and 600 with
  * all their bytes (the IRD/ORD block, then 'x'). */
@@ -349,6 +349,7 @@ static const struct raw_case active_pd_too_long[] = {
 			    MPA_WRITE_RTR | 4, NULL, 596) } },
 	{ .name = NULL },
 };
+RAWCM_ALONE(test_active_pd_too_long, active_refused_all, active_pd_too_long);
 
 static const struct raw_case active_markers[] = {
 	{ .name = "Rev 2 with markers",
@@ -359,6 +360,7 @@ static const struct raw_case active_markers[] = {
 			    0) } },
 	{ .name = NULL },
 };
+RAWCM_ALONE(test_active_markers, active_refused_all, active_markers);
 
 /* RFC 6581: the responder must choose exactly one RTR we offered. */
 static const struct raw_case active_bad_rtr_choice[] = {
@@ -373,6 +375,8 @@ static const struct raw_case active_bad_rtr_choice[] = {
 			    NULL, 0) } },
 	{ .name = NULL },
 };
+RAWCM_ALONE(test_active_bad_rtr_choice, active_refused_all,
+	    active_bad_rtr_choice);
 
 /*
  * A Reject keeps its private data readable, with RDS its exact length
@@ -446,6 +450,7 @@ static void reject_with(const void *cases)
 		active_close(&a);
 	}
 }
+RAWCM_ALONE(test_active_reject, reject_with, active_rejects);
 
 /* Control: a Reply dribbled in byte by byte is read whole. */
 static void active_slow(struct active *a, const void *unused)
@@ -454,6 +459,7 @@ static void active_slow(struct active *a, const void *unused)
 
 	active_establish(a, true, rtr);
 }
+RAWCM_ACTIVE(test_active_slow, active_slow, NULL);
 
 /* Data behind the Reply in the same write: refused, as siw does. */
 static const struct raw_case active_extra_bytes[] = {
@@ -463,6 +469,7 @@ static const struct raw_case active_extra_bytes[] = {
 	  .send = { RAW_GOOD_REPLY, RAW_TEXT("E") } },
 	{ .name = NULL },
 };
+RAWCM_ALONE(test_active_extra_bytes, active_refused_all, active_extra_bytes);
 
 /* Data after the Reply, before our RTR: CompleteConnect is too late. */
 static void active_extra_bytes_later(struct active *a, const void *unused)
@@ -476,41 +483,28 @@ static void active_extra_bytes_later(struct active *a, const void *unused)
 	/* No RTR went out: just the end of the stream. */
 	raw_assert_dropped(a->sfd, WAIT_MS, NULL);
 }
+RAWCM_ACTIVE(test_active_extra_bytes_later, active_extra_bytes_later, NULL);
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		RAWCM_TEST(test_passive_garbage, .passive = passive_drops,
-			   .arg = passive_garbage),
-		RAWCM_TEST(test_passive_markers, .passive = markers_rejected,
-			   .arg = passive_markers),
-		RAWCM_TEST(test_passive_pd_too_long, .passive = passive_drops,
-			   .arg = passive_pd_too_long),
-		RAWCM_TEST(test_passive_pd_max, .run = passive_pd_max),
-		RAWCM_TEST(test_passive_extra_bytes, .passive = passive_drops,
-			   .arg = passive_extra_bytes),
-		RAWCM_TEST(test_passive_early_rtr_inline_accept,
-			   .run = passive_early_rtr_inline_accept),
-		RAWCM_TEST(test_passive_extra_bytes_later,
-			   .passive = passive_extra_bytes_later),
-		RAWCM_TEST(test_passive_slow, .passive = passive_slow),
-		RAWCM_TEST(test_passive_reject, .passive = passive_reject),
-		RAWCM_TEST(test_active_garbage, .run = active_refused_all,
-			   .arg = active_garbage),
-		RAWCM_TEST(test_active_pd_too_long, .run = active_refused_all,
-			   .arg = active_pd_too_long),
-		RAWCM_TEST(test_active_markers, .run = active_refused_all,
-			   .arg = active_markers),
-		RAWCM_TEST(test_active_bad_rtr_choice,
-			   .run = active_refused_all,
-			   .arg = active_bad_rtr_choice),
-		RAWCM_TEST(test_active_reject, .run = reject_with,
-			   .arg = active_rejects),
-		RAWCM_TEST(test_active_slow, .active = active_slow),
-		RAWCM_TEST(test_active_extra_bytes, .run = active_refused_all,
-			   .arg = active_extra_bytes),
-		RAWCM_TEST(test_active_extra_bytes_later,
-			   .active = active_extra_bytes_later),
+		RAWCM_TEST(test_passive_garbage),
+		RAWCM_TEST(test_passive_markers),
+		RAWCM_TEST(test_passive_pd_too_long),
+		RAWCM_TEST(test_passive_pd_max),
+		RAWCM_TEST(test_passive_extra_bytes),
+		RAWCM_TEST(test_passive_early_rtr_inline_accept),
+		RAWCM_TEST(test_passive_extra_bytes_later),
+		RAWCM_TEST(test_passive_slow),
+		RAWCM_TEST(test_passive_reject),
+		RAWCM_TEST(test_active_garbage),
+		RAWCM_TEST(test_active_pd_too_long),
+		RAWCM_TEST(test_active_markers),
+		RAWCM_TEST(test_active_bad_rtr_choice),
+		RAWCM_TEST(test_active_reject),
+		RAWCM_TEST(test_active_slow),
+		RAWCM_TEST(test_active_extra_bytes),
+		RAWCM_TEST(test_active_extra_bytes_later),
 	};
 
 	rawcm_set_timers();

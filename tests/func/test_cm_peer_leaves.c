@@ -55,6 +55,7 @@ static void truncated_close(struct passive *p, const void *cases)
 		}
 	}
 }
+RAWCM_PASSIVE(test_passive_truncated_close, truncated_close, request_cuts);
 
 static void passive_truncated_silence(struct passive *p, const void *unused)
 {
@@ -76,43 +77,58 @@ static void passive_truncated_silence(struct passive *p, const void *unused)
 	}
 	assert_true(tu_now_ms() - t0 < CM_TIMEOUT_MS + 2000);
 }
+RAWCM_PASSIVE(test_passive_truncated_silence, passive_truncated_silence, NULL);
+
+/* A raw client sends mpa_req_v2, then leaves (FIN, or RST if rst); the
+ * ConnectEvent's connector, once the provider had time to notice. */
+static NDK_CONNECTOR *left_after_request(struct passive *p, bool rst)
+{
+	NDK_CONNECTOR *c;
+	int fd;
+
+	c = passive_raw_request(p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
+	if (rst)
+		raw_close_rst(fd);
+	else
+		close(fd);
+	tu_sleep_ms(20);
+	return c;
+}
+
+/* NdkAccept of c with qp (IRD/ORD 1, no private data); acc is its
+ * completion. */
+static NTSTATUS start_accept(NDK_CONNECTOR *c, NDK_QP *qp, struct cm_req *acc)
+{
+	cm_req_init(acc);
+	return c->Dispatch->NdkAccept(c, qp, 1, 1, NULL, 0, NULL, NULL,
+				      cm_req_done, acc);
+}
 
 static void passive_close_before_accept(struct passive *p, const void *unused)
 {
 	NDK_CONNECTOR *c1, *c2, *c3;
 	struct cm_req acc;
 	NDK_QP *qp;
-	int fd;
 
 	qp = cm_qp(&p->h);
 	/* Accept after the initiator left: STATUS_CONNECTION_ABORTED. */
-	c1 = passive_raw_request(p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
-	close(fd);
-	tu_sleep_ms(20);
-	cm_req_init(&acc);
-	assert_int_equal(c1->Dispatch->NdkAccept(c1, qp, 1, 1, NULL, 0, NULL,
-						 NULL, cm_req_done, &acc),
-			 STATUS_CONNECTION_ABORTED);
+	c1 = left_after_request(p, false);
+	assert_int_equal(start_accept(c1, qp, &acc), STATUS_CONNECTION_ABORTED);
 	assert_int_equal(cm_req_wait(&acc, 20), -1); /* inline only */
 	/* So does Reject. */
-	c2 = passive_raw_request(p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
-	close(fd);
-	tu_sleep_ms(20);
+	c2 = left_after_request(p, false);
 	assert_int_equal(c2->Dispatch->NdkReject(c2, NULL, 0),
 			 STATUS_CONNECTION_ABORTED);
 	/* An RST instead of a FIN: the same. */
-	c3 = passive_raw_request(p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
-	raw_close_rst(fd);
-	tu_sleep_ms(20);
-	cm_req_init(&acc);
-	assert_int_equal(c3->Dispatch->NdkAccept(c3, qp, 1, 1, NULL, 0, NULL,
-						 NULL, cm_req_done, &acc),
-			 STATUS_CONNECTION_ABORTED);
+	c3 = left_after_request(p, true);
+	assert_int_equal(start_accept(c3, qp, &acc), STATUS_CONNECTION_ABORTED);
 	cm_close_connector(c1);
 	cm_close_connector(c2);
 	cm_close_connector(c3);
 	cm_close_qp(qp);
 }
+RAWCM_PASSIVE(test_passive_close_before_accept, passive_close_before_accept,
+	      NULL);
 
 /* The peer leaves without reading or answering right after the Request,
  * and the consumer only learns it when it calls in: no hang. */
@@ -128,39 +144,35 @@ static void passive_close_no_wait(struct passive *p, const void *unused)
 	c = passive_raw_request(p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
 	close(fd);
 	/* No sleep: Accept races the provider noticing the FIN. */
-	cm_req_init(&acc);
-	st = c->Dispatch->NdkAccept(c, qp, 1, 1, NULL, 0, NULL, NULL,
-				    cm_req_done, &acc);
+	st = start_accept(c, qp, &acc);
 	assert_int_equal(cm_req_result(st, &acc, WAIT_MS),
 			 STATUS_CONNECTION_ABORTED);
 	cm_close_connector(c);
 	cm_close_qp(qp);
 }
+RAWCM_PASSIVE(test_passive_close_no_wait, passive_close_no_wait, NULL);
 
 static void passive_close_instead_of_rtr(struct passive *p, const void *unused)
 {
-	struct cm_req acc;
-	struct mpa_msg rep;
-	NDK_CONNECTOR *c;
-	NDK_QP *qp;
-	int fd;
+	struct raw_accepted r;
 
 	for (int rst = 0; rst < 2; rst++) {
-		c = passive_raw_request(p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
-		qp = passive_accept_read_reply(p, c, fd, &acc, &rep);
-		assert_p2p_write_reply(&rep);
+		passive_raw_accepted(p, mpa_req_v2, sizeof(mpa_req_v2), &r);
+		assert_p2p_write_reply(&r.rep);
 		/* The Accept waits for the RTR. */
-		assert_int_equal(cm_req_wait(&acc, 20), -1);
+		assert_int_equal(cm_req_wait(&r.acc, 20), -1);
 		if (rst)
-			raw_close_rst(fd);
+			raw_close_rst(r.fd);
 		else
-			close(fd);
-		assert_int_equal(cm_req_wait(&acc, WAIT_MS),
+			close(r.fd);
+		assert_int_equal(cm_req_wait(&r.acc, WAIT_MS),
 				 STATUS_CONNECTION_ABORTED);
-		cm_close_connector(c);
-		cm_close_qp(qp);
+		cm_close_connector(r.c);
+		cm_close_qp(r.qp);
 	}
 }
+RAWCM_PASSIVE(test_passive_close_instead_of_rtr, passive_close_instead_of_rtr,
+	      NULL);
 
 static void passive_no_rtr(struct passive *p, const void *unused)
 {
@@ -182,6 +194,7 @@ static void passive_no_rtr(struct passive *p, const void *unused)
 	cm_close_connector(c);
 	cm_close_qp(qp);
 }
+RAWCM_PASSIVE(test_passive_no_rtr, passive_no_rtr, NULL);
 
 /* Closing the listener and the adapter while bad peers hang on. */
 static void passive_close_during(const void *unused)
@@ -212,6 +225,7 @@ static void passive_close_during(const void *unused)
 	for (int i = 0; i < 4; i++)
 		close(fd[i]);
 }
+RAWCM_ALONE(test_passive_close_during, passive_close_during, NULL);
 
 /* ------------------------------------------------------------------ */
 /* Active side                                                        */
@@ -233,6 +247,7 @@ static void active_fin_or_rst(const void *unused)
 			 STATUS_CONNECTION_REFUSED);
 	active_close(&a);
 }
+RAWCM_ALONE(test_active_close, active_fin_or_rst, NULL);
 
 /* A Reply (S|C, IRD word A + 4, ORD word C + 4, "ok") cut short, then
  * FIN. */
@@ -252,14 +267,15 @@ static const struct raw_case active_truncated[] = {
 	  .fin_after = true },
 	{ .name = NULL },
 };
+RAWCM_ALONE(test_active_truncated, active_refused_all, active_truncated);
 
 static void active_no_reply(struct active *a, const void *unused)
 {
-
 	assert_int_equal(cm_req_wait(&a->conn, WAIT_MS), STATUS_IO_TIMEOUT);
 	assert_true(tu_now_ms() - a->t0 >= CM_TIMEOUT_MS - 20);
 	raw_assert_dropped(a->sfd, WAIT_MS, NULL);
 }
+RAWCM_ACTIVE(test_active_no_reply, active_no_reply, NULL);
 
 /* CPU time (clock ticks) of this process's engine threads ("ndk-IF"). */
 static long engine_cpu_ticks(void)
@@ -345,6 +361,7 @@ static void active_close_after_reply(struct active *a, const void *unused)
 							    NULL, NULL),
 			 STATUS_CONNECTION_ABORTED);
 }
+RAWCM_ACTIVE(test_active_close_after_reply, active_close_after_reply, NULL);
 
 /* CompleteConnect never comes: the attempt times out and is dropped. */
 static void active_no_complete(struct active *a, const void *unused)
@@ -355,32 +372,24 @@ static void active_no_complete(struct active *a, const void *unused)
 							    NULL, NULL),
 			 STATUS_IO_TIMEOUT);
 }
+RAWCM_ACTIVE(test_active_no_complete, active_no_complete, NULL);
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		RAWCM_TEST(test_passive_truncated_close,
-			   .passive = truncated_close, .arg = request_cuts),
-		RAWCM_TEST(test_passive_truncated_silence,
-			   .passive = passive_truncated_silence),
-		RAWCM_TEST(test_passive_close_before_accept,
-			   .passive = passive_close_before_accept),
-		RAWCM_TEST(test_passive_close_no_wait,
-			   .passive = passive_close_no_wait),
-		RAWCM_TEST(test_passive_close_instead_of_rtr,
-			   .passive = passive_close_instead_of_rtr),
-		RAWCM_TEST(test_passive_no_rtr, .passive = passive_no_rtr),
-		RAWCM_TEST(test_passive_close_during,
-			   .run = passive_close_during),
-		RAWCM_TEST(test_active_close, .run = active_fin_or_rst),
-		RAWCM_TEST(test_active_truncated, .run = active_refused_all,
-			   .arg = active_truncated),
-		RAWCM_TEST(test_active_no_reply, .active = active_no_reply),
+		RAWCM_TEST(test_passive_truncated_close),
+		RAWCM_TEST(test_passive_truncated_silence),
+		RAWCM_TEST(test_passive_close_before_accept),
+		RAWCM_TEST(test_passive_close_no_wait),
+		RAWCM_TEST(test_passive_close_instead_of_rtr),
+		RAWCM_TEST(test_passive_no_rtr),
+		RAWCM_TEST(test_passive_close_during),
+		RAWCM_TEST(test_active_close),
+		RAWCM_TEST(test_active_truncated),
+		RAWCM_TEST(test_active_no_reply),
 		cmocka_unit_test(test_active_peer_reset_engine_idle),
-		RAWCM_TEST(test_active_close_after_reply,
-			   .active = active_close_after_reply),
-		RAWCM_TEST(test_active_no_complete,
-			   .active = active_no_complete),
+		RAWCM_TEST(test_active_close_after_reply),
+		RAWCM_TEST(test_active_no_complete),
 	};
 
 	rawcm_set_timers();

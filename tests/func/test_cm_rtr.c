@@ -54,32 +54,27 @@ static const struct raw_case wrong_rtrs[] = {
 /* The consumer accepted; the raw client sends each case as its RTR. */
 static void wrong_rtr(struct passive *p, const void *cases)
 {
-
 	for (const struct raw_case *w = cases; w->name; w++) {
-		struct cm_req acc;
-		struct mpa_msg rep;
-		NDK_CONNECTOR *c;
+		struct raw_accepted r;
 		uint8_t bad[64];
 		size_t len = raw_build(bad, sizeof(bad), w->send);
-		NDK_QP *qp;
 		NTSTATUS st;
-		int fd;
 
-		c = passive_raw_request(p, &fd, mpa_req_v2, sizeof(mpa_req_v2));
-		qp = passive_accept_read_reply(p, c, fd, &acc, &rep);
-		assert_p2p_write_reply(&rep);
-		raw_send(fd, bad, len);
-		st = cm_req_wait(&acc, WAIT_MS);
+		passive_raw_accepted(p, mpa_req_v2, sizeof(mpa_req_v2), &r);
+		assert_p2p_write_reply(&r.rep);
+		raw_send(r.fd, bad, len);
+		st = cm_req_wait(&r.acc, WAIT_MS);
 		if (st != STATUS_CONNECTION_ABORTED)
 			fail_msg("%s: Accept %#x, expected "
 				 "STATUS_CONNECTION_ABORTED",
 				 w->name, (unsigned int)st);
-		raw_assert_dropped(fd, WAIT_MS, w->name);
-		close(fd);
-		cm_close_connector(c);
-		cm_close_qp(qp);
+		raw_assert_dropped(r.fd, WAIT_MS, w->name);
+		close(r.fd);
+		cm_close_connector(r.c);
+		cm_close_qp(r.qp);
 	}
 }
+RAWCM_PASSIVE(test_passive_wrong_rtr, wrong_rtr, wrong_rtrs);
 
 /* Controls: the right RTR completes the Accept, for each RTR type. */
 struct rtr_case {
@@ -143,6 +138,7 @@ static void good_rtr(struct passive *p, const void *cases)
 		cm_close_qp(qp);
 	}
 }
+RAWCM_PASSIVE(test_passive_good_rtr, good_rtr, good_rtrs);
 
 /*
  * An MPA v1 (RFC 5044) initiator: no IRD/ORD block, no RTR. Accepted; the
@@ -177,7 +173,6 @@ static const struct v1_case v1_peers[] = {
 
 static void v1_peer(struct passive *p, const void *cases)
 {
-
 	for (const struct v1_case *v = cases; v->name; v++) {
 		struct cm_req acc;
 		struct mpa_msg rep;
@@ -228,24 +223,21 @@ static void v1_peer(struct passive *p, const void *cases)
 		cm_close_qp(qp);
 	}
 }
+RAWCM_PASSIVE(test_passive_v1, v1_peer, v1_peers);
 
 /* A v1 initiator that stays silent after the Reply is connected all the
  * same; one that then leaves ends the connection, and nothing leaks. */
 static void passive_v1_leaves(struct passive *p, const void *unused)
 {
-	struct cm_req acc;
-	struct mpa_msg rep;
-	NDK_CONNECTOR *c;
-	NDK_QP *qp;
-	int fd;
+	struct raw_accepted r;
 
-	c = passive_raw_request(p, &fd, mpa_req_v1, sizeof(mpa_req_v1));
-	qp = passive_accept_read_reply(p, c, fd, &acc, &rep);
-	assert_int_equal(cm_req_wait(&acc, WAIT_MS), STATUS_SUCCESS);
-	close(fd);
-	cm_close_connector(c);
-	cm_close_qp(qp);
+	passive_raw_accepted(p, mpa_req_v1, sizeof(mpa_req_v1), &r);
+	assert_int_equal(cm_req_wait(&r.acc, WAIT_MS), STATUS_SUCCESS);
+	close(r.fd);
+	cm_close_connector(r.c);
+	cm_close_qp(r.qp);
 }
+RAWCM_PASSIVE(test_passive_v1_leaves, passive_v1_leaves, NULL);
 
 /* ------------------------------------------------------------------ */
 /* Active side: our RTR, and the nudge                                */
@@ -263,23 +255,18 @@ static void active_good(struct active *a, const void *unused)
 	raw_expect_write_rtr(a->sfd, buf, WAIT_MS);
 	assert_int_equal(raw_wait_event(a->sfd, 20), RAW_SILENT);
 }
+RAWCM_ACTIVE(test_active_good, active_good, NULL);
 
 /* An MPA v1 responder: Rev 1 Reply, no RTR is sent. */
 static void active_v1(struct active *a, const void *unused)
 {
 	uint8_t buf[64];
-	char pd[8];
-	ULONG len = sizeof(pd);
 	size_t n;
 
 	n = mpa_frame(buf, MPA_KEY_REP, MPA_CRC, 1, false, 0, 0, "v1", 2);
 	raw_send(a->sfd, buf, n);
 	assert_int_equal(cm_req_wait(&a->conn, WAIT_MS), STATUS_SUCCESS);
-	assert_int_equal(a->c->Dispatch->NdkGetConnectionData(a->c, NULL, NULL,
-							      pd, &len),
-			 STATUS_SUCCESS);
-	assert_int_equal(len, 2);
-	assert_memory_equal(pd, "v1", 2);
+	cm_assert_private_data(a->c, "v1", 2);
 	assert_int_equal(a->c->Dispatch->NdkCompleteConnect(a->c, NULL, NULL,
 							    NULL, NULL),
 			 STATUS_SUCCESS);
@@ -289,6 +276,7 @@ static void active_v1(struct active *a, const void *unused)
 	a->c = NULL;
 	assert_int_equal(raw_wait_event(a->sfd, WAIT_MS), RAW_EOF);
 }
+RAWCM_ACTIVE(test_active_v1, active_v1, NULL);
 
 /*
  * The RTR nudge (NDK_RTR_NUDGE_MS, tests/interop/README.md bug 1): a
@@ -305,6 +293,7 @@ static void active_nudge(struct active *a, const void *unused)
 	assert_memory_equal(buf, rtr, 20);
 	assert_int_equal(raw_wait_event(a->sfd, 4 * NUDGE_MS), RAW_SILENT);
 }
+RAWCM_ACTIVE(test_active_nudge, active_nudge, NULL);
 
 /* A responder that spoke after the RTR read it: no nudge. */
 static void active_nudge_peer_spoke(struct active *a, const void *unused)
@@ -324,6 +313,7 @@ static void active_nudge_peer_spoke(struct active *a, const void *unused)
 	raw_send(a->sfd, buf, n);
 	assert_int_equal(raw_wait_event(a->sfd, 4 * NUDGE_MS), RAW_SILENT);
 }
+RAWCM_ACTIVE(test_active_nudge_peer_spoke, active_nudge_peer_spoke, NULL);
 
 /*
  * Closing the connector, or disconnecting, while the nudge is pending
@@ -355,6 +345,7 @@ static void active_nudge_cancelled(const void *unused)
 	tu_sleep_ms(2 * NUDGE_MS);
 	active_close(&a);
 }
+RAWCM_ALONE(test_active_nudge_cancelled, active_nudge_cancelled, NULL);
 
 /*
  * libndk on both ends with the nudge on: the responder takes the extra
@@ -366,7 +357,7 @@ static void nudge_between_libndk(const void *unused)
 	struct sockaddr_in any = cm_lo4(0);
 	struct cm_host srv, cli;
 	struct tool_listener l;
-	struct cm_req r, acc;
+	struct cm_req r;
 	NDK_CONNECTOR *a, *p;
 	NDK_QP *aqp, *pqp;
 	NDK_RESULT res;
@@ -384,15 +375,7 @@ static void nudge_between_libndk(const void *unused)
 			 STATUS_PENDING);
 	p = cm_next_incoming(&l, WAIT_MS);
 	assert_non_null(p);
-	cm_req_init(&acc);
-	assert_int_equal(p->Dispatch->NdkAccept(p, pqp, 1, 1, NULL, 0, NULL,
-						NULL, cm_req_done, &acc),
-			 STATUS_PENDING);
-	assert_int_equal(cm_req_wait(&r, WAIT_MS), STATUS_SUCCESS);
-	assert_int_equal(
-		a->Dispatch->NdkCompleteConnect(a, NULL, NULL, NULL, NULL),
-		STATUS_SUCCESS);
-	assert_int_equal(cm_req_wait(&acc, WAIT_MS), STATUS_SUCCESS);
+	cm_accept_and_complete(a, &r, p, pqp, WAIT_MS);
 	/* The responder says nothing: the nudge goes out and arrives. */
 	tu_sleep_ms(3 * NUDGE_MS);
 	assert_int_equal(pqp->Dispatch->NdkReceive(pqp, (PVOID)7, NULL, 0),
@@ -417,28 +400,22 @@ static void nudge_between_libndk(const void *unused)
 	rawcm_host_close(&cli);
 	rawcm_host_close(&srv);
 }
+RAWCM_ALONE(test_nudge_between_libndk, nudge_between_libndk, NULL);
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_crc32c_vector),
-		RAWCM_TEST(test_passive_wrong_rtr, .passive = wrong_rtr,
-			   .arg = wrong_rtrs),
-		RAWCM_TEST(test_passive_good_rtr, .passive = good_rtr,
-			   .arg = good_rtrs),
-		RAWCM_TEST(test_passive_v1, .passive = v1_peer,
-			   .arg = v1_peers),
-		RAWCM_TEST(test_passive_v1_leaves,
-			   .passive = passive_v1_leaves),
-		RAWCM_TEST(test_active_good, .active = active_good),
-		RAWCM_TEST(test_active_v1, .active = active_v1),
-		RAWCM_TEST(test_active_nudge, .active = active_nudge),
-		RAWCM_TEST(test_active_nudge_peer_spoke,
-			   .active = active_nudge_peer_spoke),
-		RAWCM_TEST(test_active_nudge_cancelled,
-			   .run = active_nudge_cancelled),
-		RAWCM_TEST(test_nudge_between_libndk,
-			   .run = nudge_between_libndk),
+		RAWCM_TEST(test_passive_wrong_rtr),
+		RAWCM_TEST(test_passive_good_rtr),
+		RAWCM_TEST(test_passive_v1),
+		RAWCM_TEST(test_passive_v1_leaves),
+		RAWCM_TEST(test_active_good),
+		RAWCM_TEST(test_active_v1),
+		RAWCM_TEST(test_active_nudge),
+		RAWCM_TEST(test_active_nudge_peer_spoke),
+		RAWCM_TEST(test_active_nudge_cancelled),
+		RAWCM_TEST(test_nudge_between_libndk),
 	};
 
 	rawcm_set_timers();
