@@ -43,7 +43,6 @@
 
 set -u
 
-DRIVER=${1:?usage: check_dp.sh /path/to/dp_capture}
 NAME=check_dp
 # shellcheck source=tests/conformance/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -51,28 +50,19 @@ NAME=check_dp
 # ------------------------------------------------------------------
 # 1. Driver up and listening; capture on its port; run; stop capture.
 
-conf_init DP tshark dumpcap awk od
-capture_driver "$DRIVER"
+conf_start DP "${1:?usage: check_dp.sh /path/to/dp_capture}"
 
 # What the driver used: CONNECT port, WINDOW stag, WRITE stag to len,
 # READ sink_stag sink_to len src_stag src_to, BADWRITE stag to len.
-CPORT=$(driver_says CONNECT 2)
-WSTAG=$(driver_says WINDOW 2)
-W_STAG=$(driver_says WRITE 2) W_TO=$(driver_says WRITE 3)
-W_LEN=$(driver_says WRITE 4)
-R_SINK=$(driver_says READ 2) R_SINKTO=$(driver_says READ 3)
-R_LEN=$(driver_says READ 4)
-R_SRC=$(driver_says READ 5) R_SRCTO=$(driver_says READ 6)
-B_STAG=$(driver_says BADWRITE 2) B_TO=$(driver_says BADWRITE 3)
-B_LEN=$(driver_says BADWRITE 4)
-for v in CPORT WSTAG W_STAG W_TO W_LEN R_SINK R_SINKTO R_LEN R_SRC R_SRCTO \
-	B_STAG B_TO B_LEN; do
-	[ -n "${!v}" ] || conf_abort "the driver did not say $v"
-done
+driver_values CPORT=CONNECT:2 WSTAG=WINDOW:2 \
+	W_STAG=WRITE:2 W_TO=WRITE:3 W_LEN=WRITE:4 \
+	R_SINK=READ:2 R_SINKTO=READ:3 R_LEN=READ:4 R_SRC=READ:5 R_SRCTO=READ:6 \
+	B_STAG=BADWRITE:2 B_TO=BADWRITE:3 B_LEN=BADWRITE:4
 
 # ------------------------------------------------------------------
 # 2. Decoding: one row per FPDU.
 
+# shellcheck disable=SC2153 # CPORT is set by driver_values
 CONN="tcp.port == $LPORT && tcp.port == $CPORT"
 
 # Per frame; the awk below splits them per FPDU. Keep in step with it.

@@ -20,7 +20,6 @@
 
 set -u
 
-DRIVER=${1:?usage: check_mpa.sh /path/to/mpa_capture}
 NAME=check_mpa
 # shellcheck source=tests/conformance/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -28,18 +27,15 @@ NAME=check_mpa
 # ------------------------------------------------------------------
 # 1. Driver up and listening; capture on its port; run; stop capture.
 
-conf_init MPA tshark dumpcap awk od
-capture_driver "$DRIVER"
-CPORT=$(driver_says CONNECT 2)
-RPORT=$(driver_says REJECT 2)
-if [ -z "$CPORT" ] || [ -z "$RPORT" ]; then
-	conf_abort "no client ports"
-fi
+conf_start MPA "${1:?usage: check_mpa.sh /path/to/mpa_capture}"
+driver_values CPORT=CONNECT:2 RPORT=REJECT:2
 
 # ------------------------------------------------------------------
 # 2. Decoding helpers.
 
+# shellcheck disable=SC2153 # CPORT and RPORT are set by driver_values
 CONN="tcp.port == $LPORT && tcp.port == $CPORT"
+# shellcheck disable=SC2153
 REJ="tcp.port == $LPORT && tcp.port == $RPORT"
 OURS="tcp.port == $LPORT && (tcp.port == $CPORT || tcp.port == $RPORT)"
 
@@ -110,6 +106,22 @@ expect_payload() {
 	log "  got:      $got"
 }
 
+# check_frame WHAT FILTER CHECK...: loads the one frame that FILTER
+# matches (1 if there is not one) and checks it: FIELD:STRING (expect),
+# FIELD=NUMBER (expect_num), payload=HEX (expect_payload), in order.
+check_frame() {
+	local what=$1 arg
+	load "$1" "$2" || return 1
+	shift 2
+	for arg in "$@"; do
+		case $arg in
+		payload=*) expect_payload "$what" "${arg#payload=}" ;;
+		*=*) expect_num "$what" "${arg%%=*}" "${arg#*=}" ;;
+		*) expect "$what" "${arg%%:*}" "${arg#*:}" ;;
+		esac
+	done
+}
+
 # On failure, the frame as tshark decodes it.
 show_frame() {
 	[ $last_failed = 1 ] || return 0
@@ -127,113 +139,77 @@ REJ_PD="go away"
 # ------------------------------------------------------------------
 # 3. The accepted connection.
 
-# Request: C and S set (0x50), Rev 2, PD = v2 block + 19 bytes.
-# Block: A (P2P) | IRD 8 = 0x8008; C (Write RTR) | D (Read RTR) | ORD 4 =
-# 0xc004.
-if load "MPA Request" "$CONN && iwarp_mpa.key.req"; then
-	W="MPA Request"
-	expect "$W" tcp.srcport "$CPORT"
-	expect "$W" iwarp_mpa.key.req "$KEY_REQ"
-	expect "$W" iwarp_mpa.marker_flag 0
-	expect "$W" iwarp_mpa.crc_flag 1
-	expect "$W" iwarp_mpa.rej_flag 0
-	expect_num "$W" iwarp_mpa.res 0x10 # S set, reserved bits zero
-	expect_num "$W" iwarp_mpa.rev 2
-	expect_num "$W" iwarp_mpa.pdlength $((4 + ${#REQ_PD}))
-	expect "$W" iwarp_mpa.privatedata "8008c004$(hex "$REQ_PD")"
-	expect_num "$W" tcp.len $((20 + 4 + ${#REQ_PD})) # nothing behind it
-	expect_payload "$W" \
-		"${KEY_REQ}5002$(be16 $((4 + ${#REQ_PD})))8008c004$(hex "$REQ_PD")"
-	show_frame
-fi
+# check_mpa_frame WHAT FILTER SRCPORT KEY R BLOCK PD: the one frame that
+# FILTER matches is an MPA Request or Reply (KEY, in hex) from SRCPORT with
+# C and S set (flags 0x50, or 0x70 with R), no markers, reserved bits
+# zero, Rev 2, then the IRD/ORD block (BLOCK, in hex) and the private
+# data PD, and nothing behind it; byte for byte.
+check_mpa_frame() {
+	local what=$1 filter=$2 port=$3 key=$4 rej=$5 block=$6 pd=$7 field
+	field=iwarp_mpa.key.rep
+	[ "$key" = "$KEY_REQ" ] && field=iwarp_mpa.key.req
+	check_frame "$what" "$filter" tcp.srcport:"$port" "$field:$key" \
+		iwarp_mpa.marker_flag:0 iwarp_mpa.crc_flag:1 \
+		iwarp_mpa.rej_flag:"$rej" iwarp_mpa.res=0x10 iwarp_mpa.rev=2 \
+		iwarp_mpa.pdlength=$((4 + ${#pd})) \
+		iwarp_mpa.privatedata:"$block$(hex "$pd")" \
+		tcp.len=$((20 + 4 + ${#pd})) \
+		payload="$key$(printf '%02x' $((0x50 | rej << 5)))02$(be16 \
+			$((4 + ${#pd})))$block$(hex "$pd")"
+}
+
+# Request: IRD/ORD block A (P2P) | IRD 8 = 0x8008; C (Write RTR) | D
+# (Read RTR) | ORD 4 = 0xc004.
+check_mpa_frame "MPA Request" "$CONN && iwarp_mpa.key.req" "$CPORT" \
+	"$KEY_REQ" 0 8008c004 "$REQ_PD"
+show_frame
 REQ_FRAME=${F[frame.number]:-0}
 
-# Reply: C and S, Rev 2. IRD = min(2, 128, peer ORD 4) = 2 with A;
-# ORD = min(16, 128, peer IRD 8) = 8 with C only (Write RTR chosen):
-# 0x8002 0x8008.
-if load "MPA Reply" "$CONN && iwarp_mpa.key.rep"; then
-	W="MPA Reply"
-	expect "$W" tcp.srcport "$LPORT"
-	expect "$W" iwarp_mpa.key.rep "$KEY_REP"
-	expect "$W" iwarp_mpa.marker_flag 0
-	expect "$W" iwarp_mpa.crc_flag 1
-	expect "$W" iwarp_mpa.rej_flag 0
-	expect_num "$W" iwarp_mpa.res 0x10
-	expect_num "$W" iwarp_mpa.rev 2
-	expect_num "$W" iwarp_mpa.pdlength $((4 + ${#REP_PD}))
-	expect "$W" iwarp_mpa.privatedata "80028008$(hex "$REP_PD")"
-	expect_num "$W" tcp.len $((20 + 4 + ${#REP_PD}))
-	expect_payload "$W" \
-		"${KEY_REP}5002$(be16 $((4 + ${#REP_PD})))80028008$(hex "$REP_PD")"
+# Reply: IRD = min(2, 128, peer ORD 4) = 2 with A; ORD = min(16, 128,
+# peer IRD 8) = 8 with C only (Write RTR chosen): 0x8002 0x8008.
+if check_mpa_frame "MPA Reply" "$CONN && iwarp_mpa.key.rep" "$LPORT" \
+	"$KEY_REP" 0 80028008 "$REP_PD"; then
 	[ "${F[frame.number]:-0}" -gt "$REQ_FRAME" ] ||
-		fail "$W: frame ${F[frame.number]:-?} is not after the Request"
-	show_frame
+		fail "MPA Reply: frame ${F[frame.number]:-?} is not after" \
+			"the Request"
 fi
+show_frame
 REP_FRAME=${F[frame.number]:-0}
 
 # RTR: the only FPDU of the connection, from the initiator. Zero-length
 # RDMA Write: ULPDU_Length 14, DDP T|L|DV=1 (0xc1), RDMAP RV=1 Write
-# (0x40), STag 1, TO 0, CRC32c 0xebd34c5f (RFC 6581 RTR).
-if load "RTR FPDU" "$CONN && iwarp_mpa.fpdu"; then
-	W="RTR FPDU"
-	expect "$W" tcp.srcport "$CPORT"
-	expect_num "$W" iwarp_mpa.ulpdulength 14
-	expect_num "$W" iwarp_mpa.crc_check 0xebd34c5f
-	expect "$W" iwarp_ddp.tagged_flag 1
-	expect "$W" iwarp_ddp.last_flag 1
-	expect_num "$W" iwarp_ddp.dv 1
-	expect_num "$W" iwarp_ddp.stag 1
-	expect_num "$W" iwarp_ddp.tagged_offset 0
-	expect_num "$W" iwarp_rdma.version 1
-	expect_num "$W" iwarp_rdma.opcode 0 # RDMA Write
-	expect_num "$W" tcp.len 20
-	expect_payload "$W" "000ec140000000010000000000000000ebd34c5f"
+# (0x40, opcode 0), STag 1, TO 0, CRC32c 0xebd34c5f (RFC 6581 RTR).
+if check_frame "RTR FPDU" "$CONN && iwarp_mpa.fpdu" \
+	tcp.srcport:"$CPORT" iwarp_mpa.ulpdulength=14 \
+	iwarp_mpa.crc_check=0xebd34c5f iwarp_ddp.tagged_flag:1 \
+	iwarp_ddp.last_flag:1 iwarp_ddp.dv=1 iwarp_ddp.stag=1 \
+	iwarp_ddp.tagged_offset=0 iwarp_rdma.version=1 iwarp_rdma.opcode=0 \
+	tcp.len=20 payload="000ec140000000010000000000000000ebd34c5f"; then
 	[ "${F[frame.number]:-0}" -gt "$REP_FRAME" ] ||
-		fail "$W: frame ${F[frame.number]:-?} is not after the Reply"
+		fail "RTR FPDU: frame ${F[frame.number]:-?} is not after" \
+			"the Reply"
 	if [ -n "${F[frame.number]:-}" ] &&
 		! ts -Y "frame.number == ${F[frame.number]}" -V |
 		grep -q '(Good CRC32)'; then
-		fail "$W: tshark does not say 'Good CRC32'"
+		fail "RTR FPDU: tshark does not say 'Good CRC32'"
 	fi
-	show_frame
 fi
+show_frame
 
 # ------------------------------------------------------------------
 # 4. The rejected connection.
 
-if load "reject Request" "$REJ && iwarp_mpa.key.req"; then
-	W="reject Request"
-	expect "$W" iwarp_mpa.key.req "$KEY_REQ"
-	expect "$W" iwarp_mpa.crc_flag 1
-	expect_num "$W" iwarp_mpa.res 0x10
-	expect_num "$W" iwarp_mpa.rev 2
-	expect_payload "$W" \
-		"${KEY_REQ}5002$(be16 $((4 + ${#REJ_REQ_PD})))8008c004$(hex "$REJ_REQ_PD")"
-	show_frame
-fi
+check_mpa_frame "reject Request" "$REJ && iwarp_mpa.key.req" "$RPORT" \
+	"$KEY_REQ" 0 8008c004 "$REJ_REQ_PD"
+show_frame
 
-# Reject: a Reply with R (flags 0x70: C R S), Rev 2, the v2 block and then
-# "go away". The block is what the provider puts in a reject: A, and the
-# responder's limits before Accept, IRD = min(128, peer ORD 4) = 4 and
-# ORD = min(128, peer IRD 8) = 8, no RTR chosen: 0x8004 0x0008.
-if load "reject Reply" "$REJ && iwarp_mpa.key.rep"; then
-	W="reject Reply"
-	expect "$W" tcp.srcport "$LPORT"
-	expect "$W" iwarp_mpa.key.rep "$KEY_REP"
-	expect "$W" iwarp_mpa.marker_flag 0
-	expect "$W" iwarp_mpa.crc_flag 1
-	expect "$W" iwarp_mpa.rej_flag 1
-	expect_num "$W" iwarp_mpa.res 0x10
-	expect_num "$W" iwarp_mpa.rev 2
-	expect_num "$W" iwarp_mpa.pdlength $((4 + ${#REJ_PD}))
-	pd=${F[iwarp_mpa.privatedata]:-}
-	[ "${pd: -$((2 * ${#REJ_PD}))}" = "$(hex "$REJ_PD")" ] ||
-		fail "$W: private data '$pd' does not end with '$REJ_PD'"
-	expect_num "$W" tcp.len $((20 + 4 + ${#REJ_PD}))
-	expect_payload "$W" \
-		"${KEY_REP}7002$(be16 $((4 + ${#REJ_PD})))80040008$(hex "$REJ_PD")"
-	show_frame
-fi
+# Reject: a Reply with R, the v2 block and then "go away". The block is
+# what the provider puts in a reject: A, and the responder's limits
+# before Accept, IRD = min(128, peer ORD 4) = 4 and ORD = min(128, peer
+# IRD 8) = 8, no RTR chosen: 0x8004 0x0008.
+check_mpa_frame "reject Reply" "$REJ && iwarp_mpa.key.rep" "$LPORT" \
+	"$KEY_REP" 1 80040008 "$REJ_PD"
+show_frame
 
 # ------------------------------------------------------------------
 # 5. Whole capture: nothing malformed, no bad CRC, no unexpected expert

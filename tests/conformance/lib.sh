@@ -77,6 +77,13 @@ conf_cleanup() {
 	fi
 }
 
+# conf_start PREFIX DRIVER: conf_init with the tools every check needs,
+# then capture_driver.
+conf_start() {
+	conf_init "$1" tshark dumpcap awk od
+	capture_driver "$2"
+}
+
 # Fails the whole check at once, keeping what there is.
 conf_abort() {
 	log "FAIL: $*"
@@ -184,6 +191,18 @@ capture_driver() {
 # driver_says KEY N: field N of the driver's line that starts with KEY.
 driver_says() {
 	awk -v k="$1" -v n="$2" '$1 == k { print $n }' "$TMP/driver.out"
+}
+
+# driver_values VAR=KEY:N...: sets each VAR to driver_says KEY N; fails
+# the check if the driver did not say one.
+driver_values() {
+	local spec var
+	for spec in "$@"; do
+		var=${spec%%=*}
+		spec=${spec#*=}
+		printf -v "$var" '%s' "$(driver_says "${spec%%:*}" "${spec#*:}")"
+		[ -n "${!var}" ] || conf_abort "the driver did not say $var"
+	done
 }
 
 # ------------------------------------------------------------------

@@ -38,6 +38,13 @@ NDK_MR *reg_range(NDK_PD *pd, void *p, size_t len, ULONG flags)
 	return mr;
 }
 
+UINT32 local_mr_token(struct cm_host *h, void *p, size_t len)
+{
+	NDK_MR *mr = reg_range(h->pd, p, len, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
+
+	return mr->Dispatch->NdkGetLocalTokenFromMr(mr);
+}
+
 static void reg(struct cm_host *h, struct side *s, size_t len)
 {
 	s->len = len;
@@ -219,6 +226,25 @@ void post_read_chunks(int n, size_t len)
 	}
 }
 
+void placed_by_send(void)
+{
+	NDK_RESULT_EX res[1];
+
+	assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, NULL, NULL, 0),
+			 STATUS_SUCCESS);
+	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, NULL, NULL, 0,
+						 NDK_OP_FLAG_SILENT_SUCCESS),
+			 STATUS_SUCCESS);
+	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+}
+
+void poll_one_ok(NDK_CQ *cq, NDK_RESULT_EX *res, NDK_OPERATION_TYPE type)
+{
+	assert_int_equal(poll_cq(cq, res, 1), 1);
+	assert_int_equal(res->Status, STATUS_SUCCESS);
+	assert_int_equal(res->Type, type);
+}
+
 void expect_result(const NDK_RESULT_EX *r, uintptr_t ctx,
 		   NDK_OPERATION_TYPE type, NTSTATUS status)
 {
@@ -229,6 +255,25 @@ void expect_result(const NDK_RESULT_EX *r, uintptr_t ctx,
 			 r->RequestContext, (unsigned int)r->Type,
 			 (unsigned int)r->Status, (unsigned long)ctx,
 			 (unsigned int)type, (unsigned int)status);
+}
+
+void expect_received(const NDK_RESULT_EX *r, uintptr_t ctx, const void *dst,
+		     const void *src, size_t len)
+{
+	expect_result(r, ctx, NdkOperationTypeReceive, STATUS_SUCCESS);
+	assert_int_equal(r->BytesTransferred, len);
+	assert_memory_equal(dst, src, len);
+}
+
+void expect_results(NDK_CQ *cq, const struct want *want, ULONG n)
+{
+	NDK_RESULT_EX res[16];
+
+	assert_true(n <= 16);
+	assert_int_equal(poll_cq(cq, res, n), n);
+	for (ULONG i = 0; i < n; i++)
+		expect_result(&res[i], want[i].ctx, want[i].type,
+			      want[i].status);
 }
 
 void disconnect(NDK_CONNECTOR *c)

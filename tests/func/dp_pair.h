@@ -44,6 +44,8 @@ bool disc_seen(void *arg);
 
 /* Registers [p, p + len) on pd with flags. */
 NDK_MR *reg_range(NDK_PD *pd, void *p, size_t len, ULONG flags);
+/* A local-write-only MR over [p, p + len) on h's PD: its local token. */
+UINT32 local_mr_token(struct cm_host *h, void *p, size_t len);
 /* A QP on h's CQ: 256 receives and 256 requests of up to 4 SGEs, 256
  * inline bytes. */
 NDK_QP *big_qp(struct cm_host *h);
@@ -83,8 +85,32 @@ void post_send(NDK_QP *qp, uintptr_t ctx, void *p, size_t len, UINT32 tok,
 /* n Reads by A of len bytes each, chunk i from P.buf + i * len into
  * A.buf + i * len, with context i. */
 void post_read_chunks(int n, size_t len);
+/* A's Writes so far are placed once this returns: a zero-length Send
+ * (SILENT_SUCCESS) behind them completed a zero-length receive of P. */
+void placed_by_send(void);
+/* One result on cq within WAIT_MS, into *res: type, STATUS_SUCCESS. */
+void poll_one_ok(NDK_CQ *cq, NDK_RESULT_EX *res, NDK_OPERATION_TYPE type);
 void expect_result(const NDK_RESULT_EX *r, uintptr_t ctx,
 		   NDK_OPERATION_TYPE type, NTSTATUS status);
+
+/* What a completion must be. */
+struct want {
+	uintptr_t ctx;
+	NDK_OPERATION_TYPE type;
+	NTSTATUS status;
+};
+
+/* r is the receive ctx, complete with the len bytes at src, at dst. */
+void expect_received(const NDK_RESULT_EX *r, uintptr_t ctx, const void *dst,
+		     const void *src, size_t len);
+
+/* The next n results on cq (within WAIT_MS) are want[0] to want[n - 1],
+ * in order; EXPECT_RESULTS(cq, { ctx, type, status }, ...) lists them. */
+void expect_results(NDK_CQ *cq, const struct want *want, ULONG n);
+#define EXPECT_RESULTS(cq, ...)                                       \
+	expect_results((cq), (const struct want[]){ __VA_ARGS__ },    \
+		       sizeof((const struct want[]){ __VA_ARGS__ }) / \
+			       sizeof(struct want))
 
 /* NdkDisconnect of a connection the peer already ended: succeeds. */
 void disconnect(NDK_CONNECTOR *c);

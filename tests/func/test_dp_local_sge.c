@@ -17,9 +17,7 @@ static void test_bad_local_sge_send(void **state)
 {
 	/* A local-only region of 4 KiB inside A's buffer. */
 	uint8_t *sub = A.buf + (1 << 20);
-	NDK_MR *mr =
-		reg_range(cli.pd, sub, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-	UINT32 stok = mr->Dispatch->NdkGetLocalTokenFromMr(mr);
+	UINT32 stok = local_mr_token(&cli, sub, 4096);
 	NDK_RESULT_EX res[8];
 	NDK_SGE two[2];
 
@@ -41,25 +39,17 @@ static void test_bad_local_sge_send(void **state)
 	post_send(A.qp, 15, A.buf, 100, A.ltok ^ 0x00ffff00,
 		  NDK_OP_FLAG_SILENT_SUCCESS);
 
-	assert_int_equal(poll_cq(cli.cq, res, 6), 6);
-	expect_result(&res[0], 10, NdkOperationTypeSend,
-		      STATUS_ACCESS_VIOLATION);
-	expect_result(&res[1], 11, NdkOperationTypeSend,
-		      STATUS_ACCESS_VIOLATION);
-	expect_result(&res[2], 12, NdkOperationTypeSend, STATUS_SUCCESS);
-	expect_result(&res[3], 13, NdkOperationTypeSend,
-		      STATUS_ACCESS_VIOLATION);
-	expect_result(&res[4], 14, NdkOperationTypeSend, STATUS_SUCCESS);
-	expect_result(&res[5], 15, NdkOperationTypeSend,
-		      STATUS_ACCESS_VIOLATION);
+	EXPECT_RESULTS(cli.cq,
+		       { 10, NdkOperationTypeSend, STATUS_ACCESS_VIOLATION },
+		       { 11, NdkOperationTypeSend, STATUS_ACCESS_VIOLATION },
+		       { 12, NdkOperationTypeSend, STATUS_SUCCESS },
+		       { 13, NdkOperationTypeSend, STATUS_ACCESS_VIOLATION },
+		       { 14, NdkOperationTypeSend, STATUS_SUCCESS },
+		       { 15, NdkOperationTypeSend, STATUS_ACCESS_VIOLATION });
 	/* Nothing went out for the bad ones: the good ones match up. */
 	assert_int_equal(poll_cq(srv.cq, res, 2), 2);
-	expect_result(&res[0], 1, NdkOperationTypeReceive, STATUS_SUCCESS);
-	assert_int_equal(res[0].BytesTransferred, 300);
-	assert_memory_equal(P.buf, A.buf, 300);
-	expect_result(&res[1], 2, NdkOperationTypeReceive, STATUS_SUCCESS);
-	assert_int_equal(res[1].BytesTransferred, 400);
-	assert_memory_equal(P.buf + 65536, A.buf + 1000, 400);
+	expect_received(&res[0], 1, P.buf, A.buf, 300);
+	expect_received(&res[1], 2, P.buf + 65536, A.buf + 1000, 400);
 	assert_cq_quiet(srv.cq);
 	assert_int_equal(atomic_load(&A.disc) + atomic_load(&P.disc), 0);
 }
@@ -77,9 +67,7 @@ static void test_bad_local_sge_late_in_send(void **state)
 {
 	uint8_t *sub = A.buf + (1 << 20);
 	size_t sub_len = 256 << 10; /* several FPDUs even on lo */
-	NDK_MR *mr =
-		reg_range(cli.pd, sub, sub_len, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-	UINT32 stok = mr->Dispatch->NdkGetLocalTokenFromMr(mr);
+	UINT32 stok = local_mr_token(&cli, sub, sub_len);
 	NDK_RESULT_EX res[4];
 
 	fill(A.buf, 4096, 4);
@@ -88,14 +76,11 @@ static void test_bad_local_sge_late_in_send(void **state)
 	/* Runs one byte past the end of the MR. */
 	post_send(A.qp, 10, sub, sub_len + 1, stok, 0);
 	post_send(A.qp, 11, A.buf, 1000, A.ltok, 0);
-	assert_int_equal(poll_cq(cli.cq, res, 2), 2);
-	expect_result(&res[0], 10, NdkOperationTypeSend,
-		      STATUS_ACCESS_VIOLATION);
-	expect_result(&res[1], 11, NdkOperationTypeSend, STATUS_SUCCESS);
+	EXPECT_RESULTS(cli.cq,
+		       { 10, NdkOperationTypeSend, STATUS_ACCESS_VIOLATION },
+		       { 11, NdkOperationTypeSend, STATUS_SUCCESS });
 	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
-	expect_result(&res[0], 1, NdkOperationTypeReceive, STATUS_SUCCESS);
-	assert_int_equal(res[0].BytesTransferred, 1000);
-	assert_memory_equal(P.buf, A.buf, 1000);
+	expect_received(&res[0], 1, P.buf, A.buf, 1000);
 	assert_int_equal(atomic_load(&A.disc) + atomic_load(&P.disc), 0);
 }
 
@@ -103,10 +88,7 @@ static void test_bad_local_sge_late_in_send(void **state)
 static void test_bad_local_sge_read(void **state)
 {
 	uint8_t *sub = A.buf + (1 << 20);
-	NDK_MR *mr =
-		reg_range(cli.pd, sub, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-	UINT32 stok = mr->Dispatch->NdkGetLocalTokenFromMr(mr);
-	NDK_RESULT_EX res[4];
+	UINT32 stok = local_mr_token(&cli, sub, 4096);
 	NDK_SGE s;
 
 	memset(A.buf, 0xa5, 8192);
@@ -123,11 +105,9 @@ static void test_bad_local_sge_read(void **state)
 						 (UINT64)(uintptr_t)P.buf,
 						 P.rtok, 0),
 			 STATUS_SUCCESS);
-	assert_int_equal(poll_cq(cli.cq, res, 2), 2);
-	expect_result(&res[0], 1, NdkOperationTypeRead,
-		      STATUS_ACCESS_VIOLATION);
-	expect_result(&res[1], 2, NdkOperationTypeRead,
-		      STATUS_ACCESS_VIOLATION);
+	EXPECT_RESULTS(cli.cq,
+		       { 1, NdkOperationTypeRead, STATUS_ACCESS_VIOLATION },
+		       { 2, NdkOperationTypeRead, STATUS_ACCESS_VIOLATION });
 	assert_all(A.buf, 8192, 0xa5, "bad-token sink");
 	assert_all(sub + 4096, 4096, 0xa5, "past the sink MR");
 	assert_int_equal(atomic_load(&A.disc) + atomic_load(&P.disc), 0);
@@ -141,13 +121,10 @@ static void test_bad_local_sge_read(void **state)
 static void test_read_multi_sge_sink(void **state)
 {
 	uint8_t *src = P.buf + (1 << 20), *sub = A.buf + (2 << 20);
-	NDK_MR *mr =
-		reg_range(cli.pd, sub, 65536, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-	UINT32 stok = mr->Dispatch->NdkGetLocalTokenFromMr(mr);
+	UINT32 stok = local_mr_token(&cli, sub, 65536);
 	size_t total = 150000;
 	NDK_SGE s[3] = { sge(A.buf + 4096, 1000, A.ltok), sge(sub, 50000, stok),
 			 sge(A.buf + (1 << 20), total - 51000, A.ltok) };
-	NDK_RESULT_EX res[1];
 
 	fill(src, total, 13);
 	A.qp = big_qp(&cli);
@@ -157,8 +134,7 @@ static void test_read_multi_sge_sink(void **state)
 						 (UINT64)(uintptr_t)src, P.rtok,
 						 0),
 			 STATUS_SUCCESS);
-	assert_int_equal(poll_cq(cli.cq, res, 1), 1);
-	expect_result(&res[0], 1, NdkOperationTypeRead, STATUS_SUCCESS);
+	EXPECT_RESULTS(cli.cq, { 1, NdkOperationTypeRead, STATUS_SUCCESS });
 	assert_memory_equal(A.buf + 4096, src, 1000);
 	assert_memory_equal(sub, src + 1000, 50000);
 	assert_memory_equal(A.buf + (1 << 20), src + 51000, total - 51000);
@@ -181,10 +157,9 @@ static void test_bad_local_sge_write(void **state)
 	post_recv(P.qp, 5, NULL, 0, P.ltok);
 	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, (PVOID)2, NULL, 0, 0),
 			 STATUS_SUCCESS);
-	assert_int_equal(poll_cq(cli.cq, res, 2), 2);
-	expect_result(&res[0], 1, NdkOperationTypeWrite,
-		      STATUS_ACCESS_VIOLATION);
-	expect_result(&res[1], 2, NdkOperationTypeSend, STATUS_SUCCESS);
+	EXPECT_RESULTS(cli.cq,
+		       { 1, NdkOperationTypeWrite, STATUS_ACCESS_VIOLATION },
+		       { 2, NdkOperationTypeSend, STATUS_SUCCESS });
 	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
 	expect_result(&res[0], 5, NdkOperationTypeReceive, STATUS_SUCCESS);
 	assert_all(P.buf + 131072, 4096, 0, "write target");
@@ -219,9 +194,7 @@ static void test_bad_local_sge_receive(void **state)
 static void test_receive_sge_past_mr(void **state)
 {
 	uint8_t *sub = P.buf + 65536;
-	NDK_MR *mr =
-		reg_range(srv.pd, sub, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-	UINT32 stok = mr->Dispatch->NdkGetLocalTokenFromMr(mr);
+	UINT32 stok = local_mr_token(&srv, sub, 4096);
 	NDK_RESULT_EX res[4];
 
 	memset(sub + 4096, 0x5a, 4096);

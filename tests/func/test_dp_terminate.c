@@ -156,19 +156,36 @@ static void test_terminate_codes_on_wire(void **state)
 	}
 }
 
+/* The raw server sends a Terminate (RDMAP, remote operation,
+ * catastrophic local to the stream: 0x07); A sees its disconnect event. */
+static void peer_terminates(struct dp_raw_server *r)
+{
+	uint8_t b[64];
+	size_t n = fpdu_terminate(b, 0, 2, 0x07);
+
+	raw_send(r->fd, b, n);
+	if (!tu_wait_until(disc_seen, &A, WAIT_MS))
+		fail_msg("no disconnect event");
+}
+
+/* A connects to a raw server, then posts receives 1 to 3 of 4 KiB. */
+static void connect_with_receives(struct dp_raw_server *r)
+{
+	dp_raw_server_connect(r, 0);
+	for (int i = 1; i <= 3; i++)
+		post_recv(A.qp, (uintptr_t)i, A.buf + (size_t)i * 4096, 4096,
+			  A.ltok);
+}
+
 static void terminated_by_peer(bool flush_first)
 {
 	struct dp_raw_server r;
 	NDK_RESULT_EX res[8];
 	NDK_SGE s;
-	uint8_t b[64];
 	size_t n;
 	int i;
 
-	dp_raw_server_connect(&r, 0);
-	for (i = 1; i <= 3; i++)
-		post_recv(A.qp, (uintptr_t)i, A.buf + (size_t)i * 4096, 4096,
-			  A.ltok);
+	connect_with_receives(&r);
 	/* A Read the peer will never answer. */
 	s = sge(A.buf + 65536, 64, A.ltok);
 	assert_int_equal(A.qp->Dispatch->NdkRead(A.qp, (PVOID)10, &s, 1, 0x1000,
@@ -177,10 +194,7 @@ static void terminated_by_peer(bool flush_first)
 	dp_raw_expect_read_request(r.fd, 1, A.ltok, A.buf + 65536, 64);
 
 	/* RDMAP / Remote Operation / catastrophic, local to the stream. */
-	n = fpdu_terminate(b, 0, 2, 0x07);
-	raw_send(r.fd, b, n);
-	if (!tu_wait_until(disc_seen, &A, WAIT_MS))
-		fail_msg("no disconnect event");
+	peer_terminates(&r);
 	/* No Terminate in answer: just the end of the stream. */
 	assert_int_equal(raw_wait_event(r.fd, WAIT_MS), RAW_EOF);
 	/* A peer's disconnect does not flush (the consumer's NdkDisconnect
@@ -233,17 +247,12 @@ static void test_terminate_while_sending(void **state)
 {
 	struct dp_raw_server r;
 	NDK_RESULT_EX res[4];
-	uint8_t b[64];
-	size_t n;
 
 	dp_raw_server_connect(&r, 4096);
 	post_send(A.qp, 1, A.buf, A.len, A.ltok, 0);
 	post_send(A.qp, 2, A.buf, 10, A.ltok, 0);
 	assert_cq_quiet(cli.cq);
-	n = fpdu_terminate(b, 0, 2, 0x07);
-	raw_send(r.fd, b, n);
-	if (!tu_wait_until(disc_seen, &A, WAIT_MS))
-		fail_msg("no disconnect event");
+	peer_terminates(&r);
 	assert_cq_quiet(cli.cq);
 	disconnect(A.conn);
 	assert_int_equal(poll_cq(cli.cq, res, 2), 2);
@@ -270,19 +279,13 @@ static void test_terminate_mid_message(void **state)
 	size_t n;
 	int i;
 
-	dp_raw_server_connect(&r, 0);
-	for (i = 1; i <= 3; i++)
-		post_recv(A.qp, (uintptr_t)i, A.buf + (size_t)i * 4096, 4096,
-			  A.ltok);
+	connect_with_receives(&r);
 	/* The first segment of a Send (no L), then a Terminate. */
 	ddp_untagged_hdr(u, 0x01, 0x43, 0, 1, 0);
 	memset(u + 18, 0x3c, 100);
 	n = fpdu_build(b, u, 118, true);
 	raw_send(r.fd, b, n);
-	n = fpdu_terminate(b, 0, 2, 0x07);
-	raw_send(r.fd, b, n);
-	if (!tu_wait_until(disc_seen, &A, WAIT_MS))
-		fail_msg("no disconnect event");
+	peer_terminates(&r);
 	assert_cq_quiet(cli.cq);
 	disconnect(A.conn);
 	n = poll_cq(cli.cq, res, 3);
