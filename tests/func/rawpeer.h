@@ -125,7 +125,6 @@ struct raw_part {
 /* clang-format off */
 #define RAW_TEXT(s)       { .kind = RAW_BYTES, .data = (s), .len = sizeof(s) - 1 }
 #define RAW_ARRAY(a)      { .kind = RAW_BYTES, .data = (a), .len = sizeof(a) }
-#define RAW_HEAD(a, n)    { .kind = RAW_BYTES, .data = (a), .len = (n) }
 #define RAW_REPEAT(b, n)  { .kind = RAW_FILL, .byte = (b), .len = (n) }
 #define RAW_FPDU_OF(a)    { .kind = RAW_FPDU, .data = (a), .len = sizeof(a) }
 #define RAW_FPDU_EMPTY    { .kind = RAW_FPDU }

@@ -38,7 +38,8 @@ int rawcm_open_registry(void **state)
 	return 0;
 }
 
-int count_open_fds(void)
+/* The descriptors this process has open. */
+static int count_open_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
 	struct dirent *e;

@@ -35,8 +35,6 @@ void rawcm_set_timers(void);
  */
 int rawcm_open_registry(void **state);
 
-int count_open_fds(void);
-
 /* NdkCloseAdapter after closing the PD and CQ, so it has nothing left to
  * close (and warn about) but what a scenario leaves open on purpose. */
 void rawcm_host_close(struct cm_host *h);
