@@ -36,21 +36,13 @@
  *
  * Exit status 0 on success, 1 on any failure.
  */
-#include <arpa/inet.h>
-#include <errno.h>
 #include <inttypes.h>
-#include <net/if.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <ndk/ndk.h>
-#include "tool_host.h"
-
-#define WAIT_MS 5000
+#include "capture.h"
 
 /* Sizes of the messages (check_dp.sh has the same numbers). */
 #define SEND_LEN     100
@@ -72,94 +64,34 @@
 #define SINK_OFF   0x4000 /* A: Read sink */
 #define SRC_OFF	   0x0000 /* A: Send and Write sources */
 
-static int failures;
-
-#define CHECK(cond)                                                      \
-	do {                                                             \
-		if (!(cond)) {                                           \
-			fprintf(stderr,                                  \
-				"dp_capture: %s:%d: check failed: %s\n", \
-				__FILE__, __LINE__, #cond);              \
-			failures++;                                      \
-			return -1;                                       \
-		}                                                        \
-	} while (0)
-
-#define CHECK_ST(expr, want)                                                   \
-	do {                                                                   \
-		NTSTATUS st_ = (expr);                                         \
-		if (st_ != (want)) {                                           \
-			fprintf(stderr,                                        \
-				"dp_capture: %s:%d: %s = %s (0x%08x), "        \
-				"expected %s\n",                               \
-				__FILE__, __LINE__, #expr, NdkStatusName(st_), \
-				(unsigned int)st_, NdkStatusName(want));       \
-			failures++;                                            \
-			return -1;                                             \
-		}                                                              \
-	} while (0)
-
-/* ------------------------------------------------------------------ */
-/* Time, request completions, connect events, disconnect events        */
-
-static NTSTATUS req_result(NTSTATUS inline_status, struct tool_wait *r)
-{
-	return inline_status == STATUS_PENDING ? tool_wait_for(r, WAIT_MS)
-					       : inline_status;
-}
-
 static VOID on_disconnect(PVOID ctx)
 {
 	atomic_fetch_add((atomic_int *)ctx, 1);
-}
-
-static int wait_disconnect(atomic_int *count, unsigned int ms)
-{
-	uint64_t end = (tool_now_ns() / 1000000u) + ms;
-
-	while (atomic_load(count) == 0 && (tool_now_ns() / 1000000u) < end)
-		tool_sleep_ms(10);
-	return atomic_load(count) > 0 ? 0 : -1;
-}
-
-static VOID on_cq(PVOID ctx, NTSTATUS status)
-{
 }
 
 /* ------------------------------------------------------------------ */
 /* Hosts and memory                                                   */
 
 struct host {
-	NDK_ADAPTER *ad;
-	NDK_PD *pd;
-	NDK_CQ *cq;
+	struct cap_host cap;
 	NDK_QP *qp;
 	NDK_CONNECTOR *conn;
-	NDK_MR *mr;
-	uint8_t *buf;
-	UINT32 ltok, rtok;
+	struct tool_buf b;
 	atomic_int disc;
 };
 
 static int host_open(struct host *h, bool active)
 {
-	NDK_VERSION v = { 2, 0 };
-	unsigned int ifindex = if_nametoindex("lo");
-
-	CHECK(ifindex != 0);
-	CHECK_ST(NdkOpenAdapter(v, ifindex, &h->ad), STATUS_SUCCESS);
-	CHECK_ST(h->ad->Dispatch->NdkCreatePd(h->ad, NULL, NULL, &h->pd),
-		 STATUS_SUCCESS);
-	CHECK_ST(h->ad->Dispatch->NdkCreateCq(h->ad, 64, on_cq, NULL, NULL,
-					      NULL, NULL, &h->cq),
-		 STATUS_SUCCESS);
-	CHECK_ST(h->pd->Dispatch->NdkCreateQp(h->pd, h->cq, h->cq, NULL, 16, 16,
-					      2, 2, 0, NULL, NULL, &h->qp),
+	if (cap_host_open(&h->cap))
+		return -1;
+	CHECK_ST(h->cap.t.pd->Dispatch->NdkCreateQp(h->cap.t.pd, h->cap.cq,
+						    h->cap.cq, NULL, 16, 16, 2,
+						    2, 0, NULL, NULL, &h->qp),
 		 STATUS_SUCCESS);
 	/* The passive side's connector comes with the connect event. */
 	if (active)
-		CHECK_ST(h->ad->Dispatch->NdkCreateConnector(h->ad, NULL, NULL,
-							     &h->conn),
+		CHECK_ST(h->cap.t.ad->Dispatch->NdkCreateConnector(
+				 h->cap.t.ad, NULL, NULL, &h->conn),
 			 STATUS_SUCCESS);
 	return 0;
 }
@@ -173,30 +105,12 @@ static int host_open(struct host *h, bool active)
 static int host_mr(struct host *h, int skip)
 {
 	NDK_MR *unused;
-	PMDL mdl;
-	NTSTATUS st;
 
 	while (skip-- > 0)
-		CHECK_ST(h->pd->Dispatch->NdkCreateMr(h->pd, FALSE, NULL, NULL,
-						      &unused),
+		CHECK_ST(h->cap.t.pd->Dispatch->NdkCreateMr(
+				 h->cap.t.pd, FALSE, NULL, NULL, &unused),
 			 STATUS_SUCCESS);
-
-	h->buf = aligned_alloc(4096, BUF_LEN);
-	CHECK(h->buf != NULL);
-	memset(h->buf, 0, BUF_LEN);
-	CHECK_ST(h->pd->Dispatch->NdkCreateMr(h->pd, FALSE, NULL, NULL, &h->mr),
-		 STATUS_SUCCESS);
-	mdl = IoAllocateMdl(h->buf, BUF_LEN, FALSE, FALSE, NULL);
-	CHECK(mdl != NULL);
-	st = h->mr->Dispatch->NdkRegisterMr(
-		h->mr, mdl, BUF_LEN,
-		NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
-			NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
-		NULL, NULL);
-	IoFreeMdl(mdl);
-	CHECK_ST(st, STATUS_SUCCESS);
-	h->ltok = h->mr->Dispatch->NdkGetLocalTokenFromMr(h->mr);
-	h->rtok = h->mr->Dispatch->NdkGetRemoteTokenFromMr(h->mr);
+	tool_buf_alloc(&h->cap.t, &h->b, BUF_LEN, TOOL_MR_ALL_ACCESS);
 	return 0;
 }
 
@@ -222,18 +136,17 @@ static int poll_one(struct host *h, NDK_OPERATION_TYPE type, NTSTATUS status,
 	ULONG got = 0;
 
 	while (!got && (tool_now_ns() / 1000000u) < end) {
-		got = h->cq->Dispatch->NdkGetCqResultsEx(h->cq, res, 1);
+		got = h->cap.cq->Dispatch->NdkGetCqResultsEx(h->cap.cq, res, 1);
 		if (!got)
 			tool_sleep_ms(1);
 	}
 	CHECK(got == 1);
 	if (res->Type != type || res->Status != status) {
-		fprintf(stderr,
-			"dp_capture: completion type 0x%x status %s, "
-			"expected type 0x%x status %s\n",
-			(unsigned int)res->Type, NdkStatusName(res->Status),
-			(unsigned int)type, NdkStatusName(status));
-		failures++;
+		cap_failed(__FILE__, __LINE__,
+			   "completion type 0x%x status %s, expected type 0x%x "
+			   "status %s",
+			   (unsigned int)res->Type, NdkStatusName(res->Status),
+			   (unsigned int)type, NdkStatusName(status));
 		return -1;
 	}
 	return 0;
@@ -241,9 +154,9 @@ static int poll_one(struct host *h, NDK_OPERATION_TYPE type, NTSTATUS status,
 
 static NDK_SGE sge(struct host *h, size_t off, size_t len)
 {
-	return (NDK_SGE){ .VirtualAddress = h->buf + off,
+	return (NDK_SGE){ .VirtualAddress = h->b.mem + off,
 			  .Length = (ULONG)len,
-			  .MemoryRegionToken = h->ltok };
+			  .MemoryRegionToken = h->b.ltok };
 }
 
 /* ------------------------------------------------------------------ */
@@ -252,12 +165,9 @@ static NDK_SGE sge(struct host *h, size_t off, size_t len)
 static int connect_pair(struct host *a, struct host *p,
 			struct tool_listener *ev, const struct sockaddr_in *dst)
 {
-	struct sockaddr_in src = { .sin_family = AF_INET };
-	struct sockaddr_in local;
-	ULONG len = sizeof(local);
+	struct sockaddr_in src = cap_lo4(0);
 	struct tool_wait conn, acc, cc;
 
-	src.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	tool_wait_init(&conn);
 	CHECK_ST(a->conn->Dispatch->NdkConnect(a->conn, a->qp, (PSOCKADDR)&src,
 					       sizeof(src), (PSOCKADDR)dst,
@@ -272,17 +182,14 @@ static int connect_pair(struct host *a, struct host *p,
 					      tool_wait_done, &acc),
 		 STATUS_PENDING);
 	CHECK_ST(tool_wait_for(&conn, WAIT_MS), STATUS_SUCCESS);
-	CHECK_ST(a->conn->Dispatch->NdkGetLocalAddress(a->conn,
-						       (PSOCKADDR)&local, &len),
-		 STATUS_SUCCESS);
-	CHECK(local.sin_family == AF_INET);
-	printf("CONNECT %u\n", ntohs(local.sin_port));
-	fflush(stdout);
+	if (cap_print_local_port("CONNECT", a->conn))
+		return -1;
 	tool_wait_init(&cc);
-	CHECK_ST(req_result(a->conn->Dispatch->NdkCompleteConnect(
-				    a->conn, on_disconnect, &a->disc,
-				    tool_wait_done, &cc),
-			    &cc),
+	CHECK_ST(tool_wait_result(&cc,
+				  a->conn->Dispatch->NdkCompleteConnect(
+					  a->conn, on_disconnect, &a->disc,
+					  tool_wait_done, &cc),
+				  WAIT_MS),
 		 STATUS_SUCCESS);
 	/* The responder's Accept completes when the RTR arrives. */
 	CHECK_ST(tool_wait_for(&acc, WAIT_MS), STATUS_SUCCESS);
@@ -299,9 +206,9 @@ static int send_one(struct host *a, struct host *p, int idx, size_t len,
 {
 	NDK_SGE s = sge(a, SRC_OFF, len);
 	NDK_RESULT_EX res;
-	const uint8_t *dst = p->buf + RECV_OFF + (size_t)idx * RECV_SLOT;
+	const uint8_t *dst = p->b.mem + RECV_OFF + (size_t)idx * RECV_SLOT;
 
-	fill(a->buf + SRC_OFF, len, seed);
+	fill(a->b.mem + SRC_OFF, len, seed);
 	if (inv)
 		CHECK_ST(a->qp->Dispatch->NdkSendAndInvalidate(
 				 a->qp, (PVOID)(intptr_t)idx, len ? &s : NULL,
@@ -323,7 +230,7 @@ static int send_one(struct host *a, struct host *p, int idx, size_t len,
 	CHECK(res.RequestContext == (PVOID)(intptr_t)idx);
 	CHECK(res.BytesTransferred == len);
 	CHECK(!inv || res.TypeSpecificCompletionOutput == inv_tok);
-	CHECK(!memcmp(dst, a->buf + SRC_OFF, len));
+	CHECK(!memcmp(dst, a->b.mem + SRC_OFF, len));
 	return 0;
 }
 
@@ -336,10 +243,11 @@ static int run_messages(struct host *a, struct host *p)
 	int i;
 
 	/* P: a window on its MR, bound through its QP (no wire traffic). */
-	CHECK_ST(p->pd->Dispatch->NdkCreateMw(p->pd, NULL, NULL, &mw),
+	CHECK_ST(p->cap.t.pd->Dispatch->NdkCreateMw(p->cap.t.pd, NULL, NULL,
+						    &mw),
 		 STATUS_SUCCESS);
-	CHECK_ST(p->qp->Dispatch->NdkBind(p->qp, (PVOID)0x100, p->mr, mw,
-					  p->buf + WINDOW_OFF, WINDOW_LEN,
+	CHECK_ST(p->qp->Dispatch->NdkBind(p->qp, (PVOID)0x100, p->b.mr, mw,
+					  p->b.mem + WINDOW_OFF, WINDOW_LEN,
 					  NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
 		 STATUS_SUCCESS);
 	wtok = mw->Dispatch->NdkGetRemoteTokenFromMw(mw);
@@ -363,62 +271,56 @@ static int run_messages(struct host *a, struct host *p)
 		return -1;
 
 	/* 4: RDMA Write of 3000 bytes into P's MR. */
-	fill(a->buf + SRC_OFF, WRITE_LEN, 17);
+	fill(a->b.mem + SRC_OFF, WRITE_LEN, 17);
 	s = sge(a, SRC_OFF, WRITE_LEN);
 	CHECK_ST(a->qp->Dispatch->NdkWrite(a->qp, (PVOID)4, &s, 1,
-					   va(p->buf + WRITE_OFF), p->rtok, 0),
+					   va(p->b.mem + WRITE_OFF), p->b.rtok,
+					   0),
 		 STATUS_SUCCESS);
 	if (poll_one(a, NdkOperationTypeWrite, STATUS_SUCCESS, &res))
 		return -1;
-	printf("WRITE 0x%08" PRIx32 " 0x%016" PRIx64 " %u\n", (uint32_t)p->rtok,
-	       va(p->buf + WRITE_OFF), WRITE_LEN);
+	printf("WRITE 0x%08" PRIx32 " 0x%016" PRIx64 " %u\n",
+	       (uint32_t)p->b.rtok, va(p->b.mem + WRITE_OFF), WRITE_LEN);
 
 	/* 5: RDMA Read of 5000 bytes from P's MR into A's. */
-	fill(p->buf + READ_OFF, READ_LEN, 19);
+	fill(p->b.mem + READ_OFF, READ_LEN, 19);
 	s = sge(a, SINK_OFF, READ_LEN);
 	CHECK_ST(a->qp->Dispatch->NdkRead(a->qp, (PVOID)5, &s, 1,
-					  va(p->buf + READ_OFF), p->rtok, 0),
+					  va(p->b.mem + READ_OFF), p->b.rtok,
+					  0),
 		 STATUS_SUCCESS);
 	if (poll_one(a, NdkOperationTypeRead, STATUS_SUCCESS, &res))
 		return -1;
 	CHECK(res.BytesTransferred == READ_LEN);
-	CHECK(!memcmp(a->buf + SINK_OFF, p->buf + READ_OFF, READ_LEN));
+	CHECK(!memcmp(a->b.mem + SINK_OFF, p->b.mem + READ_OFF, READ_LEN));
 	printf("READ 0x%08" PRIx32 " 0x%016" PRIx64 " %u 0x%08" PRIx32
 	       " 0x%016" PRIx64 "\n",
-	       (uint32_t)a->ltok, va(a->buf + SINK_OFF), READ_LEN,
-	       (uint32_t)p->rtok, va(p->buf + READ_OFF));
+	       (uint32_t)a->b.ltok, va(a->b.mem + SINK_OFF), READ_LEN,
+	       (uint32_t)p->b.rtok, va(p->b.mem + READ_OFF));
 
 	/* 6: zero-length Send; arriving behind the Write, it also says the
 	 * Write was placed. */
 	if (send_one(a, p, 3, 0, 0, 0, false, 0))
 		return -1;
-	fill(a->buf + SRC_OFF, WRITE_LEN, 17);
-	CHECK(!memcmp(p->buf + WRITE_OFF, a->buf + SRC_OFF, WRITE_LEN));
+	fill(a->b.mem + SRC_OFF, WRITE_LEN, 17);
+	CHECK(!memcmp(p->b.mem + WRITE_OFF, a->b.mem + SRC_OFF, WRITE_LEN));
 	fflush(stdout);
 
 	/* 7: a Write through the invalidated window: P Terminates. */
-	memset(p->buf + WINDOW_OFF, 0x3c, BAD_LEN);
-	fill(a->buf + SRC_OFF, BAD_LEN, 23);
+	memset(p->b.mem + WINDOW_OFF, 0x3c, BAD_LEN);
+	fill(a->b.mem + SRC_OFF, BAD_LEN, 23);
 	s = sge(a, SRC_OFF, BAD_LEN);
 	printf("BADWRITE 0x%08" PRIx32 " 0x%016" PRIx64 " %u\n", (uint32_t)wtok,
-	       va(p->buf + WINDOW_OFF), BAD_LEN);
+	       va(p->b.mem + WINDOW_OFF), BAD_LEN);
 	fflush(stdout);
 	CHECK_ST(a->qp->Dispatch->NdkWrite(a->qp, (PVOID)7, &s, 1,
-					   va(p->buf + WINDOW_OFF), wtok, 0),
+					   va(p->b.mem + WINDOW_OFF), wtok, 0),
 		 STATUS_SUCCESS);
-	if (wait_disconnect(&p->disc, WAIT_MS)) {
-		fprintf(stderr, "dp_capture: no disconnect at the target\n");
-		failures++;
-		return -1;
-	}
-	if (wait_disconnect(&a->disc, WAIT_MS)) {
-		fprintf(stderr, "dp_capture: no disconnect at the initiator\n");
-		failures++;
-		return -1;
-	}
+	CHECK(cap_wait_positive(&p->disc, WAIT_MS)); /* at the target */
+	CHECK(cap_wait_positive(&a->disc, WAIT_MS)); /* at the initiator */
 	/* Not one byte landed. */
 	for (i = 0; i < BAD_LEN; i++)
-		CHECK(p->buf[WINDOW_OFF + i] == 0x3c);
+		CHECK(p->b.mem[WINDOW_OFF + i] == 0x3c);
 	return 0;
 }
 
@@ -426,48 +328,24 @@ static int run(uint16_t listen_port)
 {
 	static struct tool_listener ev;
 	static struct host a, p;
-	struct sockaddr_in addr = { .sin_family = AF_INET,
-				    .sin_port = htons(listen_port) };
 	struct sockaddr_in bound;
-	char line[64];
 	int ret;
 
-	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (host_open(&p, false) || host_open(&a, true) || host_mr(&p, 0) ||
-	    host_mr(&a, 2))
+	    host_mr(&a, 2) || cap_listen(p.cap.t.ad, listen_port, &ev, &bound))
 		return -1;
-	CHECK_ST(tool_listen(p.ad, &ev, (struct sockaddr *)&addr),
-		 STATUS_SUCCESS);
-	memcpy(&bound, &ev.addr, sizeof(bound));
-	printf("LISTEN %u\n", ntohs(bound.sin_port));
-	fflush(stdout);
-	/* The capture starts now; go on at the next line or at EOF. */
-	if (!fgets(line, sizeof(line), stdin) && ferror(stdin))
-		return -1;
-
 	ret = connect_pair(&a, &p, &ev, &bound);
 	if (!ret)
 		ret = run_messages(&a, &p);
 	/* NdkCloseAdapter closes whatever is left and waits for callbacks. */
-	NdkCloseAdapter(a.ad);
-	NdkCloseAdapter(p.ad);
-	free(a.buf);
-	free(p.buf);
+	NdkCloseAdapter(a.cap.t.ad);
+	NdkCloseAdapter(p.cap.t.ad);
+	free(a.b.mem);
+	free(p.b.mem);
 	return ret;
 }
 
 int main(int argc, char **argv)
 {
-	unsigned long port = 0;
-	char *end;
-
-	if (argc > 2 || (argc == 2 && (port = strtoul(argv[1], &end, 10),
-				       *end || port > 65535))) {
-		fprintf(stderr, "usage: %s [PORT]\n", argv[0]);
-		return 2;
-	}
-	if (run((uint16_t)port) || failures)
-		return 1;
-	printf("DONE\n");
-	return 0;
+	return cap_main("dp_capture", argc, argv, run);
 }

@@ -17,62 +17,15 @@
  * prints "CONNECT <client port>" and "REJECT <client port>", and
  * "DONE" on success. Exit status 0 on success, 1 on any failure.
  */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <net/if.h>
-#include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <ndk/ndk.h>
-#include "tool_host.h"
-
-#define WAIT_MS 5000
+#include "capture.h"
 
 #define REQ_PD	   "conformance-request"
 #define REP_PD	   "conformance-reply"
 #define REJ_REQ_PD "conformance-reject-me"
 #define REJ_PD	   "go away"
 
-static int failures;
-
-#define CHECK(cond)                                                       \
-	do {                                                              \
-		if (!(cond)) {                                            \
-			fprintf(stderr,                                   \
-				"mpa_capture: %s:%d: check failed: %s\n", \
-				__FILE__, __LINE__, #cond);               \
-			failures++;                                       \
-			return -1;                                        \
-		}                                                         \
-	} while (0)
-
-#define CHECK_ST(expr, want)                                                   \
-	do {                                                                   \
-		NTSTATUS st_ = (expr);                                         \
-		if (st_ != (want)) {                                           \
-			fprintf(stderr,                                        \
-				"mpa_capture: %s:%d: %s = %s (0x%08x), "       \
-				"expected %s\n",                               \
-				__FILE__, __LINE__, #expr, NdkStatusName(st_), \
-				(unsigned int)st_, NdkStatusName(want));       \
-			failures++;                                            \
-			return -1;                                             \
-		}                                                              \
-	} while (0)
-
-/* ------------------------------------------------------------------ */
-/* Waitable request completion and connect-event queue                */
-
-static NTSTATUS req_result(NTSTATUS inline_status, struct tool_wait *r)
-{
-	return inline_status == STATUS_PENDING ? tool_wait_for(r, WAIT_MS)
-					       : inline_status;
-}
-
-#define MAX_EVENTS 8
 static atomic_int disc_events;
 
 static VOID on_disconnect(PVOID ctx)
@@ -80,82 +33,32 @@ static VOID on_disconnect(PVOID ctx)
 	atomic_fetch_add(&disc_events, 1);
 }
 
-static VOID on_cq(PVOID ctx, NTSTATUS status)
+static int host_qp(struct cap_host *h, NDK_QP **qp)
 {
-}
-
-/* ------------------------------------------------------------------ */
-/* Hosts                                                              */
-
-struct host {
-	NDK_ADAPTER *ad;
-	NDK_PD *pd;
-	NDK_CQ *cq;
-};
-
-static int host_open(struct host *h)
-{
-	NDK_VERSION v = { 2, 0 };
-	unsigned int ifindex = if_nametoindex("lo");
-
-	memset(h, 0, sizeof(*h));
-	CHECK(ifindex != 0);
-	CHECK_ST(NdkOpenAdapter(v, ifindex, &h->ad), STATUS_SUCCESS);
-	CHECK_ST(h->ad->Dispatch->NdkCreatePd(h->ad, NULL, NULL, &h->pd),
-		 STATUS_SUCCESS);
-	CHECK_ST(h->ad->Dispatch->NdkCreateCq(h->ad, 64, on_cq, NULL, NULL,
-					      NULL, NULL, &h->cq),
+	CHECK_ST(h->t.pd->Dispatch->NdkCreateQp(h->t.pd, h->cq, h->cq, NULL, 16,
+						16, 1, 1, 0, NULL, NULL, qp),
 		 STATUS_SUCCESS);
 	return 0;
 }
 
-static int host_qp(struct host *h, NDK_QP **qp)
+static int host_connector(struct cap_host *h, NDK_CONNECTOR **c)
 {
-	CHECK_ST(h->pd->Dispatch->NdkCreateQp(h->pd, h->cq, h->cq, NULL, 16, 16,
-					      1, 1, 0, NULL, NULL, qp),
+	CHECK_ST(h->t.ad->Dispatch->NdkCreateConnector(h->t.ad, NULL, NULL, c),
 		 STATUS_SUCCESS);
 	return 0;
-}
-
-static int host_connector(struct host *h, NDK_CONNECTOR **c)
-{
-	CHECK_ST(h->ad->Dispatch->NdkCreateConnector(h->ad, NULL, NULL, c),
-		 STATUS_SUCCESS);
-	return 0;
-}
-
-static struct sockaddr_in lo4(uint16_t port)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET,
-				   .sin_port = htons(port) };
-
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return sin;
 }
 
 static NTSTATUS start_connect(NDK_CONNECTOR *c, NDK_QP *qp,
 			      const struct sockaddr_in *dst, const char *pd,
 			      struct tool_wait *r)
 {
-	struct sockaddr_in src = lo4(0);
+	struct sockaddr_in src = cap_lo4(0);
 
 	tool_wait_init(r);
 	return c->Dispatch->NdkConnect(c, qp, (PSOCKADDR)&src, sizeof(src),
 				       (PSOCKADDR)dst, sizeof(*dst), 8, 4,
 				       (PVOID)pd, (ULONG)strlen(pd),
 				       tool_wait_done, r);
-}
-
-static int local_port(NDK_CONNECTOR *c, uint16_t *port)
-{
-	struct sockaddr_in sin;
-	ULONG len = sizeof(sin);
-
-	CHECK_ST(c->Dispatch->NdkGetLocalAddress(c, (PSOCKADDR)&sin, &len),
-		 STATUS_SUCCESS);
-	CHECK(sin.sin_family == AF_INET);
-	*port = ntohs(sin.sin_port);
-	return 0;
 }
 
 static int close_connector(NDK_CONNECTOR *c)
@@ -177,7 +80,7 @@ static int close_qp(NDK_QP *qp)
 /* ------------------------------------------------------------------ */
 /* The two scenarios                                                  */
 
-static int run_accept(struct host *srv, struct host *cli,
+static int run_accept(struct cap_host *srv, struct cap_host *cli,
 		      struct tool_listener *ev, const struct sockaddr_in *dst)
 {
 	NDK_QP *aqp, *pqp;
@@ -185,9 +88,7 @@ static int run_accept(struct host *srv, struct host *cli,
 	struct tool_wait conn, acc, cc, disc;
 	ULONG ird = 0, ord = 0, len = 0;
 	char buf[256];
-	uint16_t port;
 	NTSTATUS st;
-	int i;
 
 	if (host_qp(cli, &aqp) || host_qp(srv, &pqp) ||
 	    host_connector(cli, &active))
@@ -211,10 +112,8 @@ static int run_accept(struct host *srv, struct host *cli,
 			 tool_wait_done, &acc),
 		 STATUS_PENDING);
 	CHECK_ST(tool_wait_for(&conn, WAIT_MS), STATUS_SUCCESS);
-	if (local_port(active, &port))
+	if (cap_print_local_port("CONNECT", active))
 		return -1;
-	printf("CONNECT %u\n", port);
-	fflush(stdout);
 	len = sizeof(buf);
 	CHECK_ST(active->Dispatch->NdkGetConnectionData(active, &ird, &ord, buf,
 							&len),
@@ -224,10 +123,11 @@ static int run_accept(struct host *srv, struct host *cli,
 	CHECK(ird == 8 && ord == 2);
 
 	tool_wait_init(&cc);
-	CHECK_ST(req_result(active->Dispatch->NdkCompleteConnect(
-				    active, on_disconnect, NULL, tool_wait_done,
-				    &cc),
-			    &cc),
+	CHECK_ST(tool_wait_result(&cc,
+				  active->Dispatch->NdkCompleteConnect(
+					  active, on_disconnect, NULL,
+					  tool_wait_done, &cc),
+				  WAIT_MS),
 		 STATUS_SUCCESS);
 	/* The responder's Accept completes when the RTR arrives. */
 	CHECK_ST(tool_wait_for(&acc, WAIT_MS), STATUS_SUCCESS);
@@ -242,12 +142,11 @@ static int run_accept(struct host *srv, struct host *cli,
 	tool_wait_init(&disc);
 	st = active->Dispatch->NdkDisconnect(active, tool_wait_done, &disc);
 	CHECK(st == STATUS_PENDING || st == STATUS_SUCCESS);
-	for (i = 0; i < WAIT_MS / 10 && atomic_load(&disc_events) == 0; i++)
-		nanosleep(&(struct timespec){ .tv_nsec = 10000000L }, NULL);
+	cap_wait_positive(&disc_events, WAIT_MS);
 	CHECK(atomic_load(&disc_events) >= 1);
 	CHECK_ST(passive->Dispatch->NdkDisconnect(passive, NULL, NULL),
 		 STATUS_SUCCESS);
-	CHECK_ST(req_result(st, &disc), STATUS_SUCCESS);
+	CHECK_ST(tool_wait_result(&disc, st, WAIT_MS), STATUS_SUCCESS);
 
 	if (close_connector(active) || close_connector(passive) ||
 	    close_qp(aqp) || close_qp(pqp))
@@ -255,7 +154,7 @@ static int run_accept(struct host *srv, struct host *cli,
 	return 0;
 }
 
-static int run_reject(struct host *srv, struct host *cli,
+static int run_reject(struct cap_host *srv, struct cap_host *cli,
 		      struct tool_listener *ev, const struct sockaddr_in *dst)
 {
 	NDK_QP *aqp;
@@ -263,7 +162,6 @@ static int run_reject(struct host *srv, struct host *cli,
 	struct tool_wait conn;
 	ULONG len;
 	char buf[256];
-	uint16_t port;
 
 	if (host_qp(cli, &aqp) || host_connector(cli, &active))
 		return -1;
@@ -271,10 +169,8 @@ static int run_reject(struct host *srv, struct host *cli,
 		 STATUS_PENDING);
 	passive = tool_next_incoming(ev, WAIT_MS);
 	CHECK(passive != NULL);
-	if (local_port(active, &port))
+	if (cap_print_local_port("REJECT", active))
 		return -1;
-	printf("REJECT %u\n", port);
-	fflush(stdout);
 	CHECK_ST(passive->Dispatch->NdkReject(passive, (PVOID)REJ_PD,
 					      (ULONG)strlen(REJ_PD)),
 		 STATUS_SUCCESS);
@@ -295,43 +191,23 @@ static int run_reject(struct host *srv, struct host *cli,
 static int run(uint16_t listen_port)
 {
 	static struct tool_listener ev;
-	struct host srv, cli;
-	struct sockaddr_in addr = lo4(listen_port), bound;
-	char line[64];
+	struct cap_host srv, cli;
+	struct sockaddr_in bound;
 	int ret;
 
-	if (host_open(&srv) || host_open(&cli))
+	if (cap_host_open(&srv) || cap_host_open(&cli) ||
+	    cap_listen(srv.t.ad, listen_port, &ev, &bound))
 		return -1;
-	CHECK_ST(tool_listen(srv.ad, &ev, (struct sockaddr *)&addr),
-		 STATUS_SUCCESS);
-	memcpy(&bound, &ev.addr, sizeof(bound));
-	printf("LISTEN %u\n", ntohs(bound.sin_port));
-	fflush(stdout);
-	/* The capture starts now; go on at the next line or at EOF. */
-	if (!fgets(line, sizeof(line), stdin) && ferror(stdin))
-		return -1;
-
 	ret = run_accept(&srv, &cli, &ev, &bound);
 	if (!ret)
 		ret = run_reject(&srv, &cli, &ev, &bound);
 	/* NdkCloseAdapter closes whatever is left and waits for callbacks. */
-	NdkCloseAdapter(cli.ad);
-	NdkCloseAdapter(srv.ad);
+	NdkCloseAdapter(cli.t.ad);
+	NdkCloseAdapter(srv.t.ad);
 	return ret;
 }
 
 int main(int argc, char **argv)
 {
-	unsigned long port = 0;
-	char *end;
-
-	if (argc > 2 || (argc == 2 && (port = strtoul(argv[1], &end, 10),
-				       *end || port > 65535))) {
-		fprintf(stderr, "usage: %s [PORT]\n", argv[0]);
-		return 2;
-	}
-	if (run((uint16_t)port) || failures)
-		return 1;
-	printf("DONE\n");
-	return 0;
+	return cap_main("mpa_capture", argc, argv, run);
 }

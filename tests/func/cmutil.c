@@ -72,15 +72,21 @@ void cm_host_close(struct cm_host *h)
 	memset(h, 0, sizeof(*h));
 }
 
-NDK_QP *cm_qp(struct cm_host *h)
+NDK_QP *cm_qp_sized(struct cm_host *h, ULONG depth, ULONG sge,
+		    ULONG inline_size)
 {
 	NDK_QP *qp;
 
-	assert_int_equal(h->pd->Dispatch->NdkCreateQp(h->pd, h->cq, h->cq, NULL,
-						      16, 16, 1, 1, 0, NULL,
-						      NULL, &qp),
+	assert_int_equal(h->pd->Dispatch->NdkCreateQp(
+				 h->pd, h->cq, h->cq, NULL, depth, depth, sge,
+				 sge, inline_size, NULL, NULL, &qp),
 			 STATUS_SUCCESS);
 	return qp;
+}
+
+NDK_QP *cm_qp(struct cm_host *h)
+{
+	return cm_qp_sized(h, 16, 1, 0);
 }
 
 NDK_CONNECTOR *cm_connector(struct cm_host *h)
@@ -155,6 +161,34 @@ NTSTATUS cm_connect(NDK_CONNECTOR *c, NDK_QP *qp, const struct sockaddr *dst,
 	return c->Dispatch->NdkConnect(c, qp, (PSOCKADDR)&src, len,
 				       (PSOCKADDR)dst, len, ird, ord, (PVOID)pd,
 				       pdlen, cm_req_done, r);
+}
+
+void cm_accept_and_complete(NDK_CONNECTOR *a, struct cm_req *conn,
+			    NDK_CONNECTOR *p, NDK_QP *pqp, unsigned int ms)
+{
+	struct cm_req acc;
+
+	cm_req_init(&acc);
+	assert_int_equal(p->Dispatch->NdkAccept(p, pqp, 1, 1, NULL, 0, NULL,
+						NULL, cm_req_done, &acc),
+			 STATUS_PENDING);
+	assert_int_equal(cm_req_wait(conn, ms), STATUS_SUCCESS);
+	assert_int_equal(
+		a->Dispatch->NdkCompleteConnect(a, NULL, NULL, NULL, NULL),
+		STATUS_SUCCESS);
+	assert_int_equal(cm_req_wait(&acc, ms), STATUS_SUCCESS);
+}
+
+void cm_assert_private_data(NDK_CONNECTOR *c, const void *pd, ULONG len)
+{
+	char buf[256];
+	ULONG got = sizeof(buf);
+
+	assert_int_equal(
+		c->Dispatch->NdkGetConnectionData(c, NULL, NULL, buf, &got),
+		STATUS_SUCCESS);
+	assert_int_equal(got, len);
+	assert_memory_equal(buf, pd, len);
 }
 
 void cm_close_connector(NDK_CONNECTOR *c)

@@ -41,6 +41,10 @@ extern atomic_int cm_cq_notifications;
 
 void cm_host_open(struct cm_host *h, const char *ifname);
 void cm_host_close(struct cm_host *h);
+/* A QP on h's CQ with depth receives and requests of up to sge SGEs
+ * each, and inline_size inline bytes; cm_qp is a small one (16, 1, 0). */
+NDK_QP *cm_qp_sized(struct cm_host *h, ULONG depth, ULONG sge,
+		    ULONG inline_size);
 NDK_QP *cm_qp(struct cm_host *h);
 NDK_CONNECTOR *cm_connector(struct cm_host *h);
 
@@ -60,6 +64,17 @@ struct sockaddr_in6 cm_lo6(uint16_t port);
 NTSTATUS cm_connect(NDK_CONNECTOR *c, NDK_QP *qp, const struct sockaddr *dst,
 		    ULONG ird, ULONG ord, const void *pd, ULONG pdlen,
 		    struct cm_req *r);
+
+/*
+ * The incoming connector p accepts with pqp (IRD/ORD 1, no private data);
+ * the Connect of a (whose completion is conn) completes, a completes it,
+ * and the Accept completes: each STATUS_SUCCESS within ms.
+ */
+void cm_accept_and_complete(NDK_CONNECTOR *a, struct cm_req *conn,
+			    NDK_CONNECTOR *p, NDK_QP *pqp, unsigned int ms);
+
+/* NdkGetConnectionData of c gives exactly the len bytes at pd. */
+void cm_assert_private_data(NDK_CONNECTOR *c, const void *pd, ULONG len);
 
 void cm_close_connector(NDK_CONNECTOR *c);
 void cm_close_qp(NDK_QP *qp);

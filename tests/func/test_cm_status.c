@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Every status code the seeds name for NdkConnect, NdkAcceptEx,
- * NdkCompleteConnect(Ex), NdkReject and NdkGetConnectionData, each
- * provoked on loopback through the public API (unreachable networks are
- * in test_netns.c, malformed peers in test_badpeer.c).
+ * Every status code the NDK pages give NdkConnect, NdkAcceptEx,
+ * NdkCompleteConnect(Ex), NdkReject and NdkGetConnectionData
+ * (NDK_FN_CONNECT and the others), each provoked on loopback through the
+ * public API (unreachable networks are in test_netns.c, malformed and
+ * departing peers in test_cm_malformed_mpa.c and test_cm_peer_leaves.c).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -110,7 +111,8 @@ static void test_refused_paused_and_backlog(void **state)
 	setenv("NDK_LISTEN_BACKLOG", "1", 1);
 	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
-	/* Paused: handled as if no listener existed (ndkpi.md 4.9). */
+	/* Paused: handled as if no listener existed
+	 * (NDK_FN_CONTROL_CONNECT_EVENTS). */
 	l.lis->Dispatch->NdkControlConnectEvents(l.lis, TRUE);
 	assert_int_equal(
 		connect_status(c1, qp, (struct sockaddr *)&l.addr, 5000),
@@ -160,7 +162,8 @@ static void test_reject_with_data(void **state)
 	assert_int_equal(in->Dispatch->NdkReject(in, (PVOID) "go away", 7),
 			 STATUS_SUCCESS);
 	assert_int_equal(cm_req_wait(&r, 5000), STATUS_CONNECTION_REFUSED);
-	/* The reject's private data, with RDS its exact length (seed 002). */
+	/* The reject's private data, with RDS its exact length
+	 * (NDK_FN_GET_CONNECTION_DATA). */
 	len = 0;
 	assert_int_equal(
 		c->Dispatch->NdkGetConnectionData(c, &ird, &ord, NULL, &len),
@@ -408,7 +411,7 @@ static void test_sharing_violation(void **state)
 	cm_listener_close(&l2);
 
 	/* An accepted connector keeps the endpoint after the listener is
-	 * closed (ndkpi.md 9.3). */
+	 * closed (NDKPI Object Lifetime Requirements). */
 	assert_int_equal(cm_connect(c, cm_qp(&cli), (struct sockaddr *)&held, 4,
 				    4, NULL, 0, &r),
 			 STATUS_PENDING);

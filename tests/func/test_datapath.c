@@ -14,130 +14,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cmutil.h"
+#include "dp_pair.h"
 #include "testutil.h"
 
-static struct cm_host srv, cli;
-
-struct side {
-	NDK_QP *qp;
-	NDK_CONNECTOR *conn;
-	NDK_MR *mr;
-	uint8_t *buf;
-	size_t len;
-	UINT32 ltok, rtok;
-	atomic_int disc;
-};
-
-static struct side A, P; /* active and passive */
-static struct tool_listener L;
-
-static VOID on_disc(PVOID ctx)
-{
-	atomic_fetch_add(&((struct side *)ctx)->disc, 1);
-}
-
-static void reg(struct cm_host *h, struct side *s, size_t len)
-{
-	PMDL mdl;
-
-	s->len = len;
-	s->buf = aligned_alloc(4096, len);
-	assert_non_null(s->buf);
-	memset(s->buf, 0, len);
-	assert_int_equal(
-		h->pd->Dispatch->NdkCreateMr(h->pd, FALSE, NULL, NULL, &s->mr),
-		STATUS_SUCCESS);
-	mdl = IoAllocateMdl(s->buf, (ULONG)len, FALSE, FALSE, NULL);
-	assert_int_equal(s->mr->Dispatch->NdkRegisterMr(
-				 s->mr, mdl, len,
-				 NDK_MR_FLAG_ALLOW_LOCAL_WRITE |
-					 NDK_MR_FLAG_ALLOW_REMOTE_READ |
-					 NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
-				 NULL, NULL),
-			 STATUS_SUCCESS);
-	IoFreeMdl(mdl);
-	s->ltok = s->mr->Dispatch->NdkGetLocalTokenFromMr(s->mr);
-	s->rtok = s->mr->Dispatch->NdkGetRemoteTokenFromMr(s->mr);
-}
-
-static NDK_QP *big_qp(struct cm_host *h)
-{
-	NDK_QP *qp;
-
-	assert_int_equal(h->pd->Dispatch->NdkCreateQp(h->pd, h->cq, h->cq, NULL,
-						      256, 256, 4, 4, 256, NULL,
-						      NULL, &qp),
-			 STATUS_SUCCESS);
-	return qp;
-}
-
+/* A connected pair with 32 MiB on each side. */
 static int setup(void **state)
 {
-	struct sockaddr_in any = cm_lo4(0);
-	struct cm_req r, acc;
-
-	cm_host_open(&srv, "lo");
-	cm_host_open(&cli, "lo");
-	memset(&A, 0, sizeof(A));
-	memset(&P, 0, sizeof(P));
-	reg(&cli, &A, 32 << 20);
-	reg(&srv, &P, 32 << 20);
-	A.qp = big_qp(&cli);
-	P.qp = big_qp(&srv);
-	assert_int_equal(cm_listen(&srv, &L, (struct sockaddr *)&any),
-			 STATUS_SUCCESS);
-	A.conn = cm_connector(&cli);
-	assert_int_equal(cm_connect(A.conn, A.qp, (struct sockaddr *)&L.addr, 8,
-				    8, NULL, 0, &r),
-			 STATUS_PENDING);
-	P.conn = cm_next_incoming(&L, 5000);
-	assert_non_null(P.conn);
-	cm_req_init(&acc);
-	assert_int_equal(P.conn->Dispatch->NdkAccept(P.conn, P.qp, 8, 8, NULL,
-						     0, on_disc, &P,
-						     cm_req_done, &acc),
-			 STATUS_PENDING);
-	assert_int_equal(cm_req_wait(&r, 5000), STATUS_SUCCESS);
-	assert_int_equal(A.conn->Dispatch->NdkCompleteConnect(A.conn, on_disc,
-							      &A, NULL, NULL),
-			 STATUS_SUCCESS);
-	assert_int_equal(cm_req_wait(&acc, 5000), STATUS_SUCCESS);
+	dp_open(32 << 20);
+	dp_connect();
 	return 0;
-}
-
-static int teardown(void **state)
-{
-	cm_host_close(&cli);
-	cm_host_close(&srv);
-	free(A.buf);
-	free(P.buf);
-	return 0;
-}
-
-/* Polls cq until n results arrived (or 10 s). */
-static ULONG poll_cq(NDK_CQ *cq, NDK_RESULT_EX *res, ULONG n)
-{
-	ULONG got = 0;
-	uint64_t end = tu_now_ms() + 30000; /* slow under TSan */
-
-	while (got < n && tu_now_ms() < end) {
-		ULONG k =
-			cq->Dispatch->NdkGetCqResultsEx(cq, res + got, n - got);
-
-		if (!k)
-			tu_sleep_ms(0);
-		got += k;
-	}
-	return got;
-}
-
-static void fill(uint8_t *p, size_t len, unsigned int seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = (uint8_t)(i * 31 + seed + (i >> 12));
 }
 
 static void test_send_receive_sizes(void **state)
@@ -149,12 +34,8 @@ static void test_send_receive_sizes(void **state)
 
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		size_t n = sizes[i];
-		NDK_SGE rs = { .VirtualAddress = P.buf,
-			       .Length = (ULONG)P.len,
-			       .MemoryRegionToken = P.ltok };
-		NDK_SGE ss = { .VirtualAddress = A.buf,
-			       .Length = (ULONG)n,
-			       .MemoryRegionToken = A.ltok };
+		NDK_SGE rs = sge(P.buf, P.len, P.ltok);
+		NDK_SGE ss = sge(A.buf, n, A.ltok);
 		NDK_RESULT_EX res[2];
 
 		fill(A.buf, n, (unsigned int)i);
@@ -165,16 +46,12 @@ static void test_send_receive_sizes(void **state)
 		assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, (PVOID)(i + 100),
 							 &ss, 1, 0),
 				 STATUS_SUCCESS);
-		assert_int_equal(poll_cq(srv.cq, res, 1), 1);
-		assert_int_equal(res[0].Status, STATUS_SUCCESS);
-		assert_int_equal(res[0].Type, NdkOperationTypeReceive);
+		poll_one_ok(srv.cq, res, NdkOperationTypeReceive);
 		assert_int_equal(res[0].BytesTransferred, n);
 		assert_ptr_equal(res[0].RequestContext, (PVOID)i);
 		assert_memory_equal(P.buf, A.buf, n);
 		assert_int_equal(P.buf[n], 0xee); /* nothing past the message */
-		assert_int_equal(poll_cq(cli.cq, res, 1), 1);
-		assert_int_equal(res[0].Status, STATUS_SUCCESS);
-		assert_int_equal(res[0].Type, NdkOperationTypeSend);
+		poll_one_ok(cli.cq, res, NdkOperationTypeSend);
 		assert_ptr_equal(res[0].RequestContext, (PVOID)(i + 100));
 	}
 }
@@ -245,9 +122,7 @@ static void test_mixed_queue_in_order(void **state)
 	fill(A.buf, 4 << 20, 91);
 	fill(P.buf + rd_src, 1 << 20, 92);
 	for (i = 0; i < N; i++) {
-		NDK_SGE r = { .VirtualAddress = P.buf + i * RECV_MAX,
-			      .Length = RECV_MAX,
-			      .MemoryRegionToken = P.ltok };
+		NDK_SGE r = sge(P.buf + i * RECV_MAX, RECV_MAX, P.ltok);
 
 		assert_int_equal(P.qp->Dispatch->NdkReceive(
 					 P.qp, (PVOID)(uintptr_t)i, &r, 1),
@@ -316,7 +191,7 @@ static void test_mixed_queue_in_order(void **state)
 }
 
 /*
- * NDK_OP_FLAG_DEFER (ndkpi.md 9.5): deferred Sends wait for the request
+ * NDK_OP_FLAG_DEFER (NDKPI Deferred Processing Scheme): deferred Sends wait for the request
  * that ends their chain and then leave together, in order; a request that
  * fails inline sends the deferred ones before it instead, and itself gets
  * no completion.
@@ -386,9 +261,7 @@ static void test_write_and_read(void **state)
 		 * test thread when (the data went through the socket).
 		 */
 		uint8_t *t = P.buf + base;
-		NDK_SGE s = { .VirtualAddress = A.buf,
-			      .Length = (ULONG)n,
-			      .MemoryRegionToken = A.ltok };
+		NDK_SGE s = sge(A.buf, n, A.ltok);
 		NDK_RESULT_EX res[1];
 
 		/* Write A -> P at offset 8, P does not call in. */
@@ -399,9 +272,7 @@ static void test_write_and_read(void **state)
 					 A.qp, (PVOID)1, &s, 1,
 					 (UINT64)(uintptr_t)(t + 8), P.rtok, 0),
 				 STATUS_SUCCESS);
-		assert_int_equal(poll_cq(cli.cq, res, 1), 1);
-		assert_int_equal(res[0].Status, STATUS_SUCCESS);
-		assert_int_equal(res[0].Type, NdkOperationTypeWrite);
+		poll_one_ok(cli.cq, res, NdkOperationTypeWrite);
 		/*
 		 * The local completion says the bytes left. A Send behind the
 		 * Write arrives after it was placed (one ordered stream):
@@ -427,9 +298,7 @@ static void test_write_and_read(void **state)
 					 A.qp, (PVOID)2, &s, 1,
 					 (UINT64)(uintptr_t)(t + 8), P.rtok, 0),
 				 STATUS_SUCCESS);
-		assert_int_equal(poll_cq(cli.cq, res, 1), 1);
-		assert_int_equal(res[0].Status, STATUS_SUCCESS);
-		assert_int_equal(res[0].Type, NdkOperationTypeRead);
+		poll_one_ok(cli.cq, res, NdkOperationTypeRead);
 		assert_memory_equal(A.buf + 100, t + 8, n);
 	}
 }
@@ -441,17 +310,7 @@ static void test_reads_beyond_ord_wait(void **state)
 	int i;
 
 	fill(P.buf, N * 1000, 3);
-	for (i = 0; i < N; i++) {
-		NDK_SGE s = { .VirtualAddress = A.buf + i * 1000,
-			      .Length = 1000,
-			      .MemoryRegionToken = A.ltok };
-
-		assert_int_equal(A.qp->Dispatch->NdkRead(
-					 A.qp, (PVOID)(intptr_t)i, &s, 1,
-					 (UINT64)(uintptr_t)(P.buf + i * 1000),
-					 P.rtok, 0),
-				 STATUS_SUCCESS);
-	}
+	post_read_chunks(N, 1000);
 	assert_int_equal(poll_cq(cli.cq, res, N), N);
 	for (i = 0; i < N; i++) {
 		assert_int_equal(res[i].Status, STATUS_SUCCESS);
@@ -460,16 +319,9 @@ static void test_reads_beyond_ord_wait(void **state)
 	assert_memory_equal(A.buf, P.buf, N * 1000);
 }
 
-static bool disc_seen(void *arg)
-{
-	return atomic_load(&((struct side *)arg)->disc) > 0;
-}
-
 static void test_bad_token_terminates(void **state)
 {
-	NDK_SGE s = { .VirtualAddress = A.buf,
-		      .Length = 64,
-		      .MemoryRegionToken = A.ltok };
+	NDK_SGE s = sge(A.buf, 64, A.ltok);
 	NDK_RESULT_EX res[1];
 
 	memset(P.buf, 0x5a, 4096);
@@ -488,12 +340,8 @@ static void test_bad_token_terminates(void **state)
 
 static void test_send_overflows_receive(void **state)
 {
-	NDK_SGE rs = { .VirtualAddress = P.buf,
-		       .Length = 100,
-		       .MemoryRegionToken = P.ltok };
-	NDK_SGE ss = { .VirtualAddress = A.buf,
-		       .Length = 101,
-		       .MemoryRegionToken = A.ltok };
+	NDK_SGE rs = sge(P.buf, 100, P.ltok);
+	NDK_SGE ss = sge(A.buf, 101, A.ltok);
 	NDK_RESULT_EX res[1];
 
 	memset(P.buf, 0x77, 256);
@@ -521,17 +369,13 @@ static void test_flush_under_load(void **state)
 					 A.qp, (PVOID)(uintptr_t)i, NULL, 0),
 				 STATUS_SUCCESS);
 	for (i = 0; i < 8; i++) {
-		NDK_SGE r = { .VirtualAddress = P.buf + i * 65536,
-			      .Length = 65536,
-			      .MemoryRegionToken = P.ltok };
+		NDK_SGE r = sge(P.buf + i * 65536, 65536, P.ltok);
 
 		assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, NULL, &r, 1),
 				 STATUS_SUCCESS);
 	}
 	for (i = 0; i < 8; i++) {
-		NDK_SGE s = { .VirtualAddress = A.buf,
-			      .Length = 65536,
-			      .MemoryRegionToken = A.ltok };
+		NDK_SGE s = sge(A.buf, 65536, A.ltok);
 
 		assert_int_equal(
 			A.qp->Dispatch->NdkSend(
@@ -561,9 +405,7 @@ static void test_window_bind_and_invalidate(void **state)
 	NDK_MW *mw;
 	UINT32 wtok;
 	NDK_RESULT_EX res[2];
-	NDK_SGE s = { .VirtualAddress = A.buf,
-		      .Length = 32,
-		      .MemoryRegionToken = A.ltok };
+	NDK_SGE s = sge(A.buf, 32, A.ltok);
 
 	assert_int_equal(srv.pd->Dispatch->NdkCreateMw(srv.pd, NULL, NULL, &mw),
 			 STATUS_SUCCESS);
@@ -577,9 +419,7 @@ static void test_window_bind_and_invalidate(void **state)
 					4096, NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
 		STATUS_SUCCESS);
 	wtok = mw->Dispatch->NdkGetRemoteTokenFromMw(mw);
-	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
-	assert_int_equal(res[0].Type, NdkOperationTypeBind);
-	assert_int_equal(res[0].Status, STATUS_SUCCESS);
+	poll_one_ok(srv.cq, res, NdkOperationTypeBind);
 
 	fill(A.buf, 32, 9);
 	assert_int_equal(A.qp->Dispatch->NdkWrite(
@@ -594,9 +434,7 @@ static void test_window_bind_and_invalidate(void **state)
 		A.qp->Dispatch->NdkSendAndInvalidate(
 			A.qp, NULL, NULL, 0, NDK_OP_FLAG_SILENT_SUCCESS, wtok),
 		STATUS_SUCCESS);
-	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
-	assert_int_equal(res[0].Status, STATUS_SUCCESS);
-	assert_int_equal(res[0].Type, NdkOperationTypeReceiveAndInvalidate);
+	poll_one_ok(srv.cq, res, NdkOperationTypeReceiveAndInvalidate);
 	assert_int_equal(res[0].TypeSpecificCompletionOutput, wtok);
 	assert_memory_equal(P.buf + 4096 + 100, A.buf, 32);
 	/* Invalidated: the same write now ends the connection. */
@@ -651,9 +489,7 @@ static void test_fast_register(void **state)
 	ULONG lam_size = sizeof(u), fbo = 0;
 	UINT32 tok;
 	NDK_RESULT_EX res[1];
-	NDK_SGE s = { .VirtualAddress = A.buf,
-		      .Length = 3 * PAGE_SIZE,
-		      .MemoryRegionToken = A.ltok };
+	NDK_SGE s = sge(A.buf, 3 * PAGE_SIZE, A.ltok);
 
 	assert_int_equal(
 		srv.pd->Dispatch->NdkCreateMr(srv.pd, TRUE, NULL, NULL, &fr),
@@ -673,9 +509,7 @@ static void test_fast_register(void **state)
 					 NDK_OP_FLAG_ALLOW_LOCAL_WRITE),
 			 STATUS_SUCCESS);
 	tok = fr->Dispatch->NdkGetRemoteTokenFromMr(fr);
-	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
-	assert_int_equal(res[0].Type, NdkOperationTypeFastRegister);
-	assert_int_equal(res[0].Status, STATUS_SUCCESS);
+	poll_one_ok(srv.cq, res, NdkOperationTypeFastRegister);
 	/* Its own address space: base 0x100000, a page in. */
 	fill(A.buf, 3 * PAGE_SIZE, 21);
 	memset(mem, 0, 4 * PAGE_SIZE);
@@ -683,12 +517,7 @@ static void test_fast_register(void **state)
 						  0x100000 + PAGE_SIZE, tok,
 						  NDK_OP_FLAG_SILENT_SUCCESS),
 			 STATUS_SUCCESS);
-	assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, NULL, NULL, 0),
-			 STATUS_SUCCESS);
-	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, NULL, NULL, 0,
-						 NDK_OP_FLAG_SILENT_SUCCESS),
-			 STATUS_SUCCESS);
-	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+	placed_by_send();
 	assert_memory_equal(mem + PAGE_SIZE, A.buf, 3 * PAGE_SIZE);
 	assert_int_equal(mem[0], 0);
 	srv.ad->Dispatch->NdkReleaseLAM(srv.ad, &u.lam);
@@ -707,9 +536,7 @@ static void test_inline_send(void **state)
 		  .Length = 100,
 		  .MemoryRegionToken = 0 },
 	};
-	NDK_SGE rs = { .VirtualAddress = P.buf,
-		       .Length = 4096,
-		       .MemoryRegionToken = P.ltok };
+	NDK_SGE rs = sge(P.buf, 4096, P.ltok);
 	NDK_RESULT_EX res[1];
 
 	memset(msg, 'i', sizeof(msg));
@@ -746,22 +573,10 @@ static void test_read_fence(void **state)
 	int i;
 
 	fill(P.buf, N * 4096, 11);
-	for (i = 0; i < N; i++) {
-		NDK_SGE s = { .VirtualAddress = A.buf + i * 4096,
-			      .Length = 4096,
-			      .MemoryRegionToken = A.ltok };
-
-		assert_int_equal(A.qp->Dispatch->NdkRead(
-					 A.qp, (PVOID)(intptr_t)i, &s, 1,
-					 (UINT64)(uintptr_t)(P.buf + i * 4096),
-					 P.rtok, 0),
-				 STATUS_SUCCESS);
-	}
+	post_read_chunks(N, 4096);
 	{
 		/* Writes back what the Reads fetched: needs the fence. */
-		NDK_SGE s = { .VirtualAddress = A.buf,
-			      .Length = N * 4096,
-			      .MemoryRegionToken = A.ltok };
+		NDK_SGE s = sge(A.buf, N * 4096, A.ltok);
 
 		assert_int_equal(A.qp->Dispatch->NdkWrite(
 					 A.qp, (PVOID)99, &s, 1,
@@ -774,21 +589,14 @@ static void test_read_fence(void **state)
 		assert_ptr_equal(res[i].RequestContext, (PVOID)(intptr_t)i);
 	assert_ptr_equal(res[N].RequestContext, (PVOID)99);
 	/* Order the check after the Write's placement with a Send. */
-	assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, NULL, NULL, 0),
-			 STATUS_SUCCESS);
-	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, NULL, NULL, 0,
-						 NDK_OP_FLAG_SILENT_SUCCESS),
-			 STATUS_SUCCESS);
-	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+	placed_by_send();
 	assert_memory_equal(P.buf + (1 << 20), P.buf, N * 4096);
 }
 
 static void test_not_connected(void **state)
 {
 	NDK_QP *qp = big_qp(&cli);
-	NDK_SGE s = { .VirtualAddress = A.buf,
-		      .Length = 1,
-		      .MemoryRegionToken = A.ltok };
+	NDK_SGE s = sge(A.buf, 1, A.ltok);
 
 	assert_int_equal(qp->Dispatch->NdkSend(qp, NULL, &s, 1, 0),
 			 STATUS_CONNECTION_INVALID);
@@ -818,12 +626,8 @@ __attribute__((no_sanitize_thread)) static bool byte_is(void *arg)
  */
 static void test_busy_poller_hands_back(void **state)
 {
-	NDK_SGE rs = { .VirtualAddress = P.buf,
-		       .Length = 64,
-		       .MemoryRegionToken = P.ltok };
-	NDK_SGE ss = { .VirtualAddress = A.buf,
-		       .Length = 8,
-		       .MemoryRegionToken = A.ltok };
+	NDK_SGE rs = sge(P.buf, 64, P.ltok);
+	NDK_SGE ss = sge(A.buf, 8, A.ltok);
 	NDK_RESULT_EX res[2];
 	int i, before;
 
@@ -876,15 +680,9 @@ static NDIS_NDK_PERFORMANCE_COUNTERS lo_counters(void)
 static void test_traffic_counters(void **state)
 {
 	NDIS_NDK_PERFORMANCE_COUNTERS before, after;
-	NDK_SGE rs = { .VirtualAddress = P.buf,
-		       .Length = 4 << 20,
-		       .MemoryRegionToken = P.ltok };
-	NDK_SGE ss = { .VirtualAddress = A.buf,
-		       .Length = 4 << 20,
-		       .MemoryRegionToken = A.ltok };
-	NDK_SGE ws = { .VirtualAddress = A.buf,
-		       .Length = 1 << 20,
-		       .MemoryRegionToken = A.ltok };
+	NDK_SGE rs = sge(P.buf, 4 << 20, P.ltok);
+	NDK_SGE ss = sge(A.buf, 4 << 20, A.ltok);
+	NDK_SGE ws = sge(A.buf, 1 << 20, A.ltok);
 	NDK_RESULT_EX res[3];
 	uint64_t out, in, frames;
 
@@ -922,48 +720,46 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_send_receive_sizes, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_multi_sge_and_order, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_mixed_queue_in_order,
-						setup, teardown),
+						setup, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_defer_chain, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_write_and_read, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_reads_beyond_ord_wait,
-						setup, teardown),
+						setup, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_bad_token_terminates,
-						setup, teardown),
+						setup, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_send_overflows_receive,
-						setup, teardown),
+						setup, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_flush_under_load, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_window_bind_and_invalidate,
-						setup, teardown),
+						setup, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_local_invalidate, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_fast_register, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_inline_send, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_read_fence, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_not_connected, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_traffic_counters, setup,
-						teardown),
+						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_busy_poller_hands_back,
-						setup, teardown),
+						setup, dp_teardown),
 	};
-	char dir[] = "/tmp/ndk-dp-XXXXXX", cmd[64];
+	char dir[] = "/tmp/ndk-dp-XXXXXX";
 	int ret;
 
 	/* Counters of our own: other tests count on lo at the same time. */
-	if (!mkdtemp(dir))
+	if (tu_private_runtime(dir))
 		return 1;
-	setenv("NDK_RUNTIME_DIR", dir, 1);
 	ret = cmocka_run_group_tests_name("datapath", tests, NULL, NULL);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd) ? 1 : ret;
+	return tu_private_runtime_done(dir, ret);
 }

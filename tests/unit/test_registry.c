@@ -263,15 +263,10 @@ int main(void)
 		cmocka_unit_test(test_half_written_entry_is_skipped),
 		cmocka_unit_test(test_counters_add_up),
 	};
-	char cmd[128];
 	int ret;
 
-	if (!mkdtemp(runtime_dir))
+	if (tu_private_runtime(runtime_dir))
 		return 1;
-	setenv("NDK_RUNTIME_DIR", runtime_dir, 1);
 	ret = cmocka_run_group_tests_name("registry", tests, NULL, NULL);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", runtime_dir);
-	if (system(cmd))
-		ret = ret ? ret : 1;
-	return ret;
+	return tu_private_runtime_done(runtime_dir, ret);
 }

@@ -3,6 +3,8 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include "testutil.h"
 
@@ -71,4 +73,22 @@ uint32_t tu_xorshift(uint32_t *state)
 	x ^= x << 5;
 	*state = x;
 	return x;
+}
+
+int tu_private_runtime(char *dir)
+{
+	if (!mkdtemp(dir))
+		return -1;
+	setenv("NDK_RUNTIME_DIR", dir, 1);
+	return 0;
+}
+
+int tu_private_runtime_done(const char *dir, int ret)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd))
+		ret = ret ? ret : 1;
+	return ret;
 }

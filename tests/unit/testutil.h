@@ -18,6 +18,15 @@ uint64_t tu_now_ms(void);
  */
 size_t tu_hex2bin(const char *hex, uint8_t *out, size_t max);
 
+/*
+ * Makes dir (a mkdtemp template, changed in place) this process's
+ * NDK_RUNTIME_DIR, so that its registry files and counters are its own:
+ * 0, or -1 if the directory cannot be made. tu_private_runtime_done
+ * removes it and returns ret, or 1 if ret is 0 and the removal failed.
+ */
+int tu_private_runtime(char *dir);
+int tu_private_runtime_done(const char *dir, int ret);
+
 /* One xorshift32 step: reproducible test data from a per-test seed. */
 uint32_t tu_xorshift(uint32_t *state);
 

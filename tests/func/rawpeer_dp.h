@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Raw iWARP peers (rawpeer.h) of the data-path pair's sides (dp_pair.h):
+ * a raw server that A connects to, and a raw client that P accepts, each
+ * through the RTR, with CRC; the tests then write and read FPDUs on the
+ * raw socket to check our codes on the wire.
+ */
+#ifndef NDK_RAWPEER_DP_H
+#define NDK_RAWPEER_DP_H
+
+#include "dp_pair.h"
+#include "rawpeer.h"
+
+struct dp_raw_server {
+	int lfd, fd;
+};
+
+/*
+ * A (a big QP on cli, NdkConnect IRD 8 / ORD 4, no private data) connects
+ * to a raw MPA server, which replies P2P, CRC, responder IRD 4 / ORD 8,
+ * Write RTR chosen (so our ORD is 4); Connect and NdkCompleteConnect
+ * complete and the server reads our RTR. SO_RCVBUF of the server's socket
+ * is rcvbuf unless 0.
+ */
+void dp_raw_server_connect(struct dp_raw_server *r, int rcvbuf);
+void dp_raw_server_close(struct dp_raw_server *r);
+
+/*
+ * A raw client connects to L: a Request with CRC, P2P, IRD 4, ORD ord,
+ * both RTRs offered; P.qp (which the caller made) accepts it (IRD/ORD
+ * 4), the client reads the Reply and sends the Write RTR; NdkAccept
+ * completes. SO_RCVBUF of the client's socket is rcvbuf unless 0.
+ * Returns the raw socket.
+ */
+int dp_raw_client_accepted(unsigned int ord, int rcvbuf);
+
+/* Reads one Read Request from A; checks QN 1, its MSN and the sink (STag,
+ * address, size) it names. */
+void dp_raw_expect_read_request(int fd, uint32_t msn, UINT32 sink_stag,
+				const void *sink, uint32_t size);
+
+#endif

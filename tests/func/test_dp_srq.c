@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared receive queues: one SRQ feeding one QP (two-SGE receives, in
+ * SRQ order, one message each) and two QPs (every receive used once, each
+ * QP taking them in order for its messages in order).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <string.h>
+#include "dp_pair.h"
+#include "testutil.h"
+
+static size_t srq_msg_len(int i)
+{
+	return i % 4 == 3 ? 100000 : (size_t)(i * 997) % 5000;
+}
+
+static void test_srq_in_order(void **state)
+{
+	enum { N_MSG = 40, BATCH = 20, SLOT = 131072 };
+	NDK_SRQ *srq;
+	NDK_RESULT_EX res[BATCH];
+	int i, bt;
+
+	fill(A.buf, 1 << 20, 9);
+	assert_int_equal(srv.pd->Dispatch->NdkCreateSrq(srv.pd, 64, 2, 0, NULL,
+							NULL, NULL, NULL, NULL,
+							&srq),
+			 STATUS_SUCCESS);
+	assert_int_equal(srv.pd->Dispatch->NdkCreateQpWithSrq(
+				 srv.pd, srv.cq, srv.cq, srq, (PVOID)0x5150, 16,
+				 2, 0, NULL, NULL, &P.qp),
+			 STATUS_SUCCESS);
+	A.qp = big_qp(&cli);
+	connect_sides(&A, &P);
+
+	for (bt = 0; bt < N_MSG / BATCH; bt++) {
+		/* Two SGEs per receive: 1000 bytes, then the rest of a slot
+		 * from 4 KiB in. */
+		for (i = bt * BATCH; i < (bt + 1) * BATCH; i++) {
+			uint8_t *slot = P.buf + (size_t)i * SLOT;
+			NDK_SGE s[2] = { sge(slot, 1000, P.ltok),
+					 sge(slot + 4096, SLOT - 4096,
+					     P.ltok) };
+
+			assert_int_equal(
+				srq->Dispatch->NdkSrqReceive(
+					srq, (PVOID)(uintptr_t)(i + 1), s, 2),
+				STATUS_SUCCESS);
+		}
+		for (i = bt * BATCH; i < (bt + 1) * BATCH; i++)
+			post_send(A.qp, (uintptr_t)(i + 100), A.buf + i * 64,
+				  srq_msg_len(i), A.ltok, 0);
+		assert_int_equal(poll_cq(srv.cq, res, BATCH), BATCH);
+		for (i = 0; i < BATCH; i++) {
+			int m = bt * BATCH + i;
+			size_t len = srq_msg_len(m),
+			       first = len < 1000 ? len : 1000;
+			uint8_t *slot = P.buf + (size_t)m * SLOT;
+
+			/* In SRQ order, one message each. */
+			expect_result(&res[i], (uintptr_t)(m + 1),
+				      NdkOperationTypeReceive, STATUS_SUCCESS);
+			assert_ptr_equal(res[i].QPContext, (PVOID)0x5150);
+			assert_int_equal(res[i].BytesTransferred, len);
+			assert_memory_equal(slot, A.buf + m * 64, first);
+			assert_memory_equal(slot + 4096, A.buf + m * 64 + first,
+					    len - first);
+		}
+		assert_int_equal(poll_cq(cli.cq, res, BATCH), BATCH);
+		for (i = 0; i < BATCH; i++)
+			expect_result(&res[i],
+				      (uintptr_t)(bt * BATCH + i + 100),
+				      NdkOperationTypeSend, STATUS_SUCCESS);
+	}
+	assert_cq_quiet(srv.cq);
+	assert_int_equal(atomic_load(&A.disc) + atomic_load(&P.disc), 0);
+}
+
+static struct side A2, P2;
+
+static size_t srq2_len(int j)
+{
+	return j % 5 == 4 ? 100000 : 1000 + (size_t)j * 37;
+}
+
+/* Two QPs take from one SRQ: every receive used once, each QP in order. */
+static void test_srq_shared_by_two_qps(void **state)
+{
+	enum { PER_QP = 16, NRECV = 2 * PER_QP, SLOT = 131072 };
+	NDK_SRQ *srq;
+	NDK_RESULT_EX res[NRECV];
+	bool used[NRECV] = { false };
+	int next_j[2] = { 0, 0 }, last_slot[2] = { -1, -1 };
+	int i, x, j;
+
+	/* Message j of QP x: from A.buf + (x * PER_QP + j) * SLOT, its
+	 * first two bytes say x and j. */
+	for (x = 0; x < 2; x++)
+		for (j = 0; j < PER_QP; j++) {
+			uint8_t *src = A.buf + (size_t)(x * PER_QP + j) * SLOT;
+
+			fill(src, srq2_len(j), (unsigned int)(x * 100 + j));
+			src[0] = (uint8_t)x;
+			src[1] = (uint8_t)j;
+		}
+	assert_int_equal(srv.pd->Dispatch->NdkCreateSrq(srv.pd, 64, 1, 0, NULL,
+							NULL, NULL, NULL, NULL,
+							&srq),
+			 STATUS_SUCCESS);
+	memset(&A2, 0, sizeof(A2));
+	memset(&P2, 0, sizeof(P2));
+	assert_int_equal(srv.pd->Dispatch->NdkCreateQpWithSrq(
+				 srv.pd, srv.cq, srv.cq, srq, (PVOID)0, 16, 1,
+				 0, NULL, NULL, &P.qp),
+			 STATUS_SUCCESS);
+	assert_int_equal(srv.pd->Dispatch->NdkCreateQpWithSrq(
+				 srv.pd, srv.cq, srv.cq, srq, (PVOID)1, 16, 1,
+				 0, NULL, NULL, &P2.qp),
+			 STATUS_SUCCESS);
+	A.qp = big_qp(&cli);
+	A2.qp = big_qp(&cli);
+	connect_sides(&A, &P);
+	connect_sides(&A2, &P2);
+	for (i = 0; i < NRECV; i++) {
+		NDK_SGE s = sge(P.buf + (size_t)i * SLOT, SLOT, P.ltok);
+
+		assert_int_equal(srq->Dispatch->NdkSrqReceive(
+					 srq, (PVOID)(uintptr_t)i, &s, 1),
+				 STATUS_SUCCESS);
+	}
+	for (j = 0; j < PER_QP; j++)
+		for (x = 0; x < 2; x++)
+			post_send(x ? A2.qp : A.qp, (uintptr_t)(x * 100 + j),
+				  A.buf + (size_t)(x * PER_QP + j) * SLOT,
+				  srq2_len(j), A.ltok, 0);
+	assert_int_equal(poll_cq(srv.cq, res, NRECV), NRECV);
+	for (i = 0; i < NRECV; i++) {
+		int slot = (int)(uintptr_t)res[i].RequestContext;
+		uint8_t *p;
+
+		assert_int_equal(res[i].Status, STATUS_SUCCESS);
+		assert_int_equal(res[i].Type, NdkOperationTypeReceive);
+		x = (int)(uintptr_t)res[i].QPContext;
+		assert_true(x == 0 || x == 1);
+		assert_true(slot >= 0 && slot < NRECV);
+		assert_false(used[slot]);
+		used[slot] = true;
+		/* Each QP takes the SRQ's receives in order... */
+		assert_true(slot > last_slot[x]);
+		last_slot[x] = slot;
+		/* ...for its messages in order. */
+		p = P.buf + (size_t)slot * SLOT;
+		j = next_j[x]++;
+		assert_int_equal(p[0], x);
+		assert_int_equal(p[1], j);
+		assert_int_equal(res[i].BytesTransferred, srq2_len(j));
+		assert_memory_equal(p, A.buf + (size_t)(x * PER_QP + j) * SLOT,
+				    srq2_len(j));
+	}
+	assert_int_equal(next_j[0], PER_QP);
+	assert_int_equal(next_j[1], PER_QP);
+	assert_int_equal(poll_cq(cli.cq, res, NRECV), NRECV);
+	assert_cq_quiet(srv.cq);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_srq_in_order,
+						dp_setup_hosts, dp_teardown),
+		cmocka_unit_test_setup_teardown(test_srq_shared_by_two_qps,
+						dp_setup_hosts, dp_teardown),
+	};
+
+	dp_set_env();
+	return cmocka_run_group_tests_name("dp_srq", tests, NULL, NULL);
+}
