@@ -5,6 +5,7 @@
  * (NdkConnect, NdkConnectWithSharedEndpoint, NdkGetConnectionData,
  * NdkAcceptEx) and of reference/ndkpi.md 6.2-6.6.
  */
+#include <assert.h>
 #include <errno.h>
 #include <poll.h>
 #include <netinet/tcp.h>
@@ -32,12 +33,17 @@ static const char *const conn_state_names[NDK_CONN_STATE_COUNT] = {
 	[NDK_CONN_TCP_CONNECTING] = "TCP_CONNECTING",
 	[NDK_CONN_AWAIT_REPLY] = "AWAIT_REPLY",
 	[NDK_CONN_REPLIED] = "REPLIED",
+	[NDK_CONN_RTR_SENT] = "RTR_SENT",
 	[NDK_CONN_AWAIT_REQUEST] = "AWAIT_REQUEST",
 	[NDK_CONN_REQUESTED] = "REQUESTED",
 	[NDK_CONN_AWAIT_RTR] = "AWAIT_RTR",
+	[NDK_CONN_SENDING_REPLY] = "SENDING_REPLY",
+	[NDK_CONN_ACCEPT_GRACE] = "ACCEPT_GRACE",
 	[NDK_CONN_ESTABLISHED] = "ESTABLISHED",
 	[NDK_CONN_PEER_CLOSED] = "PEER_CLOSED",
 	[NDK_CONN_DISCONNECTING] = "DISCONNECTING",
+	[NDK_CONN_FAILED] = "FAILED",
+	[NDK_CONN_ABANDONED] = "ABANDONED",
 	[NDK_CONN_CLOSED] = "CLOSED",
 };
 
@@ -48,9 +54,96 @@ const char *ndk_conn_state_name(enum ndk_conn_state state)
 	return conn_state_names[state];
 }
 
+/*
+ * The legal transitions: conn_transition_ok[from][to]. Every state but
+ * IDLE and the three ends may be closed (NdkCloseConnector); the ends
+ * are final.
+ */
+static const bool conn_transition_ok[NDK_CONN_STATE_COUNT]
+				    [NDK_CONN_STATE_COUNT] = {
+	[NDK_CONN_IDLE] = {
+		[NDK_CONN_TCP_CONNECTING] = true,
+		[NDK_CONN_AWAIT_REQUEST] = true,
+	},
+	[NDK_CONN_TCP_CONNECTING] = {
+		[NDK_CONN_IDLE] = true, /* connect() failed inline */
+		[NDK_CONN_AWAIT_REPLY] = true,
+		[NDK_CONN_FAILED] = true,
+		[NDK_CONN_CLOSED] = true,
+	},
+	[NDK_CONN_AWAIT_REPLY] = {
+		[NDK_CONN_REPLIED] = true,
+		[NDK_CONN_FAILED] = true,
+		[NDK_CONN_CLOSED] = true,
+	},
+	[NDK_CONN_REPLIED] = {
+		[NDK_CONN_ESTABLISHED] = true,
+		[NDK_CONN_RTR_SENT] = true,
+		[NDK_CONN_ABANDONED] = true,
+		[NDK_CONN_CLOSED] = true,
+	},
+	[NDK_CONN_RTR_SENT] = {
+		[NDK_CONN_ESTABLISHED] = true, /* nudged, or no need */
+		[NDK_CONN_PEER_CLOSED] = true,
+		[NDK_CONN_DISCONNECTING] = true,
+		[NDK_CONN_CLOSED] = true,
+	},
+	[NDK_CONN_AWAIT_REQUEST] = {
+		[NDK_CONN_REQUESTED] = true,
+		[NDK_CONN_ABANDONED] = true,
+		[NDK_CONN_CLOSED] = true,
+	},
+	[NDK_CONN_REQUESTED] = {
+		[NDK_CONN_AWAIT_RTR] = true,
+		[NDK_CONN_SENDING_REPLY] = true,
+		[NDK_CONN_ABANDONED] = true,
+		[NDK_CONN_CLOSED] = true,
+	},
+	[NDK_CONN_AWAIT_RTR] = {
+		[NDK_CONN_ESTABLISHED] = true,
+		[NDK_CONN_FAILED] = true,
+		[NDK_CONN_CLOSED] = true,
+	},
+	[NDK_CONN_SENDING_REPLY] = {
+		[NDK_CONN_ACCEPT_GRACE] = true,
+		[NDK_CONN_ESTABLISHED] = true, /* an FPDU came, or no grace */
+		[NDK_CONN_FAILED] = true,
+		[NDK_CONN_CLOSED] = true,
+	},
+	[NDK_CONN_ACCEPT_GRACE] = {
+		[NDK_CONN_ESTABLISHED] = true,
+		[NDK_CONN_FAILED] = true,
+		[NDK_CONN_CLOSED] = true,
+	},
+	[NDK_CONN_ESTABLISHED] = {
+		[NDK_CONN_PEER_CLOSED] = true,
+		[NDK_CONN_DISCONNECTING] = true,
+		[NDK_CONN_CLOSED] = true,
+	},
+	[NDK_CONN_PEER_CLOSED] = {
+		[NDK_CONN_CLOSED] = true,
+	},
+	[NDK_CONN_DISCONNECTING] = {
+		[NDK_CONN_CLOSED] = true,
+	},
+};
+
+/* The connection is up: the data path owns the stream. */
+static bool conn_state_up(enum ndk_conn_state s)
+{
+	return s == NDK_CONN_ESTABLISHED || s == NDK_CONN_RTR_SENT;
+}
+
+/* No TCP connection any more, for good. */
+static bool conn_state_ended(enum ndk_conn_state s)
+{
+	return s == NDK_CONN_FAILED || s == NDK_CONN_ABANDONED ||
+	       s == NDK_CONN_CLOSED;
+}
+
 uint64_t ndk_cm_timeout_ms(void)
 {
-	/* siw waits 10 s for the MPA Reply (iwarp.md 1.6). */
+	/* Linux siw waits 10 s for the MPA Reply (MPA_TIMEOUT). */
 	return ndk_config_u64("NDK_CM_TIMEOUT_MS", 10000, 1, 3600000);
 }
 
@@ -88,7 +181,7 @@ static enum cm_crc_mode cm_crc_mode(void)
  * until then, as its QP and requests are still there). */
 static bool conn_state_listed(enum ndk_conn_state s)
 {
-	return s == NDK_CONN_ESTABLISHED || s == NDK_CONN_PEER_CLOSED;
+	return conn_state_up(s) || s == NDK_CONN_PEER_CLOSED;
 }
 
 static void conn_publish(struct ndk_connector *c)
@@ -104,23 +197,43 @@ static void conn_publish(struct ndk_connector *c)
 	c->reg_slot = ndk_reg_publish(&e);
 }
 
-/* The one state setter; c->lock held. */
-static void conn_set_state_at(struct ndk_connector *c, enum ndk_conn_state s,
-			      int line)
+/*
+ * The one state setter; c->lock held. An illegal transition is a bug:
+ * logged, then asserted. Leaving REQUESTED frees the request's slot in
+ * the listener's backlog (NdkAccept, NdkReject, or its end).
+ */
+static void conn_set_state_at(struct ndk_connector *c, enum ndk_conn_state to,
+			      const char *file, int line)
 {
-	bool was_listed = conn_state_listed(c->state);
+	enum ndk_conn_state from = c->state;
+	bool was_listed = conn_state_listed(from);
 
-	ndk_dbg("connector %p: %s -> %s (connector.c:%d)", (void *)c,
-		ndk_conn_state_name(c->state), ndk_conn_state_name(s), line);
-	c->state = s;
-	if (!was_listed && conn_state_listed(s)) {
+	if ((unsigned int)to >= NDK_CONN_STATE_COUNT ||
+	    !conn_transition_ok[from][to]) {
+		ndk_err("connector %p: illegal transition %s -> %s (%s:%d)",
+			(void *)c, ndk_conn_state_name(from),
+			ndk_conn_state_name(to), file, line);
+		assert(!"illegal connector state transition");
+		return;
+	}
+	ndk_dbg("connector %p: %s -> %s (%s:%d)", (void *)c,
+		ndk_conn_state_name(from), ndk_conn_state_name(to), file, line);
+	c->state = to;
+	if (!was_listed && conn_state_listed(to)) {
 		conn_publish(c);
-	} else if (was_listed && !conn_state_listed(s)) {
+	} else if (was_listed && !conn_state_listed(to)) {
 		ndk_reg_withdraw(c->reg_slot);
 		c->reg_slot = -1;
 	}
+	if (from == NDK_CONN_REQUESTED)
+		ndk_listener_request_done(c->listener);
 }
-#define conn_set_state(c, s) conn_set_state_at(c, s, __LINE__)
+#ifdef __FILE_NAME__
+#define NDK_CM_FILE __FILE_NAME__
+#else
+#define NDK_CM_FILE __FILE__
+#endif
+#define conn_set_state(c, s) conn_set_state_at(c, s, NDK_CM_FILE, __LINE__)
 
 static bool on_engine(struct ndk_connector *c)
 {
@@ -360,14 +473,6 @@ static void conn_stop_timer(struct ndk_connector *c)
 /* ------------------------------------------------------------------ */
 /* Endings                                                            */
 
-static void conn_leave_backlog(struct ndk_connector *c)
-{
-	if (c->in_backlog) {
-		c->in_backlog = false;
-		ndk_listener_request_done(c->listener);
-	}
-}
-
 /* The QP's side of a connection that never got established. */
 static void conn_qp_failed(struct ndk_connector *c)
 {
@@ -401,7 +506,7 @@ static void conn_attempt_failed(struct ndk_connector *c, struct ndk_req *req,
 	conn_stop_timer(c);
 	conn_drop_socket(c);
 	conn_qp_failed(c);
-	conn_set_state(c, NDK_CONN_CLOSED);
+	conn_set_state(c, NDK_CONN_FAILED);
 	c->fail = status;
 	ndk_adapter_count(c->obj.adapter, NDK_CTR(ConnectFailure), 1);
 	ndk_req_complete(req, status);
@@ -424,10 +529,9 @@ static void conn_abandon(struct ndk_connector *c, NTSTATUS status)
 	conn_stop_timer(c);
 	conn_drop_socket(c);
 	conn_qp_failed(c);
-	conn_leave_backlog(c);
 	if (c->state != NDK_CONN_AWAIT_REQUEST)
 		ndk_adapter_count(c->obj.adapter, NDK_CTR(ConnectFailure), 1);
-	conn_set_state(c, NDK_CONN_CLOSED);
+	conn_set_state(c, NDK_CONN_ABANDONED);
 	c->fail = status;
 }
 
@@ -457,7 +561,8 @@ static void disc_work_fn(struct ndk_work *w)
 
 /*
  * The peer disconnected an established connection: raise the disconnect
- * event at most once and do not flush (ndkpi.md 5, 6.4). c->lock held.
+ * event (once: a connection leaves the established states only once) and
+ * do not flush (NDK_FN_DISCONNECT_EVENT_CALLBACK). c->lock held.
  */
 static void conn_peer_disconnected(struct ndk_connector *c, bool error)
 {
@@ -465,15 +570,14 @@ static void conn_peer_disconnected(struct ndk_connector *c, bool error)
 
 	conn_set_state(c, NDK_CONN_PEER_CLOSED);
 	/* Nothing more goes out; requests wait for the consumer's
-	 * NdkDisconnect or NdkFlush (no implicit flush, ndkpi.md 6.4). */
+	 * NdkDisconnect or NdkFlush (no implicit flush, NDK_FN_DISCONNECT). */
 	if (c->qp)
 		ndk_dp_detach(c->qp);
 	conn_unwatch(c);
 	if (error)
 		ndk_adapter_count(ad, NDK_CTR(ConnectionError), 1);
-	if (c->disc_fired || (!c->disc_cb && !c->disc_cb_ex))
+	if (!c->disc_cb && !c->disc_cb_ex)
 		return;
-	c->disc_fired = true;
 	ndk_obj_hold(&c->obj);
 	if (!ndk_engine_post(conn_engine(c), &c->disc_work))
 		ndk_obj_release(&c->obj);
@@ -546,11 +650,11 @@ static void conn_got_reply(struct ndk_connector *c, const struct mpa_rr *rr)
 	}
 	c->peer_limits = peer;
 	c->eff = mpa_negotiate_ird_ord(c->req, max, peer);
-	c->have_peer_data = true;
 	c->rx_len = 0;
 
 	if (mpa_rr_rejected(rr)) {
-		/* The reject's private data stays readable (seed 002). */
+		/* The reject's private data stays readable through
+		 * NdkGetConnectionData (NDK_FN_GET_CONNECTION_DATA). */
 		conn_connect_failed(c, STATUS_CONNECTION_REFUSED);
 		return;
 	}
@@ -580,7 +684,6 @@ static void conn_got_reply(struct ndk_connector *c, const struct mpa_rr *rr)
 		c->rtr = MPA_RTR_NONE;
 	}
 	conn_set_state(c, NDK_CONN_REPLIED);
-	c->connect_completed = true;
 	/* Nothing may arrive now but an end of stream (RFC 5044 1.1). */
 	conn_watch(c, EPOLLIN);
 	/*
@@ -684,11 +787,11 @@ static void conn_got_request(struct ndk_connector *c, const struct mpa_rr *rr,
 	/* An MPA v1 peer sends no IRD/ORD: it does not limit ours. */
 	c->peer_limits.ird = c->peer_enhanced ? rr->ird : 1;
 	c->peer_limits.ord = c->peer_enhanced ? rr->ord : 1;
-	/* Before Accept, the limits are the peer's, capped (ndkpi.md 7.1). */
+	/* Before Accept, the limits are the peer's, capped to the adapter's
+	 * (NDK_FN_GET_CONNECTION_DATA). */
 	c->eff = mpa_negotiate_ird_ord(max, max, c->peer_limits);
 	memcpy(c->peer_pd, rr->pd, rr->pd_len);
 	c->peer_pd_len = rr->pd_len;
-	c->have_peer_data = true;
 	c->rx_len = 0;
 
 	if (rr->flags & MPA_FLAG_MARKERS) {
@@ -699,12 +802,12 @@ static void conn_got_request(struct ndk_connector *c, const struct mpa_rr *rr,
 		return;
 	}
 	if (!ndk_listener_admit(c->listener)) {
-		/* Paused, closing or backlog full: refused (ndkpi.md 6.3). */
+		/* Paused, closing or backlog full: refused, as if nobody
+		 * listened (NDK_FN_CONTROL_CONNECT_EVENTS). */
 		conn_send_reject(c, NULL, 0);
 		*close_now = true;
 		return;
 	}
-	c->in_backlog = true;
 	conn_set_state(c, NDK_CONN_REQUESTED);
 	conn_watch(c, EPOLLIN); /* only to notice the peer leaving */
 	ndk_obj_hold(&c->obj);
@@ -756,7 +859,8 @@ static void event_work_fn(struct ndk_work *w)
 		pthread_mutex_lock(&c->lock);
 		if (c->state == NDK_CONN_REQUESTED)
 			conn_send_reject(c, NULL, 0);
-		conn_abandon(c, STATUS_CONNECTION_ABORTED);
+		if (!conn_state_ended(c->state))
+			conn_abandon(c, STATUS_CONNECTION_ABORTED);
 		pthread_mutex_unlock(&c->lock);
 		if (ndk_obj_is_open(&c->obj))
 			ndk_obj_close_internal(&c->obj);
@@ -764,47 +868,80 @@ static void event_work_fn(struct ndk_work *w)
 	ndk_obj_release(&c->obj);
 }
 
-/* The first FPDU after our Reply (RFC 6581 RTR, or a v1 peer's data). */
+/* The handshake of the passive side is over: hand the stream over. */
+static void conn_accept_established(struct ndk_connector *c)
+{
+	conn_stop_timer(c);
+	if (conn_attach_dp(c)) {
+		conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
+		return;
+	}
+	conn_set_state(c, NDK_CONN_ESTABLISHED);
+	ndk_adapter_count(c->obj.adapter, NDK_CTR(Accept), 1);
+	conn_watch(c, EPOLLIN | (c->tx_len ? EPOLLOUT : 0));
+	ndk_req_complete(&c->accept_req, STATUS_SUCCESS);
+}
+
+/*
+ * Non-P2P (an MPA v1 initiator, or siw without peer_to_peer): the
+ * connection is up once our Reply is out and either the initiator's first
+ * FPDU came or NDK_ACCEPT_GRACE_MS passed. RFC 5044 would have us wait for
+ * that FPDU, but such peers (siw) send nothing until the server speaks in
+ * protocols where it speaks first (ucmatose), so waiting would time out.
+ * Not waiting at all puts our first FPDU in the Reply's segment, and siw
+ * drops a connection whose Reply has bytes behind it
+ * (tests/interop/README.md). What the initiator sent is the data path's to
+ * read. SENDING_REPLY, engine thread, c->lock held.
+ */
+static void conn_reply_out(struct ndk_connector *c)
+{
+	int peek = conn_peek(c);
+	uint64_t ms;
+
+	if (peek < 0) {
+		conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
+		return;
+	}
+	if (c->tx_len)
+		return; /* the rest of the Reply goes first */
+	ms = ndk_accept_grace_ms();
+	if (ms && peek == 0) {
+		conn_set_state(c, NDK_CONN_ACCEPT_GRACE);
+		conn_watch(c, EPOLLIN);
+		conn_start_timer_ms(c, ms);
+		return;
+	}
+	conn_accept_established(c);
+}
+
+/* ACCEPT_GRACE: the initiator's first FPDU ends the wait early. */
+static void conn_grace_io(struct ndk_connector *c)
+{
+	int peek = conn_peek(c);
+
+	if (peek < 0)
+		conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
+	else if (peek > 0)
+		conn_accept_established(c);
+	/* else a spurious wake-up: keep waiting */
+}
+
+/* ACCEPT_GRACE is over and the initiator stayed silent: go ahead. */
+static void conn_grace_over(struct ndk_connector *c)
+{
+	if (conn_peer_gone(c))
+		conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
+	else
+		conn_accept_established(c);
+}
+
+/* AWAIT_RTR: the first FPDU after our Reply must be the RTR (RFC 6581). */
 static void conn_read_rtr(struct ndk_connector *c)
 {
 	struct ddp_hdr h;
 	size_t ulpdu_len, total;
 	int ret;
 
-	if (!c->p2p) {
-		/*
-		 * Non-P2P (an MPA v1 initiator, or siw without peer_to_peer):
-		 * the connection is up once our Reply is out and either the
-		 * initiator's first FPDU came or NDK_ACCEPT_GRACE_MS passed.
-		 * RFC 5044 would have us wait for that FPDU, but such peers
-		 * (siw) send nothing until the server speaks in protocols
-		 * where it speaks first (ucmatose), so waiting would time
-		 * out. Not waiting at all puts our first FPDU in the Reply's
-		 * segment, and siw drops a connection whose Reply has bytes
-		 * behind it (tests/interop/README.md). What the initiator
-		 * sent is the data path's to read.
-		 */
-		if (conn_peer_gone(c)) {
-			conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
-			return;
-		}
-		if (c->tx_len)
-			return; /* the rest of the Reply goes first */
-		if (!c->accept_grace && conn_peek(c) <= 0) {
-			uint64_t ms = ndk_accept_grace_ms();
-
-			if (ms) {
-				c->accept_grace = true;
-				conn_watch(c, EPOLLIN);
-				conn_start_timer_ms(c, ms);
-				return;
-			}
-		}
-		if (c->accept_grace && conn_peek(c) <= 0 &&
-		    ndk_now_ns() < c->timer_deadline_ns)
-			return; /* a spurious wake-up: keep waiting */
-		goto established;
-	}
 	/*
 	 * No FPDU is shorter than a zero-length tagged one (20 bytes): one
 	 * read of up to that much never takes the data path's bytes, except
@@ -831,7 +968,8 @@ static void conn_read_rtr(struct ndk_connector *c)
 	if (ret == 0)
 		return;
 	if (ret < 0) {
-		/* The initiator rejected or went away (seed 003). */
+		/* The initiator rejected or went away: NdkAccept fails with
+		 * STATUS_CONNECTION_ABORTED (NDK_FN_ACCEPT). */
 		conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
 		return;
 	}
@@ -892,16 +1030,7 @@ static void conn_read_rtr(struct ndk_connector *c)
 		conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
 		return;
 	}
-established:
-	conn_stop_timer(c);
-	if (conn_attach_dp(c)) {
-		conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
-		return;
-	}
-	conn_set_state(c, NDK_CONN_ESTABLISHED);
-	ndk_adapter_count(c->obj.adapter, NDK_CTR(Accept), 1);
-	conn_watch(c, EPOLLIN | (c->tx_len ? EPOLLOUT : 0));
-	ndk_req_complete(&c->accept_req, STATUS_SUCCESS);
+	conn_accept_established(c);
 }
 
 /* ------------------------------------------------------------------ */
@@ -933,7 +1062,7 @@ static void conn_established_io(struct ndk_connector *c, uint32_t events)
 		ndk_dp_detach(c->qp);
 		shutdown(c->fd, SHUT_WR);
 	}
-	if (c->state == NDK_CONN_ESTABLISHED)
+	if (conn_state_up(c->state))
 		conn_peer_disconnected(c, ret != -EPIPE);
 }
 
@@ -999,7 +1128,7 @@ static void conn_io_fn(struct ndk_io *io, uint32_t events)
 	pthread_mutex_lock(&c->lock);
 	if (c->fd < 0)
 		goto out;
-	if ((events & EPOLLOUT) && c->tx_len && c->state != NDK_CONN_CLOSED &&
+	if ((events & EPOLLOUT) && c->tx_len && !conn_state_ended(c->state) &&
 	    c->state != NDK_CONN_TCP_CONNECTING) {
 		err = conn_flush_tx(c);
 		if (err && err != -EAGAIN)
@@ -1035,7 +1164,14 @@ static void conn_io_fn(struct ndk_io *io, uint32_t events)
 	case NDK_CONN_AWAIT_RTR:
 		conn_read_rtr(c);
 		break;
+	case NDK_CONN_SENDING_REPLY:
+		conn_reply_out(c);
+		break;
+	case NDK_CONN_ACCEPT_GRACE:
+		conn_grace_io(c);
+		break;
 	case NDK_CONN_ESTABLISHED:
+	case NDK_CONN_RTR_SENT:
 	case NDK_CONN_DISCONNECTING:
 		conn_established_io(c, events);
 		break;
@@ -1043,9 +1179,8 @@ static void conn_io_fn(struct ndk_io *io, uint32_t events)
 		conn_unwatch(c);
 		break;
 	}
-	if (close_now) {
+	if (close_now)
 		conn_abandon(c, STATUS_CONNECTION_ABORTED);
-	}
 out:
 	pthread_mutex_unlock(&c->lock);
 	/* An undelivered passive connector is the provider's to close. */
@@ -1077,19 +1212,17 @@ static void conn_timer_fn(struct ndk_timer *t)
 		conn_abandon(c, STATUS_IO_TIMEOUT);
 		break;
 	case NDK_CONN_AWAIT_RTR:
-		if (c->accept_grace) {
-			/* Non-P2P: the initiator stayed silent; go ahead. */
-			conn_read_rtr(c);
-			break;
-		}
-		/* The peer never called CompleteConnect (seed 003). */
+	case NDK_CONN_SENDING_REPLY:
+		/* The peer never called CompleteConnect: NdkAccept fails
+		 * with STATUS_IO_TIMEOUT. */
 		conn_accept_failed(c, STATUS_IO_TIMEOUT);
 		break;
-	case NDK_CONN_ESTABLISHED:
-		if (c->nudge_due) {
-			c->nudge_due = false;
-			conn_nudge(c);
-		}
+	case NDK_CONN_ACCEPT_GRACE:
+		conn_grace_over(c);
+		break;
+	case NDK_CONN_RTR_SENT:
+		conn_nudge(c);
+		conn_set_state(c, NDK_CONN_ESTABLISHED);
 		break;
 	case NDK_CONN_DISCONNECTING:
 		conn_qp_disconnected(c, true);
@@ -1154,7 +1287,6 @@ static NTSTATUS conn_start(struct ndk_connector *c, struct ndk_endpoint *ep,
 	memcpy(&c->local, local, len);
 	memset(&c->peer, 0, sizeof(c->peer));
 	memcpy(&c->peer, dst, ndk_addr_len(dst));
-	c->have_addresses = true;
 	ret = ndk_tuple_register((struct sockaddr *)&c->local, dst);
 	if (ret) {
 		status = ndk_status_from_errno(ret, NDK_SITE_CONNECT);
@@ -1193,7 +1325,7 @@ static NTSTATUS conn_start(struct ndk_connector *c, struct ndk_endpoint *ep,
 	} else if (errno == EINPROGRESS) {
 		conn_watch(c, EPOLLOUT);
 	} else {
-		/* Unreachable, refused...: inline, as the seeds allow. */
+		/* Unreachable, refused...: inline (NDK_FN_CONNECT). */
 		status = ndk_status_from_errno(-errno, NDK_SITE_CONNECT);
 		conn_stop_timer(c);
 		ndk_req_withdraw(&c->connect_req);
@@ -1215,7 +1347,6 @@ fail:
 	c->fd = -1;
 	ndk_endpoint_put(c->ep);
 	c->ep = NULL;
-	c->have_addresses = false;
 	c->tx_len = c->tx_off = 0;
 	return status;
 }
@@ -1260,7 +1391,8 @@ connector_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 		status = STATUS_INVALID_PARAMETER;
 	if (status)
 		goto out;
-	/* The connector's own endpoint: one reference (ndkpi.md 9.3). */
+	/* The connector's own endpoint: one reference (NDKPI Listeners,
+	 * Connectors, and Endpoints). */
 	status = ndk_local_endpoint_acquire(c->obj.adapter, pSrcAddress,
 					    SrcAddressLength,
 					    NDK_ENDPOINT_CONNECTOR, &ep);
@@ -1312,7 +1444,7 @@ connector_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 		goto out;
 	}
 	if (!c->sep) {
-		/* +1 on the shared endpoint per connector (9.3). */
+		/* +1 on the shared endpoint per connector. */
 		if (ndk_obj_link(&c->obj, &sep->obj)) {
 			close(fd);
 			status = STATUS_INVALID_PARAMETER;
@@ -1341,7 +1473,7 @@ conn_complete_connect(struct ndk_connector *c,
 	int len, ret;
 
 	pthread_mutex_lock(&c->lock);
-	if (c->state == NDK_CONN_CLOSED && c->connect_completed &&
+	if (!c->passive && c->state == NDK_CONN_ABANDONED &&
 	    (c->fail == STATUS_CONNECTION_ABORTED ||
 	     c->fail == STATUS_IO_TIMEOUT)) {
 		/* The acceptor abandoned it, or our timer ended it. */
@@ -1382,14 +1514,11 @@ conn_complete_connect(struct ndk_connector *c,
 	c->disc_cb = ev;
 	c->disc_cb_ex = ev_ex;
 	c->disc_ctx = ev_ctx;
-	conn_set_state(c, NDK_CONN_ESTABLISHED);
+	conn_set_state(c, nudge_ms ? NDK_CONN_RTR_SENT : NDK_CONN_ESTABLISHED);
 	ndk_adapter_count(ad, NDK_CTR(Connect), 1);
 	conn_watch(c, EPOLLIN | (c->tx_len ? EPOLLOUT : 0));
-	if (nudge_ms) {
-		/* Any later timer (a disconnect's) replaces it. */
-		c->nudge_due = true;
+	if (nudge_ms)
 		conn_start_timer_ms(c, nudge_ms);
-	}
 out:
 	pthread_mutex_unlock(&c->lock);
 	return status;
@@ -1439,9 +1568,9 @@ static NTSTATUS conn_accept(struct ndk_connector *c, NDK_QP *pNdkQp, ULONG ird,
 		return status;
 	qp = to_ndk_qp(pNdkQp);
 	pthread_mutex_lock(&c->lock);
-	if (c->passive && c->state == NDK_CONN_CLOSED &&
+	if (c->passive && conn_state_ended(c->state) &&
 	    c->fail == STATUS_CONNECTION_ABORTED) {
-		/* The connecting peer abandoned the attempt (seed 003). */
+		/* The connecting peer abandoned the attempt (NDK_FN_ACCEPT). */
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;
 	}
@@ -1493,15 +1622,14 @@ static NTSTATUS conn_accept(struct ndk_connector *c, NDK_QP *pNdkQp, ULONG ird,
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;
 	}
-	conn_leave_backlog(c);
 	c->disc_cb = ev;
 	c->disc_cb_ex = ev_ex;
 	c->disc_ctx = ev_ctx;
 	ndk_req_pend(&c->accept_req, &c->obj, cb, ctx);
-	conn_set_state(c, NDK_CONN_AWAIT_RTR);
+	conn_set_state(c, c->p2p ? NDK_CONN_AWAIT_RTR : NDK_CONN_SENDING_REPLY);
 	conn_start_timer(c);
 	/* Non-P2P: writable means the Reply is out, and that is the end of
-	 * the handshake (conn_read_rtr). */
+	 * the handshake (conn_reply_out). */
 	conn_watch(c, EPOLLIN | (ret == -EAGAIN || !c->p2p ? EPOLLOUT : 0));
 	status = STATUS_PENDING;
 out:
@@ -1565,13 +1693,17 @@ static NTSTATUS connector_reject(NDK_CONNECTOR *pNdkConnector,
 		break;
 	case NDK_CONN_REPLIED:
 		/* Active side after Connect completed: closing TCP makes the
-		 * peer's Accept fail with CONNECTION_ABORTED (DESIGN.md 3). */
+		 * peer's Accept fail with CONNECTION_ABORTED (docs/design.md,
+		 * connection management). */
 		conn_abandon(c, STATUS_CONNECTION_INVALID);
 		break;
+	case NDK_CONN_FAILED:
+	case NDK_CONN_ABANDONED:
 	case NDK_CONN_CLOSED:
-		/* The other side already abandoned (ndkpi.md 6.3). */
+		/* The other side already abandoned (NDK_FN_REJECT), or our
+		 * CompleteConnect timer ended the attempt. */
 		status = c->fail == STATUS_CONNECTION_ABORTED ||
-					 (c->connect_completed &&
+					 (c->state == NDK_CONN_ABANDONED &&
 					  c->fail == STATUS_IO_TIMEOUT)
 				 ? STATUS_CONNECTION_ABORTED
 				 : STATUS_CONNECTION_INVALID;
@@ -1600,7 +1732,7 @@ static NTSTATUS connector_get_connection_data(NDK_CONNECTOR *pNdkConnector,
 	if (!pPrivateData && *pPrivateDataLength)
 		return STATUS_INVALID_PARAMETER;
 	pthread_mutex_lock(&c->lock);
-	if (!c->have_peer_data) {
+	if (!c->peer_rev) {
 		status = STATUS_CONNECTION_INVALID;
 		goto out;
 	}
@@ -1627,7 +1759,7 @@ static NTSTATUS conn_get_address(struct ndk_connector *c, bool peer,
 	NTSTATUS status;
 
 	pthread_mutex_lock(&c->lock);
-	if (!c->have_addresses)
+	if (!c->passive && c->state == NDK_CONN_IDLE)
 		status = STATUS_CONNECTION_INVALID;
 	else
 		status = ndk_addr_copy_out(peer ? (struct sockaddr *)&c->peer
@@ -1664,7 +1796,8 @@ connector_disconnect(NDK_CONNECTOR *pNdkConnector,
 	pthread_mutex_lock(&c->lock);
 	switch (c->state) {
 	case NDK_CONN_ESTABLISHED:
-		/* Graceful: FIN, then wait for the peer's (ndkpi.md 6.4). */
+	case NDK_CONN_RTR_SENT:
+		/* Graceful: FIN, then wait for the peer's (NDK_FN_DISCONNECT). */
 		shutdown(c->fd, SHUT_WR);
 		ndk_req_pend(&c->disconnect_req, &c->obj, RequestCompletion,
 			     RequestContext);
@@ -1710,25 +1843,22 @@ static const NDK_CONNECTOR_DISPATCH connector_dispatch = {
 /*
  * Close in any state: abandon a connect in progress at once, disconnect
  * an established connection (flushing its QP), and complete every pending
- * request before the close completes (ndkpi.md 9.2).
+ * request before the close completes (NDKPI Object Lifetime
+ * Requirements).
  */
 static void connector_close_begin(struct ndk_obj *obj)
 {
 	struct ndk_connector *c = container_of(obj, struct ndk_connector, obj);
 
 	pthread_mutex_lock(&c->lock);
-	c->closing = true;
-	if (c->state == NDK_CONN_ESTABLISHED ||
-	    c->state == NDK_CONN_PEER_CLOSED ||
-	    c->state == NDK_CONN_DISCONNECTING)
+	if (conn_state_listed(c->state) || c->state == NDK_CONN_DISCONNECTING)
 		conn_qp_disconnected(c, true);
 	else
 		conn_qp_failed(c);
-	conn_leave_backlog(c);
 	ndk_req_complete(&c->connect_req, STATUS_CANCELLED);
 	ndk_req_complete(&c->accept_req, STATUS_CANCELLED);
 	ndk_req_complete(&c->disconnect_req, STATUS_CANCELLED);
-	if (c->state != NDK_CONN_CLOSED && c->state != NDK_CONN_IDLE)
+	if (!conn_state_ended(c->state) && c->state != NDK_CONN_IDLE)
 		conn_set_state(c, NDK_CONN_CLOSED);
 	conn_stop_timer(c);
 	/*
@@ -1748,8 +1878,8 @@ static void connector_close_end(struct ndk_obj *obj)
 
 	if (c->passive)
 		ndk_connector_untrack(c);
-	/* The timer cannot be armed: close_begin stopped it and no state
-	 * arms it after CLOSED. The socket is gone (teardown ran). */
+	/* The timer cannot be armed: close_begin stopped it and no end
+	 * state arms it. The socket is gone (teardown ran). */
 	if (c->tuple_registered)
 		ndk_tuple_unregister((struct sockaddr *)&c->local,
 				     (struct sockaddr *)&c->peer);
@@ -1842,7 +1972,8 @@ int ndk_connector_accepted(struct ndk_listener *l, int fd)
 	}
 	pthread_mutex_lock(&c->lock);
 	c->fd = fd;
-	/* An accepted connector holds the listener's endpoint (9.3). */
+	/* An accepted connector holds the listener's endpoint (NDKPI
+	 * Listeners, Connectors, and Endpoints). */
 	pthread_mutex_lock(&l->lock);
 	c->ep = l->ep;
 	if (c->ep)
@@ -1852,12 +1983,11 @@ int ndk_connector_accepted(struct ndk_listener *l, int fd)
 	getsockname(fd, (struct sockaddr *)&c->local, &len);
 	len = sizeof(c->peer);
 	getpeername(fd, (struct sockaddr *)&c->peer, &len);
-	c->have_addresses = true;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->tracked = true;
 	ndk_listener_track(l, &c->lentry);
 	conn_set_state(c, NDK_CONN_AWAIT_REQUEST);
-	/* siw drops a silent initiator after a timeout (iwarp.md 1.6). */
+	/* siw too drops an initiator that stays silent this long. */
 	conn_start_timer(c);
 	if (conn_watch(c, EPOLLIN)) {
 		pthread_mutex_unlock(&c->lock);

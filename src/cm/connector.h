@@ -33,18 +33,31 @@ struct ndk_listener;
 struct ndk_shared_endpoint;
 struct ndk_qp;
 
+/*
+ * Every phase of a connection is a state; conn_set_state() is the one
+ * setter and checks the transition table in connector.c.
+ */
 enum ndk_conn_state {
-	NDK_CONN_IDLE, /* created by NdkCreateConnector */
-	NDK_CONN_TCP_CONNECTING, /* active: connect() in progress */
-	NDK_CONN_AWAIT_REPLY, /* active: Request sent */
-	NDK_CONN_REPLIED, /* active: accepted, Connect completed */
-	NDK_CONN_AWAIT_REQUEST, /* passive: TCP accepted, reading Request */
-	NDK_CONN_REQUESTED, /* passive: ConnectEvent raised */
-	NDK_CONN_AWAIT_RTR, /* passive: Reply sent, Accept pending */
+	NDK_CONN_IDLE, /* created by NdkCreateConnector, or Connect failed inline */
+	/* Active side. */
+	NDK_CONN_TCP_CONNECTING, /* connect() in progress, Request queued */
+	NDK_CONN_AWAIT_REPLY, /* Request sent, waiting for the MPA Reply */
+	NDK_CONN_REPLIED, /* Connect completed: waiting for CompleteConnect */
+	NDK_CONN_RTR_SENT, /* established, Write RTR out: nudge due if silent */
+	/* Passive side. */
+	NDK_CONN_AWAIT_REQUEST, /* TCP accepted, reading the MPA Request */
+	NDK_CONN_REQUESTED, /* ConnectEvent raised: waiting for Accept/Reject */
+	NDK_CONN_AWAIT_RTR, /* P2P: Reply sent, waiting for the initiator's RTR */
+	NDK_CONN_SENDING_REPLY, /* non-P2P: Reply handed to the socket */
+	NDK_CONN_ACCEPT_GRACE, /* non-P2P: Reply out, brief wait for an FPDU */
+	/* Both sides. */
 	NDK_CONN_ESTABLISHED,
 	NDK_CONN_PEER_CLOSED, /* peer disconnected; DisconnectEvent raised */
 	NDK_CONN_DISCONNECTING, /* NdkDisconnect: FIN sent, awaiting peer's */
-	NDK_CONN_CLOSED, /* no TCP connection; fail says why */
+	/* Ends: no TCP connection; fail says why. */
+	NDK_CONN_FAILED, /* the Connect or Accept request failed with fail */
+	NDK_CONN_ABANDONED, /* ended between handshake steps: next call says */
+	NDK_CONN_CLOSED, /* disconnected, or the connector was closed */
 	NDK_CONN_STATE_COUNT
 };
 
@@ -53,34 +66,26 @@ struct ndk_connector {
 	pthread_mutex_t lock;
 	enum ndk_conn_state state;
 	bool passive;
-	bool closing;
 	int fd;
 	struct ndk_io io;
 	bool io_added;
 	struct ndk_timer timer;
 	uint64_t timer_deadline_ns; /* a fire before it is a stale one */
-	bool connect_completed; /* active: Connect completed with success */
 	bool used; /* a timer was ever armed: closes sync with the engine */
-	/*
-	 * Active P2P side: the RTR nudge (NDK_RTR_NUDGE_MS) is due when the
-	 * timer fires in ESTABLISHED; nudge_mark is what the peer had sent
-	 * (TCP bytes) when our RTR went, nudge_mark_ok whether it is known.
-	 */
-	bool nudge_due, nudge_mark_ok;
+	/* Active P2P side, RTR_SENT: what the peer had sent (TCP bytes) when
+	 * our RTR went, and whether that is known (NDK_RTR_NUDGE_MS). */
+	bool nudge_mark_ok;
 	uint64_t nudge_mark;
-	/* Passive, non-P2P: the Reply is out, waiting NDK_ACCEPT_GRACE_MS
-	 * for the initiator's first FPDU before completing the Accept. */
-	bool accept_grace;
-	NTSTATUS fail; /* what CompleteConnect/Accept/Reject say once CLOSED */
+	NTSTATUS fail; /* what the next call reports once FAILED/ABANDONED */
 
 	/* Local endpoint reference: own (NdkConnect), shared or listener's. */
 	struct ndk_endpoint *ep;
 	struct ndk_listener *listener; /* passive side */
-	bool in_backlog; /* counted in the listener's pending requests */
 	struct ndk_shared_endpoint *sep;
 	struct ndk_qp *qp;
+	/* Known on the passive side, and on the active one once NdkConnect
+	 * passed its inline checks (any state but IDLE). */
 	struct sockaddr_storage local, peer;
-	bool have_addresses;
 	bool tuple_registered;
 	int reg_slot; /* OID_NDK_CONNECTIONS entry while listed, else -1 */
 
@@ -90,6 +95,8 @@ struct ndk_connector {
 	uint8_t tx[MPA_RR_FRAME_MAX];
 	size_t tx_len, tx_off;
 	bool crc, p2p, peer_enhanced;
+	/* The peer's MPA revision, 0 until its Request or Reply was read:
+	 * from then on its private data and limits below are known. */
 	uint8_t peer_rev;
 	unsigned int rtr; /* offered (active) or chosen (both, once known) */
 	struct mpa_read_limits req; /* own request, capped to the adapter */
@@ -97,14 +104,13 @@ struct ndk_connector {
 	struct mpa_read_limits eff; /* effective, once negotiated */
 	uint8_t peer_pd[MPA_PRIVATE_DATA_MAX];
 	uint16_t peer_pd_len;
-	bool have_peer_data;
 
-	/* Requests that pend, and the disconnect event. */
+	/* Requests that pend, and the disconnect event (raised once: on the
+	 * one move from an established state to PEER_CLOSED). */
 	struct ndk_req connect_req, accept_req, complete_req, disconnect_req;
 	NDK_FN_DISCONNECT_EVENT_CALLBACK *disc_cb;
 	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX *disc_cb_ex;
 	PVOID disc_ctx;
-	bool disc_fired; /* at most once per connection */
 	struct ndk_work disc_work;
 	struct ndk_work event_work; /* passive: ConnectEvent delivery */
 	struct ndk_work teardown_work;
