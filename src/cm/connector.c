@@ -197,6 +197,71 @@ static void conn_publish(struct ndk_connector *c)
 	c->reg_slot = ndk_reg_publish(&e);
 }
 
+static bool on_engine(struct ndk_connector *c)
+{
+	return ndk_engine_on_thread(&c->obj.adapter->engine);
+}
+
+static struct ndk_engine *conn_engine(struct ndk_connector *c)
+{
+	return &c->obj.adapter->engine;
+}
+
+#define CONN_STATE_BIT(s) (1u << (s))
+
+/*
+ * The states each timer purpose may run in: a timer never outlives its
+ * phase, conn_set_state() stops it when the connector leaves them.
+ */
+static const uint32_t conn_timer_states[CONN_TIMER_PURPOSE_COUNT] = {
+	[CONN_TIMER_CONNECT] = CONN_STATE_BIT(NDK_CONN_TCP_CONNECTING) |
+			       CONN_STATE_BIT(NDK_CONN_AWAIT_REPLY),
+	[CONN_TIMER_COMPLETE_CONNECT] = CONN_STATE_BIT(NDK_CONN_REPLIED),
+	[CONN_TIMER_REQUEST] = CONN_STATE_BIT(NDK_CONN_AWAIT_REQUEST),
+	[CONN_TIMER_ACCEPT] = CONN_STATE_BIT(NDK_CONN_AWAIT_RTR) |
+			      CONN_STATE_BIT(NDK_CONN_SENDING_REPLY),
+	[CONN_TIMER_ACCEPT_GRACE] = CONN_STATE_BIT(NDK_CONN_ACCEPT_GRACE),
+	[CONN_TIMER_RTR_NUDGE] = CONN_STATE_BIT(NDK_CONN_RTR_SENT),
+	[CONN_TIMER_DISCONNECT] = CONN_STATE_BIT(NDK_CONN_DISCONNECTING),
+};
+
+static const char *const conn_timer_names[CONN_TIMER_PURPOSE_COUNT] = {
+	[CONN_TIMER_NONE] = "none",
+	[CONN_TIMER_CONNECT] = "connect",
+	[CONN_TIMER_COMPLETE_CONNECT] = "complete-connect",
+	[CONN_TIMER_REQUEST] = "request",
+	[CONN_TIMER_ACCEPT] = "accept",
+	[CONN_TIMER_ACCEPT_GRACE] = "accept-grace",
+	[CONN_TIMER_RTR_NUDGE] = "rtr-nudge",
+	[CONN_TIMER_DISCONNECT] = "disconnect",
+};
+
+/* Arms the one timer for purpose, replacing any other; c->lock held. */
+static void conn_arm_timer(struct ndk_connector *c,
+			   enum conn_timer_purpose purpose, uint64_t ms)
+{
+	assert(conn_timer_states[purpose] & CONN_STATE_BIT(c->state));
+	c->used = true;
+	ndk_dbg("connector %p: %s timer %llu ms in %s", (void *)c,
+		conn_timer_names[purpose], (unsigned long long)ms,
+		ndk_conn_state_name(c->state));
+	c->timer_purpose = purpose;
+	c->timer_deadline_ns = ndk_now_ns() + ms * 1000000;
+	ndk_timer_start(conn_engine(c), &c->timer, ms);
+}
+
+/*
+ * Off the engine thread the timer function may already be waiting for
+ * c->lock: with no purpose left it ignores that stale fire (and one whose
+ * deadline a re-arm moved on).
+ */
+static void conn_stop_timer(struct ndk_connector *c)
+{
+	c->timer_purpose = CONN_TIMER_NONE;
+	c->timer_deadline_ns = UINT64_MAX;
+	ndk_timer_cancel(conn_engine(c), &c->timer);
+}
+
 /*
  * The one state setter; c->lock held. An illegal transition is a bug:
  * logged, then asserted. Leaving REQUESTED frees the request's slot in
@@ -219,6 +284,9 @@ static void conn_set_state_at(struct ndk_connector *c, enum ndk_conn_state to,
 	ndk_dbg("connector %p: %s -> %s (%s:%d)", (void *)c,
 		ndk_conn_state_name(from), ndk_conn_state_name(to), file, line);
 	c->state = to;
+	if (c->timer_purpose != CONN_TIMER_NONE &&
+	    !(conn_timer_states[c->timer_purpose] & CONN_STATE_BIT(to)))
+		conn_stop_timer(c);
 	if (!was_listed && conn_state_listed(to)) {
 		conn_publish(c);
 	} else if (was_listed && !conn_state_listed(to)) {
@@ -234,16 +302,6 @@ static void conn_set_state_at(struct ndk_connector *c, enum ndk_conn_state to,
 #define NDK_CM_FILE __FILE__
 #endif
 #define conn_set_state(c, s) conn_set_state_at(c, s, NDK_CM_FILE, __LINE__)
-
-static bool on_engine(struct ndk_connector *c)
-{
-	return ndk_engine_on_thread(&c->obj.adapter->engine);
-}
-
-static struct ndk_engine *conn_engine(struct ndk_connector *c)
-{
-	return &c->obj.adapter->engine;
-}
 
 /* ------------------------------------------------------------------ */
 /* Socket plumbing                                                    */
@@ -444,30 +502,6 @@ static bool conn_tcp_up_now(struct ndk_connector *c)
 static bool conn_peer_acted(struct ndk_connector *c)
 {
 	return conn_peek(c) != 0;
-}
-
-static void conn_start_timer_ms(struct ndk_connector *c, uint64_t ms)
-{
-	c->used = true;
-	ndk_dbg("connector %p: timer %llu ms in %s", (void *)c,
-		(unsigned long long)ms, ndk_conn_state_name(c->state));
-	c->timer_deadline_ns = ndk_now_ns() + ms * 1000000;
-	ndk_timer_start(conn_engine(c), &c->timer, ms);
-}
-
-static void conn_start_timer(struct ndk_connector *c)
-{
-	conn_start_timer_ms(c, ndk_cm_timeout_ms());
-}
-
-/*
- * Off the engine thread the timer function may already be waiting for
- * c->lock; the deadline makes it ignore that stale fire.
- */
-static void conn_stop_timer(struct ndk_connector *c)
-{
-	c->timer_deadline_ns = UINT64_MAX;
-	ndk_timer_cancel(conn_engine(c), &c->timer);
 }
 
 /* ------------------------------------------------------------------ */
@@ -691,7 +725,7 @@ static void conn_got_reply(struct ndk_connector *c, const struct mpa_rr *rr)
 	 * times out first (IO_TIMEOUT there, CONNECTION_ABORTED here); ours
 	 * only ends an attempt whose peer never gives up.
 	 */
-	conn_start_timer_ms(c, 2 * ndk_cm_timeout_ms());
+	conn_arm_timer(c, CONN_TIMER_COMPLETE_CONNECT, 2 * ndk_cm_timeout_ms());
 	ndk_req_complete(&c->connect_req, STATUS_SUCCESS);
 }
 
@@ -908,7 +942,7 @@ static void conn_reply_out(struct ndk_connector *c)
 	if (ms && peek == 0) {
 		conn_set_state(c, NDK_CONN_ACCEPT_GRACE);
 		conn_watch(c, EPOLLIN);
-		conn_start_timer_ms(c, ms);
+		conn_arm_timer(c, CONN_TIMER_ACCEPT_GRACE, ms);
 		return;
 	}
 	conn_accept_established(c);
@@ -1188,47 +1222,61 @@ out:
 		ndk_obj_close_internal(&c->obj);
 }
 
+/* NdkDisconnect's FIN was never answered. */
+static void conn_disconnect_timed_out(struct ndk_connector *c)
+{
+	conn_qp_disconnected(c, true);
+	conn_drop_socket(c);
+	conn_set_state(c, NDK_CONN_CLOSED);
+	ndk_req_complete(&c->disconnect_req, STATUS_IO_TIMEOUT);
+}
+
+/*
+ * The timer fired: what happens depends only on why it was armed (the
+ * setter stopped it if the connector left that phase since).
+ */
 static void conn_timer_fn(struct ndk_timer *t)
 {
 	struct ndk_connector *c = container_of(t, struct ndk_connector, timer);
+	enum conn_timer_purpose purpose;
 	bool close_now = false;
 
 	pthread_mutex_lock(&c->lock);
-	if (ndk_now_ns() < c->timer_deadline_ns) {
-		pthread_mutex_unlock(&c->lock);
+	purpose = c->timer_purpose;
+	if (purpose == CONN_TIMER_NONE || ndk_now_ns() < c->timer_deadline_ns) {
+		pthread_mutex_unlock(&c->lock); /* stale */
 		return;
 	}
-	switch (c->state) {
-	case NDK_CONN_TCP_CONNECTING:
-	case NDK_CONN_AWAIT_REPLY:
+	ndk_dbg("connector %p: %s timer fired in %s", (void *)c,
+		conn_timer_names[purpose], ndk_conn_state_name(c->state));
+	c->timer_purpose = CONN_TIMER_NONE;
+	c->timer_deadline_ns = UINT64_MAX;
+	switch (purpose) {
+	case CONN_TIMER_CONNECT:
 		conn_connect_failed(c, STATUS_IO_TIMEOUT);
 		break;
-	case NDK_CONN_REPLIED:
+	case CONN_TIMER_COMPLETE_CONNECT:
 		/* CompleteConnect never came: this attempt is over. */
 		conn_abandon(c, STATUS_IO_TIMEOUT);
 		break;
-	case NDK_CONN_AWAIT_REQUEST:
+	case CONN_TIMER_REQUEST:
 		close_now = true;
 		conn_abandon(c, STATUS_IO_TIMEOUT);
 		break;
-	case NDK_CONN_AWAIT_RTR:
-	case NDK_CONN_SENDING_REPLY:
+	case CONN_TIMER_ACCEPT:
 		/* The peer never called CompleteConnect: NdkAccept fails
 		 * with STATUS_IO_TIMEOUT. */
 		conn_accept_failed(c, STATUS_IO_TIMEOUT);
 		break;
-	case NDK_CONN_ACCEPT_GRACE:
+	case CONN_TIMER_ACCEPT_GRACE:
 		conn_grace_over(c);
 		break;
-	case NDK_CONN_RTR_SENT:
+	case CONN_TIMER_RTR_NUDGE:
 		conn_nudge(c);
 		conn_set_state(c, NDK_CONN_ESTABLISHED);
 		break;
-	case NDK_CONN_DISCONNECTING:
-		conn_qp_disconnected(c, true);
-		conn_drop_socket(c);
-		conn_set_state(c, NDK_CONN_CLOSED);
-		ndk_req_complete(&c->disconnect_req, STATUS_IO_TIMEOUT);
+	case CONN_TIMER_DISCONNECT:
+		conn_disconnect_timed_out(c);
 		break;
 	default:
 		break;
@@ -1318,7 +1366,7 @@ static NTSTATUS conn_start(struct ndk_connector *c, struct ndk_endpoint *ep,
 
 	ndk_req_pend(&c->connect_req, &c->obj, cb, ctx);
 	conn_set_state(c, NDK_CONN_TCP_CONNECTING);
-	conn_start_timer(c);
+	conn_arm_timer(c, CONN_TIMER_CONNECT, ndk_cm_timeout_ms());
 	ret = connect(c->fd, dst, ndk_addr_len(dst));
 	if (ret == 0 || (errno == EINPROGRESS && conn_tcp_up_now(c))) {
 		conn_tcp_connected(c);
@@ -1518,7 +1566,7 @@ conn_complete_connect(struct ndk_connector *c,
 	ndk_adapter_count(ad, NDK_CTR(Connect), 1);
 	conn_watch(c, EPOLLIN | (c->tx_len ? EPOLLOUT : 0));
 	if (nudge_ms)
-		conn_start_timer_ms(c, nudge_ms);
+		conn_arm_timer(c, CONN_TIMER_RTR_NUDGE, nudge_ms);
 out:
 	pthread_mutex_unlock(&c->lock);
 	return status;
@@ -1627,7 +1675,7 @@ static NTSTATUS conn_accept(struct ndk_connector *c, NDK_QP *pNdkQp, ULONG ird,
 	c->disc_ctx = ev_ctx;
 	ndk_req_pend(&c->accept_req, &c->obj, cb, ctx);
 	conn_set_state(c, c->p2p ? NDK_CONN_AWAIT_RTR : NDK_CONN_SENDING_REPLY);
-	conn_start_timer(c);
+	conn_arm_timer(c, CONN_TIMER_ACCEPT, ndk_cm_timeout_ms());
 	/* Non-P2P: writable means the Reply is out, and that is the end of
 	 * the handshake (conn_reply_out). */
 	conn_watch(c, EPOLLIN | (ret == -EAGAIN || !c->p2p ? EPOLLOUT : 0));
@@ -1802,7 +1850,7 @@ connector_disconnect(NDK_CONNECTOR *pNdkConnector,
 		ndk_req_pend(&c->disconnect_req, &c->obj, RequestCompletion,
 			     RequestContext);
 		conn_set_state(c, NDK_CONN_DISCONNECTING);
-		conn_start_timer(c);
+		conn_arm_timer(c, CONN_TIMER_DISCONNECT, ndk_cm_timeout_ms());
 		conn_watch(c, EPOLLIN);
 		status = STATUS_PENDING;
 		break;
@@ -1988,7 +2036,7 @@ int ndk_connector_accepted(struct ndk_listener *l, int fd)
 	ndk_listener_track(l, &c->lentry);
 	conn_set_state(c, NDK_CONN_AWAIT_REQUEST);
 	/* siw too drops an initiator that stays silent this long. */
-	conn_start_timer(c);
+	conn_arm_timer(c, CONN_TIMER_REQUEST, ndk_cm_timeout_ms());
 	if (conn_watch(c, EPOLLIN)) {
 		pthread_mutex_unlock(&c->lock);
 		ndk_obj_close_internal(&c->obj);

@@ -61,6 +61,22 @@ enum ndk_conn_state {
 	NDK_CONN_STATE_COUNT
 };
 
+/*
+ * Why the connector's one timer is armed (conn_arm_timer()); each purpose
+ * belongs to the states listed in conn_timer_states[].
+ */
+enum conn_timer_purpose {
+	CONN_TIMER_NONE,
+	CONN_TIMER_CONNECT, /* TCP connect and MPA Reply: NDK_CM_TIMEOUT_MS */
+	CONN_TIMER_COMPLETE_CONNECT, /* REPLIED: twice NDK_CM_TIMEOUT_MS */
+	CONN_TIMER_REQUEST, /* AWAIT_REQUEST: NDK_CM_TIMEOUT_MS */
+	CONN_TIMER_ACCEPT, /* Reply to RTR or first FPDU: NDK_CM_TIMEOUT_MS */
+	CONN_TIMER_ACCEPT_GRACE, /* NDK_ACCEPT_GRACE_MS */
+	CONN_TIMER_RTR_NUDGE, /* NDK_RTR_NUDGE_MS */
+	CONN_TIMER_DISCONNECT, /* FIN to the peer's FIN: NDK_CM_TIMEOUT_MS */
+	CONN_TIMER_PURPOSE_COUNT
+};
+
 struct ndk_connector {
 	struct ndk_obj obj;
 	pthread_mutex_t lock;
@@ -70,6 +86,7 @@ struct ndk_connector {
 	struct ndk_io io;
 	bool io_added;
 	struct ndk_timer timer;
+	enum conn_timer_purpose timer_purpose; /* NONE when not armed */
 	uint64_t timer_deadline_ns; /* a fire before it is a stale one */
 	bool used; /* a timer was ever armed: closes sync with the engine */
 	/* Active P2P side, RTR_SENT: what the peer had sent (TCP bytes) when
