@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "front/address.h"
 #include "cm/connector.h"
+#include "cm/connector_int.h" /* until the listener owns the accept phase */
 #include "front/endpoint.h"
 #include "cm/listener.h"
 #include "front/adapter.h"
