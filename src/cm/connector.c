@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include "cm/connector.h"
 #include "cm/connector_int.h"
-#include "cm/listener.h"
+#include "cm/backlog.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "front/adapter.h"
@@ -32,7 +32,6 @@ static const char *const conn_state_names[NDK_CONN_STATE_COUNT] = {
 	[NDK_CONN_AWAIT_REPLY] = "AWAIT_REPLY",
 	[NDK_CONN_REPLIED] = "REPLIED",
 	[NDK_CONN_RTR_SENT] = "RTR_SENT",
-	[NDK_CONN_AWAIT_REQUEST] = "AWAIT_REQUEST",
 	[NDK_CONN_REQUESTED] = "REQUESTED",
 	[NDK_CONN_AWAIT_RTR] = "AWAIT_RTR",
 	[NDK_CONN_SENDING_REPLY] = "SENDING_REPLY",
@@ -61,7 +60,7 @@ static const bool conn_transition_ok[NDK_CONN_STATE_COUNT]
 				    [NDK_CONN_STATE_COUNT] = {
 	[NDK_CONN_IDLE] = {
 		[NDK_CONN_TCP_CONNECTING] = true,
-		[NDK_CONN_AWAIT_REQUEST] = true,
+		[NDK_CONN_REQUESTED] = true, /* created for a Request */
 	},
 	[NDK_CONN_TCP_CONNECTING] = {
 		[NDK_CONN_IDLE] = true, /* connect() failed inline */
@@ -84,11 +83,6 @@ static const bool conn_transition_ok[NDK_CONN_STATE_COUNT]
 		[NDK_CONN_ESTABLISHED] = true, /* nudged, or no need */
 		[NDK_CONN_PEER_CLOSED] = true,
 		[NDK_CONN_DISCONNECTING] = true,
-		[NDK_CONN_CLOSED] = true,
-	},
-	[NDK_CONN_AWAIT_REQUEST] = {
-		[NDK_CONN_REQUESTED] = true,
-		[NDK_CONN_ABANDONED] = true,
 		[NDK_CONN_CLOSED] = true,
 	},
 	[NDK_CONN_REQUESTED] = {
@@ -204,7 +198,7 @@ void conn_set_state_at(struct ndk_connector *c, enum ndk_conn_state to,
 		c->reg_slot = -1;
 	}
 	if (from == NDK_CONN_REQUESTED)
-		ndk_listener_request_done(c->listener);
+		ndk_backlog_put(c->backlog);
 }
 
 /* ------------------------------------------------------------------ */
@@ -266,8 +260,7 @@ void conn_abandon(struct ndk_connector *c, NTSTATUS status)
 	conn_stop_timer(c);
 	conn_drop_socket(c);
 	conn_qp_failed(c);
-	if (c->state != NDK_CONN_AWAIT_REQUEST)
-		ndk_adapter_count(c->obj.adapter, NDK_CTR(ConnectFailure), 1);
+	ndk_adapter_count(c->obj.adapter, NDK_CTR(ConnectFailure), 1);
 	conn_set_state(c, NDK_CONN_ABANDONED);
 	c->fail = status;
 }
@@ -278,7 +271,6 @@ void conn_abandon(struct ndk_connector *c, NTSTATUS status)
 void conn_io_fn(struct ndk_io *io, uint32_t events)
 {
 	struct ndk_connector *c = container_of(io, struct ndk_connector, io);
-	bool close_now = false;
 	int err;
 
 	pthread_mutex_lock(&c->lock);
@@ -298,9 +290,6 @@ void conn_io_fn(struct ndk_io *io, uint32_t events)
 		break;
 	case NDK_CONN_AWAIT_REPLY:
 		conn_read_reply(c);
-		break;
-	case NDK_CONN_AWAIT_REQUEST:
-		conn_read_request(c, &close_now);
 		break;
 	case NDK_CONN_REPLIED:
 	case NDK_CONN_REQUESTED:
@@ -329,13 +318,8 @@ void conn_io_fn(struct ndk_io *io, uint32_t events)
 		conn_unwatch(c);
 		break;
 	}
-	if (close_now)
-		conn_abandon(c, STATUS_CONNECTION_ABORTED);
 out:
 	pthread_mutex_unlock(&c->lock);
-	/* An undelivered passive connector is the provider's to close. */
-	if (close_now && ndk_obj_is_open(&c->obj))
-		ndk_obj_close_internal(&c->obj);
 }
 
 /* ------------------------------------------------------------------ */
@@ -486,8 +470,6 @@ static void connector_close_end(struct ndk_obj *obj)
 {
 	struct ndk_connector *c = container_of(obj, struct ndk_connector, obj);
 
-	if (c->passive)
-		ndk_connector_untrack(c);
 	/* The timer cannot be armed: close_begin stopped it and no end
 	 * state arms it. The socket is gone (teardown ran). */
 	if (c->tuple_registered)
@@ -524,12 +506,10 @@ struct ndk_connector *conn_alloc(void)
 	if (!c)
 		return NULL;
 	pthread_mutex_init(&c->lock, NULL);
-	list_init(&c->lentry);
 	/* Initialised once: re-initialising a queued item corrupts the
 	 * engine's queue. */
 	ndk_work_init(&c->teardown_work, conn_drop_work_fn);
 	ndk_work_init(&c->disc_work, conn_disc_work_fn);
-	ndk_work_init(&c->event_work, conn_event_work_fn);
 	c->fd = -1;
 	c->reg_slot = -1;
 	c->state = NDK_CONN_IDLE;

@@ -11,26 +11,49 @@
  *   NdkCompleteConnect   RTR (zero-length Write or Read) ->
  *                                                       Accept completes
  *
- * This header is what the rest of cm/ sees; the connector's own files
- * share cm/connector_int.h.
+ * This header is what the rest of cm/ sees (the listener creates passive
+ * connectors through it); the connector's own files share
+ * cm/connector_int.h. The connector knows nothing of the listener.
  */
 #ifndef NDK_CM_CONNECTOR_H
 #define NDK_CM_CONNECTOR_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include "front/object.h"
 
-struct ndk_connector;
-struct ndk_listener;
+struct ndk_adapter;
+struct ndk_backlog;
+struct ndk_endpoint;
+struct mpa_rr;
 
-/* Removes a passive connector from its listener's undelivered list. */
-void ndk_connector_untrack(struct ndk_connector *c);
+/* A connect request the listener read off a TCP connection it accepted. */
+struct ndk_passive_request {
+	struct ndk_adapter *adapter;
+	struct ndk_obj *listener; /* antecedent of the new connector */
+	struct ndk_endpoint *ep; /* the listener's: the connector holds it */
+	int fd; /* the accepted socket, not registered with the engine */
+	const struct mpa_rr *req; /* the MPA Request, read whole */
+	/* The backlog slot the listener took for it, or NULL if it does not
+	 * admit the request (paused, closing, backlog full). */
+	struct ndk_backlog *slot;
+};
 
 /*
- * Passive side: a connector for a TCP connection the listener accepted.
- * It reads the MPA Request and then raises the listener's ConnectEvent
- * (or refuses the request). Engine thread. Takes ownership of fd.
+ * Passive side: creates the connector for a request, which owns the fd
+ * and the slot from here on (even on failure). A request the connector
+ * refuses (markers, or no slot) is answered with an MPA Reply R=1 and
+ * -ECONNREFUSED is returned. Otherwise the connector is REQUESTED and
+ * busy until ndk_connector_handed_over(): the listener raises its
+ * ConnectEvent with *out in between. Engine thread.
  */
-int ndk_connector_accepted(struct ndk_listener *l, int fd);
+int ndk_connector_new_passive(const struct ndk_passive_request *r,
+			      NDK_CONNECTOR **out);
+/*
+ * The listener raised its ConnectEvent for conn (delivered), or could not
+ * (closing): an undelivered request is refused and its connector closed.
+ */
+void ndk_connector_handed_over(NDK_CONNECTOR *conn, bool delivered);
 
 /* Timeouts, from the environment (README: Configuration). */
 uint64_t ndk_cm_timeout_ms(void);

@@ -119,7 +119,7 @@ static void conn_got_reply(struct ndk_connector *c, const struct mpa_rr *rr)
 	}
 	c->peer_limits = peer;
 	c->eff = mpa_negotiate_ird_ord(c->req, max, peer);
-	c->rx_len = 0;
+	c->rx.len = 0;
 
 	if (mpa_rr_rejected(rr)) {
 		/* The reject's private data stays readable through
@@ -167,7 +167,8 @@ static void conn_got_reply(struct ndk_connector *c, const struct mpa_rr *rr)
 void conn_read_reply(struct ndk_connector *c)
 {
 	struct mpa_rr rr;
-	int ret = conn_read_frame(c, MPA_RR_REPLY, &rr);
+	int ret = ndk_mpa_rx_frame(&c->rx, c->fd, MPA_RR_REPLY, &rr,
+				   "connector", c);
 
 	if (ret > 0)
 		conn_got_reply(c, &rr);

@@ -5,12 +5,12 @@
  *
  *   connector.c		object, dispatch table, state table and setter,
  *			endings, the engine's I/O entry point, queries
- *   connector_socket.c	the socket: epoll interest, MPA frame I/O, teardown
+ *   connector_socket.c	the socket: epoll interest, sends, peeks, teardown
  *   connector_timer.c	the one timer and its purposes
  *   connector_active.c	NdkConnect(WithSharedEndpoint), the Reply,
  *			NdkCompleteConnect(Ex)
- *   connector_passive.c	the Request, NdkAccept(Ex), NdkReject, the RTR wait
- *			and the accept grace
+ *   connector_passive.c	creation from a Request the listener read,
+ *			NdkAccept(Ex), NdkReject, the RTR wait, the grace
  *   connector_established.c the data path hand-over, the RTR nudge,
  *			NdkDisconnect and the disconnect event
  *
@@ -30,11 +30,12 @@
 #include "core/list.h"
 #include "front/object.h"
 #include "engine/engine.h"
+#include "cm/mpa_io.h"
 #include "iwarp/mpa.h"
 
 struct ndk_adapter;
+struct ndk_backlog;
 struct ndk_endpoint;
-struct ndk_listener;
 struct ndk_shared_endpoint;
 struct ndk_qp;
 
@@ -49,8 +50,7 @@ enum ndk_conn_state {
 	NDK_CONN_AWAIT_REPLY, /* Request sent, waiting for the MPA Reply */
 	NDK_CONN_REPLIED, /* Connect completed: waiting for CompleteConnect */
 	NDK_CONN_RTR_SENT, /* established, Write RTR out: nudge due if silent */
-	/* Passive side. */
-	NDK_CONN_AWAIT_REQUEST, /* TCP accepted, reading the MPA Request */
+	/* Passive side: the listener read the Request and created us. */
 	NDK_CONN_REQUESTED, /* ConnectEvent raised: waiting for Accept/Reject */
 	NDK_CONN_AWAIT_RTR, /* P2P: Reply sent, waiting for the initiator's RTR */
 	NDK_CONN_SENDING_REPLY, /* non-P2P: Reply handed to the socket */
@@ -74,7 +74,6 @@ enum conn_timer_purpose {
 	CONN_TIMER_NONE,
 	CONN_TIMER_CONNECT, /* TCP connect and MPA Reply: NDK_CM_TIMEOUT_MS */
 	CONN_TIMER_COMPLETE_CONNECT, /* REPLIED: twice NDK_CM_TIMEOUT_MS */
-	CONN_TIMER_REQUEST, /* AWAIT_REQUEST: NDK_CM_TIMEOUT_MS */
 	CONN_TIMER_ACCEPT, /* Reply to RTR or first FPDU: NDK_CM_TIMEOUT_MS */
 	CONN_TIMER_ACCEPT_GRACE, /* NDK_ACCEPT_GRACE_MS */
 	CONN_TIMER_RTR_NUDGE, /* NDK_RTR_NUDGE_MS */
@@ -102,7 +101,8 @@ struct ndk_connector {
 
 	/* Local endpoint reference: own (NdkConnect), shared or listener's. */
 	struct ndk_endpoint *ep;
-	struct ndk_listener *listener; /* passive side */
+	/* Passive side, REQUESTED: the listener's backlog slot we hold. */
+	struct ndk_backlog *backlog;
 	struct ndk_shared_endpoint *sep;
 	struct ndk_qp *qp;
 	/* Known on the passive side, and on the active one once NdkConnect
@@ -112,8 +112,7 @@ struct ndk_connector {
 	int reg_slot; /* OID_NDK_CONNECTIONS entry while listed, else -1 */
 
 	/* MPA negotiation (RFC 5044 7.1, RFC 6581). */
-	uint8_t rx[MPA_RR_FRAME_MAX + 1]; /* + 1: a byte behind a frame */
-	size_t rx_len;
+	struct ndk_mpa_rx rx; /* the Reply (active), the RTR (passive) */
 	uint8_t tx[MPA_RR_FRAME_MAX];
 	size_t tx_len, tx_off;
 	bool crc, p2p, peer_enhanced;
@@ -134,16 +133,8 @@ struct ndk_connector {
 	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX *disc_cb_ex;
 	PVOID disc_ctx;
 	struct ndk_work disc_work;
-	struct ndk_work event_work; /* passive: ConnectEvent delivery */
 	struct ndk_work teardown_work;
-	struct list_head lentry; /* listener->undelivered, under its lock */
-	bool tracked;
 };
-
-static inline struct ndk_connector *ndk_connector_of_lentry(struct list_head *e)
-{
-	return container_of(e, struct ndk_connector, lentry);
-}
 
 static inline struct ndk_connector *to_ndk_connector(NDK_CONNECTOR *c)
 {
@@ -239,16 +230,11 @@ void conn_drop_work_fn(struct ndk_work *w);
 int conn_flush_tx(struct ndk_connector *c);
 /* Queues len bytes of c->tx and starts sending them, as conn_flush_tx. */
 int conn_send(struct ndk_connector *c, size_t len);
-/* Reads into c->rx up to want bytes: 1 done, 0 later, -errno. */
-int conn_fill(struct ndk_connector *c, size_t want, bool whole);
 /* 0 nothing queued, 1 a byte is queued, -1 the peer closed or reset. */
 int conn_peek(struct ndk_connector *c);
 bool conn_peer_gone(struct ndk_connector *c);
 /* The peer spoke or left where it must wait for our next step. */
 bool conn_peer_acted(struct ndk_connector *c);
-/* An MPA Request or Reply into c->rx: 1 done, 0 later, -1 malformed. */
-int conn_read_frame(struct ndk_connector *c, enum mpa_rr_type type,
-		    struct mpa_rr *rr);
 
 /* ---- Timer (connector_timer.c), c->lock held ------------------------ */
 
@@ -273,8 +259,6 @@ NDK_FN_COMPLETE_CONNECT_EX connector_complete_connect_ex;
 
 /* ---- Passive side (connector_passive.c) ----------------------------- */
 
-void conn_read_request(struct ndk_connector *c, bool *close_now);
-void conn_event_work_fn(struct ndk_work *w);
 /* AWAIT_RTR: reads the initiator's RTR. */
 void conn_read_rtr(struct ndk_connector *c);
 /* SENDING_REPLY: the non-P2P Reply went out. */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The passive side of the handshake: the MPA Request raises the
- * listener's ConnectEvent, NdkAccept(Ex) sends the Reply and waits for the
+ * The passive side of the handshake. The listener reads the MPA Request
+ * and creates the connector (ndk_connector_new_passive) for its
+ * ConnectEvent; NdkAccept(Ex) sends the Reply and waits for the
  * initiator's RTR (P2P) or, without P2P, for the Reply to go out and a
- * short grace, and NdkReject refuses with an MPA Reply R=1.
+ * short grace; NdkReject refuses with an MPA Reply R=1.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -14,7 +15,7 @@
 #include <unistd.h>
 #include "cm/connector.h"
 #include "cm/connector_int.h"
-#include "cm/listener.h"
+#include "cm/backlog.h"
 #include "core/log.h"
 #include "front/adapter.h"
 #include "front/endpoint.h"
@@ -44,15 +45,13 @@ static void conn_send_reject(struct ndk_connector *c, const void *pd,
 		shutdown(c->fd, SHUT_WR);
 }
 
-/* The Request is complete in c->rx. */
-static void conn_got_request(struct ndk_connector *c, const struct mpa_rr *rr,
-			     bool *close_now)
+/* What the Request says, before NdkAccept chooses (c->lock held). */
+static void conn_take_request(struct ndk_connector *c, const struct mpa_rr *rr)
 {
 	const NDK_ADAPTER_INFO *info = &c->obj.adapter->info;
 	struct mpa_read_limits max = { info->MaxInboundReadLimit,
 				       info->MaxOutboundReadLimit };
 
-	conn_stop_timer(c);
 	c->peer_rev = rr->rev;
 	c->peer_enhanced = mpa_rr_enhanced(rr);
 	c->p2p = c->peer_enhanced && rr->p2p;
@@ -66,68 +65,78 @@ static void conn_got_request(struct ndk_connector *c, const struct mpa_rr *rr,
 	c->eff = mpa_negotiate_ird_ord(max, max, c->peer_limits);
 	memcpy(c->peer_pd, rr->pd, rr->pd_len);
 	c->peer_pd_len = rr->pd_len;
-	c->rx_len = 0;
-
-	if (rr->flags & MPA_FLAG_MARKERS) {
-		/* As siw: markers are refused with R=1, no private data. */
-		ndk_info("connector %p: request asks for markers", (void *)c);
-		conn_send_reject(c, NULL, 0);
-		*close_now = true;
-		return;
-	}
-	if (!ndk_listener_admit(c->listener)) {
-		/* Paused, closing or backlog full: refused, as if nobody
-		 * listened (NDK_FN_CONTROL_CONNECT_EVENTS). */
-		conn_send_reject(c, NULL, 0);
-		*close_now = true;
-		return;
-	}
-	conn_set_state(c, NDK_CONN_REQUESTED);
-	conn_watch(c, EPOLLIN); /* only to notice the peer leaving */
-	ndk_obj_hold(&c->obj);
-	if (!ndk_engine_post(conn_engine(c), &c->event_work))
-		ndk_obj_release(&c->obj);
 }
 
-void conn_read_request(struct ndk_connector *c, bool *close_now)
+int ndk_connector_new_passive(const struct ndk_passive_request *r,
+			      NDK_CONNECTOR **out)
 {
-	struct mpa_rr rr;
-	int ret = conn_read_frame(c, MPA_RR_REQUEST, &rr);
+	struct ndk_adapter *ad = r->adapter;
+	struct ndk_obj *antes[] = { &ad->obj, r->listener };
+	struct ndk_connector *c = conn_alloc();
+	socklen_t len;
 
-	if (ret > 0)
-		conn_got_request(c, &rr, close_now);
-	else if (ret < 0)
-		/* Not MPA, too much PD, or gone: drop it, as siw does. */
-		*close_now = true;
-}
-
-void ndk_connector_untrack(struct ndk_connector *c)
-{
-	bool was;
-
+	if (!c) {
+		close(r->fd);
+		if (r->slot)
+			ndk_backlog_put(r->slot);
+		return -ENOMEM;
+	}
+	/* Before setup, so that a failed setup closes the fd (destroy). */
+	c->passive = true;
+	c->fd = r->fd;
+	len = sizeof(c->local);
+	getsockname(c->fd, (struct sockaddr *)&c->local, &len);
+	len = sizeof(c->peer);
+	getpeername(c->fd, (struct sockaddr *)&c->peer, &len);
+	if (conn_obj_setup(c, ad, antes, 2)) {
+		if (r->slot)
+			ndk_backlog_put(r->slot);
+		return -ESHUTDOWN;
+	}
 	pthread_mutex_lock(&c->lock);
-	was = c->tracked;
-	c->tracked = false;
+	/* An accepted connector holds the listener's endpoint (NDKPI
+	 * Listeners, Connectors, and Endpoints). */
+	c->ep = r->ep;
+	if (c->ep)
+		ndk_endpoint_get(c->ep);
+	conn_take_request(c, r->req);
+	if ((r->req->flags & MPA_FLAG_MARKERS) || !r->slot) {
+		/*
+		 * Markers are refused with R=1 and no private data, as siw
+		 * does; so is a request the listener does not admit (paused,
+		 * closing, backlog full: as if nobody listened,
+		 * NDK_FN_CONTROL_CONNECT_EVENTS).
+		 */
+		if (r->req->flags & MPA_FLAG_MARKERS)
+			ndk_info("connector %p: request asks for markers",
+				 (void *)c);
+		conn_send_reject(c, NULL, 0);
+		pthread_mutex_unlock(&c->lock);
+		if (r->slot)
+			ndk_backlog_put(r->slot);
+		ndk_obj_close_internal(&c->obj);
+		return -ECONNREFUSED;
+	}
+	c->backlog = r->slot;
+	conn_set_state(c, NDK_CONN_REQUESTED);
+	/* Only to notice the peer leaving. */
+	if (conn_watch(c, EPOLLIN)) {
+		conn_abandon(c, STATUS_CONNECTION_ABORTED);
+		pthread_mutex_unlock(&c->lock);
+		ndk_obj_close_internal(&c->obj);
+		return -ENOMEM;
+	}
+	/* Busy until the listener has raised its ConnectEvent. */
+	ndk_obj_hold(&c->obj);
 	pthread_mutex_unlock(&c->lock);
-	if (was)
-		ndk_listener_untrack(c->listener, &c->lentry);
+	*out = &c->obj.pub.connector;
+	return 0;
 }
 
-/* Delivers the connect request to the listener's ConnectEvent. */
-void conn_event_work_fn(struct ndk_work *w)
+void ndk_connector_handed_over(NDK_CONNECTOR *conn, bool delivered)
 {
-	struct ndk_connector *c =
-		container_of(w, struct ndk_connector, event_work);
-	struct ndk_listener *l = c->listener;
-	bool delivered = false;
+	struct ndk_connector *c = to_ndk_connector(conn);
 
-	/* From here on the connector is the consumer's, not the listener's. */
-	ndk_connector_untrack(c);
-	if (ndk_obj_is_open(&c->obj) && ndk_obj_begin_event(&l->obj)) {
-		l->connect_event(l->connect_event_ctx, &c->obj.pub.connector);
-		ndk_obj_release(&l->obj);
-		delivered = true;
-	}
 	if (!delivered) {
 		/* The listener is closing: as if it were not there. */
 		pthread_mutex_lock(&c->lock);
@@ -222,22 +231,22 @@ void conn_read_rtr(struct ndk_connector *c)
 	 * behind a malformed RTR, which ends the connection anyway.
 	 */
 	ret = 1;
-	if (c->rx_len < MPA_FPDU_HDR_LEN) {
-		ret = conn_fill(c,
-				MPA_FPDU_HDR_LEN + DDP_TAGGED_HDR_LEN +
-					MPA_FPDU_CRC_LEN,
-				false);
-		if (ret == 1 && c->rx_len < MPA_FPDU_HDR_LEN)
+	if (c->rx.len < MPA_FPDU_HDR_LEN) {
+		ret = ndk_mpa_rx_fill(&c->rx, c->fd,
+				      MPA_FPDU_HDR_LEN + DDP_TAGGED_HDR_LEN +
+					      MPA_FPDU_CRC_LEN,
+				      false);
+		if (ret == 1 && c->rx.len < MPA_FPDU_HDR_LEN)
 			ret = 0;
 	}
 	if (ret == 1) {
-		ulpdu_len = (size_t)c->rx[0] << 8 | c->rx[1];
+		ulpdu_len = (size_t)c->rx.buf[0] << 8 | c->rx.buf[1];
 		total = mpa_fpdu_len(ulpdu_len);
-		if (total > sizeof(c->rx) || total < c->rx_len) {
+		if (total > sizeof(c->rx.buf) || total < c->rx.len) {
 			conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
 			return;
 		}
-		ret = conn_fill(c, total, true);
+		ret = ndk_mpa_rx_fill(&c->rx, c->fd, total, true);
 	}
 	if (ret == 0)
 		return;
@@ -247,9 +256,9 @@ void conn_read_rtr(struct ndk_connector *c)
 		conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
 		return;
 	}
-	ulpdu_len = (size_t)c->rx[0] << 8 | c->rx[1];
-	if ((c->crc && mpa_fpdu_check_crc(c->rx, c->rx_len)) ||
-	    ddp_hdr_decode(c->rx + MPA_FPDU_HDR_LEN, ulpdu_len, &h) < 0) {
+	ulpdu_len = (size_t)c->rx.buf[0] << 8 | c->rx.buf[1];
+	if ((c->crc && mpa_fpdu_check_crc(c->rx.buf, c->rx.len)) ||
+	    ddp_hdr_decode(c->rx.buf + MPA_FPDU_HDR_LEN, ulpdu_len, &h) < 0) {
 		conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
 		return;
 	}
@@ -277,8 +286,9 @@ void conn_read_rtr(struct ndk_connector *c)
 		      ulpdu_len == DDP_UNTAGGED_HDR_LEN + RDMAP_READ_REQ_LEN;
 		if (!ret)
 			break;
-		rdmap_read_req_get(
-			c->rx + MPA_FPDU_HDR_LEN + DDP_UNTAGGED_HDR_LEN, &rq);
+		rdmap_read_req_get(c->rx.buf + MPA_FPDU_HDR_LEN +
+					   DDP_UNTAGGED_HDR_LEN,
+				   &rq);
 		/* Answer the zero-length Read with a zero-length Response
 		 * to its sink (RFC 6581 RTR). */
 		resp.stag = rq.sink_stag;
@@ -297,7 +307,7 @@ void conn_read_rtr(struct ndk_connector *c)
 	default:
 		ret = 0;
 	}
-	c->rx_len = 0;
+	c->rx.len = 0;
 	if (!ret) {
 		ndk_info("connector %p: unexpected RTR (opcode %u)", (void *)c,
 			 h.opcode);
@@ -474,51 +484,4 @@ NTSTATUS connector_reject(NDK_CONNECTOR *pNdkConnector,
 	}
 	pthread_mutex_unlock(&c->lock);
 	return status;
-}
-
-int ndk_connector_accepted(struct ndk_listener *l, int fd)
-{
-	struct ndk_adapter *ad = l->obj.adapter;
-	struct ndk_obj *antes[] = { &ad->obj, &l->obj };
-	struct ndk_connector *c;
-	static const int one = 1;
-	socklen_t len;
-
-	c = conn_alloc();
-	if (!c) {
-		close(fd);
-		return -ENOMEM;
-	}
-	c->passive = true;
-	c->listener = l;
-	if (conn_obj_setup(c, ad, antes, 2)) {
-		close(fd);
-		return -ESHUTDOWN;
-	}
-	pthread_mutex_lock(&c->lock);
-	c->fd = fd;
-	/* An accepted connector holds the listener's endpoint (NDKPI
-	 * Listeners, Connectors, and Endpoints). */
-	pthread_mutex_lock(&l->lock);
-	c->ep = l->ep;
-	if (c->ep)
-		ndk_endpoint_get(c->ep);
-	pthread_mutex_unlock(&l->lock);
-	len = sizeof(c->local);
-	getsockname(fd, (struct sockaddr *)&c->local, &len);
-	len = sizeof(c->peer);
-	getpeername(fd, (struct sockaddr *)&c->peer, &len);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	c->tracked = true;
-	ndk_listener_track(l, &c->lentry);
-	conn_set_state(c, NDK_CONN_AWAIT_REQUEST);
-	/* siw too drops an initiator that stays silent this long. */
-	conn_arm_timer(c, CONN_TIMER_REQUEST, ndk_cm_timeout_ms());
-	if (conn_watch(c, EPOLLIN)) {
-		pthread_mutex_unlock(&c->lock);
-		ndk_obj_close_internal(&c->obj);
-		return -ENOMEM;
-	}
-	pthread_mutex_unlock(&c->lock);
-	return 0;
 }

@@ -126,33 +126,6 @@ int conn_send(struct ndk_connector *c, size_t len)
 }
 
 /*
- * Reads into c->rx until it holds want bytes (whole: never past them,
- * since bytes behind an RTR belong to the data path), or with one read of
- * up to want bytes (!whole: an MPA frame, behind which nothing may come
- * before we answer). Returns 1 when done, 0 if the socket has no more for
- * now, -EPIPE on end of stream, or a negative errno.
- */
-int conn_fill(struct ndk_connector *c, size_t want, bool whole)
-{
-	while (c->rx_len < want) {
-		ssize_t n = recv(c->fd, c->rx + c->rx_len, want - c->rx_len,
-				 MSG_DONTWAIT);
-
-		if (n == 0)
-			return -EPIPE;
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno == EAGAIN ? 0 : -errno;
-		}
-		c->rx_len += (size_t)n;
-		if (!whole)
-			break;
-	}
-	return 1;
-}
-
-/*
  * What a peek at the socket shows (nothing consumed): 0 nothing yet, 1 a
  * byte is queued, -1 the peer closed or reset the connection.
  */
@@ -185,41 +158,4 @@ bool conn_peer_gone(struct ndk_connector *c)
 bool conn_peer_acted(struct ndk_connector *c)
 {
 	return conn_peek(c) != 0;
-}
-
-/*
- * Reads an MPA Request or Reply into c->rx (one read when the peer sent it
- * whole, as peers do). Returns 1 with rr filled, 0 if more bytes are
- * needed, or -1 when the frame is malformed, the stream ended, or bytes
- * follow the frame before we acted (RFC 5044 7.1; Linux siw refuses that
- * too: "peer sent extra data").
- */
-int conn_read_frame(struct ndk_connector *c, enum mpa_rr_type type,
-		    struct mpa_rr *rr)
-{
-	const char *what = type == MPA_RR_REPLY ? "Reply" : "Request";
-	int ret;
-
-	for (;;) {
-		ret = mpa_rr_parse(c->rx, c->rx_len, type, MPA_PRIVATE_DATA_MAX,
-				   rr, NULL);
-		if (ret > 0) {
-			/* c->rx has room for more than any frame, so a frame
-			 * that ends the bytes read came from a read that
-			 * emptied the socket: nothing followed it then. */
-			if (c->rx_len == (size_t)ret)
-				return 1;
-			ndk_info("connector %p: data behind the MPA %s",
-				 (void *)c, what);
-			return -1;
-		}
-		if (ret != -EAGAIN) {
-			ndk_info("connector %p: bad MPA %s: %s", (void *)c,
-				 what, mpa_strerror(ret));
-			return -1;
-		}
-		ret = conn_fill(c, sizeof(c->rx), false);
-		if (ret <= 0)
-			return ret < 0 ? -1 : 0;
-	}
 }

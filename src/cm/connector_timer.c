@@ -22,7 +22,6 @@ static const uint32_t conn_timer_states[CONN_TIMER_PURPOSE_COUNT] = {
 	[CONN_TIMER_CONNECT] = CONN_STATE_BIT(NDK_CONN_TCP_CONNECTING) |
 			       CONN_STATE_BIT(NDK_CONN_AWAIT_REPLY),
 	[CONN_TIMER_COMPLETE_CONNECT] = CONN_STATE_BIT(NDK_CONN_REPLIED),
-	[CONN_TIMER_REQUEST] = CONN_STATE_BIT(NDK_CONN_AWAIT_REQUEST),
 	[CONN_TIMER_ACCEPT] = CONN_STATE_BIT(NDK_CONN_AWAIT_RTR) |
 			      CONN_STATE_BIT(NDK_CONN_SENDING_REPLY),
 	[CONN_TIMER_ACCEPT_GRACE] = CONN_STATE_BIT(NDK_CONN_ACCEPT_GRACE),
@@ -34,7 +33,6 @@ static const char *const conn_timer_names[CONN_TIMER_PURPOSE_COUNT] = {
 	[CONN_TIMER_NONE] = "none",
 	[CONN_TIMER_CONNECT] = "connect",
 	[CONN_TIMER_COMPLETE_CONNECT] = "complete-connect",
-	[CONN_TIMER_REQUEST] = "request",
 	[CONN_TIMER_ACCEPT] = "accept",
 	[CONN_TIMER_ACCEPT_GRACE] = "accept-grace",
 	[CONN_TIMER_RTR_NUDGE] = "rtr-nudge",
@@ -83,7 +81,6 @@ void conn_timer_fn(struct ndk_timer *t)
 {
 	struct ndk_connector *c = container_of(t, struct ndk_connector, timer);
 	enum conn_timer_purpose purpose;
-	bool close_now = false;
 
 	pthread_mutex_lock(&c->lock);
 	purpose = c->timer_purpose;
@@ -101,10 +98,6 @@ void conn_timer_fn(struct ndk_timer *t)
 		break;
 	case CONN_TIMER_COMPLETE_CONNECT:
 		/* CompleteConnect never came: this attempt is over. */
-		conn_abandon(c, STATUS_IO_TIMEOUT);
-		break;
-	case CONN_TIMER_REQUEST:
-		close_now = true;
 		conn_abandon(c, STATUS_IO_TIMEOUT);
 		break;
 	case CONN_TIMER_ACCEPT:
@@ -126,6 +119,4 @@ void conn_timer_fn(struct ndk_timer *t)
 		break;
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (close_now && ndk_obj_is_open(&c->obj))
-		ndk_obj_close_internal(&c->obj);
 }
