@@ -22,7 +22,7 @@
 #include "front/adapter.h"
 #include "front/address.h"
 #include "front/endpoint.h"
-#include "iwarp/ddp.h"
+#include "iwarp/rtr.h"
 #include "qp/qp.h"
 
 /* Builds the Request into tx; it is sent once TCP is up. */
@@ -406,9 +406,9 @@ conn_complete_connect(struct ndk_connector *c,
 	}
 	conn_stop_timer(c);
 	if (c->p2p) {
-		/* The RTR tells the responder it may send (RFC 6581). */
-		len = ddp_rtr_build((enum mpa_rtr)c->rtr, c->crc, c->tx,
-				    sizeof(c->tx));
+		/* The RTR tells the responder it may send (RFC 6581 3). */
+		len = rtr_build((enum mpa_rtr)c->rtr, c->crc, c->tx,
+				sizeof(c->tx));
 		ret = len > 0 ? conn_send(c, (size_t)len) : len;
 		if (ret && ret != -EAGAIN) {
 			conn_abandon(c, STATUS_CONNECTION_ABORTED);

@@ -20,6 +20,7 @@
 #include "front/adapter.h"
 #include "front/endpoint.h"
 #include "iwarp/ddp.h"
+#include "iwarp/rtr.h"
 #include "qp/qp.h"
 
 /* Refuses a request with an MPA Reply R=1 and ends the connection. */
@@ -218,99 +219,42 @@ void conn_grace_over(struct ndk_connector *c)
 		conn_accept_established(c);
 }
 
-/* AWAIT_RTR: the first FPDU after our Reply must be the RTR (RFC 6581). */
+/* AWAIT_RTR: the first FPDU after our Reply must be the RTR (RFC 6581 3). */
 void conn_read_rtr(struct ndk_connector *c)
 {
-	struct ddp_hdr h;
-	size_t ulpdu_len, total;
-	int ret;
+	struct rtr_in in;
+	int n, ret;
 
-	/*
-	 * No FPDU is shorter than a zero-length tagged one (20 bytes): one
-	 * read of up to that much never takes the data path's bytes, except
-	 * behind a malformed RTR, which ends the connection anyway.
-	 */
-	ret = 1;
-	if (c->rx.len < MPA_FPDU_HDR_LEN) {
+	/* Never past the RTR: what follows it is the data path's. */
+	while ((n = rtr_parse(c->rx.buf, c->rx.len, c->crc, &in)) == -EAGAIN) {
 		ret = ndk_mpa_rx_fill(&c->rx, c->fd,
-				      MPA_FPDU_HDR_LEN + DDP_TAGGED_HDR_LEN +
-					      MPA_FPDU_CRC_LEN,
-				      false);
-		if (ret == 1 && c->rx.len < MPA_FPDU_HDR_LEN)
-			ret = 0;
-	}
-	if (ret == 1) {
-		ulpdu_len = (size_t)c->rx.buf[0] << 8 | c->rx.buf[1];
-		total = mpa_fpdu_len(ulpdu_len);
-		if (total > sizeof(c->rx.buf) || total < c->rx.len) {
+				      rtr_want(c->rx.buf, c->rx.len),
+				      c->rx.len >= MPA_FPDU_HDR_LEN);
+		if (ret == 0)
+			return;
+		if (ret < 0) {
+			/* The initiator rejected or went away: NdkAccept
+			 * fails with STATUS_CONNECTION_ABORTED. */
 			conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
 			return;
 		}
-		ret = ndk_mpa_rx_fill(&c->rx, c->fd, total, true);
 	}
-	if (ret == 0)
-		return;
-	if (ret < 0) {
-		/* The initiator rejected or went away: NdkAccept fails with
-		 * STATUS_CONNECTION_ABORTED (NDK_FN_ACCEPT). */
+	if (n < 0 || (size_t)n != c->rx.len || in.type != c->rtr) {
+		if (n == -EBADMSG || n == -EMSGSIZE)
+			ndk_info("connector %p: bad RTR: %s", (void *)c,
+				 n == -EBADMSG ? "CRC error" : "too long");
+		else
+			ndk_info("connector %p: unexpected RTR (opcode %u)",
+				 (void *)c, in.hdr.opcode);
 		conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
 		return;
-	}
-	ulpdu_len = (size_t)c->rx.buf[0] << 8 | c->rx.buf[1];
-	if ((c->crc && mpa_fpdu_check_crc(c->rx.buf, c->rx.len)) ||
-	    ddp_hdr_decode(c->rx.buf + MPA_FPDU_HDR_LEN, ulpdu_len, &h) < 0) {
-		conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
-		return;
-	}
-	switch (c->rtr) {
-	case MPA_RTR_WRITE:
-		ret = h.tagged && h.opcode == RDMAP_WRITE &&
-		      ulpdu_len == DDP_TAGGED_HDR_LEN;
-		break;
-	case MPA_RTR_SEND:
-		ret = !h.tagged && h.opcode == RDMAP_SEND &&
-		      ulpdu_len == DDP_UNTAGGED_HDR_LEN;
-		break;
-	case MPA_RTR_READ: {
-		struct rdmap_read_req rq;
-		struct ddp_hdr resp = {
-			.opcode = RDMAP_READ_RESP,
-			.tagged = true,
-			.last = true,
-			.dv = DDP_VERSION,
-			.rv = RDMAP_VERSION,
-		};
-		int n;
-
-		ret = !h.tagged && h.opcode == RDMAP_READ_REQ &&
-		      ulpdu_len == DDP_UNTAGGED_HDR_LEN + RDMAP_READ_REQ_LEN;
-		if (!ret)
-			break;
-		rdmap_read_req_get(c->rx.buf + MPA_FPDU_HDR_LEN +
-					   DDP_UNTAGGED_HDR_LEN,
-				   &rq);
-		/* Answer the zero-length Read with a zero-length Response
-		 * to its sink (RFC 6581 RTR). */
-		resp.stag = rq.sink_stag;
-		resp.to = rq.sink_to;
-		n = ddp_hdr_encode(&resp, c->tx + MPA_FPDU_HDR_LEN,
-				   sizeof(c->tx) - MPA_FPDU_HDR_LEN);
-		if (n > 0)
-			n = mpa_fpdu_finish(c->tx, (size_t)n, c->crc);
-		if (n > 0)
-			n = conn_send(c, (size_t)n);
-		/* -EAGAIN: the rest goes out on EPOLLOUT. */
-		if (n < 0 && n != -EAGAIN)
-			ret = 0;
-		break;
-	}
-	default:
-		ret = 0;
 	}
 	c->rx.len = 0;
-	if (!ret) {
-		ndk_info("connector %p: unexpected RTR (opcode %u)", (void *)c,
-			 h.opcode);
+	/* A Read RTR is answered (-EAGAIN: the rest goes on EPOLLOUT). */
+	n = rtr_answer_build(&in, c->crc, c->tx, sizeof(c->tx));
+	if (n > 0)
+		n = conn_send(c, (size_t)n);
+	if (n < 0 && n != -EAGAIN) {
 		conn_accept_failed(c, STATUS_CONNECTION_ABORTED);
 		return;
 	}
