@@ -95,7 +95,8 @@ int rtr_parse(const uint8_t *buf, size_t len, bool crc, struct rtr_in *in)
 	if (in->type == MPA_RTR_NONE)
 		return -EPROTO;
 	if (in->type == MPA_RTR_READ)
-		rdmap_read_req_get(buf + MPA_FPDU_HDR_LEN + DDP_UNTAGGED_HDR_LEN,
+		rdmap_read_req_get(buf + MPA_FPDU_HDR_LEN +
+					   DDP_UNTAGGED_HDR_LEN,
 				   &in->read_req);
 	return (int)total;
 }
@@ -116,7 +117,6 @@ int rtr_answer_build(const struct rtr_in *in, bool crc, uint8_t *buf,
 		return 0;
 	if (size < mpa_fpdu_len(DDP_TAGGED_HDR_LEN))
 		return -ENOBUFS;
-	ddp_hdr_encode(&resp, buf + MPA_FPDU_HDR_LEN,
-		       size - MPA_FPDU_HDR_LEN);
+	ddp_hdr_encode(&resp, buf + MPA_FPDU_HDR_LEN, size - MPA_FPDU_HDR_LEN);
 	return mpa_fpdu_finish(buf, DDP_TAGGED_HDR_LEN, crc);
 }

@@ -159,18 +159,18 @@ static void test_parse_prefixes(void **state)
 static void test_read_pattern(void **state)
 {
 	uint8_t stream[RTR_FPDU_MAX + 64], rx[RTR_FPDU_MAX + 1];
-	const struct ddp_hdr send = { .last = true,
-				      .opcode = RDMAP_SEND,
-				      .qn = DDP_QN_SEND,
-				      .msn = 1 };
+	const struct ddp_hdr send = {
+		.last = true, .opcode = RDMAP_SEND, .qn = DDP_QN_SEND, .msn = 1
+	};
 	uint32_t seed = 0x1badcafe;
 	struct rtr_in in;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(all_types) / sizeof(all_types[0]); i++) {
 		int rtr = rtr_build(all_types[i], true, stream, sizeof(stream));
-		int next = build_fpdu(stream + rtr, sizeof(stream) - (size_t)rtr,
-				      &send, NULL, 11, true);
+		int next =
+			build_fpdu(stream + rtr, sizeof(stream) - (size_t)rtr,
+				   &send, NULL, 11, true);
 
 		assert_true(next > 0);
 		for (int round = 0; round < 200; round++) {
@@ -180,8 +180,8 @@ static void test_read_pattern(void **state)
 			while ((n = rtr_parse(rx, len, true, &in)) == -EAGAIN) {
 				size_t want = rtr_want(rx, len);
 				/* A short read: 1 .. want - len bytes. */
-				size_t got = 1 + tu_xorshift(&seed) %
-							 (want - len);
+				size_t got =
+					1 + tu_xorshift(&seed) % (want - len);
 
 				assert_true(want <= sizeof(rx));
 				memcpy(rx + len, stream + off, got);
@@ -294,8 +294,9 @@ static void test_answer(void **state)
 			assert_int_equal(mpa_fpdu_check_crc(out, (size_t)n), 0);
 		else
 			assert_int_equal(crc32c_get_trailer(out + 16), 0);
-		assert_int_equal(ddp_hdr_decode(out + 2, DDP_TAGGED_HDR_LEN, &h),
-				 DDP_TAGGED_HDR_LEN);
+		assert_int_equal(
+			ddp_hdr_decode(out + 2, DDP_TAGGED_HDR_LEN, &h),
+			DDP_TAGGED_HDR_LEN);
 		assert_true(h.tagged);
 		assert_true(h.last);
 		assert_int_equal(h.opcode, RDMAP_READ_RESP);
