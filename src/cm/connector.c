@@ -23,8 +23,6 @@
 #include "front/address.h"
 #include "front/endpoint.h"
 #include "front/provider.h"
-#include "qp/dp.h"
-#include "qp/qp.h"
 
 static const char *const conn_state_names[NDK_CONN_STATE_COUNT] = {
 	[NDK_CONN_IDLE] = "IDLE",
@@ -203,26 +201,6 @@ void conn_set_state_at(struct ndk_connector *c, enum ndk_conn_state to,
 
 /* ------------------------------------------------------------------ */
 /* Endings                                                            */
-
-/* The QP's side of a connection that never got established. */
-void conn_qp_failed(struct ndk_connector *c)
-{
-	if (c->qp && ndk_qp_state(c->qp) == NDK_QP_CONNECTING)
-		ndk_qp_cm_failed(c->qp);
-}
-
-/* The established connection is over (flush: NdkDisconnect or close). */
-void conn_qp_disconnected(struct ndk_connector *c, bool flush)
-{
-	if (!c->qp)
-		return;
-	/* The data path stops using the socket before it goes. */
-	ndk_dp_detach(c->qp);
-	if (ndk_qp_state(c->qp) == NDK_QP_CONNECTED)
-		ndk_qp_cm_disconnected(c->qp, false, flush);
-	else if (flush)
-		ndk_qp_flush(c->qp);
-}
 
 /*
  * A pending Connect (active) or Accept (passive) fails: the connection is

@@ -208,20 +208,9 @@ static NTSTATUS conn_start(struct ndk_connector *c, struct ndk_endpoint *ep,
 		goto fail;
 	}
 	c->tuple_registered = true;
-	ret = ndk_qp_cm_connecting(qp, c);
-	if (ret) {
-		status = ret == -EBUSY ? STATUS_CONNECTION_ACTIVE
-				       : STATUS_INVALID_DEVICE_STATE;
+	status = conn_bind_qp(c, qp);
+	if (status)
 		goto fail;
-	}
-	c->qp = qp;
-	ret = ndk_obj_link(&c->obj, &qp->obj);
-	if (ret && ret != -EEXIST) {
-		ndk_qp_cm_failed(qp);
-		c->qp = NULL;
-		status = STATUS_INVALID_PARAMETER;
-		goto fail;
-	}
 	c->req = conn_capped_limits(ad, ird, ord);
 	c->crc = cm_crc_mode() != CRC_NEVER;
 	ret = conn_build_request(c, pd, (uint16_t)pd_len);
@@ -250,9 +239,7 @@ static NTSTATUS conn_start(struct ndk_connector *c, struct ndk_endpoint *ep,
 	}
 	return STATUS_PENDING;
 fail_qp:
-	ndk_qp_cm_failed(qp);
-	ndk_obj_unlink(&c->obj, &qp->obj);
-	c->qp = NULL;
+	conn_unbind_qp(c);
 fail:
 	if (c->tuple_registered) {
 		ndk_tuple_unregister((struct sockaddr *)&c->local, dst);

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The established connection: the hand-over to the QP's data path, the
- * readiness the data path reports back, the RTR nudge, NdkDisconnect and
- * the disconnect event. Every call into the data path is here, one small
- * function each.
+ * The established connection: the readiness the data path reports back,
+ * the RTR nudge, NdkDisconnect and the disconnect event. The calls into
+ * the QP and its data path go through connector_qp.c.
  */
 #include <errno.h>
 #include <sys/epoll.h>
@@ -13,20 +12,6 @@
 #include "cm/tcp_stats.h"
 #include "core/log.h"
 #include "front/adapter.h"
-#include "qp/dp.h"
-#include "qp/qp.h"
-
-/* Hands an established connection to its QP's data path. */
-int conn_attach_dp(struct ndk_connector *c)
-{
-	int ret =
-		ndk_dp_attach(c->qp, c->fd, c->local.ss_family, conn_engine(c),
-			      &c->io, c->crc, c->eff.ird, c->eff.ord);
-
-	if (ret)
-		return ret;
-	return ndk_qp_cm_connected(c->qp, c->eff.ird, c->eff.ord);
-}
 
 void conn_disc_work_fn(struct ndk_work *w)
 {
@@ -64,8 +49,7 @@ static void conn_peer_disconnected(struct ndk_connector *c, bool error)
 	conn_set_state(c, NDK_CONN_PEER_CLOSED);
 	/* Nothing more goes out; requests wait for the consumer's
 	 * NdkDisconnect or NdkFlush (no implicit flush, NDK_FN_DISCONNECT). */
-	if (c->qp)
-		ndk_dp_detach(c->qp);
+	conn_detach_dp(c);
 	conn_unwatch(c);
 	if (error)
 		ndk_adapter_count(ad, NDK_CTR(ConnectionError), 1);
@@ -82,7 +66,7 @@ static void conn_peer_disconnected(struct ndk_connector *c, bool error)
  */
 void conn_established_io(struct ndk_connector *c, uint32_t events)
 {
-	int ret = c->qp ? ndk_dp_io(c->qp, events) : -ENOTCONN;
+	int ret = conn_dp_io(c, events);
 
 	if (!ret)
 		return;
@@ -99,7 +83,7 @@ void conn_established_io(struct ndk_connector *c, uint32_t events)
 	if (ret == -EPROTO) {
 		/* After a Terminate the stream is over: send our FIN. */
 		ndk_info("connector %p: connection terminated", (void *)c);
-		ndk_dp_detach(c->qp);
+		conn_detach_dp(c);
 		shutdown(c->fd, SHUT_WR);
 	}
 	if (conn_state_up(c->state))
@@ -121,11 +105,10 @@ void conn_established_io(struct ndk_connector *c, uint32_t events)
  */
 void conn_nudge(struct ndk_connector *c)
 {
-	struct ndk_dp *dp = c->qp ? c->qp->dp : NULL;
 	uint64_t rx;
 
 	/* c->tx_len: the RTR itself is not all out yet. */
-	if (!dp || c->fd < 0 || c->tx_len)
+	if (!c->qp || c->fd < 0 || c->tx_len)
 		return;
 	if (c->nudge_mark_ok && !ndk_tcp_bytes_received(c->fd, &rx) &&
 	    rx != c->nudge_mark) {
@@ -133,14 +116,10 @@ void conn_nudge(struct ndk_connector *c)
 			(void *)c);
 		return;
 	}
-	pthread_mutex_lock(&dp->lock);
-	/* Between FPDUs only; the data path's writer sends it (and finishes
-	 * it on EPOLLOUT if the socket takes only part). */
-	if (ndk_dp_send_rtr_locked(dp, MPA_RTR_WRITE))
+	if (conn_dp_send_nudge(c))
 		ndk_info("connector %p: RTR nudge (nothing from the peer "
 			 "since the RTR)",
 			 (void *)c);
-	pthread_mutex_unlock(&dp->lock);
 }
 
 NTSTATUS

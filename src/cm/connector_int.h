@@ -11,8 +11,9 @@
  *			NdkCompleteConnect(Ex)
  *   connector_passive.c	creation from a Request the listener read,
  *			NdkAccept(Ex), NdkReject, the RTR wait, the grace
- *   connector_established.c the data path hand-over, the RTR nudge,
- *			NdkDisconnect and the disconnect event
+ *   connector_established.c the established connection's readiness, the RTR
+ *			nudge, NdkDisconnect and the disconnect event
+ *   connector_qp.c	every call into the QP and its data path
  *
  * Threads: the engine thread does every socket read and runs timers;
  * consumer calls write the (small) MPA frames directly on the non-blocking
@@ -180,10 +181,6 @@ void conn_set_state_at(struct ndk_connector *c, enum ndk_conn_state to,
 
 /* ---- Endings (connector.c), c->lock held --------------------------- */
 
-/* The QP's side of a connection that never got established. */
-void conn_qp_failed(struct ndk_connector *c);
-/* The established connection is over (flush: NdkDisconnect or close). */
-void conn_qp_disconnected(struct ndk_connector *c, bool flush);
 /* The pending Connect or Accept fails with status: FAILED. */
 void conn_connect_failed(struct ndk_connector *c, NTSTATUS status);
 void conn_accept_failed(struct ndk_connector *c, NTSTATUS status);
@@ -270,10 +267,27 @@ NDK_FN_ACCEPT connector_accept;
 NDK_FN_ACCEPT_EX connector_accept_ex;
 NDK_FN_REJECT connector_reject;
 
-/* ---- Established (connector_established.c) -------------------------- */
+/* ---- The QP and its data path (connector_qp.c), c->lock held -------- */
 
+/* NdkConnect/NdkAccept bind qp (IDLE -> CONNECTING) and link it. */
+NTSTATUS conn_bind_qp(struct ndk_connector *c, struct ndk_qp *qp);
+/* Undoes conn_bind_qp after an inline failure. */
+void conn_unbind_qp(struct ndk_connector *c);
+/* The QP's side of a connection that never got established. */
+void conn_qp_failed(struct ndk_connector *c);
+/* The established connection is over (flush: NdkDisconnect or close). */
+void conn_qp_disconnected(struct ndk_connector *c, bool flush);
 /* Hands the stream to the QP's data path; 0 or -errno. */
 int conn_attach_dp(struct ndk_connector *c);
+/* The data path stops using the socket. */
+void conn_detach_dp(struct ndk_connector *c);
+/* Socket readiness for the data path: 0, or -errno once it is over. */
+int conn_dp_io(struct ndk_connector *c, uint32_t events);
+/* One more Write RTR between FPDUs; false if none went. */
+bool conn_dp_send_nudge(struct ndk_connector *c);
+
+/* ---- Established (connector_established.c) -------------------------- */
+
 /* ESTABLISHED, RTR_SENT, DISCONNECTING: socket readiness. */
 void conn_established_io(struct ndk_connector *c, uint32_t events);
 /* RTR_SENT: one more zero-length Write if the peer stayed silent. */

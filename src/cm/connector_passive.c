@@ -298,19 +298,9 @@ static NTSTATUS conn_accept(struct ndk_connector *c, NDK_QP *pNdkQp, ULONG ird,
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;
 	}
-	ret = ndk_qp_cm_connecting(qp, c);
-	if (ret) {
-		status = ret == -EBUSY ? STATUS_CONNECTION_ACTIVE
-				       : STATUS_INVALID_DEVICE_STATE;
+	status = conn_bind_qp(c, qp);
+	if (status)
 		goto out;
-	}
-	ret = ndk_obj_link(&c->obj, &qp->obj);
-	if (ret && ret != -EEXIST) {
-		ndk_qp_cm_failed(qp);
-		status = STATUS_INVALID_PARAMETER;
-		goto out;
-	}
-	c->qp = qp;
 	c->req = conn_capped_limits(ad, ird, ord);
 	c->eff = mpa_negotiate_ird_ord(c->req, max, c->peer_limits);
 	if (c->p2p) {
