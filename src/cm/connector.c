@@ -439,7 +439,7 @@ static void connector_close_begin(struct ndk_obj *obj)
 	 */
 	if (c->fd >= 0)
 		conn_drop_socket(c);
-	else if (c->used && !conn_on_engine(c))
+	else if (c->timer_used && !conn_on_engine(c))
 		conn_sync_with_engine(c);
 	pthread_mutex_unlock(&c->lock);
 }

@@ -93,7 +93,7 @@ struct ndk_connector {
 	struct ndk_timer timer;
 	enum conn_timer_purpose timer_purpose; /* NONE when not armed */
 	uint64_t timer_deadline_ns; /* a fire before it is a stale one */
-	bool used; /* a timer was ever armed: closes sync with the engine */
+	bool timer_used; /* ever armed: a close syncs with the engine */
 	/* Active P2P side, RTR_SENT: what the peer had sent (TCP bytes) when
 	 * our RTR went, and whether that is known (NDK_RTR_NUDGE_MS). */
 	bool nudge_mark_ok;
