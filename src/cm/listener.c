@@ -96,18 +96,6 @@ static void pending_free(struct ndk_pending_conn *p)
 	free(p);
 }
 
-/* Admits a request: listening, not paused, and a backlog slot free. */
-static bool listener_admit(struct ndk_listener *l)
-{
-	bool ok;
-
-	pthread_mutex_lock(&l->lock);
-	ok = l->state == NDK_LISTENER_LISTENING && !l->paused &&
-	     ndk_backlog_take(&l->backlog);
-	pthread_mutex_unlock(&l->lock);
-	return ok;
-}
-
 /*
  * The Request is in: the socket goes to a new connector, and the
  * connector to the consumer's ConnectEvent.
@@ -129,8 +117,11 @@ static void pending_hand_over(struct ndk_pending_conn *p,
 	/* The connector registers the fd anew. */
 	ndk_engine_del_fd(&l->obj.adapter->engine, &p->io);
 	p->fd = -1;
-	r.slot = listener_admit(l) ? &l->backlog : NULL;
+	/* Admitted if listening, not paused, and a backlog slot is free. */
 	pthread_mutex_lock(&l->lock);
+	if (l->state == NDK_LISTENER_LISTENING && !l->paused &&
+	    ndk_backlog_take(&l->backlog))
+		r.slot = &l->backlog;
 	r.ep = l->ep;
 	pthread_mutex_unlock(&l->lock);
 	ret = ndk_connector_new_passive(&r, &conn);
@@ -190,8 +181,9 @@ static int pending_new(struct ndk_listener *l, int fd)
 	ndk_timer_init(&p->timer, pending_timer_fn);
 	list_add_tail(&p->entry, &l->pending);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (ndk_engine_add_fd(e, &p->io, EPOLLIN) ||
-	    ndk_timer_start(e, &p->timer, ndk_cm_timeout_ms())) {
+	if (ndk_timer_start(e, &p->timer, ndk_cm_timeout_ms()) ||
+	    ndk_engine_add_fd(e, &p->io, EPOLLIN)) {
+		/* Not registered: del_fd finds nothing. */
 		pending_free(p);
 		return -ENOMEM;
 	}
