@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * NDK connector: one connection, driven through the NDK three-step
- * handshake mapped onto MPA v2 peer-to-peer mode (DESIGN.md section 3):
+ * handshake mapped onto MPA v2 peer-to-peer mode (docs/design.md,
+ * connection management):
  *
  *   active                          wire                      passive
  *   NdkConnect         TCP connect, MPA Request  ->          ConnectEvent
@@ -10,129 +11,49 @@
  *   NdkCompleteConnect   RTR (zero-length Write or Read) ->
  *                                                       Accept completes
  *
- * Threads: the engine thread does every socket read and runs timers;
- * consumer calls write the (small) MPA frames directly on the non-blocking
- * socket under lock, so no consumer call ever waits for the engine.
- * lock protects everything below it. It is never held across a consumer
- * callback; requests complete through ndk_req (always on the engine).
- * Lock order: connector lock, then listener lock, then QP lock.
+ * This header is what the rest of cm/ sees (the listener creates passive
+ * connectors through it); the connector's own files share
+ * cm/connector_int.h. The connector knows nothing of the listener.
  */
 #ifndef NDK_CM_CONNECTOR_H
 #define NDK_CM_CONNECTOR_H
 
-#include <pthread.h>
 #include <stdbool.h>
-#include <sys/socket.h>
-#include "core/list.h"
+#include <stdint.h>
 #include "front/object.h"
-#include "engine/engine.h"
-#include "iwarp/mpa.h"
 
+struct ndk_adapter;
+struct ndk_backlog;
 struct ndk_endpoint;
-struct ndk_listener;
-struct ndk_shared_endpoint;
-struct ndk_qp;
+struct mpa_rr;
 
-enum ndk_conn_state {
-	NDK_CONN_IDLE, /* created by NdkCreateConnector */
-	NDK_CONN_TCP_CONNECTING, /* active: connect() in progress */
-	NDK_CONN_AWAIT_REPLY, /* active: Request sent */
-	NDK_CONN_REPLIED, /* active: accepted, Connect completed */
-	NDK_CONN_AWAIT_REQUEST, /* passive: TCP accepted, reading Request */
-	NDK_CONN_REQUESTED, /* passive: ConnectEvent raised */
-	NDK_CONN_AWAIT_RTR, /* passive: Reply sent, Accept pending */
-	NDK_CONN_ESTABLISHED,
-	NDK_CONN_PEER_CLOSED, /* peer disconnected; DisconnectEvent raised */
-	NDK_CONN_DISCONNECTING, /* NdkDisconnect: FIN sent, awaiting peer's */
-	NDK_CONN_CLOSED, /* no TCP connection; fail says why */
-	NDK_CONN_STATE_COUNT
+/* A connect request the listener read off a TCP connection it accepted. */
+struct ndk_passive_request {
+	struct ndk_adapter *adapter;
+	struct ndk_obj *listener; /* antecedent of the new connector */
+	struct ndk_endpoint *ep; /* the listener's: the connector holds it */
+	int fd; /* the accepted socket, not registered with the engine */
+	const struct mpa_rr *req; /* the MPA Request, read whole */
+	/* The backlog slot the listener took for it, or NULL if it does not
+	 * admit the request (paused, closing, backlog full). */
+	struct ndk_backlog *slot;
 };
-
-struct ndk_connector {
-	struct ndk_obj obj;
-	pthread_mutex_t lock;
-	enum ndk_conn_state state;
-	bool passive;
-	bool closing;
-	int fd;
-	struct ndk_io io;
-	bool io_added;
-	struct ndk_timer timer;
-	uint64_t timer_deadline_ns; /* a fire before it is a stale one */
-	bool connect_completed; /* active: Connect completed with success */
-	bool used; /* a timer was ever armed: closes sync with the engine */
-	/*
-	 * Active P2P side: the RTR nudge (NDK_RTR_NUDGE_MS) is due when the
-	 * timer fires in ESTABLISHED; nudge_mark is what the peer had sent
-	 * (TCP bytes) when our RTR went, nudge_mark_ok whether it is known.
-	 */
-	bool nudge_due, nudge_mark_ok;
-	uint64_t nudge_mark;
-	/* Passive, non-P2P: the Reply is out, waiting NDK_ACCEPT_GRACE_MS
-	 * for the initiator's first FPDU before completing the Accept. */
-	bool accept_grace;
-	NTSTATUS fail; /* what CompleteConnect/Accept/Reject say once CLOSED */
-
-	/* Local endpoint reference: own (NdkConnect), shared or listener's. */
-	struct ndk_endpoint *ep;
-	struct ndk_listener *listener; /* passive side */
-	bool in_backlog; /* counted in the listener's pending requests */
-	struct ndk_shared_endpoint *sep;
-	struct ndk_qp *qp;
-	struct sockaddr_storage local, peer;
-	bool have_addresses;
-	bool tuple_registered;
-	int reg_slot; /* OID_NDK_CONNECTIONS entry while listed, else -1 */
-
-	/* MPA negotiation (RFC 5044 7.1, RFC 6581). */
-	uint8_t rx[MPA_RR_FRAME_MAX + 1]; /* + 1: a byte behind a frame */
-	size_t rx_len;
-	uint8_t tx[MPA_RR_FRAME_MAX];
-	size_t tx_len, tx_off;
-	bool crc, p2p, peer_enhanced;
-	uint8_t peer_rev;
-	unsigned int rtr; /* offered (active) or chosen (both, once known) */
-	struct mpa_read_limits req; /* own request, capped to the adapter */
-	struct mpa_read_limits peer_limits; /* the peer's IRD/ORD block */
-	struct mpa_read_limits eff; /* effective, once negotiated */
-	uint8_t peer_pd[MPA_PRIVATE_DATA_MAX];
-	uint16_t peer_pd_len;
-	bool have_peer_data;
-
-	/* Requests that pend, and the disconnect event. */
-	struct ndk_req connect_req, accept_req, complete_req, disconnect_req;
-	NDK_FN_DISCONNECT_EVENT_CALLBACK disc_cb;
-	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_cb_ex;
-	PVOID disc_ctx;
-	bool disc_fired; /* at most once per connection */
-	struct ndk_work disc_work;
-	struct ndk_work event_work; /* passive: ConnectEvent delivery */
-	struct ndk_work teardown_work;
-	struct list_head lentry; /* listener->undelivered, under its lock */
-	bool tracked;
-};
-
-static inline struct ndk_connector *ndk_connector_of_lentry(struct list_head *e)
-{
-	return container_of(e, struct ndk_connector, lentry);
-}
-
-/* Removes a passive connector from its listener's undelivered list. */
-void ndk_connector_untrack(struct ndk_connector *c);
-
-static inline struct ndk_connector *to_ndk_connector(NDK_CONNECTOR *c)
-{
-	return container_of(c, struct ndk_connector, obj.pub.connector);
-}
-
-const char *ndk_conn_state_name(enum ndk_conn_state state);
 
 /*
- * Passive side: a connector for a TCP connection the listener accepted.
- * It reads the MPA Request and then raises the listener's ConnectEvent
- * (or refuses the request). Engine thread. Takes ownership of fd.
+ * Passive side: creates the connector for a request, which owns the fd
+ * and the slot from here on (even on failure). A request the connector
+ * refuses (markers, or no slot) is answered with an MPA Reply R=1 and
+ * -ECONNREFUSED is returned. Otherwise the connector is REQUESTED and
+ * busy until ndk_connector_handed_over(): the listener raises its
+ * ConnectEvent with *out in between. Engine thread.
  */
-int ndk_connector_accepted(struct ndk_listener *l, int fd);
+int ndk_connector_new_passive(const struct ndk_passive_request *r,
+			      NDK_CONNECTOR **out);
+/*
+ * The listener raised its ConnectEvent for conn (delivered), or could not
+ * (closing): an undelivered request is refused and its connector closed.
+ */
+void ndk_connector_handed_over(NDK_CONNECTOR *conn, bool delivered);
 
 /* Timeouts, from the environment (README: Configuration). */
 uint64_t ndk_cm_timeout_ms(void);

@@ -3,16 +3,28 @@
 #define NDK_CM_LISTENER_H
 
 #include <pthread.h>
+#include "cm/backlog.h"
+#include "core/list.h"
 #include "front/object.h"
 #include "engine/engine.h"
 
 struct ndk_endpoint;
 
+enum ndk_listener_state {
+	NDK_LISTENER_IDLE, /* created */
+	NDK_LISTENER_LISTENING, /* NdkListen succeeded */
+	NDK_LISTENER_CLOSING, /* close requested: refuse everything new */
+	NDK_LISTENER_STATE_COUNT
+};
+
 /*
- * NDK listener (ndkpi.md 4.9, 6.3). Its ND endpoint holds one reference
- * for the listener and one per connector created through it (9.3): the
- * address stays reserved until the last of them is closed.
- * lock protects the fields below it.
+ * NDK listener (NDK_FN_LISTEN, NDK_FN_CONNECT_EVENT_CALLBACK). It owns the
+ * accept phase: every TCP connection it accepts is a pending connection
+ * (listener.c) until its MPA Request is in; only then is a connector
+ * created, for the ConnectEvent. Its ND endpoint holds one reference for
+ * the listener and one per connector created through it (NDKPI Listeners,
+ * Connectors, and Endpoints): the address stays reserved until the last
+ * of them is closed. lock protects the fields below it.
  */
 struct ndk_listener {
 	struct ndk_obj obj;
@@ -20,37 +32,21 @@ struct ndk_listener {
 	PVOID connect_event_ctx;
 
 	pthread_mutex_t lock;
-	bool listening;
+	enum ndk_listener_state state;
 	bool paused; /* NdkControlConnectEvents(TRUE) */
-	bool closing; /* close requested: refuse everything new */
 	int fd;
 	struct ndk_io io;
 	struct ndk_endpoint *ep;
-	unsigned int pending; /* requests not yet accepted or rejected */
-	unsigned int backlog; /* refuse beyond this many pending */
-	struct list_head undelivered; /* connectors reading their Request */
 	struct ndk_work teardown_work;
+	/* Requests handed out but not accepted or rejected yet. */
+	struct ndk_backlog backlog;
+	/* Engine thread only: accepted sockets still reading a Request. */
+	struct list_head pending;
 };
 
 static inline struct ndk_listener *to_ndk_listener(NDK_LISTENER *l)
 {
 	return container_of(l, struct ndk_listener, obj.pub.listener);
 }
-
-/*
- * A request arrived: true if it may be delivered (listening, not paused,
- * not closing, backlog not full); the request is then counted pending
- * until ndk_listener_request_done().
- */
-bool ndk_listener_admit(struct ndk_listener *l);
-void ndk_listener_request_done(struct ndk_listener *l);
-
-/*
- * Connectors the listener accepted but has not handed to the consumer yet
- * are the provider's: closing the listener closes them (entry is the
- * connector's list node, under l->lock).
- */
-void ndk_listener_track(struct ndk_listener *l, struct list_head *entry);
-void ndk_listener_untrack(struct ndk_listener *l, struct list_head *entry);
 
 #endif /* NDK_CM_LISTENER_H */

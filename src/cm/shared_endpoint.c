@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * NDK shared endpoint: one local address (IP + ND port) used by many
- * outgoing connections to different destinations (ndkpi.md 4.8, 9.3).
+ * outgoing connections to different destinations (NDK_SHARED_ENDPOINT;
+ * NDKPI Listeners, Connectors, and Endpoints).
  * The object holds one reference on its ND endpoint; each connector that
  * connects through it will hold another.
  */

@@ -2,7 +2,7 @@
 /*
  * DDP/RDMAP header encode, decode and static checks (RFC 5041, RFC 5040),
  * the Read Request body, the Terminate message and its code tables, and
- * the RTR and Terminate control FPDUs.
+ * the Terminate control FPDU (the RTR is iwarp/rtr.c's).
  */
 #include <errno.h>
 #include <string.h>
@@ -373,45 +373,6 @@ const char *iwarp_term_ecode_name(unsigned int layer, unsigned int etype,
 			return n->name;
 	}
 	return "?";
-}
-
-int ddp_rtr_build(enum mpa_rtr type, bool crc, uint8_t *buf, size_t size)
-{
-	struct ddp_hdr h = { .last = true, .msn = 1 };
-	uint8_t *ulpdu = buf + MPA_FPDU_HDR_LEN;
-	size_t len;
-
-	switch (type) {
-	case MPA_RTR_WRITE:
-		h.tagged = true;
-		h.opcode = RDMAP_WRITE;
-		h.stag = DDP_RTR_STAG;
-		h.msn = 0;
-		len = DDP_TAGGED_HDR_LEN;
-		break;
-	case MPA_RTR_READ:
-		h.opcode = RDMAP_READ_REQ;
-		h.qn = DDP_QN_READ_REQ;
-		len = DDP_UNTAGGED_HDR_LEN + RDMAP_READ_REQ_LEN;
-		break;
-	case MPA_RTR_SEND:
-		h.opcode = RDMAP_SEND;
-		h.qn = DDP_QN_SEND;
-		len = DDP_UNTAGGED_HDR_LEN;
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (size < mpa_fpdu_len(len))
-		return -ENOBUFS;
-	ddp_hdr_encode(&h, ulpdu, len);
-	if (type == MPA_RTR_READ) {
-		/* Zero bytes from source STag 1; nothing lands at the sink. */
-		const struct rdmap_read_req rr = { .src_stag = DDP_RTR_STAG };
-
-		rdmap_read_req_put(ulpdu + DDP_UNTAGGED_HDR_LEN, &rr);
-	}
-	return mpa_fpdu_finish(buf, len, crc);
 }
 
 int rdmap_term_build(const struct rdmap_term *t, bool crc, uint8_t *buf,

@@ -310,10 +310,8 @@ const char *iwarp_term_ecode_name(unsigned int layer, unsigned int etype,
 
 /*
  * Whole control FPDUs, framed by mpa_fpdu_finish():
- * - ddp_rtr_build(): the first FPDU of a P2P initiator (RFC 6581): a
- *   zero-length RDMA Write to STag 1, TO 0 (STag 0 upsets Chelsio); a
- *   zero-length Read Request on QN 1, MSN 1 (sink 0/0, size 0, source STag
- *   1, TO 0); or a zero-length Send on QN 0, MSN 1.
+ * - ddp_rtr_build(): the RTR of a P2P initiator (RFC 6581), the data
+ *   path's name for rtr_build() of iwarp/rtr.h, which defines it.
  * - rdmap_term_build(): a Terminate on QN 2, MSN 1, MO 0, L=1.
  * Both return the FPDU length, -EINVAL, or -ENOBUFS.
  */

@@ -39,7 +39,7 @@ extern struct tool_listener L;
 
 /* The disconnect event handler (its context is the struct side), and
  * whether the side saw one. */
-NDK_FN_DISCONNECT_EVENT_CALLBACK on_disc;
+VOID on_disc(PVOID ctx);
 bool disc_seen(void *arg);
 
 /* Registers [p, p + len) on pd with flags. */

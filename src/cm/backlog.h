@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A listener's backlog: the connect requests handed to the consumer's
+ * ConnectEvent that it has not accepted or rejected yet, at most max
+ * (NDK_LISTEN_BACKLOG). The listener owns it and takes a slot before it
+ * hands a request over; the passive connector returns that slot once,
+ * when it leaves REQUESTED. Lock-free, any thread.
+ */
+#ifndef NDK_CM_BACKLOG_H
+#define NDK_CM_BACKLOG_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+struct ndk_backlog {
+	atomic_uint pending;
+	unsigned int max;
+};
+
+static inline void ndk_backlog_init(struct ndk_backlog *b, unsigned int max)
+{
+	atomic_init(&b->pending, 0);
+	b->max = max;
+}
+
+/* Takes a slot; false if all max are taken. */
+static inline bool ndk_backlog_take(struct ndk_backlog *b)
+{
+	unsigned int n = atomic_load(&b->pending);
+
+	do {
+		if (n >= b->max)
+			return false;
+	} while (!atomic_compare_exchange_weak(&b->pending, &n, n + 1));
+	return true;
+}
+
+static inline void ndk_backlog_put(struct ndk_backlog *b)
+{
+	atomic_fetch_sub(&b->pending, 1);
+}
+
+#endif /* NDK_CM_BACKLOG_H */

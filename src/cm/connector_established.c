@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The established connection: the readiness the data path reports back,
+ * the RTR nudge, NdkDisconnect and the disconnect event. The calls into
+ * the QP and its data path go through connector_qp.c.
+ */
+#include <errno.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include "cm/connector.h"
+#include "cm/connector_int.h"
+#include "cm/tcp_stats.h"
+#include "core/log.h"
+#include "front/adapter.h"
+
+void conn_disc_work_fn(struct ndk_work *w)
+{
+	struct ndk_connector *c =
+		container_of(w, struct ndk_connector, disc_work);
+	NDK_FN_DISCONNECT_EVENT_CALLBACK cb;
+	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX cb_ex;
+	PVOID ctx;
+
+	pthread_mutex_lock(&c->lock);
+	cb = c->disc_cb;
+	cb_ex = c->disc_cb_ex;
+	ctx = c->disc_ctx;
+	pthread_mutex_unlock(&c->lock);
+	/* No event once the consumer started closing the connector. */
+	if (ndk_obj_begin_event(&c->obj)) {
+		if (cb_ex)
+			cb_ex(ctx, 0); /* 0: no provider reason given */
+		else if (cb)
+			cb(ctx);
+		ndk_obj_release(&c->obj);
+	}
+	ndk_obj_release(&c->obj);
+}
+
+/*
+ * The peer disconnected an established connection: raise the disconnect
+ * event (once: a connection leaves the established states only once) and
+ * do not flush (NDK_FN_DISCONNECT_EVENT_CALLBACK). c->lock held.
+ */
+static void conn_peer_disconnected(struct ndk_connector *c, bool error)
+{
+	struct ndk_adapter *ad = c->obj.adapter;
+
+	conn_set_state(c, NDK_CONN_PEER_CLOSED);
+	/* Nothing more goes out; requests wait for the consumer's
+	 * NdkDisconnect or NdkFlush (no implicit flush, NDK_FN_DISCONNECT). */
+	conn_detach_dp(c);
+	conn_unwatch(c);
+	if (error)
+		ndk_adapter_count(ad, NDK_CTR(ConnectionError), 1);
+	if (!c->disc_cb && !c->disc_cb_ex)
+		return;
+	ndk_obj_hold(&c->obj);
+	if (!ndk_engine_post(conn_engine(c), &c->disc_work))
+		ndk_obj_release(&c->obj);
+}
+
+/*
+ * The data path reads and writes an established connection; it reports
+ * the end of the stream, a reset, or a Terminate sent or received.
+ */
+void conn_established_io(struct ndk_connector *c, uint32_t events)
+{
+	int ret = conn_dp_io(c, events);
+
+	if (!ret)
+		return;
+	if (c->state == NDK_CONN_DISCONNECTING && ret == -EPIPE) {
+		/* Our FIN was answered: the disconnect is done. */
+		conn_stop_timer(c);
+		conn_qp_disconnected(c, true);
+		conn_drop_socket(c);
+		conn_set_state(c, NDK_CONN_CLOSED);
+		c->fail = STATUS_CONNECTION_INVALID;
+		ndk_req_complete(&c->disconnect_req, STATUS_SUCCESS);
+		return;
+	}
+	if (ret == -EPROTO) {
+		/* After a Terminate the stream is over: send our FIN. */
+		ndk_info("connector %p: connection terminated", (void *)c);
+		conn_detach_dp(c);
+		shutdown(c->fd, SHUT_WR);
+	}
+	if (conn_state_up(c->state))
+		conn_peer_disconnected(c, ret != -EPIPE);
+}
+
+/*
+ * The RTR nudge (tests/interop/README.md, bug 1). Linux siw 6.1 as
+ * responder installs its RTR upcall only after its Reply went out: an RTR
+ * that arrives in between (and a first Send coalesced with it) stays
+ * unread in its socket until another segment arrives, so the siw side
+ * never becomes established, and a protocol whose passive side speaks
+ * first hangs. So NDK_RTR_NUDGE_MS after a Write RTR, if the peer has sent
+ * nothing since, one more zero-length RDMA Write to the RTR's STag goes
+ * out: a no-op for the peer (RFC 5040: a zero-length tagged message places
+ * nothing, RFC 6581 relies on it for the RTR itself), and a new segment
+ * for siw. Anything from the peer proves it read the RTR; an FPDU of ours
+ * in progress is a new segment already. c->lock held, engine thread.
+ */
+void conn_nudge(struct ndk_connector *c)
+{
+	uint64_t rx;
+
+	/* c->tx_len: the RTR itself is not all out yet. */
+	if (!c->qp || c->fd < 0 || c->tx_len)
+		return;
+	if (c->nudge_mark_ok && !ndk_tcp_bytes_received(c->fd, &rx) &&
+	    rx != c->nudge_mark) {
+		ndk_dbg("connector %p: peer spoke after the RTR, no nudge",
+			(void *)c);
+		return;
+	}
+	if (conn_dp_send_nudge(c))
+		ndk_info("connector %p: RTR nudge (nothing from the peer "
+			 "since the RTR)",
+			 (void *)c);
+}
+
+NTSTATUS
+connector_disconnect(NDK_CONNECTOR *pNdkConnector,
+		     NDK_FN_REQUEST_COMPLETION RequestCompletion,
+		     PVOID RequestContext)
+{
+	struct ndk_connector *c = to_ndk_connector(pNdkConnector);
+	NTSTATUS status = STATUS_SUCCESS;
+
+	pthread_mutex_lock(&c->lock);
+	switch (c->state) {
+	case NDK_CONN_ESTABLISHED:
+	case NDK_CONN_RTR_SENT:
+		/* Graceful: FIN, then wait for the peer's (NDK_FN_DISCONNECT). */
+		shutdown(c->fd, SHUT_WR);
+		ndk_req_pend(&c->disconnect_req, &c->obj, RequestCompletion,
+			     RequestContext);
+		conn_set_state(c, NDK_CONN_DISCONNECTING);
+		conn_arm_timer(c, CONN_TIMER_DISCONNECT, ndk_cm_timeout_ms());
+		conn_watch(c, EPOLLIN);
+		status = STATUS_PENDING;
+		break;
+	case NDK_CONN_PEER_CLOSED:
+		/* The peer is gone already: finish at once, flushing. */
+		conn_qp_disconnected(c, true);
+		conn_drop_socket(c);
+		conn_set_state(c, NDK_CONN_CLOSED);
+		c->fail = STATUS_CONNECTION_INVALID;
+		break;
+	default:
+		status = STATUS_CONNECTION_INVALID;
+		break;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return status;
+}
+
+/* NdkDisconnect's FIN was never answered. */
+void conn_disconnect_timed_out(struct ndk_connector *c)
+{
+	conn_qp_disconnected(c, true);
+	conn_drop_socket(c);
+	conn_set_state(c, NDK_CONN_CLOSED);
+	ndk_req_complete(&c->disconnect_req, STATUS_IO_TIMEOUT);
+}

@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the connector's files share: struct ndk_connector, its states and
+ * timer purposes, and the functions one phase file calls in another.
+ *
+ *   connector.c		object, dispatch table, state table and setter,
+ *			endings, the engine's I/O entry point, queries
+ *   connector_socket.c	the socket: epoll interest, sends, peeks, teardown
+ *   connector_timer.c	the one timer and its purposes
+ *   connector_active.c	NdkConnect(WithSharedEndpoint), the Reply,
+ *			NdkCompleteConnect(Ex)
+ *   connector_passive.c	creation from a Request the listener read,
+ *			NdkAccept(Ex), NdkReject, the RTR wait, the grace
+ *   connector_established.c the established connection's readiness, the RTR
+ *			nudge, NdkDisconnect and the disconnect event
+ *   connector_qp.c	every call into the QP and its data path
+ *
+ * Threads: the engine thread does every socket read and runs timers;
+ * consumer calls write the (small) MPA frames directly on the non-blocking
+ * socket under lock, so no consumer call ever waits for the engine.
+ * c->lock protects the whole struct. It is never held across a consumer
+ * callback; requests complete through ndk_req (always on the engine).
+ * Lock order: connector lock, then QP lock (then the data path's).
+ */
+#ifndef NDK_CM_CONNECTOR_INT_H
+#define NDK_CM_CONNECTOR_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+#include "core/list.h"
+#include "front/object.h"
+#include "engine/engine.h"
+#include "cm/mpa_io.h"
+#include "iwarp/mpa.h"
+
+struct ndk_adapter;
+struct ndk_backlog;
+struct ndk_endpoint;
+struct ndk_shared_endpoint;
+struct ndk_qp;
+
+/*
+ * Every phase of a connection is a state; conn_set_state() is the one
+ * setter and checks the transition table in connector.c.
+ */
+enum ndk_conn_state {
+	NDK_CONN_IDLE, /* created by NdkCreateConnector, or Connect failed inline */
+	/* Active side. */
+	NDK_CONN_TCP_CONNECTING, /* connect() in progress, Request queued */
+	NDK_CONN_AWAIT_REPLY, /* Request sent, waiting for the MPA Reply */
+	NDK_CONN_REPLIED, /* Connect completed: waiting for CompleteConnect */
+	NDK_CONN_RTR_SENT, /* established, Write RTR out: nudge due if silent */
+	/* Passive side: the listener read the Request and created us. */
+	NDK_CONN_REQUESTED, /* ConnectEvent raised: waiting for Accept/Reject */
+	NDK_CONN_AWAIT_RTR, /* P2P: Reply sent, waiting for the initiator's RTR */
+	NDK_CONN_SENDING_REPLY, /* non-P2P: Reply handed to the socket */
+	NDK_CONN_ACCEPT_GRACE, /* non-P2P: Reply out, brief wait for an FPDU */
+	/* Both sides. */
+	NDK_CONN_ESTABLISHED,
+	NDK_CONN_PEER_CLOSED, /* peer disconnected; DisconnectEvent raised */
+	NDK_CONN_DISCONNECTING, /* NdkDisconnect: FIN sent, awaiting peer's */
+	/* Ends: no TCP connection; fail says why. */
+	NDK_CONN_FAILED, /* the Connect or Accept request failed with fail */
+	NDK_CONN_ABANDONED, /* ended between handshake steps: next call says */
+	NDK_CONN_CLOSED, /* disconnected, or the connector was closed */
+	NDK_CONN_STATE_COUNT
+};
+
+/*
+ * Why the connector's one timer is armed (conn_arm_timer()); each purpose
+ * belongs to the states listed in conn_timer_states[].
+ */
+enum conn_timer_purpose {
+	CONN_TIMER_NONE,
+	CONN_TIMER_CONNECT, /* TCP connect and MPA Reply: NDK_CM_TIMEOUT_MS */
+	CONN_TIMER_COMPLETE_CONNECT, /* REPLIED: twice NDK_CM_TIMEOUT_MS */
+	CONN_TIMER_ACCEPT, /* Reply to RTR or first FPDU: NDK_CM_TIMEOUT_MS */
+	CONN_TIMER_ACCEPT_GRACE, /* NDK_ACCEPT_GRACE_MS */
+	CONN_TIMER_RTR_NUDGE, /* NDK_RTR_NUDGE_MS */
+	CONN_TIMER_DISCONNECT, /* FIN to the peer's FIN: NDK_CM_TIMEOUT_MS */
+	CONN_TIMER_PURPOSE_COUNT
+};
+
+struct ndk_connector {
+	struct ndk_obj obj;
+	pthread_mutex_t lock;
+	enum ndk_conn_state state;
+	bool passive;
+	int fd;
+	struct ndk_io io;
+	bool io_added;
+	struct ndk_timer timer;
+	enum conn_timer_purpose timer_purpose; /* NONE when not armed */
+	uint64_t timer_deadline_ns; /* a fire before it is a stale one */
+	bool timer_used; /* ever armed: a close syncs with the engine */
+	/* Active P2P side, RTR_SENT: what the peer had sent (TCP bytes) when
+	 * our RTR went, and whether that is known (NDK_RTR_NUDGE_MS). */
+	bool nudge_mark_ok;
+	uint64_t nudge_mark;
+	NTSTATUS fail; /* what the next call reports once FAILED/ABANDONED */
+
+	/* Local endpoint reference: own (NdkConnect), shared or listener's. */
+	struct ndk_endpoint *ep;
+	/* Passive side, REQUESTED: the listener's backlog slot we hold. */
+	struct ndk_backlog *backlog;
+	struct ndk_shared_endpoint *sep;
+	struct ndk_qp *qp;
+	/* Known on the passive side, and on the active one once NdkConnect
+	 * passed its inline checks (any state but IDLE). */
+	struct sockaddr_storage local, peer;
+	bool tuple_registered;
+	int reg_slot; /* OID_NDK_CONNECTIONS entry while listed, else -1 */
+
+	/* MPA negotiation (RFC 5044 7.1, RFC 6581). */
+	struct ndk_mpa_rx rx; /* the Reply (active), the RTR (passive) */
+	uint8_t tx[MPA_RR_FRAME_MAX];
+	size_t tx_len, tx_off;
+	bool crc, p2p, peer_enhanced;
+	/* The peer's MPA revision, 0 until its Request or Reply was read:
+	 * from then on its private data and limits below are known. */
+	uint8_t peer_rev;
+	unsigned int rtr; /* offered (active) or chosen (both, once known) */
+	struct mpa_read_limits req; /* own request, capped to the adapter */
+	struct mpa_read_limits peer_limits; /* the peer's IRD/ORD block */
+	struct mpa_read_limits eff; /* effective, once negotiated */
+	uint8_t peer_pd[MPA_PRIVATE_DATA_MAX];
+	uint16_t peer_pd_len;
+
+	/* Requests that pend, and the disconnect event (raised once: on the
+	 * one move from an established state to PEER_CLOSED). */
+	struct ndk_req connect_req, accept_req, complete_req, disconnect_req;
+	NDK_FN_DISCONNECT_EVENT_CALLBACK disc_cb;
+	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_cb_ex;
+	PVOID disc_ctx;
+	struct ndk_work disc_work;
+	struct ndk_work teardown_work;
+};
+
+static inline struct ndk_connector *to_ndk_connector(NDK_CONNECTOR *c)
+{
+	return container_of(c, struct ndk_connector, obj.pub.connector);
+}
+
+static inline struct ndk_engine *conn_engine(struct ndk_connector *c)
+{
+	return c->obj.domain->engine;
+}
+
+static inline bool conn_on_engine(struct ndk_connector *c)
+{
+	return ndk_engine_on_thread(conn_engine(c));
+}
+
+/* ---- States (connector.c) ----------------------------------------- */
+
+const char *ndk_conn_state_name(enum ndk_conn_state state);
+
+/* The connection is up: the data path owns the stream. */
+static inline bool conn_state_up(enum ndk_conn_state s)
+{
+	return s == NDK_CONN_ESTABLISHED || s == NDK_CONN_RTR_SENT;
+}
+
+/* No TCP connection any more, for good. */
+static inline bool conn_state_ended(enum ndk_conn_state s)
+{
+	return s == NDK_CONN_FAILED || s == NDK_CONN_ABANDONED ||
+	       s == NDK_CONN_CLOSED;
+}
+
+#ifdef __FILE_NAME__
+#define NDK_CM_FILE __FILE_NAME__
+#else
+#define NDK_CM_FILE __FILE__
+#endif
+/* The one state setter; c->lock held. */
+void conn_set_state_at(struct ndk_connector *c, enum ndk_conn_state to,
+		       const char *file, int line);
+#define conn_set_state(c, s) conn_set_state_at(c, s, NDK_CM_FILE, __LINE__)
+
+/* ---- Endings (connector.c), c->lock held --------------------------- */
+
+/* The pending Connect or Accept fails with status: FAILED. */
+void conn_connect_failed(struct ndk_connector *c, NTSTATUS status);
+void conn_accept_failed(struct ndk_connector *c, NTSTATUS status);
+/* Ended between handshake steps: ABANDONED, the next call says status. */
+void conn_abandon(struct ndk_connector *c, NTSTATUS status);
+
+/* ---- Settings shared by both sides (connector.c) -------------------- */
+
+/*
+ * NDK_MPA_CRC: CRC is used in both directions if either side asks
+ * (RFC 5044 7.1). "1" (default): we ask as initiator and follow the
+ * initiator as responder, so a peer that refuses unrequested CRC (siw's
+ * mpa_crc_strict) still connects; "required": we always ask; "0": never.
+ */
+enum cm_crc_mode { CRC_NEVER, CRC_INITIATOR, CRC_REQUIRED };
+enum cm_crc_mode cm_crc_mode(void);
+
+NTSTATUS conn_check_private_data(const void *pd, ULONG len, ULONG max);
+struct mpa_read_limits conn_capped_limits(struct ndk_adapter *ad, ULONG ird,
+					  ULONG ord);
+
+/* ---- Object (connector.c) ------------------------------------------ */
+
+/* A connector with nothing started; fields may be filled before setup. */
+struct ndk_connector *conn_alloc(void);
+/* Registers c with its adapter, linked to antes (see ndk_obj_setup). */
+NTSTATUS conn_obj_setup(struct ndk_connector *c, struct ndk_adapter *ad,
+			struct ndk_obj *const antes[], unsigned int n);
+/* The engine's handler of the socket: dispatches on the state. */
+void conn_io_fn(struct ndk_io *io, uint32_t events);
+
+/* ---- Socket (connector_socket.c), c->lock held ---------------------- */
+
+/* Sets the epoll interest, registering the fd the first time. */
+int conn_watch(struct ndk_connector *c, uint32_t events);
+/* Stops every wake-up for the fd until it is closed. */
+void conn_unwatch(struct ndk_connector *c);
+/* Lets the engine pass before the teardown goes on (off the engine). */
+void conn_sync_with_engine(struct ndk_connector *c);
+/* Ends the TCP connection (closes the fd, on the engine thread). */
+void conn_drop_socket(struct ndk_connector *c);
+void conn_drop_work_fn(struct ndk_work *w);
+/* Sends the rest of c->tx: 0, -EAGAIN (EPOLLOUT finishes it) or -errno. */
+int conn_flush_tx(struct ndk_connector *c);
+/* Queues len bytes of c->tx and starts sending them, as conn_flush_tx. */
+int conn_send(struct ndk_connector *c, size_t len);
+/* 0 nothing queued, 1 a byte is queued, -1 the peer closed or reset. */
+int conn_peek(struct ndk_connector *c);
+bool conn_peer_gone(struct ndk_connector *c);
+/* The peer spoke or left where it must wait for our next step. */
+bool conn_peer_acted(struct ndk_connector *c);
+
+/* ---- Timer (connector_timer.c), c->lock held ------------------------ */
+
+/* Arms the one timer for purpose (a purpose of the current state). */
+void conn_arm_timer(struct ndk_connector *c, enum conn_timer_purpose purpose,
+		    uint64_t ms);
+void conn_stop_timer(struct ndk_connector *c);
+/* Stops the timer unless its purpose belongs to state to as well. */
+void conn_timer_enter_state(struct ndk_connector *c, enum ndk_conn_state to);
+void conn_timer_fn(struct ndk_timer *t);
+
+/* ---- Active side (connector_active.c) ------------------------------- */
+
+/* TCP_CONNECTING: the connect() finished, or failed. */
+void conn_tcp_connect_io(struct ndk_connector *c, uint32_t events);
+/* AWAIT_REPLY: reads the MPA Reply. */
+void conn_read_reply(struct ndk_connector *c);
+NTSTATUS connector_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+			   CONST PSOCKADDR pSrcAddress, ULONG SrcAddressLength,
+			   CONST PSOCKADDR pDestAddress,
+			   ULONG DestAddressLength, ULONG InboundReadLimit,
+			   ULONG OutboundReadLimit, CONST PVOID pPrivateData,
+			   ULONG PrivateDataLength,
+			   NDK_FN_REQUEST_COMPLETION RequestCompletion,
+			   PVOID RequestContext);
+NTSTATUS connector_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+			       NDK_SHARED_ENDPOINT *pNdkSharedEndpoint,
+			       CONST PSOCKADDR pDestAddress,
+			       ULONG DestAddressLength, ULONG InboundReadLimit,
+			       ULONG OutboundReadLimit,
+			       CONST PVOID pPrivateData,
+			       ULONG PrivateDataLength,
+			       NDK_FN_REQUEST_COMPLETION RequestCompletion,
+			       PVOID RequestContext);
+NTSTATUS
+connector_complete_connect(NDK_CONNECTOR *pNdkConnector,
+			   NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
+			   PVOID DisconnectEventContext,
+			   NDK_FN_REQUEST_COMPLETION RequestCompletion,
+			   PVOID RequestContext);
+NTSTATUS connector_complete_connect_ex(
+	NDK_CONNECTOR *pNdkConnector,
+	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
+	PVOID DisconnectEventContext,
+	NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext);
+
+/* ---- Passive side (connector_passive.c) ----------------------------- */
+
+/* AWAIT_RTR: reads the initiator's RTR. */
+void conn_read_rtr(struct ndk_connector *c);
+/* SENDING_REPLY: the non-P2P Reply went out. */
+void conn_reply_out(struct ndk_connector *c);
+/* ACCEPT_GRACE: woken by the socket, or the grace is over. */
+void conn_grace_io(struct ndk_connector *c);
+void conn_grace_over(struct ndk_connector *c);
+NTSTATUS connector_accept(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+			  ULONG InboundReadLimit, ULONG OutboundReadLimit,
+			  CONST PVOID pPrivateData, ULONG PrivateDataLength,
+			  NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
+			  PVOID DisconnectEventContext,
+			  NDK_FN_REQUEST_COMPLETION RequestCompletion,
+			  PVOID RequestContext);
+NTSTATUS
+connector_accept_ex(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+		    ULONG InboundReadLimit, ULONG OutboundReadLimit,
+		    CONST PVOID pPrivateData, ULONG PrivateDataLength,
+		    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
+		    PVOID DisconnectEventContext,
+		    NDK_FN_REQUEST_COMPLETION RequestCompletion,
+		    PVOID RequestContext);
+NTSTATUS connector_reject(NDK_CONNECTOR *pNdkConnector,
+			  CONST PVOID pPrivateData, ULONG PrivateDataLength);
+
+/* ---- The QP and its data path (connector_qp.c), c->lock held -------- */
+
+/* NdkConnect/NdkAccept bind qp (IDLE -> CONNECTING) and link it. */
+NTSTATUS conn_bind_qp(struct ndk_connector *c, struct ndk_qp *qp);
+/* Undoes conn_bind_qp after an inline failure. */
+void conn_unbind_qp(struct ndk_connector *c);
+/* The QP's side of a connection that never got established. */
+void conn_qp_failed(struct ndk_connector *c);
+/* The established connection is over (flush: NdkDisconnect or close). */
+void conn_qp_disconnected(struct ndk_connector *c, bool flush);
+/* Hands the stream to the QP's data path; 0 or -errno. */
+int conn_attach_dp(struct ndk_connector *c);
+/* The data path stops using the socket. */
+void conn_detach_dp(struct ndk_connector *c);
+/* Socket readiness for the data path: 0, or -errno once it is over. */
+int conn_dp_io(struct ndk_connector *c, uint32_t events);
+/* One more Write RTR between FPDUs; false if none went. */
+bool conn_dp_send_nudge(struct ndk_connector *c);
+
+/* ---- Established (connector_established.c) -------------------------- */
+
+/* ESTABLISHED, RTR_SENT, DISCONNECTING: socket readiness. */
+void conn_established_io(struct ndk_connector *c, uint32_t events);
+/* RTR_SENT: one more zero-length Write if the peer stayed silent. */
+void conn_nudge(struct ndk_connector *c);
+void conn_disconnect_timed_out(struct ndk_connector *c);
+void conn_disc_work_fn(struct ndk_work *w);
+NTSTATUS connector_disconnect(NDK_CONNECTOR *pNdkConnector,
+			      NDK_FN_REQUEST_COMPLETION RequestCompletion,
+			      PVOID RequestContext);
+
+#endif /* NDK_CM_CONNECTOR_INT_H */
