@@ -26,6 +26,17 @@ LAYERS = {
     "cm": 4,  # software provider: connection management
 }
 
+# Known violations still to remove, each with the work that removes it.
+KNOWN = {
+    # The data path (dp_rx.c, dp_tx.c) reads the QP's receive queue, CQs
+    # and state through qp.h while qp.c creates the data path: open until
+    # the receive ring and the QP's interface to the data path are split
+    # out of qp.[ch] (issue 13, "Data path").
+    "qp/dp and qp/qp include each other",
+    "include cycle: qp/dp -> qp/qp -> qp/dp",
+    "include cycle: qp/qp -> qp/dp -> qp/qp",
+}
+
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -111,9 +122,13 @@ def main():
     cyc = find_cycle(deps)
     if cyc:
         bad.append("include cycle: " + " -> ".join(cyc))
+    known = [b for b in bad if b in KNOWN]
+    bad = [b for b in bad if b not in KNOWN]
+    for b in known:
+        print("known: " + b)
     for b in bad:
         print(b)
-    print(f"{len(deps)} modules, {len(bad)} violations")
+    print(f"{len(deps)} modules, {len(bad)} violations, {len(known)} known")
     return 1 if bad else 0
 
 
