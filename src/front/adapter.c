@@ -140,6 +140,17 @@ static int interface_state(NET_IFINDEX ifindex, char *name)
 	return ret;
 }
 
+/* What NdkOpenAdapter set up, once the engine is stopped or never ran. */
+static void adapter_free(struct ndk_adapter *ad)
+{
+	ndk_reg_counters_close(ad->counters);
+	ndk_provider_adapter_fini(ad);
+	ndk_ifaddr_fini(&ad->addrs);
+	pthread_cond_destroy(&ad->objects.cond);
+	pthread_mutex_destroy(&ad->objects.lock);
+	free(ad);
+}
+
 NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 				   NDK_ADAPTER **ppNdkAdapter)
 {
@@ -190,12 +201,7 @@ NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 		 (unsigned int)IfIndex, run.Major, run.Minor);
 	return STATUS_SUCCESS;
 fail:
-	ndk_reg_counters_close(ad->counters);
-	ndk_provider_adapter_fini(ad);
-	ndk_ifaddr_fini(&ad->addrs);
-	pthread_cond_destroy(&ad->objects.cond);
-	pthread_mutex_destroy(&ad->objects.lock);
-	free(ad);
+	adapter_free(ad);
 	return STATUS_INSUFFICIENT_RESOURCES;
 }
 
@@ -245,10 +251,5 @@ NDK_EXPORT VOID NdkCloseAdapter(NDK_ADAPTER *pNdkAdapter)
 	pthread_mutex_unlock(&ad->objects.lock);
 
 	ndk_engine_stop(&ad->engine);
-	ndk_reg_counters_close(ad->counters);
-	ndk_provider_adapter_fini(ad);
-	ndk_ifaddr_fini(&ad->addrs);
-	pthread_cond_destroy(&ad->objects.cond);
-	pthread_mutex_destroy(&ad->objects.lock);
-	free(ad);
+	adapter_free(ad);
 }
