@@ -252,6 +252,8 @@ void conn_io_fn(struct ndk_io *io, uint32_t events)
 	int err;
 
 	pthread_mutex_lock(&c->lock);
+	/* No socket, or the data path owns it now: a wake-up fetched before
+	 * the handoff ends here. */
 	if (c->fd < 0)
 		goto out;
 	if ((events & EPOLLOUT) && c->tx_len && !conn_state_ended(c->state) &&
@@ -286,11 +288,6 @@ void conn_io_fn(struct ndk_io *io, uint32_t events)
 		break;
 	case NDK_CONN_ACCEPT_GRACE:
 		conn_grace_io(c);
-		break;
-	case NDK_CONN_ESTABLISHED:
-	case NDK_CONN_RTR_SENT:
-	case NDK_CONN_DISCONNECTING:
-		conn_established_io(c, events);
 		break;
 	default:
 		conn_unwatch(c);
@@ -439,7 +436,7 @@ static void connector_close_begin(struct ndk_obj *obj)
 	 */
 	if (c->fd >= 0)
 		conn_drop_socket(c);
-	else if (c->timer_used && !conn_on_engine(c))
+	else if (c->engine_used && !conn_on_engine(c))
 		conn_sync_with_engine(c);
 	pthread_mutex_unlock(&c->lock);
 }

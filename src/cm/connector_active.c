@@ -16,7 +16,6 @@
 #include "cm/connector.h"
 #include "cm/connector_int.h"
 #include "cm/shared_endpoint.h"
-#include "cm/tcp_stats.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "front/adapter.h"
@@ -404,9 +403,6 @@ static NTSTATUS conn_complete_connect(struct ndk_connector *c,
 		}
 		if (c->rtr == MPA_RTR_WRITE)
 			nudge_ms = ndk_rtr_nudge_ms();
-		if (nudge_ms)
-			c->nudge_mark_ok =
-				!ndk_tcp_bytes_received(c->fd, &c->nudge_mark);
 	}
 	if (conn_attach_dp(c)) {
 		conn_abandon(c, STATUS_CONNECTION_ABORTED);
@@ -418,7 +414,6 @@ static NTSTATUS conn_complete_connect(struct ndk_connector *c,
 	c->disc_ctx = ev_ctx;
 	conn_set_state(c, nudge_ms ? NDK_CONN_RTR_SENT : NDK_CONN_ESTABLISHED);
 	ndk_adapter_count(ad, NDK_CTR(Connect), 1);
-	conn_watch(c, EPOLLIN | (c->tx_len ? EPOLLOUT : 0));
 	if (nudge_ms)
 		conn_arm_timer(c, CONN_TIMER_RTR_NUDGE, nudge_ms);
 out:

@@ -1,15 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The established connection: the readiness the data path reports back,
- * the RTR nudge, NdkDisconnect and the disconnect event. The calls into
- * the QP and its data path go through connector_qp.c.
+ * The established connection: the end of the stream the data path
+ * reports, the RTR nudge, NdkDisconnect and the disconnect event. The data
+ * path owns the socket; the calls into it go through connector_qp.c.
  */
 #include <errno.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
 #include "cm/connector.h"
 #include "cm/connector_int.h"
-#include "cm/tcp_stats.h"
 #include "core/log.h"
 #include "front/adapter.h"
 
@@ -47,10 +44,9 @@ static void conn_peer_disconnected(struct ndk_connector *c, bool error)
 	struct ndk_adapter *ad = c->obj.adapter;
 
 	conn_set_state(c, NDK_CONN_PEER_CLOSED);
-	/* Nothing more goes out; requests wait for the consumer's
-	 * NdkDisconnect or NdkFlush (no implicit flush, NDK_FN_DISCONNECT). */
-	conn_detach_dp(c);
-	conn_unwatch(c);
+	/* The data path stopped: nothing more goes out, and requests wait
+	 * for the consumer's NdkDisconnect or NdkFlush (no implicit flush,
+	 * NDK_FN_DISCONNECT_EVENT_CALLBACK). */
 	if (error)
 		ndk_adapter_count(ad, NDK_CTR(ConnectionError), 1);
 	if (!c->disc_cb && !c->disc_cb_ex)
@@ -60,34 +56,20 @@ static void conn_peer_disconnected(struct ndk_connector *c, bool error)
 		ndk_obj_release(&c->obj);
 }
 
-/*
- * The data path reads and writes an established connection; it reports
- * the end of the stream, a reset, or a Terminate sent or received.
- */
-void conn_established_io(struct ndk_connector *c, uint32_t events)
+void conn_stream_ended(struct ndk_connector *c, int err)
 {
-	int ret = conn_dp_io(c, events);
-
-	if (!ret)
-		return;
-	if (c->state == NDK_CONN_DISCONNECTING && ret == -EPIPE) {
+	if (c->state == NDK_CONN_DISCONNECTING && err == -EPIPE) {
 		/* Our FIN was answered: the disconnect is done. */
 		conn_stop_timer(c);
 		conn_qp_disconnected(c, true);
-		conn_drop_socket(c);
 		conn_set_state(c, NDK_CONN_CLOSED);
 		c->fail = STATUS_CONNECTION_INVALID;
 		ndk_req_complete(&c->disconnect_req, STATUS_SUCCESS);
 		return;
 	}
-	if (ret == -EPROTO) {
-		/* After a Terminate the stream is over: send our FIN. */
-		ndk_info("connector %p: connection terminated", (void *)c);
-		conn_detach_dp(c);
-		shutdown(c->fd, SHUT_WR);
-	}
+	/* After a Terminate the data path sent our FIN already. */
 	if (conn_state_up(c->state))
-		conn_peer_disconnected(c, ret != -EPIPE);
+		conn_peer_disconnected(c, err != -EPIPE);
 }
 
 /*
@@ -101,22 +83,12 @@ void conn_established_io(struct ndk_connector *c, uint32_t events)
  * out: a no-op for the peer (RFC 5040: a zero-length tagged message places
  * nothing, RFC 6581 relies on it for the RTR itself), and a new segment
  * for siw. Anything from the peer proves it read the RTR; an FPDU of ours
- * in progress is a new segment already. c->lock held, engine thread.
+ * in progress (or the RTR itself, not all out) is a new segment already;
+ * the data path checks both (ndk_dp_nudge). c->lock held, engine thread.
  */
 void conn_nudge(struct ndk_connector *c)
 {
-	uint64_t rx;
-
-	/* c->tx_len: the RTR itself is not all out yet. */
-	if (!c->qp || c->fd < 0 || c->tx_len)
-		return;
-	if (c->nudge_mark_ok && !ndk_tcp_bytes_received(c->fd, &rx) &&
-	    rx != c->nudge_mark) {
-		ndk_dbg("connector %p: peer spoke after the RTR, no nudge",
-			(void *)c);
-		return;
-	}
-	if (conn_dp_send_nudge(c))
+	if (conn_dp_nudge(c))
 		ndk_info("connector %p: RTR nudge (nothing from the peer "
 			 "since the RTR)",
 			 (void *)c);
@@ -134,19 +106,18 @@ connector_disconnect(NDK_CONNECTOR *pNdkConnector,
 	switch (c->state) {
 	case NDK_CONN_ESTABLISHED:
 	case NDK_CONN_RTR_SENT:
-		/* Graceful: FIN, then wait for the peer's (NDK_FN_DISCONNECT). */
-		shutdown(c->fd, SHUT_WR);
+		/* Graceful: FIN, then wait for the peer's (NDK_FN_DISCONNECT),
+		 * which the data path reports. */
+		conn_dp_shutdown(c);
 		ndk_req_pend(&c->disconnect_req, &c->obj, RequestCompletion,
 			     RequestContext);
 		conn_set_state(c, NDK_CONN_DISCONNECTING);
 		conn_arm_timer(c, CONN_TIMER_DISCONNECT, ndk_cm_timeout_ms());
-		conn_watch(c, EPOLLIN);
 		status = STATUS_PENDING;
 		break;
 	case NDK_CONN_PEER_CLOSED:
 		/* The peer is gone already: finish at once, flushing. */
 		conn_qp_disconnected(c, true);
-		conn_drop_socket(c);
 		conn_set_state(c, NDK_CONN_CLOSED);
 		c->fail = STATUS_CONNECTION_INVALID;
 		break;
@@ -162,7 +133,6 @@ connector_disconnect(NDK_CONNECTOR *pNdkConnector,
 void conn_disconnect_timed_out(struct ndk_connector *c)
 {
 	conn_qp_disconnected(c, true);
-	conn_drop_socket(c);
 	conn_set_state(c, NDK_CONN_CLOSED);
 	ndk_req_complete(&c->disconnect_req, STATUS_IO_TIMEOUT);
 }

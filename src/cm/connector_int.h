@@ -93,11 +93,10 @@ struct ndk_connector {
 	struct ndk_timer timer;
 	enum conn_timer_purpose timer_purpose; /* NONE when not armed */
 	uint64_t timer_deadline_ns; /* a fire before it is a stale one */
-	bool timer_used; /* ever armed: a close syncs with the engine */
-	/* Active P2P side, RTR_SENT: what the peer had sent (TCP bytes) when
-	 * our RTR went, and whether that is known (NDK_RTR_NUDGE_MS). */
-	bool nudge_mark_ok;
-	uint64_t nudge_mark;
+	/* The engine may run code for this connector (a timer was armed,
+	 * or the data path may report the end of its stream): a close off
+	 * the engine syncs with it. */
+	bool engine_used;
 	NTSTATUS fail; /* what the next call reports once FAILED/ABANDONED */
 
 	/* Local endpoint reference: own (NdkConnect), shared or listener's. */
@@ -315,19 +314,19 @@ void conn_unbind_qp(struct ndk_connector *c);
 void conn_qp_failed(struct ndk_connector *c);
 /* The established connection is over (flush: NdkDisconnect or close). */
 void conn_qp_disconnected(struct ndk_connector *c, bool flush);
-/* Hands the stream to the QP's data path; 0 or -errno. */
+/* Hands the socket to the QP's data path (c->fd is -1 after); 0 or
+ * -errno, and the socket is still ours. */
 int conn_attach_dp(struct ndk_connector *c);
-/* The data path stops using the socket. */
-void conn_detach_dp(struct ndk_connector *c);
-/* Socket readiness for the data path: 0, or -errno once it is over. */
-int conn_dp_io(struct ndk_connector *c, uint32_t events);
 /* One more Write RTR between FPDUs; false if none went. */
-bool conn_dp_send_nudge(struct ndk_connector *c);
+bool conn_dp_nudge(struct ndk_connector *c);
+/* NdkDisconnect's FIN, sent by the data path that owns the socket. */
+void conn_dp_shutdown(struct ndk_connector *c);
 
 /* ---- Established (connector_established.c) -------------------------- */
 
-/* ESTABLISHED, RTR_SENT, DISCONNECTING: socket readiness. */
-void conn_established_io(struct ndk_connector *c, uint32_t events);
+/* ESTABLISHED, RTR_SENT, DISCONNECTING: the data path reports the end of
+ * the stream (-EPIPE, -ECONNRESET..., -EPROTO after a Terminate). */
+void conn_stream_ended(struct ndk_connector *c, int err);
 /* RTR_SENT: one more zero-length Write if the peer stayed silent. */
 void conn_nudge(struct ndk_connector *c);
 void conn_disconnect_timed_out(struct ndk_connector *c);

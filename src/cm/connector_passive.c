@@ -162,7 +162,6 @@ static void conn_accept_established(struct ndk_connector *c)
 	}
 	conn_set_state(c, NDK_CONN_ESTABLISHED);
 	ndk_adapter_count(c->obj.adapter, NDK_CTR(Accept), 1);
-	conn_watch(c, EPOLLIN | (c->tx_len ? EPOLLOUT : 0));
 	ndk_req_complete(&c->accept_req, STATUS_SUCCESS);
 }
 

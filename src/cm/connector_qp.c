@@ -2,9 +2,9 @@
 /*
  * The connector's side of its QP. Every call into src/qp/ (the QP's
  * connection state, ndk_qp_cm_*, and its data path, ndk_dp_*) is one small
- * function here, so that this seam is the one place to rewire when the
- * data path takes over the established connection's socket. c->lock held
- * throughout (lock order: connector, then QP, then data path).
+ * function here. From ESTABLISHED on the data path owns the socket; the
+ * connector asks it through these calls and never takes its locks. c->lock
+ * held throughout (docs/design.md, Locks).
  */
 #include <errno.h>
 #include "cm/connector_int.h"
@@ -45,47 +45,72 @@ void conn_qp_disconnected(struct ndk_connector *c, bool flush)
 {
 	if (!c->qp)
 		return;
-	/* The data path stops using the socket before it goes. */
-	ndk_dp_detach(c->qp);
+	/* The data path closes the socket it owns. */
+	if (c->qp->dp)
+		ndk_dp_detach(c->qp->dp);
 	if (ndk_qp_state(c->qp) == NDK_QP_CONNECTED)
 		ndk_qp_cm_disconnected(c->qp, false, flush);
 	else if (flush)
 		ndk_qp_flush(c->qp);
 }
 
+/* The data path's report of the end of the stream (engine thread). The
+ * connector is alive: a close off the engine waits for the engine to
+ * pass (c->engine_used). */
+static void conn_dp_ended(void *ctx, int err)
+{
+	struct ndk_connector *c = ctx;
+
+	pthread_mutex_lock(&c->lock);
+	conn_stream_ended(c, err);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * The handshake is over: the socket, its engine registration and any
+ * handshake bytes not yet written go to the QP's data path, and the QP is
+ * connected. The connector keeps no copy of the socket. On failure the
+ * socket is still ours (unregistered).
+ */
 int conn_attach_dp(struct ndk_connector *c)
 {
-	int ret =
-		ndk_dp_attach(c->qp, c->fd, c->local.ss_family, conn_engine(c),
-			      &c->io, c->crc, c->eff.ird, c->eff.ord);
+	struct ndk_dp_socket s = {
+		.fd = c->fd,
+		.family = c->local.ss_family,
+		.engine = conn_engine(c),
+		.crc = c->crc,
+		.ird = c->eff.ird,
+		.ord = c->eff.ord,
+		.unsent = c->tx + c->tx_off,
+		.unsent_len = c->tx_len - c->tx_off,
+		.end_fn = conn_dp_ended,
+		.end_ctx = c,
+	};
+	int ret;
 
+	/* One registration per socket: ours goes before the data path's. A
+	 * wake-up of ours already fetched finds c->fd < 0 and does nothing. */
+	if (c->io_added) {
+		ndk_engine_del_fd(conn_engine(c), &c->io);
+		c->io_added = false;
+	}
+	ret = ndk_qp_cm_established(c->qp, &s);
 	if (ret)
 		return ret;
-	return ndk_qp_cm_connected(c->qp, c->eff.ird, c->eff.ord);
+	c->fd = -1;
+	c->tx_len = c->tx_off = 0;
+	/* From now on the engine may call conn_dp_ended. */
+	c->engine_used = true;
+	return 0;
 }
 
-void conn_detach_dp(struct ndk_connector *c)
+bool conn_dp_nudge(struct ndk_connector *c)
 {
-	if (c->qp)
-		ndk_dp_detach(c->qp);
+	return c->qp && c->qp->dp && ndk_dp_nudge(c->qp->dp);
 }
 
-int conn_dp_io(struct ndk_connector *c, uint32_t events)
+void conn_dp_shutdown(struct ndk_connector *c)
 {
-	return c->qp ? ndk_dp_io(c->qp, events) : -ENOTCONN;
-}
-
-bool conn_dp_send_nudge(struct ndk_connector *c)
-{
-	struct ndk_dp *dp = c->qp ? c->qp->dp : NULL;
-	bool sent;
-
-	if (!dp)
-		return false;
-	pthread_mutex_lock(&dp->lock);
-	/* Between FPDUs only; the data path's writer sends it (and finishes
-	 * it on EPOLLOUT if the socket takes only part). */
-	sent = ndk_dp_send_rtr_locked(dp, MPA_RTR_WRITE);
-	pthread_mutex_unlock(&dp->lock);
-	return sent;
+	if (c->qp && c->qp->dp)
+		ndk_dp_shutdown(c->qp->dp);
 }

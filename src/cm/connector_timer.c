@@ -44,7 +44,7 @@ void conn_arm_timer(struct ndk_connector *c, enum conn_timer_purpose purpose,
 		    uint64_t ms)
 {
 	assert(conn_timer_states[purpose] & CONN_STATE_BIT(c->state));
-	c->timer_used = true;
+	c->engine_used = true;
 	ndk_dbg("connector %p: %s timer %llu ms in %s", (void *)c,
 		conn_timer_names[purpose], (unsigned long long)ms,
 		ndk_conn_state_name(c->state));

@@ -18,16 +18,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include "front/adapter.h"
 #include "core/log.h"
-#include "iwarp/crc32c.h"
+#include "front/adapter.h"
 #include "iwarp/fpdu.h"
 #include "iwarp/mpa.h"
-#include "qp/cq.h"
-#include "qp/dp.h"
-#include "qp/pd.h"
-#include "qp/qp.h"
-#include "qp/srq.h"
+#include "qp/dp_rx.h"
+#include "qp/rq.h"
 #include "qp/stag.h"
 
 /* What the FPDU being received is placed into. */
@@ -112,10 +108,10 @@ static int rx_fail(struct ndk_dp *dp, unsigned int layer, unsigned int etype,
 		if (n > 0)
 			dp->term_len = (size_t)n;
 		ndk_info("qp %p: sending Terminate %s / %s / %s",
-			 (void *)dp->qp, iwarp_term_layer_name(layer),
+			 (void *)dp->qp.obj, iwarp_term_layer_name(layer),
 			 iwarp_term_etype_name(layer, etype),
 			 iwarp_term_ecode_name(layer, etype, ecode));
-		ndk_dp_tx_locked(dp);
+		dp->rx_wants_tx = true;
 	}
 	pthread_mutex_unlock(&dp->lock);
 	return -EPROTO;
@@ -153,7 +149,6 @@ static struct ndk_wqe *orq_head(struct ndk_dp *dp);
 static int rx_header(struct ndk_dp *dp, const struct fpdu_ev *ev)
 {
 	struct ndk_dp_rx *rx = dp->rx;
-	struct ndk_qp *qp = dp->qp;
 	const struct ddp_hdr *h = ev->hdr;
 	void *addr;
 	int ret;
@@ -172,7 +167,7 @@ static int rx_header(struct ndk_dp *dp, const struct fpdu_ev *ev)
 		if (h->mo == 0 && !rx->rqe) {
 			uint32_t i;
 
-			rx->rqe = ndk_qp_recv_take(qp);
+			rx->rqe = ndk_rq_take(dp->qp.rq);
 			if (!rx->rqe)
 				return rx_fail(dp, TERM_LAYER_DDP,
 					       DDP_ETYPE_UNTAGGED,
@@ -198,8 +193,8 @@ static int rx_header(struct ndk_dp *dp, const struct fpdu_ev *ev)
 			rx->target = RX_DISCARD;
 			return 0;
 		}
-		ret = ndk_stag_lookup(qp->obj.adapter->stags, h->stag,
-				      qp->pd->id, h->to, ev->payload_len,
+		ret = ndk_stag_lookup(dp->ad->stags, h->stag, dp->qp.pd_id,
+				      h->to, ev->payload_len,
 				      NDK_ACCESS_REMOTE_WRITE, &rx->ref, &addr);
 		if (ret)
 			return rx_fail_stag(dp, ret, false);
@@ -231,10 +226,10 @@ static int rx_header(struct ndk_dp *dp, const struct fpdu_ev *ev)
 		rx->msn_readreq++;
 		/* Checked at the data source before anything is sent. */
 		if (rr->size) {
-			ret = ndk_stag_lookup(
-				qp->obj.adapter->stags, rr->src_stag,
-				qp->pd->id, rr->src_to, rr->size,
-				NDK_ACCESS_REMOTE_READ, NULL, &addr);
+			ret = ndk_stag_lookup(dp->ad->stags, rr->src_stag,
+					      dp->qp.pd_id, rr->src_to,
+					      rr->size, NDK_ACCESS_REMOTE_READ,
+					      NULL, &addr);
 			if (ret)
 				return rx_fail_stag(dp, ret, true);
 		}
@@ -254,7 +249,8 @@ static int rx_header(struct ndk_dp *dp, const struct fpdu_ev *ev)
 		e->length = rr->size;
 		e->sent = 0;
 		dp->irq_tail++;
-		ndk_dp_tx_locked(dp);
+		dp->rx_wants_tx =
+			true; /* the response goes out after the pass */
 		pthread_mutex_unlock(&dp->lock);
 		return 0;
 	}
@@ -273,7 +269,6 @@ static int rx_header(struct ndk_dp *dp, const struct fpdu_ev *ev)
 static int place_sgl(struct ndk_dp *dp, const NDK_SGE *sge, uint32_t nsge,
 		     uint64_t off, const uint8_t *data, size_t len)
 {
-	struct ndk_qp *qp = dp->qp;
 	uint32_t i;
 
 	for (i = 0; i < nsge && len; i++) {
@@ -288,8 +283,7 @@ static int place_sgl(struct ndk_dp *dp, const NDK_SGE *sge, uint32_t nsge,
 		}
 		n = MIN((uint64_t)sge[i].Length - off, (uint64_t)len);
 		ret = ndk_stag_sge_lookup(
-			qp->obj.adapter->stags, qp->pd->id,
-			sge[i].MemoryRegionToken,
+			dp->ad->stags, dp->qp.pd_id, sge[i].MemoryRegionToken,
 			(uint64_t)(uintptr_t)sge[i].VirtualAddress + off, n,
 			NDK_ACCESS_LOCAL_WRITE, &ref, &addr);
 		if (ret)
@@ -312,9 +306,7 @@ static struct ndk_wqe *orq_head(struct ndk_dp *dp)
 
 	if (!dp->reads_out)
 		return NULL;
-	w = (struct ndk_wqe *)(void *)(dp->sq + (size_t)(dp->orq_head &
-							 (dp->sq_size - 1)) *
-							dp->sq_stride);
+	w = ndk_dp_sq_slot(dp, dp->orq_head);
 	return w;
 }
 
@@ -402,7 +394,6 @@ static int rx_payload(struct ndk_dp *dp, const struct fpdu_ev *ev)
 static int rx_end(struct ndk_dp *dp, const struct fpdu_ev *ev)
 {
 	struct ndk_dp_rx *rx = dp->rx;
-	struct ndk_qp *qp = dp->qp;
 
 	if (rx->have_ref) {
 		ndk_stag_put(&rx->ref);
@@ -432,11 +423,11 @@ static int rx_end(struct ndk_dp *dp, const struct fpdu_ev *ev)
 					     ? STATUS_BUFFER_OVERFLOW
 					     : STATUS_ACCESS_VIOLATION;
 			if (inv && st == STATUS_SUCCESS)
-				ret = ndk_stag_invalidate(
-					qp->obj.adapter->stags,
-					rx->hdr.inv_stag, qp->pd->id);
-			ndk_qp_recv_complete_se(
-				qp, rqe, st,
+				ret = ndk_stag_invalidate(dp->ad->stags,
+							  rx->hdr.inv_stag,
+							  dp->qp.pd_id);
+			ndk_rq_complete(
+				dp->qp.rq, rqe, st,
 				st == STATUS_SUCCESS ? rx->recv_bytes : 0,
 				inv ? NdkOperationTypeReceiveAndInvalidate
 				    : NdkOperationTypeReceive,
@@ -456,7 +447,8 @@ static int rx_end(struct ndk_dp *dp, const struct fpdu_ev *ev)
 		if (ev->last) {
 			pthread_mutex_lock(&dp->lock);
 			orq_retire(dp, STATUS_SUCCESS);
-			ndk_dp_tx_locked(dp); /* completes, more Reads go */
+			/* It completes, and Reads waiting for ORQ room go. */
+			dp->rx_wants_tx = true;
 			pthread_mutex_unlock(&dp->lock);
 		}
 		return 0;
@@ -467,7 +459,7 @@ static int rx_end(struct ndk_dp *dp, const struct fpdu_ev *ev)
 
 		if (!parsed)
 			ndk_info("qp %p: received Terminate %s / %s / %s",
-				 (void *)qp,
+				 (void *)dp->qp.obj,
 				 iwarp_term_layer_name(t.cause.layer),
 				 iwarp_term_etype_name(t.cause.layer,
 						       t.cause.etype),
@@ -533,7 +525,7 @@ static int rx_bytes(struct ndk_dp *dp, const uint8_t *buf, size_t len)
  * held. Returns 0 (drained or budget spent) or a negative errno when the
  * connection ended.
  */
-static int rx_pass(struct ndk_dp *dp, int budget, bool *got)
+int ndk_dp_rx_pass(struct ndk_dp *dp, int budget, bool *got)
 {
 	uint8_t *buf = rx_thread_buf();
 	int ret;
@@ -541,7 +533,7 @@ static int rx_pass(struct ndk_dp *dp, int budget, bool *got)
 	if (!buf)
 		return 0; /* no memory now: the socket stays readable */
 	pthread_mutex_lock(&dp->lock);
-	ret = dp->attached ? 0 : 1;
+	ret = ndk_dp_attached(dp) ? 0 : 1;
 	pthread_mutex_unlock(&dp->lock);
 	if (!ret && dp->rx_error)
 		ret = dp->rx_error;
@@ -565,287 +557,35 @@ static int rx_pass(struct ndk_dp *dp, int budget, bool *got)
 	return ret > 0 ? 0 : ret;
 }
 
-int ndk_dp_io(struct ndk_qp *qp, uint32_t events)
-{
-	struct ndk_dp *dp = qp->dp;
-	bool got = false;
-	int ret;
-
-	if (!dp)
-		return -ENOTCONN;
-	if (events & EPOLLOUT) {
-		pthread_mutex_lock(&dp->lock);
-		ndk_dp_tx_locked(dp);
-		pthread_mutex_unlock(&dp->lock);
-	}
-	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
-		return 0;
-	pthread_mutex_lock(&dp->rx_lock);
-	/* Bounded per wake-up so one busy connection cannot starve others. */
-	ret = rx_pass(dp, 16, &got);
-	pthread_mutex_unlock(&dp->rx_lock);
-	return ret;
-}
-
-/*
- * Engine thread: an error that a consumer's poll met. The connector's
- * handler runs as if the socket were readable and gets it from rx_pass.
- * The QP reference taken when the work was posted keeps dp alive; the
- * connector is alive while dp is attached (it detaches before it goes,
- * and an off-engine close waits for the engine to pass this work).
- */
-static void rx_error_work_fn(struct ndk_work *w)
-{
-	struct ndk_dp *dp = container_of(w, struct ndk_dp, rx_error_work);
-	struct ndk_qp *qp = dp->qp;
-	bool attached;
-
-	pthread_mutex_lock(&dp->lock);
-	attached = dp->attached;
-	pthread_mutex_unlock(&dp->lock);
-	if (attached)
-		dp->io->fn(dp->io, EPOLLIN);
-	ndk_obj_put(&qp->obj);
-}
-
-/* Receive passes a consumer must make within a short time before it takes
- * receiving over: it is then busy-polling (a consumer that polls now and
- * then, e.g. between spins on memory, never does). */
-#define CLAIM_POLLS	8
-#define CLAIM_WINDOW_NS 20000
-/* A consumer that has not polled for this long gets no more say. */
-#define CLAIM_IDLE_NS 500000
-
-static void dp_claim(struct ndk_dp *dp, bool consumer)
-{
-	struct ndk_qp *qp = dp->qp;
-	bool ref = false;
-
-	pthread_mutex_lock(&dp->lock);
-	if (!dp->attached || dp->rx_consumer == consumer) {
-		pthread_mutex_unlock(&dp->lock);
-		return;
-	}
-	dp->rx_consumer = consumer;
-	ndk_dp_interest_locked(dp);
-	if (consumer && !dp->backstop_armed &&
-	    !ndk_timer_start(dp->engine, &dp->backstop, 1)) {
-		dp->backstop_armed = true;
-		ref = true;
-	} else if (consumer && !dp->backstop_armed) {
-		/* No backstop, no takeover. */
-		dp->rx_consumer = false;
-		ndk_dp_interest_locked(dp);
-	}
-	consumer = dp->rx_consumer;
-	pthread_mutex_unlock(&dp->lock);
-	if (ref)
-		ndk_obj_get(&qp->obj);
-	ndk_cq_poller_claim(qp->rcq, &dp->rpoll, consumer);
-	ndk_cq_poller_claim(qp->icq, &dp->ipoll, consumer);
-}
-
-/* Engine thread: hands receiving back from a consumer that stopped
- * polling without arming its CQ. */
-static void backstop_fn(struct ndk_timer *t)
-{
-	struct ndk_dp *dp = container_of(t, struct ndk_dp, backstop);
-	struct ndk_qp *qp = dp->qp;
-	bool keep = false, give_back = false;
-
-	pthread_mutex_lock(&dp->lock);
-	if (dp->attached && dp->rx_consumer) {
-		if (ndk_now_ns() - atomic_load(&dp->last_poll_ns) <
-			    CLAIM_IDLE_NS &&
-		    !ndk_timer_start(dp->engine, t, 1))
-			keep = true;
-		else
-			give_back = true;
-	}
-	if (!keep)
-		dp->backstop_armed = false;
-	pthread_mutex_unlock(&dp->lock);
-	if (give_back)
-		dp_claim(dp, false);
-	if (!keep)
-		ndk_obj_put(&qp->obj);
-}
-
-/* A CQ's poller (cq.h), on the consumer's thread. */
-static void dp_poll(struct ndk_cq_poller *p)
-{
-	struct ndk_qp *qp = container_of(p->owner, struct ndk_qp, obj);
-	struct ndk_dp *dp = qp->dp;
-	bool got = false, claim = false;
-	uint64_t now;
-
-	int ret;
-
-	/* Busy: the engine (or another poller) is receiving right now. */
-	if (!dp || pthread_mutex_trylock(&dp->rx_lock))
-		return;
-	ret = dp->rx_error ? 0 : rx_pass(dp, 4, &got);
-	now = ndk_now_ns();
-	atomic_store(&dp->last_poll_ns, now);
-	if (ret >= 0) {
-		if (!dp->poll_streak ||
-		    now - dp->streak_start_ns > CLAIM_WINDOW_NS) {
-			dp->poll_streak = 0;
-			dp->streak_start_ns = now;
-		}
-		claim = ++dp->poll_streak == CLAIM_POLLS;
-	}
-	/* The end of the stream stays readable for the engine to see;
-	 * anything else is handed over once. */
-	if (ret < 0 && ret != -EPIPE) {
-		dp->rx_error = ret;
-		ndk_obj_get(&qp->obj);
-		if (!ndk_engine_post(dp->engine, &dp->rx_error_work))
-			ndk_obj_put(&qp->obj);
-	}
-	pthread_mutex_unlock(&dp->rx_lock);
-	if (ret < 0)
-		dp_claim(dp, false);
-	else if (claim)
-		dp_claim(dp, true);
-}
-
-/* NdkArmCq on one of our CQs: the consumer will sleep. */
-static void dp_armed(struct ndk_cq_poller *p)
-{
-	struct ndk_qp *qp = container_of(p->owner, struct ndk_qp, obj);
-
-	if (qp->dp)
-		dp_claim(qp->dp, false);
-}
-
 /* ------------------------------------------------------------------ */
-/* Attach and detach                                                  */
+/* Setup and teardown                                                 */
 
-/* Ethernet (14) + IPv4 (20) or IPv6 (40) + TCP with timestamps (32). */
-static uint32_t dp_frame_overhead(int family)
+int ndk_dp_rx_create(struct ndk_dp *dp)
 {
-	return family == AF_INET6 ? 14 + 40 + 32 : 14 + 20 + 32;
-}
-
-int ndk_dp_attach(struct ndk_qp *qp, int fd, int family,
-		  struct ndk_engine *engine, struct ndk_io *io, bool crc,
-		  uint32_t ird, uint32_t ord)
-{
-	struct ndk_dp *dp = calloc(1, sizeof(*dp));
-	uint32_t stride, size = 1;
-	int mss = 0;
-	socklen_t len = sizeof(mss);
-
-	if (!dp)
-		return -ENOMEM;
 	dp->rx = calloc(1, sizeof(*dp->rx));
-	stride = (uint32_t)(sizeof(struct ndk_wqe) +
-			    MAX((size_t)qp->iq.max_sge * sizeof(NDK_SGE),
-				(size_t)qp->iq.inline_size));
-	stride = (stride + 7) & ~7u;
-	while (size < qp->iq.depth)
-		size <<= 1;
-	dp->sq = calloc(size, stride);
-	dp->irq = calloc(MAX(ird, 1u), sizeof(*dp->irq));
-	if (!dp->rx || !dp->sq || !dp->irq) {
-		free(dp->rx);
-		free(dp->sq);
-		free(dp->irq);
-		free(dp);
+	if (!dp->rx)
 		return -ENOMEM;
-	}
-	pthread_mutex_init(&dp->lock, NULL);
-	pthread_mutex_init(&dp->rx_lock, NULL);
-	dp->qp = qp;
-	dp->fd = fd;
-	dp->engine = engine;
-	dp->io = io;
-	dp->crc = crc;
-	dp->ird = ird;
-	dp->ord = ord;
-	dp->sq_size = size;
-	dp->sq_depth = qp->iq.depth;
-	dp->sq_stride = stride;
-	/* FPDUs fit the connection's MSS (RFC 5044 MULPDU). */
-	if (getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) || mss < 512)
-		mss = 1460;
-	dp->mulpdu = (uint32_t)mpa_mulpdu((size_t)mss);
-	dp->frame_overhead = dp_frame_overhead(family);
 	/* MSNs start at 1 on every queue (RFC 5041 5.1). */
-	dp->msn_send = 1;
-	dp->msn_readreq = 1;
 	dp->rx->msn_send = 1;
 	dp->rx->msn_readreq = 1;
-	fpdu_rx_init(&dp->rx->parser, crc);
-	ndk_work_init(&dp->rx_error_work, rx_error_work_fn);
-	ndk_timer_init(&dp->backstop, backstop_fn);
-	dp->rpoll.poll = dp_poll;
-	dp->rpoll.armed = dp_armed;
-	dp->rpoll.owner = &qp->obj;
-	dp->ipoll = dp->rpoll;
-	dp->attached = true;
-	qp->dp = dp;
-	ndk_cq_add_poller(qp->rcq, &dp->rpoll);
-	if (qp->icq != qp->rcq)
-		ndk_cq_add_poller(qp->icq, &dp->ipoll);
+	fpdu_rx_init(&dp->rx->parser, dp->crc);
 	return 0;
 }
 
-void ndk_dp_detach(struct ndk_qp *qp)
+void ndk_dp_rx_free(struct ndk_dp *dp)
 {
-	struct ndk_dp *dp = qp->dp;
-
-	if (!dp)
+	if (!dp->rx)
 		return;
-	pthread_mutex_lock(&dp->lock);
-	dp->attached = false;
-	dp->tx_left = 0;
-	pthread_mutex_unlock(&dp->lock);
-	ndk_cq_del_poller(qp->rcq, &dp->rpoll);
-	ndk_cq_del_poller(qp->icq, &dp->ipoll);
-}
-
-void ndk_dp_free(struct ndk_qp *qp)
-{
-	struct ndk_dp *dp = qp->dp;
-
-	if (!dp)
-		return;
-	ndk_dp_traffic(dp, &dp->tx_traffic, true, 0, 0, true);
-	ndk_dp_traffic(dp, &dp->rx_traffic, false, 0, 0, true);
 	if (dp->rx->have_ref)
 		ndk_stag_put(&dp->rx->ref);
-	pthread_mutex_destroy(&dp->lock);
-	pthread_mutex_destroy(&dp->rx_lock);
 	free(dp->rx);
-	free(dp->sq);
-	free(dp->irq);
-	free(dp);
-	qp->dp = NULL;
+	dp->rx = NULL;
 }
 
-/*
- * A receive taken for a message that will never finish (the connection
- * ended mid-message) completes as cancelled, so it and every receive
- * behind it flush (ndkpi.md 6.4). Only once detached; rx_lock waits for a
- * receive pass in progress, and no pass starts after the detach.
- */
-void ndk_dp_release_rx(struct ndk_qp *qp)
+struct ndk_rqe *ndk_dp_rx_release(struct ndk_dp *dp)
 {
-	struct ndk_dp *dp = qp->dp;
-	struct ndk_rqe *rqe;
-	bool attached;
+	struct ndk_rqe *rqe = dp->rx->rqe;
 
-	pthread_mutex_lock(&dp->rx_lock);
-	pthread_mutex_lock(&dp->lock);
-	attached = dp->attached;
-	pthread_mutex_unlock(&dp->lock);
-	rqe = attached ? NULL : dp->rx->rqe;
-	if (rqe)
-		dp->rx->rqe = NULL;
-	pthread_mutex_unlock(&dp->rx_lock);
-	if (rqe)
-		ndk_qp_recv_complete(qp, rqe, STATUS_CANCELLED, 0,
-				     NdkOperationTypeReceive, 0);
+	dp->rx->rqe = NULL;
+	return rqe;
 }

@@ -18,81 +18,10 @@
 #include "core/log.h"
 #include "iwarp/fpdu.h"
 #include "qp/cq.h"
-#include "qp/dp.h"
+#include "qp/dp_tx.h"
 #include "qp/mr.h"
 #include "qp/mw.h"
-#include "qp/pd.h"
-#include "qp/qp.h"
 #include "qp/stag.h"
-
-static struct ndk_wqe *sq_slot(struct ndk_dp *dp, uint32_t idx)
-{
-	return (struct ndk_wqe *)(void *)(dp->sq +
-					  (size_t)(idx & (dp->sq_size - 1)) *
-						  dp->sq_stride);
-}
-
-static NDK_OPERATION_TYPE wqe_type(const struct ndk_wqe *w)
-{
-	switch (w->op) {
-	case NDK_WQE_SEND:
-		return NdkOperationTypeSend;
-	case NDK_WQE_WRITE:
-		return NdkOperationTypeWrite;
-	case NDK_WQE_READ:
-		return NdkOperationTypeRead;
-	case NDK_WQE_BIND:
-		return NdkOperationTypeBind;
-	case NDK_WQE_FAST_REGISTER:
-		return NdkOperationTypeFastRegister;
-	default:
-		return NdkOperationTypeInvalidate;
-	}
-}
-
-/* Pushes the completions of finished requests, oldest first. Lock held. */
-void ndk_dp_complete_locked(struct ndk_dp *dp)
-{
-	struct ndk_qp *qp = dp->qp;
-
-	while (dp->sq_done != dp->sq_next) {
-		struct ndk_wqe *w = sq_slot(dp, dp->sq_done);
-
-		if (w->state != NDK_WQE_DONE)
-			break;
-		/* SILENT_SUCCESS: no entry on success; failures still one. */
-		if (!(w->flags & NDK_OP_FLAG_SILENT_SUCCESS) ||
-		    !NT_SUCCESS(w->status)) {
-			NDK_RESULT_EX res = {
-				.Status = w->status,
-				.BytesTransferred = w->length,
-				.QPContext = qp->context,
-				.RequestContext = w->ctx,
-				.Type = wqe_type(w),
-			};
-
-			ndk_cq_push(qp->icq, &res, false);
-		}
-		dp->sq_done++;
-	}
-}
-
-static void dp_want_out(struct ndk_dp *dp, bool on)
-{
-	if (dp->want_out == on || !dp->attached)
-		return;
-	dp->want_out = on;
-	ndk_dp_interest_locked(dp);
-}
-
-void ndk_dp_interest_locked(struct ndk_dp *dp)
-{
-	if (dp->attached)
-		ndk_engine_mod_fd(
-			dp->engine, dp->io,
-			(dp->rx_consumer ? 0u : (uint32_t)EPOLLIN) |
-				(dp->want_out ? (uint32_t)EPOLLOUT : 0u));
-}
 
 /* ------------------------------------------------------------------ */
 /* The transmit batch                                                 */
@@ -194,7 +123,7 @@ static void batch_advance(struct ndk_dp *dp, size_t n)
 			break;
 		frames++;
 		if (r->fin) {
-			struct ndk_wqe *f = sq_slot(dp, r->fin_idx);
+			struct ndk_wqe *f = ndk_dp_sq_slot(dp, r->fin_idx);
 
 			f->state = NDK_WQE_DONE;
 			f->status = STATUS_SUCCESS;
@@ -275,8 +204,7 @@ static void fpdu_finish(struct ndk_dp *dp, int first, bool fin,
 static long fpdu_add_sges(struct ndk_dp *dp, int first, const struct ndk_wqe *w,
 			  uint32_t off, uint32_t len)
 {
-	struct ndk_qp *qp = dp->qp;
-	struct ndk_stag_table *t = qp->obj.adapter->stags;
+	struct ndk_stag_table *t = dp->ad->stags;
 	uint32_t i, skip = off, added = 0;
 	/* One iovec is left for the trailer. */
 	const int max_iov = first + NDK_TX_FPDU_IOV - 1;
@@ -301,7 +229,7 @@ static long fpdu_add_sges(struct ndk_dp *dp, int first, const struct ndk_wqe *w,
 		}
 		n = MIN((uint64_t)s->Length - skip, (uint64_t)len - added);
 		ret = ndk_stag_sge_lookup(
-			t, qp->pd->id, s->MemoryRegionToken,
+			t, dp->qp.pd_id, s->MemoryRegionToken,
 			(uint64_t)(uintptr_t)s->VirtualAddress + skip, n,
 			NDK_ACCESS_LOCAL_READ, &ref, &addr);
 		if (ret)
@@ -325,34 +253,6 @@ static long fpdu_add_sges(struct ndk_dp *dp, int first, const struct ndk_wqe *w,
 			break;
 	}
 	return added;
-}
-
-/* A batch is one shared atomic add per 64 FPDUs or 256 KiB at most. */
-#define TRAFFIC_BATCH_FRAMES 64
-#define TRAFFIC_BATCH_OCTETS (256 * 1024)
-
-void ndk_dp_traffic(struct ndk_dp *dp, struct ndk_dp_traffic *t, bool out,
-		    uint64_t octets, uint32_t frames, bool flush)
-{
-	struct ndk_adapter *ad = dp->qp->obj.adapter;
-
-	t->octets += octets;
-	t->frames += frames;
-	if (!flush && t->frames < TRAFFIC_BATCH_FRAMES &&
-	    t->octets < TRAFFIC_BATCH_OCTETS)
-		return;
-	if (!t->octets && !t->frames)
-		return;
-	/* RDMA octets include L2 overhead (ndkpi.md 10.3): every FPDU fits
-	 * one TCP segment, so each is a frame with its headers. */
-	ndk_adapter_count(ad,
-			  out ? NDK_CTR(RDMAOutOctets) : NDK_CTR(RDMAInOctets),
-			  t->octets + (uint64_t)t->frames * dp->frame_overhead);
-	ndk_adapter_count(ad,
-			  out ? NDK_CTR(RDMAOutFrames) : NDK_CTR(RDMAInFrames),
-			  t->frames);
-	t->octets = 0;
-	t->frames = 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -449,7 +349,6 @@ static bool build_from_sq(struct ndk_dp *dp, struct ndk_wqe *w)
 /* A Read Response FPDU for the IRQ head (RFC 5040 4.5). */
 static bool build_read_response(struct ndk_dp *dp)
 {
-	struct ndk_qp *qp = dp->qp;
 	struct ndk_irqe *e = &dp->irq[dp->irq_head % MAX(dp->ird, 1u)];
 	struct ndk_stag_ref ref;
 	struct ddp_hdr h = { .dv = DDP_VERSION,
@@ -464,8 +363,8 @@ static bool build_read_response(struct ndk_dp *dp)
 	if (n) {
 		/* Checked when the request arrived; if the source was
 		 * invalidated since, the response stops there. */
-		if (ndk_stag_lookup(qp->obj.adapter->stags, e->src_stag,
-				    qp->pd->id, e->src_to + e->sent, n,
+		if (ndk_stag_lookup(dp->ad->stags, e->src_stag, dp->qp.pd_id,
+				    e->src_to + e->sent, n,
 				    NDK_ACCESS_REMOTE_READ, &ref, &addr)) {
 			dp->tx_iovcnt = first;
 			return false;
@@ -510,7 +409,7 @@ static bool batch_fill(struct ndk_dp *dp)
 		/* Nothing posted, or only deferred requests (ndkpi.md 9.5). */
 		if ((int32_t)(dp->sq_rung - dp->sq_next) <= 0)
 			break;
-		w = sq_slot(dp, dp->sq_next);
+		w = ndk_dp_sq_slot(dp, dp->sq_next);
 		/* READ_FENCE: wait for every earlier Read. */
 		if ((w->flags & NDK_OP_FLAG_READ_FENCE) && dp->reads_out)
 			break;
@@ -533,14 +432,14 @@ void ndk_dp_tx_locked(struct ndk_dp *dp)
 {
 	int ret;
 
-	while (dp->attached) {
+	while (ndk_dp_attached(dp)) {
 		if (dp->tx_left) {
 			if (dp->term_len)
 				batch_cut(dp);
 			ret = batch_write(dp);
 			ndk_dp_complete_locked(dp);
 			if (ret == -EAGAIN) {
-				dp_want_out(dp, true);
+				ndk_dp_want_out_locked(dp, true);
 				break;
 			}
 			if (ret) {
@@ -563,23 +462,27 @@ void ndk_dp_tx_locked(struct ndk_dp *dp)
 			break;
 	}
 	if (!dp->tx_left)
-		dp_want_out(dp, false);
+		ndk_dp_want_out_locked(dp, false);
 	ndk_dp_complete_locked(dp);
+}
+
+bool ndk_dp_send_raw_locked(struct ndk_dp *dp, void *buf, size_t len)
+{
+	if (!ndk_dp_attached(dp) || dp->terminated || dp->term_len ||
+	    dp->tx_left)
+		return false;
+	batch_reset(dp);
+	batch_add_raw(dp, buf, len);
+	ndk_dp_tx_locked(dp);
+	return true;
 }
 
 bool ndk_dp_send_rtr_locked(struct ndk_dp *dp, enum mpa_rtr type)
 {
-	int len;
+	int len =
+		ddp_rtr_build(type, dp->crc, dp->tx_ctrl, sizeof(dp->tx_ctrl));
 
-	if (!dp->attached || dp->terminated || dp->term_len || dp->tx_left)
-		return false;
-	len = ddp_rtr_build(type, dp->crc, dp->tx_ctrl, sizeof(dp->tx_ctrl));
-	if (len <= 0)
-		return false;
-	batch_reset(dp);
-	batch_add_raw(dp, dp->tx_ctrl, (size_t)len);
-	ndk_dp_tx_locked(dp);
-	return true;
+	return len > 0 && ndk_dp_send_raw_locked(dp, dp->tx_ctrl, (size_t)len);
 }
 
 /* ------------------------------------------------------------------ */
@@ -599,12 +502,8 @@ static void sq_posted_locked(struct ndk_dp *dp, ULONG flags)
 	ndk_dp_tx_locked(dp);
 }
 
-void ndk_dp_kick(struct ndk_qp *qp)
+void ndk_dp_kick(struct ndk_dp *dp)
 {
-	struct ndk_dp *dp = qp->dp;
-
-	if (!dp)
-		return;
 	pthread_mutex_lock(&dp->lock);
 	sq_posted_locked(dp, 0); /* as if a request without DEFER came */
 	pthread_mutex_unlock(&dp->lock);
@@ -615,10 +514,10 @@ void ndk_dp_kick(struct ndk_qp *qp)
  * whole request (ndkpi.md 9.7, STATUS_ACCESS_VIOLATION) rather than cut a
  * message short after some of its FPDUs went out.
  */
-static bool sgl_valid(struct ndk_qp *qp, const NDK_SGE *sgl, ULONG nsge,
+static bool sgl_valid(struct ndk_dp *dp, const NDK_SGE *sgl, ULONG nsge,
 		      uint32_t access)
 {
-	struct ndk_stag_table *t = qp->obj.adapter->stags;
+	struct ndk_stag_table *t = dp->ad->stags;
 	ULONG i;
 
 	for (i = 0; i < nsge; i++) {
@@ -626,7 +525,7 @@ static bool sgl_valid(struct ndk_qp *qp, const NDK_SGE *sgl, ULONG nsge,
 		void *addr;
 
 		if (ndk_stag_sge_lookup(
-			    t, qp->pd->id, sgl[i].MemoryRegionToken,
+			    t, dp->qp.pd_id, sgl[i].MemoryRegionToken,
 			    (uint64_t)(uintptr_t)sgl[i].VirtualAddress,
 			    sgl[i].Length, access, &ref, &addr))
 			return false;
@@ -645,7 +544,7 @@ static struct ndk_wqe *sq_begin(struct ndk_dp *dp, enum ndk_wqe_op op,
 	struct ndk_wqe *w;
 
 	pthread_mutex_lock(&dp->lock);
-	if (!dp->attached) {
+	if (!ndk_dp_attached(dp)) {
 		pthread_mutex_unlock(&dp->lock);
 		*status = STATUS_CONNECTION_INVALID;
 		return NULL;
@@ -655,7 +554,7 @@ static struct ndk_wqe *sq_begin(struct ndk_dp *dp, enum ndk_wqe_op op,
 		*status = STATUS_INSUFFICIENT_RESOURCES;
 		return NULL;
 	}
-	w = sq_slot(dp, dp->sq_tail);
+	w = ndk_dp_sq_slot(dp, dp->sq_tail);
 	memset(w, 0, sizeof(*w));
 	w->op = (uint8_t)op;
 	w->flags = flags;
@@ -673,22 +572,19 @@ static uint64_t sgl_length(const NDK_SGE *sgl, ULONG nsge)
 	return len;
 }
 
-NTSTATUS ndk_dp_post_send(struct ndk_qp *qp, PVOID ctx, const NDK_SGE *sgl,
+NTSTATUS ndk_dp_post_send(struct ndk_dp *dp, PVOID ctx, const NDK_SGE *sgl,
 			  ULONG nsge, ULONG flags, bool invalidate,
 			  UINT32 inv_stag)
 {
-	struct ndk_dp *dp = qp->dp;
 	bool inl = flags & NDK_OP_FLAG_INLINE;
 	uint64_t len = sgl_length(sgl, nsge);
 	struct ndk_wqe *w;
 	NTSTATUS status;
 	ULONG i;
 
-	if (!dp || ndk_qp_state(qp) != NDK_QP_CONNECTED)
-		return STATUS_CONNECTION_INVALID;
-	if ((nsge && !sgl) || (!inl && nsge > qp->iq.max_sge) ||
-	    (inl && len > qp->iq.inline_size) ||
-	    len > qp->obj.adapter->info.MaxTransferLength)
+	if ((nsge && !sgl) || (!inl && nsge > dp->qp.max_sge) ||
+	    (inl && len > dp->qp.inline_size) ||
+	    len > dp->ad->info.MaxTransferLength)
 		return STATUS_INVALID_PARAMETER;
 	w = sq_begin(dp, NDK_WQE_SEND, ctx, flags, &status);
 	if (!w)
@@ -710,7 +606,7 @@ NTSTATUS ndk_dp_post_send(struct ndk_qp *qp, PVOID ctx, const NDK_SGE *sgl,
 		w->nsge = nsge;
 		if (nsge)
 			memcpy(w->sge, sgl, (size_t)nsge * sizeof(*sgl));
-		if (!sgl_valid(qp, sgl, nsge, NDK_ACCESS_LOCAL_READ))
+		if (!sgl_valid(dp, sgl, nsge, NDK_ACCESS_LOCAL_READ))
 			wqe_fail(dp, w, STATUS_ACCESS_VIOLATION);
 	}
 	dp->sq_tail++;
@@ -719,21 +615,18 @@ NTSTATUS ndk_dp_post_send(struct ndk_qp *qp, PVOID ctx, const NDK_SGE *sgl,
 	return STATUS_SUCCESS;
 }
 
-NTSTATUS ndk_dp_post_rdma(struct ndk_qp *qp, enum ndk_wqe_op op, PVOID ctx,
+NTSTATUS ndk_dp_post_rdma(struct ndk_dp *dp, enum ndk_wqe_op op, PVOID ctx,
 			  const NDK_SGE *sgl, ULONG nsge, UINT64 addr,
 			  UINT32 stag, ULONG flags)
 {
-	struct ndk_dp *dp = qp->dp;
-	const NDK_ADAPTER_INFO *info = &qp->obj.adapter->info;
+	const NDK_ADAPTER_INFO *info = &dp->ad->info;
 	uint64_t len = sgl_length(sgl, nsge);
 	ULONG max_sge = op == NDK_WQE_READ
-				? MIN(qp->iq.max_sge, info->MaxReadRequestSge)
-				: qp->iq.max_sge;
+				? MIN(dp->qp.max_sge, info->MaxReadRequestSge)
+				: dp->qp.max_sge;
 	struct ndk_wqe *w;
 	NTSTATUS status;
 
-	if (!dp || ndk_qp_state(qp) != NDK_QP_CONNECTED)
-		return STATUS_CONNECTION_INVALID;
 	if ((nsge && !sgl) || nsge > max_sge || len > info->MaxTransferLength)
 		return STATUS_INVALID_PARAMETER;
 	w = sq_begin(dp, op, ctx, flags, &status);
@@ -748,7 +641,7 @@ NTSTATUS ndk_dp_post_rdma(struct ndk_qp *qp, enum ndk_wqe_op op, PVOID ctx,
 	/* A Read's status is decided when its response is placed. */
 	if (op == NDK_WQE_READ)
 		w->status = STATUS_PENDING;
-	if (!sgl_valid(qp, sgl, nsge,
+	if (!sgl_valid(dp, sgl, nsge,
 		       op == NDK_WQE_READ ? NDK_ACCESS_LOCAL_WRITE
 					  : NDK_ACCESS_LOCAL_READ))
 		wqe_fail(dp, w, STATUS_ACCESS_VIOLATION);
@@ -764,10 +657,9 @@ NTSTATUS ndk_dp_post_rdma(struct ndk_qp *qp, enum ndk_wqe_op op, PVOID ctx,
  * returns (ndkpi.md 4.4, 4.5). Their completions still come in order
  * behind earlier requests. An inline failure means no completion.
  */
-static NTSTATUS post_local(struct ndk_qp *qp, enum ndk_wqe_op op, PVOID ctx,
+static NTSTATUS post_local(struct ndk_dp *dp, enum ndk_wqe_op op, PVOID ctx,
 			   ULONG flags, NTSTATUS done_status)
 {
-	struct ndk_dp *dp = qp->dp;
 	struct ndk_wqe *w;
 	NTSTATUS status;
 
@@ -799,39 +691,30 @@ static NTSTATUS local_status(int ret)
 	}
 }
 
-static bool dp_usable(struct ndk_qp *qp)
-{
-	return qp->dp && ndk_qp_state(qp) == NDK_QP_CONNECTED;
-}
-
-NTSTATUS ndk_dp_post_bind(struct ndk_qp *qp, PVOID ctx, NDK_MR *mr, NDK_MW *mw,
+NTSTATUS ndk_dp_post_bind(struct ndk_dp *dp, PVOID ctx, NDK_MR *mr, NDK_MW *mw,
 			  PVOID va, SIZE_T len, ULONG flags)
 {
 	int ret;
 
-	if (!dp_usable(qp))
-		return STATUS_CONNECTION_INVALID;
 	if (!mr || !mw || mr->Header.ObjectType != NdkObjectTypeMr ||
 	    mw->Header.ObjectType != NdkObjectTypeMw)
 		return STATUS_INVALID_PARAMETER;
-	if (to_ndk_mw(mw)->pd_id != qp->pd->id)
+	if (to_ndk_mw(mw)->pd_id != dp->qp.pd_id)
 		return STATUS_ACCESS_VIOLATION;
 	ret = ndk_mw_bind(to_ndk_mw(mw), to_ndk_mr(mr), (uint64_t)(uintptr_t)va,
 			  len, flags);
 	if (ret)
 		return local_status(ret);
-	return post_local(qp, NDK_WQE_BIND, ctx, flags, STATUS_SUCCESS);
+	return post_local(dp, NDK_WQE_BIND, ctx, flags, STATUS_SUCCESS);
 }
 
-NTSTATUS ndk_dp_post_fast_register(struct ndk_qp *qp, PVOID ctx, NDK_MR *mr,
+NTSTATUS ndk_dp_post_fast_register(struct ndk_dp *dp, PVOID ctx, NDK_MR *mr,
 				   ULONG count,
 				   const NDK_LOGICAL_ADDRESS *pages, ULONG fbo,
 				   SIZE_T len, PVOID base, ULONG flags)
 {
 	int ret;
 
-	if (!dp_usable(qp))
-		return STATUS_CONNECTION_INVALID;
 	if (!mr || mr->Header.ObjectType != NdkObjectTypeMr ||
 	    (count && !pages))
 		return STATUS_INVALID_PARAMETER;
@@ -839,17 +722,15 @@ NTSTATUS ndk_dp_post_fast_register(struct ndk_qp *qp, PVOID ctx, NDK_MR *mr,
 				   (uint64_t)(uintptr_t)base, flags);
 	if (ret)
 		return local_status(ret);
-	return post_local(qp, NDK_WQE_FAST_REGISTER, ctx, flags,
+	return post_local(dp, NDK_WQE_FAST_REGISTER, ctx, flags,
 			  STATUS_SUCCESS);
 }
 
-NTSTATUS ndk_dp_post_invalidate(struct ndk_qp *qp, PVOID ctx,
+NTSTATUS ndk_dp_post_invalidate(struct ndk_dp *dp, PVOID ctx,
 				NDK_OBJECT_HEADER *obj, ULONG flags)
 {
 	int ret;
 
-	if (!dp_usable(qp))
-		return STATUS_CONNECTION_INVALID;
 	if (!obj || (obj->ObjectType != NdkObjectTypeMr &&
 		     obj->ObjectType != NdkObjectTypeMw))
 		return STATUS_INVALID_PARAMETER;
@@ -858,22 +739,18 @@ NTSTATUS ndk_dp_post_invalidate(struct ndk_qp *qp, PVOID ctx,
 		      : ndk_mr_invalidate(to_ndk_mr((NDK_MR *)obj));
 	/* A malformed request (a normal MR) completes with an error
 	 * (ndkpi.md 9.7) rather than failing inline. */
-	return post_local(qp, NDK_WQE_INVALIDATE, ctx, flags,
+	return post_local(dp, NDK_WQE_INVALIDATE, ctx, flags,
 			  ret ? STATUS_INVALID_DEVICE_REQUEST : STATUS_SUCCESS);
 }
 
-void ndk_dp_flush(struct ndk_qp *qp)
+void ndk_dp_tx_flush(struct ndk_dp *dp)
 {
-	struct ndk_dp *dp = qp->dp;
 	uint32_t i;
 
-	if (!dp)
-		return;
-	ndk_dp_release_rx(qp);
 	pthread_mutex_lock(&dp->lock);
 	/* Everything not finished is cancelled, each exactly once. */
 	for (i = dp->sq_done; i != dp->sq_tail; i++) {
-		struct ndk_wqe *w = sq_slot(dp, i);
+		struct ndk_wqe *w = ndk_dp_sq_slot(dp, i);
 
 		if (w->state != NDK_WQE_DONE) {
 			w->state = NDK_WQE_DONE;

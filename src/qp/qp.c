@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Queue pair: NdkCreateQp(WithSrq), NdkReceive, NdkFlush, the QP state
- * machine and the receive-side data-path hooks. The initiator-queue WRs
- * wait for the data path; until then they only check the QP state.
+ * machine, and the initiator work requests, which go to the data path
+ * once the QP is connected.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,9 +11,11 @@
 #include "core/log.h"
 #include "front/provider.h"
 #include "qp/cq.h"
-#include "qp/pd.h"
 #include "qp/dp.h"
+#include "qp/dp_tx.h"
+#include "qp/pd.h"
 #include "qp/qp.h"
+#include "qp/rq.h"
 #include "qp/srq.h"
 
 static const char *const qp_state_names[NDK_QP_STATE_COUNT] = {
@@ -123,20 +125,32 @@ int ndk_qp_cm_connecting(struct ndk_qp *qp, struct ndk_connector *conn)
 	return ret;
 }
 
-int ndk_qp_cm_connected(struct ndk_qp *qp, uint32_t ird, uint32_t ord)
+int ndk_qp_cm_established(struct ndk_qp *qp, const struct ndk_dp_socket *s)
 {
-	int ret;
+	struct ndk_dp_qp q = {
+		.obj = &qp->obj,
+		.rq = &qp->rq,
+		.rcq = qp->rcq,
+		.icq = qp->icq,
+		.context = qp->context,
+		.pd_id = qp->pd->id,
+		.sq_depth = qp->iq.depth,
+		.max_sge = qp->iq.max_sge,
+		.inline_size = qp->iq.inline_size,
+	};
+	int ret = -EINVAL;
 
 	pthread_mutex_lock(&qp->lock);
-	/*
-	 * Limits before the state: a poster that sees CONNECTED may use them.
-	 * Not touched otherwise, the setter then logs and fails.
-	 */
-	if (ndk_qp_state(qp) == NDK_QP_CONNECTING) {
-		qp->iq.ird = ird;
-		qp->iq.ord = ord;
+	/* Limits and data path before the state: a poster that sees
+	 * CONNECTED may use them. */
+	if (ndk_qp_state(qp) == NDK_QP_CONNECTING && !qp->dp) {
+		ret = ndk_dp_attach(&q, s, &qp->dp);
+		if (!ret) {
+			qp->iq.ird = s->ird;
+			qp->iq.ord = s->ord;
+			ret = set_state_locked(qp, NDK_QP_CONNECTED);
+		}
 	}
-	ret = set_state_locked(qp, NDK_QP_CONNECTED);
 	pthread_mutex_unlock(&qp->lock);
 	return ret;
 }
@@ -169,173 +183,19 @@ int ndk_qp_cm_disconnected(struct ndk_qp *qp, bool fatal, bool flush)
 	return ret;
 }
 
-static struct ndk_rqe *rq_slot(struct ndk_rq *rq, uint32_t idx)
-{
-	return (struct ndk_rqe *)(void *)(rq->ring +
-					  (size_t)(idx & (rq->size - 1)) *
-						  ndk_rqe_stride(rq->max_sge));
-}
-
-static void qp_push_se(struct ndk_qp *qp, struct ndk_cq *cq, PVOID ctx,
-		       NTSTATUS status, ULONG bytes, NDK_OPERATION_TYPE type,
-		       ULONG_PTR tsco, bool solicited)
-{
-	NDK_RESULT_EX res = {
-		.Status = status,
-		.BytesTransferred = bytes,
-		.QPContext = qp->context,
-		.RequestContext = ctx,
-		.Type = type,
-		.ProviderErrorCode = 0,
-		.TypeSpecificCompletionOutput = tsco,
-	};
-
-	/* On overrun the CQ reports STATUS_BUFFER_OVERFLOW itself. */
-	if (ndk_cq_push(cq, &res, solicited))
-		ndk_warn("qp %p: CQ %p overrun, completion dropped", (void *)qp,
-			 (void *)cq);
-}
-
-static void qp_push(struct ndk_qp *qp, struct ndk_cq *cq, PVOID ctx,
-		    NTSTATUS status, ULONG bytes, NDK_OPERATION_TYPE type,
-		    ULONG_PTR tsco)
-{
-	qp_push_se(qp, cq, ctx, status, bytes, type, tsco, false);
-}
-
-/*
- * rq.lock held: pushes the flushed receives at the front of the ring. It
- * stops at a receive the data path is still filling, so completions stay
- * in posting order.
- */
-static void rq_push_flushed_locked(struct ndk_qp *qp)
-{
-	struct ndk_rq *rq = &qp->rq;
-	struct ndk_rqe *e;
-
-	while (rq->done != rq->head) {
-		e = rq_slot(rq, rq->done);
-		if (e->state != NDK_RQE_FLUSHED)
-			break;
-		qp_push(qp, qp->rcq, e->ctx, STATUS_CANCELLED, 0,
-			NdkOperationTypeReceive, 0);
-		rq->done++;
-	}
-}
-
-/*
- * Cancels the posted receives; with taken also those the data path holds
- * (close: it must not touch them any more).
- */
-static void rq_flush(struct ndk_qp *qp, bool taken)
-{
-	struct ndk_rq *rq = &qp->rq;
-	uint32_t i;
-
-	pthread_mutex_lock(&rq->lock);
-	for (i = taken ? rq->done : rq->head; i != rq->tail; i++)
-		rq_slot(rq, i)->state = NDK_RQE_FLUSHED;
-	rq->head = rq->tail;
-	rq_push_flushed_locked(qp);
-	pthread_mutex_unlock(&rq->lock);
-}
-
 void ndk_qp_flush(struct ndk_qp *qp)
 {
-	rq_flush(qp, false);
-	ndk_dp_flush(qp);
+	ndk_rq_flush(&qp->rq);
+	if (qp->dp)
+		ndk_dp_flush(qp->dp);
 }
 
-struct ndk_rqe *ndk_qp_recv_take(struct ndk_qp *qp)
-{
-	struct ndk_rq *rq = &qp->rq;
-	struct ndk_rqe *e = NULL;
-
-	pthread_mutex_lock(&rq->lock);
-	if (ndk_qp_state(qp) == NDK_QP_CLOSED)
-		goto out;
-	if (qp->srq) {
-		/* Move one from the SRQ into our ring of receives in progress. */
-		if (rq->tail - rq->done >= rq->depth)
-			goto out;
-		e = rq_slot(rq, rq->tail);
-		if (ndk_srq_take(qp->srq, e)) {
-			e = NULL;
-			goto out;
-		}
-		rq->tail++;
-	} else {
-		if (rq->head == rq->tail)
-			goto out;
-		e = rq_slot(rq, rq->head);
-	}
-	e->state = NDK_RQE_TAKEN;
-	rq->head++;
-out:
-	pthread_mutex_unlock(&rq->lock);
-	return e;
-}
-
-void ndk_qp_recv_complete(struct ndk_qp *qp, struct ndk_rqe *rqe,
-			  NTSTATUS status, ULONG bytes, NDK_OPERATION_TYPE type,
-			  ULONG_PTR tsco)
-{
-	ndk_qp_recv_complete_se(qp, rqe, status, bytes, type, tsco, false);
-}
-
-void ndk_qp_recv_complete_se(struct ndk_qp *qp, struct ndk_rqe *rqe,
-			     NTSTATUS status, ULONG bytes,
-			     NDK_OPERATION_TYPE type, ULONG_PTR tsco,
-			     bool solicited)
-{
-	struct ndk_rq *rq = &qp->rq;
-
-	pthread_mutex_lock(&rq->lock);
-	if (rq->done == rq->head || rq_slot(rq, rq->done) != rqe ||
-	    rqe->state != NDK_RQE_TAKEN) {
-		/* Cancelled by the close already: it completed once. */
-		pthread_mutex_unlock(&rq->lock);
-		return;
-	}
-	/* An error status satisfies a SOLICITED arm anyway (9.6). */
-	qp_push_se(qp, qp->rcq, rqe->ctx, status, bytes, type, tsco, solicited);
-	rq->done++;
-	/* Flushed receives queued behind this one may go now. */
-	rq_push_flushed_locked(qp);
-	pthread_mutex_unlock(&rq->lock);
-}
-
+/* No state check: receives may be posted before the connection is up
+ * (docs/ndk.md, "Work requests"). */
 static NTSTATUS qp_receive(NDK_QP *pNdkQp, PVOID RequestContext,
 			   CONST NDK_SGE *pSgl, ULONG nSge)
 {
-	struct ndk_qp *qp = to_ndk_qp(pNdkQp);
-	struct ndk_rq *rq = &qp->rq;
-	struct ndk_rqe *e;
-
-	/* Receives of a QP with an SRQ are posted to the SRQ only. */
-	if (qp->srq)
-		return STATUS_INVALID_DEVICE_REQUEST;
-	if (nSge > rq->max_sge || (nSge && !pSgl))
-		return STATUS_INVALID_PARAMETER;
-	/*
-	 * No state check: receives may be posted before the connection is
-	 * up (ndkpi.md 6.5). Posts are serialized per queue by the consumer
-	 * (ndkpi.md 9.4); the lock is against NdkFlush and the data path.
-	 */
-	pthread_mutex_lock(&rq->lock);
-	if (rq->tail - rq->done >= rq->depth) {
-		pthread_mutex_unlock(&rq->lock);
-		return STATUS_INSUFFICIENT_RESOURCES;
-	}
-	e = rq_slot(rq, rq->tail);
-	e->ctx = RequestContext;
-	e->nsge = nSge;
-	e->state = NDK_RQE_POSTED;
-	if (nSge)
-		memcpy(e->sge, pSgl, (size_t)nSge * sizeof(NDK_SGE));
-	rq->tail++;
-	pthread_mutex_unlock(&rq->lock);
-	return STATUS_SUCCESS;
+	return ndk_rq_post(&to_ndk_qp(pNdkQp)->rq, RequestContext, pSgl, nSge);
 }
 
 static VOID qp_flush(NDK_QP *pNdkQp)
@@ -344,43 +204,60 @@ static VOID qp_flush(NDK_QP *pNdkQp)
 }
 
 /*
- * Initiator WRs (ndkpi.md 4.7). A QP that is not connected fails them
- * inline with STATUS_CONNECTION_INVALID (6.5); the rest is qp/dp_tx.c.
- * An inline failure first sends what was posted with NDK_OP_FLAG_DEFER
- * before it (ndkpi.md 9.5): the consumer will not post the request that
- * would have.
+ * Initiator WRs (docs/ndk.md, "Work requests"). A QP that is not
+ * connected fails them inline with STATUS_CONNECTION_INVALID; the rest is
+ * qp/dp_tx.c. An inline failure first sends what was posted with
+ * NDK_OP_FLAG_DEFER before it (docs/ndk.md, "Deferred processing"): the
+ * consumer will not post the request that would have.
  */
+static struct ndk_dp *qp_dp(NDK_QP *pNdkQp)
+{
+	struct ndk_qp *qp = to_ndk_qp(pNdkQp);
+
+	return ndk_qp_state(qp) == NDK_QP_CONNECTED ? qp->dp : NULL;
+}
+
 static NTSTATUS qp_posted(NDK_QP *pNdkQp, NTSTATUS status)
 {
-	if (!NT_SUCCESS(status))
-		ndk_dp_kick(to_ndk_qp(pNdkQp));
+	struct ndk_dp *dp = to_ndk_qp(pNdkQp)->dp;
+
+	if (!NT_SUCCESS(status) && dp)
+		ndk_dp_kick(dp);
 	return status;
 }
 
 static NTSTATUS qp_send(NDK_QP *pNdkQp, PVOID RequestContext,
 			CONST NDK_SGE *pSgl, ULONG nSge, ULONG Flags)
 {
-	return qp_posted(pNdkQp,
-			 ndk_dp_post_send(to_ndk_qp(pNdkQp), RequestContext,
-					  pSgl, nSge, Flags, false, 0));
+	struct ndk_dp *dp = qp_dp(pNdkQp);
+
+	return qp_posted(pNdkQp, dp ? ndk_dp_post_send(dp, RequestContext, pSgl,
+						       nSge, Flags, false, 0)
+				    : STATUS_CONNECTION_INVALID);
 }
 
 static NTSTATUS qp_send_and_invalidate(NDK_QP *pNdkQp, PVOID RequestContext,
 				       CONST NDK_SGE *pSgl, ULONG nSge,
 				       ULONG Flags, UINT32 RemoteToken)
 {
-	return qp_posted(pNdkQp, ndk_dp_post_send(to_ndk_qp(pNdkQp),
-						  RequestContext, pSgl, nSge,
-						  Flags, true, RemoteToken));
+	struct ndk_dp *dp = qp_dp(pNdkQp);
+
+	return qp_posted(pNdkQp,
+			 dp ? ndk_dp_post_send(dp, RequestContext, pSgl, nSge,
+					       Flags, true, RemoteToken)
+			    : STATUS_CONNECTION_INVALID);
 }
 
 static NTSTATUS qp_bind(NDK_QP *pNdkQp, PVOID RequestContext, NDK_MR *pMr,
 			NDK_MW *pMw, PVOID VirtualAddress, SIZE_T Length,
 			ULONG Flags)
 {
-	return qp_posted(
-		pNdkQp, ndk_dp_post_bind(to_ndk_qp(pNdkQp), RequestContext, pMr,
-					 pMw, VirtualAddress, Length, Flags));
+	struct ndk_dp *dp = qp_dp(pNdkQp);
+
+	return qp_posted(pNdkQp,
+			 dp ? ndk_dp_post_bind(dp, RequestContext, pMr, pMw,
+					       VirtualAddress, Length, Flags)
+			    : STATUS_CONNECTION_INVALID);
 }
 
 static NTSTATUS qp_fast_register(NDK_QP *pNdkQp, PVOID RequestContext,
@@ -389,39 +266,50 @@ static NTSTATUS qp_fast_register(NDK_QP *pNdkQp, PVOID RequestContext,
 				 ULONG FBO, SIZE_T Length,
 				 PVOID BaseVirtualAddress, ULONG Flags)
 {
+	struct ndk_dp *dp = qp_dp(pNdkQp);
+
 	return qp_posted(pNdkQp,
-			 ndk_dp_post_fast_register(
-				 to_ndk_qp(pNdkQp), RequestContext, pMr,
-				 AdapterPageCount, AdapterPageArray, FBO,
-				 Length, BaseVirtualAddress, Flags));
+			 dp ? ndk_dp_post_fast_register(
+				      dp, RequestContext, pMr, AdapterPageCount,
+				      AdapterPageArray, FBO, Length,
+				      BaseVirtualAddress, Flags)
+			    : STATUS_CONNECTION_INVALID);
 }
 
 static NTSTATUS qp_invalidate(NDK_QP *pNdkQp, PVOID RequestContext,
 			      NDK_OBJECT_HEADER *pNdkMrOrMw, ULONG Flags)
 {
-	return qp_posted(pNdkQp, ndk_dp_post_invalidate(to_ndk_qp(pNdkQp),
-							RequestContext,
-							pNdkMrOrMw, Flags));
+	struct ndk_dp *dp = qp_dp(pNdkQp);
+
+	return qp_posted(pNdkQp, dp ? ndk_dp_post_invalidate(dp, RequestContext,
+							     pNdkMrOrMw, Flags)
+				    : STATUS_CONNECTION_INVALID);
 }
 
 static NTSTATUS qp_read(NDK_QP *pNdkQp, PVOID RequestContext,
 			CONST NDK_SGE *pSgl, ULONG nSge, UINT64 RemoteAddress,
 			UINT32 RemoteToken, ULONG Flags)
 {
+	struct ndk_dp *dp = qp_dp(pNdkQp);
+
 	return qp_posted(pNdkQp,
-			 ndk_dp_post_rdma(to_ndk_qp(pNdkQp), NDK_WQE_READ,
-					  RequestContext, pSgl, nSge,
-					  RemoteAddress, RemoteToken, Flags));
+			 dp ? ndk_dp_post_rdma(dp, NDK_WQE_READ, RequestContext,
+					       pSgl, nSge, RemoteAddress,
+					       RemoteToken, Flags)
+			    : STATUS_CONNECTION_INVALID);
 }
 
 static NTSTATUS qp_write(NDK_QP *pNdkQp, PVOID RequestContext,
 			 CONST NDK_SGE *pSgl, ULONG nSge, UINT64 RemoteAddress,
 			 UINT32 RemoteToken, ULONG Flags)
 {
-	return qp_posted(pNdkQp,
-			 ndk_dp_post_rdma(to_ndk_qp(pNdkQp), NDK_WQE_WRITE,
-					  RequestContext, pSgl, nSge,
-					  RemoteAddress, RemoteToken, Flags));
+	struct ndk_dp *dp = qp_dp(pNdkQp);
+
+	return qp_posted(pNdkQp, dp ? ndk_dp_post_rdma(dp, NDK_WQE_WRITE,
+						       RequestContext, pSgl,
+						       nSge, RemoteAddress,
+						       RemoteToken, Flags)
+				    : STATUS_CONNECTION_INVALID);
 }
 
 static void qp_close_begin(struct ndk_obj *obj)
@@ -433,23 +321,24 @@ static void qp_close_begin(struct ndk_obj *obj)
 	pthread_mutex_unlock(&qp->lock);
 	/*
 	 * Every outstanding request completes once, before the close does
-	 * (ndkpi.md 9.2): the CQs are our antecedents, so they are still
-	 * there. Receives the data path holds are cancelled too; it must
-	 * stop filling them before this point (its close hook goes here).
+	 * (NDKPI Object Lifetime Requirements): the CQs are our
+	 * antecedents, so they are still there. Receives the data path
+	 * holds are cancelled too, and it stops using the socket.
 	 */
-	rq_flush(qp, true);
-	ndk_dp_detach(qp);
-	ndk_dp_flush(qp);
+	ndk_rq_close(&qp->rq);
+	if (qp->dp) {
+		ndk_dp_detach(qp->dp);
+		ndk_dp_flush(qp->dp);
+	}
 }
 
 static void qp_destroy(struct ndk_obj *obj)
 {
 	struct ndk_qp *qp = container_of(obj, struct ndk_qp, obj);
 
-	ndk_dp_free(qp);
-	pthread_mutex_destroy(&qp->rq.lock);
+	ndk_dp_free(qp->dp);
+	ndk_rq_destroy(&qp->rq);
 	pthread_mutex_destroy(&qp->lock);
-	free(qp->rq.ring);
 	free(qp);
 }
 
@@ -474,7 +363,8 @@ static const NDK_QP_DISPATCH qp_dispatch = {
 	.NdkSendAndInvalidate = qp_send_and_invalidate,
 };
 
-/* The header is the provider's (ndkpi.md 2.1): reject the wrong object. */
+/* The header is the provider's (docs/ndk.md, "Objects"): reject the
+ * wrong object. */
 static bool is_type(const void *obj, NDK_OBJECT_TYPE type)
 {
 	const NDK_OBJECT_HEADER *hdr = obj;
@@ -506,7 +396,7 @@ static NTSTATUS qp_create(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
 	ad = pd->obj.adapter;
 	info = &ad->info;
 	/*
-	 * Every limit against NDK_ADAPTER_INFO (ndkpi.md 4.3, 8). Zero
+	 * Every limit against NDK_ADAPTER_INFO (NDK_FN_CREATE_QP). Zero
 	 * MaxInitiatorRequestSge is allowed: zero-length Sends and Writes
 	 * and inline Sends need no SGE slot, and NDK does not forbid it.
 	 */
@@ -522,7 +412,6 @@ static NTSTATUS qp_create(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
 	if (!qp)
 		return STATUS_INSUFFICIENT_RESOURCES;
 	pthread_mutex_init(&qp->lock, NULL);
-	pthread_mutex_init(&qp->rq.lock, NULL);
 	atomic_init(&qp->state, NDK_QP_IDLE);
 	qp->pd = pd;
 	qp->rcq = to_ndk_cq(pReceiveCq);
@@ -536,17 +425,13 @@ static NTSTATUS qp_create(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
 		rq_depth = NDK_QP_SRQ_INFLIGHT;
 		rq_sge = qp->srq->max_sge;
 	}
-	qp->rq.depth = rq_depth;
-	qp->rq.max_sge = rq_sge;
-	for (qp->rq.size = 1; qp->rq.size < rq_depth; qp->rq.size <<= 1)
-		;
-	qp->rq.ring = calloc(qp->rq.size, ndk_rqe_stride(rq_sge));
-	if (!qp->rq.ring) {
+	if (ndk_rq_init(&qp->rq, rq_depth, rq_sge, qp->srq, qp->rcq,
+			QPContext)) {
 		qp_destroy(&qp->obj);
 		return STATUS_INSUFFICIENT_RESOURCES;
 	}
 
-	/* Antecedents (ndkpi.md 9.1); one CQ for both queues is linked once. */
+	/* Antecedents (NDKPI Object Lifetime Requirements); one CQ for both queues is linked once. */
 	antes[n++] = &pd->obj;
 	antes[n++] = to_ndk_obj(&pReceiveCq->Header);
 	if (pInitiatorCq != pReceiveCq)

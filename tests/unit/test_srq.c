@@ -493,12 +493,12 @@ static void test_qp_with_srq(void **state)
 	assert_int_equal(e->cq->Dispatch->NdkGetCqResultsEx(e->cq, res, 8), 0);
 	assert_int_equal(ndk_srq_count(to_ndk_srq(srq)), 3);
 
-	r = ndk_qp_recv_take(q);
+	r = ndk_rq_take(&q->rq);
 	assert_non_null(r);
 	assert_ptr_equal(r->ctx, (PVOID)1);
 	assert_int_equal(r->sge[0].Length, 64);
-	ndk_qp_recv_complete(q, r, STATUS_SUCCESS, 5, NdkOperationTypeReceive,
-			     0);
+	ndk_rq_complete(&q->rq, r, STATUS_SUCCESS, 5, NdkOperationTypeReceive,
+			0, false);
 	assert_int_equal(e->cq->Dispatch->NdkGetCqResultsEx(e->cq, res, 8), 1);
 	assert_int_equal(res[0].Status, STATUS_SUCCESS);
 	assert_ptr_equal(res[0].QPContext, ctx);
@@ -506,7 +506,7 @@ static void test_qp_with_srq(void **state)
 	assert_int_equal(res[0].BytesTransferred, 5);
 
 	/* A receive in progress on a closing QP completes cancelled. */
-	r = ndk_qp_recv_take(to_ndk_qp(qp2));
+	r = ndk_rq_take(&to_ndk_qp(qp2)->rq);
 	assert_ptr_equal(r->ctx, (PVOID)2);
 	assert_int_equal(qp2->Dispatch->NdkCloseQp(&qp2->Header, NULL, NULL),
 			 STATUS_SUCCESS);
@@ -520,10 +520,10 @@ static void test_qp_with_srq(void **state)
 	assert_int_equal(srq->Dispatch->NdkCloseSrq(&srq->Header, on_srq_closed,
 						    &closed),
 			 STATUS_PENDING);
-	r = ndk_qp_recv_take(q);
+	r = ndk_rq_take(&q->rq);
 	assert_ptr_equal(r->ctx, (PVOID)3);
-	ndk_qp_recv_complete(q, r, STATUS_SUCCESS, 0, NdkOperationTypeReceive,
-			     0);
+	ndk_rq_complete(&q->rq, r, STATUS_SUCCESS, 0, NdkOperationTypeReceive,
+			0, false);
 	expect_notes(&nt, 0);
 	assert_int_equal(atomic_load(&closed), 0);
 	assert_int_equal(qp->Dispatch->NdkCloseQp(&qp->Header, NULL, NULL),
@@ -557,7 +557,7 @@ static void test_adapter_close_with_open_objects(void **state)
 						      &qp2),
 			 STATUS_SUCCESS);
 	post(srq, 1, 4);
-	assert_non_null(ndk_qp_recv_take(to_ndk_qp(qp)));
+	assert_non_null(ndk_rq_take(&to_ndk_qp(qp)->rq));
 	assert_int_equal(qp2->Dispatch->NdkReceive(qp2, NULL, NULL, 0),
 			 STATUS_SUCCESS);
 	assert_int_equal(modify(srq, 0, 3), STATUS_SUCCESS);

@@ -8,7 +8,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <linux/tcp.h>
-#include "cm/tcp_stats.h"
+#include "qp/tcp_stats.h"
 
 int ndk_tcp_bytes_received(int fd, uint64_t *bytes)
 {

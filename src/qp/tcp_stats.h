@@ -3,8 +3,8 @@
  * TCP statistics of a connected socket that the C library's <netinet/tcp.h>
  * does not expose (its struct tcp_info stops before them).
  */
-#ifndef NDK_CM_TCP_STATS_H
-#define NDK_CM_TCP_STATS_H
+#ifndef NDK_QP_TCP_STATS_H
+#define NDK_QP_TCP_STATS_H
 
 #include <stdint.h>
 
@@ -15,4 +15,4 @@
  */
 int ndk_tcp_bytes_received(int fd, uint64_t *bytes);
 
-#endif /* NDK_CM_TCP_STATS_H */
+#endif /* NDK_QP_TCP_STATS_H */

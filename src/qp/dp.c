@@ -1,0 +1,469 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The data path's lifecycle (qp/dp.h): attach with the socket handed over,
+ * the socket's engine handler, the end of the stream reported once,
+ * detach and free; and who receives: the engine, or a consumer that
+ * busy-polls one of the QP's CQs (docs/design.md, Consumer-driven
+ * receive).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include "core/log.h"
+#include "front/adapter.h"
+#include "iwarp/mpa.h"
+#include "qp/dp.h"
+#include "qp/dp_rx.h"
+#include "qp/dp_tx.h"
+#include "qp/tcp_stats.h"
+
+/* ------------------------------------------------------------------ */
+/* The socket                                                         */
+
+/*
+ * Takes the socket out of the engine's epoll set. On the engine thread
+ * this also drops events of the batch being dispatched, so no handler
+ * runs for it afterwards. lock held.
+ */
+static void dp_unregister_locked(struct ndk_dp *dp)
+{
+	if (!dp->io_registered)
+		return;
+	ndk_engine_del_fd(dp->engine, &dp->io);
+	dp->io_registered = false;
+}
+
+static void dp_close_socket_locked(struct ndk_dp *dp)
+{
+	dp_unregister_locked(dp);
+	if (dp->fd >= 0)
+		close(dp->fd);
+	dp->fd = -1;
+}
+
+/* Engine thread: the close that ndk_dp_detach queued. */
+static void dp_close_work_fn(struct ndk_work *w)
+{
+	struct ndk_dp *dp = container_of(w, struct ndk_dp, close_work);
+	struct ndk_obj *qp = dp->qp.obj;
+
+	pthread_mutex_lock(&dp->lock);
+	dp_close_socket_locked(dp);
+	pthread_mutex_unlock(&dp->lock);
+	ndk_obj_put(qp);
+}
+
+/*
+ * The stream is over: no more I/O, and the connection manager hears it
+ * once. After a Terminate our FIN follows it (RFC 5040 5.2: nothing after
+ * a Terminate). The socket stays open until the detach: closing it with
+ * unread bytes would reset the connection. Engine thread.
+ */
+static void dp_end(struct ndk_dp *dp, int err)
+{
+	ndk_dp_end_fn fn = NULL;
+
+	pthread_mutex_lock(&dp->lock);
+	if (ndk_dp_attached(dp)) {
+		if (err == -EPROTO) {
+			ndk_info("qp %p: connection terminated",
+				 (void *)dp->qp.obj);
+			ndk_dp_tx_locked(dp);
+			shutdown(dp->fd, SHUT_WR);
+		}
+		ndk_dp_set_state_locked(dp, NDK_DP_ENDED);
+		dp_unregister_locked(dp);
+		fn = dp->end_fn;
+	}
+	pthread_mutex_unlock(&dp->lock);
+	if (fn)
+		fn(dp->end_ctx, err);
+}
+
+/* After a receive pass: send what it queued (a Terminate, Read
+ * Responses, Reads that waited for ORQ room). rx_lock held. */
+static void dp_rx_done(struct ndk_dp *dp)
+{
+	if (!dp->rx_wants_tx)
+		return;
+	pthread_mutex_lock(&dp->lock);
+	dp->rx_wants_tx = false;
+	ndk_dp_tx_locked(dp);
+	pthread_mutex_unlock(&dp->lock);
+}
+
+/* Engine thread: the socket's readiness. */
+static void dp_io_fn(struct ndk_io *io, uint32_t events)
+{
+	struct ndk_dp *dp = container_of(io, struct ndk_dp, io);
+	bool got = false;
+	int ret;
+
+	if (events & EPOLLOUT) {
+		pthread_mutex_lock(&dp->lock);
+		ndk_dp_tx_locked(dp);
+		pthread_mutex_unlock(&dp->lock);
+	}
+	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+		return;
+	pthread_mutex_lock(&dp->rx_lock);
+	/* Bounded per wake-up so one busy connection cannot starve others. */
+	ret = ndk_dp_rx_pass(dp, 16, &got);
+	dp_rx_done(dp);
+	pthread_mutex_unlock(&dp->rx_lock);
+	if (ret < 0)
+		dp_end(dp, ret);
+}
+
+/*
+ * Engine thread: an error that a consumer's poll met ends the connection
+ * here, where the end is reported. The QP reference taken when the work
+ * was posted keeps dp alive.
+ */
+static void rx_error_work_fn(struct ndk_work *w)
+{
+	struct ndk_dp *dp = container_of(w, struct ndk_dp, rx_error_work);
+	struct ndk_obj *qp = dp->qp.obj;
+	bool attached;
+
+	pthread_mutex_lock(&dp->lock);
+	attached = ndk_dp_attached(dp);
+	pthread_mutex_unlock(&dp->lock);
+	if (attached)
+		dp_io_fn(&dp->io, EPOLLIN);
+	ndk_obj_put(qp);
+}
+
+/* ------------------------------------------------------------------ */
+/* Who receives: the engine or a polling consumer                     */
+
+/* Receive passes a consumer must make within a short time before it takes
+ * receiving over: it is then busy-polling (a consumer that polls now and
+ * then, e.g. between spins on memory, never does). */
+#define CLAIM_POLLS	8
+#define CLAIM_WINDOW_NS 20000
+/* A consumer that has not polled for this long gets no more say. */
+#define CLAIM_IDLE_NS 500000
+
+static void dp_claim(struct ndk_dp *dp, bool consumer)
+{
+	bool ref = false;
+
+	pthread_mutex_lock(&dp->lock);
+	if (!ndk_dp_attached(dp) || dp->rx_consumer == consumer) {
+		pthread_mutex_unlock(&dp->lock);
+		return;
+	}
+	dp->rx_consumer = consumer;
+	ndk_dp_interest_locked(dp);
+	if (consumer && !dp->backstop_armed &&
+	    !ndk_timer_start(dp->engine, &dp->backstop, 1)) {
+		dp->backstop_armed = true;
+		ref = true;
+	} else if (consumer && !dp->backstop_armed) {
+		/* No backstop, no takeover. */
+		dp->rx_consumer = false;
+		ndk_dp_interest_locked(dp);
+	}
+	consumer = dp->rx_consumer;
+	pthread_mutex_unlock(&dp->lock);
+	if (ref)
+		ndk_obj_get(dp->qp.obj);
+	ndk_cq_poller_claim(dp->qp.rcq, &dp->rpoll, consumer);
+	ndk_cq_poller_claim(dp->qp.icq, &dp->ipoll, consumer);
+}
+
+/* Engine thread: hands receiving back from a consumer that stopped
+ * polling without arming its CQ. */
+static void backstop_fn(struct ndk_timer *t)
+{
+	struct ndk_dp *dp = container_of(t, struct ndk_dp, backstop);
+	struct ndk_obj *qp = dp->qp.obj;
+	bool keep = false, give_back = false;
+
+	pthread_mutex_lock(&dp->lock);
+	if (ndk_dp_attached(dp) && dp->rx_consumer) {
+		if (ndk_now_ns() - atomic_load(&dp->last_poll_ns) <
+			    CLAIM_IDLE_NS &&
+		    !ndk_timer_start(dp->engine, t, 1))
+			keep = true;
+		else
+			give_back = true;
+	}
+	if (!keep)
+		dp->backstop_armed = false;
+	pthread_mutex_unlock(&dp->lock);
+	if (give_back)
+		dp_claim(dp, false);
+	if (!keep)
+		ndk_obj_put(qp);
+}
+
+/* A CQ's poller (cq.h), on the consumer's thread; the CQ holds a QP
+ * reference while it runs. */
+static void dp_poll(struct ndk_dp *dp)
+{
+	struct ndk_obj *qp = dp->qp.obj;
+	bool got = false, claim = false;
+	uint64_t now;
+	int ret;
+
+	/* Busy: the engine (or another poller) is receiving right now. */
+	if (pthread_mutex_trylock(&dp->rx_lock))
+		return;
+	ret = dp->rx_error ? 0 : ndk_dp_rx_pass(dp, 4, &got);
+	dp_rx_done(dp);
+	now = ndk_now_ns();
+	atomic_store(&dp->last_poll_ns, now);
+	if (ret >= 0) {
+		if (!dp->poll_streak ||
+		    now - dp->streak_start_ns > CLAIM_WINDOW_NS) {
+			dp->poll_streak = 0;
+			dp->streak_start_ns = now;
+		}
+		claim = ++dp->poll_streak == CLAIM_POLLS;
+	}
+	/* The end of the stream stays readable for the engine to see;
+	 * anything else is handed over once. */
+	if (ret < 0 && ret != -EPIPE) {
+		dp->rx_error = ret;
+		ndk_obj_get(qp);
+		if (!ndk_engine_post(dp->engine, &dp->rx_error_work))
+			ndk_obj_put(qp);
+	}
+	pthread_mutex_unlock(&dp->rx_lock);
+	if (ret < 0)
+		dp_claim(dp, false);
+	else if (claim)
+		dp_claim(dp, true);
+}
+
+static void dp_poll_rcq(struct ndk_cq_poller *p)
+{
+	dp_poll(container_of(p, struct ndk_dp, rpoll));
+}
+
+static void dp_poll_icq(struct ndk_cq_poller *p)
+{
+	dp_poll(container_of(p, struct ndk_dp, ipoll));
+}
+
+/* NdkArmCq on one of our CQs: the consumer will sleep. */
+static void dp_armed_rcq(struct ndk_cq_poller *p)
+{
+	dp_claim(container_of(p, struct ndk_dp, rpoll), false);
+}
+
+static void dp_armed_icq(struct ndk_cq_poller *p)
+{
+	dp_claim(container_of(p, struct ndk_dp, ipoll), false);
+}
+
+/* ------------------------------------------------------------------ */
+/* Attach, detach, free                                               */
+
+/* Ethernet (14) + IPv4 (20) or IPv6 (40) + TCP with timestamps (32). */
+static uint32_t dp_frame_overhead(int family)
+{
+	return family == AF_INET6 ? 14 + 40 + 32 : 14 + 20 + 32;
+}
+
+static void dp_release(struct ndk_dp *dp)
+{
+	ndk_dp_rx_free(dp);
+	free(dp->sq);
+	free(dp->irq);
+	free(dp->handover);
+	free(dp);
+}
+
+int ndk_dp_attach(const struct ndk_dp_qp *qp, const struct ndk_dp_socket *s,
+		  struct ndk_dp **out)
+{
+	struct ndk_dp *dp = calloc(1, sizeof(*dp));
+	uint32_t stride, size = 1;
+	int mss = 0, ret;
+	socklen_t len = sizeof(mss);
+
+	if (!dp)
+		return -ENOMEM;
+	dp->qp = *qp;
+	dp->ad = qp->obj->adapter;
+	dp->crc = s->crc;
+	stride = (uint32_t)(sizeof(struct ndk_wqe) +
+			    MAX((size_t)qp->max_sge * sizeof(NDK_SGE),
+				(size_t)qp->inline_size));
+	stride = (stride + 7) & ~7u;
+	while (size < qp->sq_depth)
+		size <<= 1;
+	dp->sq = calloc(size, stride);
+	dp->irq = calloc(MAX(s->ird, 1u), sizeof(*dp->irq));
+	if (s->unsent_len)
+		dp->handover = malloc(s->unsent_len);
+	if (!dp->sq || !dp->irq || (s->unsent_len && !dp->handover) ||
+	    ndk_dp_rx_create(dp)) {
+		dp_release(dp);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&dp->lock, NULL);
+	pthread_mutex_init(&dp->rx_lock, NULL);
+	dp->state = NDK_DP_ATTACHED;
+	dp->fd = s->fd;
+	dp->engine = s->engine;
+	dp->end_fn = s->end_fn;
+	dp->end_ctx = s->end_ctx;
+	dp->ird = s->ird;
+	dp->ord = s->ord;
+	dp->sq_size = size;
+	dp->sq_depth = qp->sq_depth;
+	dp->sq_stride = stride;
+	/* FPDUs fit the connection's MSS (RFC 5044 MULPDU). */
+	if (getsockopt(s->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) || mss < 512)
+		mss = 1460;
+	dp->mulpdu = (uint32_t)mpa_mulpdu((size_t)mss);
+	dp->frame_overhead = dp_frame_overhead(s->family);
+	/* MSNs start at 1 on every queue (RFC 5041 5.1). */
+	dp->msn_send = 1;
+	dp->msn_readreq = 1;
+	dp->nudge_mark_ok = !ndk_tcp_bytes_received(s->fd, &dp->nudge_mark);
+	ndk_work_init(&dp->rx_error_work, rx_error_work_fn);
+	ndk_work_init(&dp->close_work, dp_close_work_fn);
+	ndk_timer_init(&dp->backstop, backstop_fn);
+	dp->rpoll.poll = dp_poll_rcq;
+	dp->rpoll.armed = dp_armed_rcq;
+	dp->rpoll.owner = qp->obj;
+	dp->ipoll.poll = dp_poll_icq;
+	dp->ipoll.armed = dp_armed_icq;
+	dp->ipoll.owner = qp->obj;
+	dp->io.fd = s->fd;
+	dp->io.fn = dp_io_fn;
+	ret = ndk_engine_add_fd(dp->engine, &dp->io, EPOLLIN);
+	if (ret) {
+		pthread_mutex_destroy(&dp->lock);
+		pthread_mutex_destroy(&dp->rx_lock);
+		dp_release(dp);
+		return ret;
+	}
+	dp->io_registered = true;
+	ndk_cq_add_poller(dp->qp.rcq, &dp->rpoll);
+	if (dp->qp.icq != dp->qp.rcq)
+		ndk_cq_add_poller(dp->qp.icq, &dp->ipoll);
+	if (s->unsent_len) {
+		memcpy(dp->handover, s->unsent, s->unsent_len);
+		pthread_mutex_lock(&dp->lock);
+		ndk_dp_send_raw_locked(dp, dp->handover, s->unsent_len);
+		pthread_mutex_unlock(&dp->lock);
+	}
+	*out = dp;
+	return 0;
+}
+
+void ndk_dp_detach(struct ndk_dp *dp)
+{
+	bool queue = false;
+
+	pthread_mutex_lock(&dp->lock);
+	if (dp->state == NDK_DP_DETACHED) {
+		pthread_mutex_unlock(&dp->lock);
+		return;
+	}
+	ndk_dp_set_state_locked(dp, NDK_DP_DETACHED);
+	dp->tx_left = 0;
+	/*
+	 * A handler may be running or about to run for this socket on the
+	 * engine (an event already fetched): off the engine, the socket is
+	 * closed there, after it. Once unregistered (at the end of the
+	 * stream, on the engine) no handler can run any more.
+	 */
+	if (!dp->io_registered || ndk_engine_on_thread(dp->engine)) {
+		dp_close_socket_locked(dp);
+	} else {
+		ndk_engine_mod_fd(dp->engine, &dp->io, 0);
+		queue = true;
+	}
+	pthread_mutex_unlock(&dp->lock);
+	ndk_cq_del_poller(dp->qp.rcq, &dp->rpoll);
+	ndk_cq_del_poller(dp->qp.icq, &dp->ipoll);
+	if (!queue)
+		return;
+	ndk_obj_get(dp->qp.obj);
+	if (!ndk_engine_post(dp->engine, &dp->close_work)) {
+		/* The engine thread is gone: no handler can run. */
+		pthread_mutex_lock(&dp->lock);
+		dp_close_socket_locked(dp);
+		pthread_mutex_unlock(&dp->lock);
+		ndk_obj_put(dp->qp.obj);
+	}
+}
+
+void ndk_dp_free(struct ndk_dp *dp)
+{
+	if (!dp)
+		return;
+	ndk_dp_traffic(dp, &dp->tx_traffic, true, 0, 0, true);
+	ndk_dp_traffic(dp, &dp->rx_traffic, false, 0, 0, true);
+	if (dp->fd >= 0)
+		close(dp->fd); /* never detached: no engine to sync with */
+	pthread_mutex_destroy(&dp->lock);
+	pthread_mutex_destroy(&dp->rx_lock);
+	dp_release(dp);
+}
+
+void ndk_dp_shutdown(struct ndk_dp *dp)
+{
+	pthread_mutex_lock(&dp->lock);
+	if (dp->state != NDK_DP_DETACHED)
+		shutdown(dp->fd, SHUT_WR);
+	pthread_mutex_unlock(&dp->lock);
+}
+
+bool ndk_dp_nudge(struct ndk_dp *dp)
+{
+	uint64_t rx;
+	bool sent = false;
+
+	pthread_mutex_lock(&dp->lock);
+	if (ndk_dp_attached(dp) && dp->nudge_mark_ok &&
+	    !ndk_tcp_bytes_received(dp->fd, &rx) && rx != dp->nudge_mark)
+		ndk_dbg("qp %p: peer spoke after the RTR, no nudge",
+			(void *)dp->qp.obj);
+	else
+		/* Between FPDUs only; the writer finishes it on EPOLLOUT if
+		 * the socket takes only part. */
+		sent = ndk_dp_send_rtr_locked(dp, MPA_RTR_WRITE);
+	pthread_mutex_unlock(&dp->lock);
+	return sent;
+}
+
+/*
+ * A receive taken for a message that will never finish (the stream
+ * ended mid-message) completes as cancelled, so it and every receive
+ * behind it flush (NDK_FN_DISCONNECT_EVENT_CALLBACK). Only once the
+ * stream is over: rx_lock waits for a receive pass in progress, and no
+ * pass starts after the end.
+ */
+static void dp_release_rx(struct ndk_dp *dp)
+{
+	struct ndk_rqe *rqe = NULL;
+
+	pthread_mutex_lock(&dp->rx_lock);
+	pthread_mutex_lock(&dp->lock);
+	if (!ndk_dp_attached(dp))
+		rqe = ndk_dp_rx_release(dp);
+	pthread_mutex_unlock(&dp->lock);
+	pthread_mutex_unlock(&dp->rx_lock);
+	if (rqe)
+		ndk_rq_complete(dp->qp.rq, rqe, STATUS_CANCELLED, 0,
+				NdkOperationTypeReceive, 0, false);
+}
+
+void ndk_dp_flush(struct ndk_dp *dp)
+{
+	dp_release_rx(dp);
+	ndk_dp_tx_flush(dp);
+}

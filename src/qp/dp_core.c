@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The data path's shared core (qp/dp_core.h): its state machine, the
+ * initiator queue's completions, the socket's interest and the traffic
+ * counters.
+ */
+#include <assert.h>
+#include <sys/epoll.h>
+#include "core/log.h"
+#include "front/adapter.h"
+#include "qp/dp_core.h"
+
+static const char *const dp_state_names[NDK_DP_STATE_COUNT] = {
+	[NDK_DP_ATTACHED] = "ATTACHED",
+	[NDK_DP_ENDED] = "ENDED",
+	[NDK_DP_DETACHED] = "DETACHED",
+};
+
+/* dp_next[from][to]: the legal transitions. Forward only. */
+static const bool dp_next[NDK_DP_STATE_COUNT][NDK_DP_STATE_COUNT] = {
+	[NDK_DP_ATTACHED] = { [NDK_DP_ENDED] = true, [NDK_DP_DETACHED] = true },
+	[NDK_DP_ENDED] = { [NDK_DP_DETACHED] = true },
+};
+
+const char *ndk_dp_state_name(enum ndk_dp_state state)
+{
+	return (unsigned int)state < NDK_DP_STATE_COUNT ? dp_state_names[state]
+							: "?";
+}
+
+void ndk_dp_set_state_locked(struct ndk_dp *dp, enum ndk_dp_state to)
+{
+	enum ndk_dp_state from = dp->state;
+
+	if (!dp_next[from][to]) {
+		ndk_err("dp %p: illegal transition %s -> %s", (void *)dp,
+			ndk_dp_state_name(from), ndk_dp_state_name(to));
+		assert(!"illegal data path transition");
+		return;
+	}
+	ndk_dbg("dp %p: %s -> %s", (void *)dp, ndk_dp_state_name(from),
+		ndk_dp_state_name(to));
+	dp->state = to;
+}
+
+static NDK_OPERATION_TYPE wqe_type(const struct ndk_wqe *w)
+{
+	switch (w->op) {
+	case NDK_WQE_SEND:
+		return NdkOperationTypeSend;
+	case NDK_WQE_WRITE:
+		return NdkOperationTypeWrite;
+	case NDK_WQE_READ:
+		return NdkOperationTypeRead;
+	case NDK_WQE_BIND:
+		return NdkOperationTypeBind;
+	case NDK_WQE_FAST_REGISTER:
+		return NdkOperationTypeFastRegister;
+	default:
+		return NdkOperationTypeInvalidate;
+	}
+}
+
+void ndk_dp_complete_locked(struct ndk_dp *dp)
+{
+	while (dp->sq_done != dp->sq_next) {
+		struct ndk_wqe *w = ndk_dp_sq_slot(dp, dp->sq_done);
+
+		if (w->state != NDK_WQE_DONE)
+			break;
+		/* SILENT_SUCCESS: no entry on success; failures still one. */
+		if (!(w->flags & NDK_OP_FLAG_SILENT_SUCCESS) ||
+		    !NT_SUCCESS(w->status)) {
+			NDK_RESULT_EX res = {
+				.Status = w->status,
+				.BytesTransferred = w->length,
+				.QPContext = dp->qp.context,
+				.RequestContext = w->ctx,
+				.Type = wqe_type(w),
+			};
+
+			ndk_cq_push(dp->qp.icq, &res, false);
+		}
+		dp->sq_done++;
+	}
+}
+
+void ndk_dp_interest_locked(struct ndk_dp *dp)
+{
+	if (ndk_dp_attached(dp) && dp->io_registered)
+		ndk_engine_mod_fd(
+			dp->engine, &dp->io,
+			(dp->rx_consumer ? 0u : (uint32_t)EPOLLIN) |
+				(dp->want_out ? (uint32_t)EPOLLOUT : 0u));
+}
+
+void ndk_dp_want_out_locked(struct ndk_dp *dp, bool on)
+{
+	if (dp->want_out == on || !ndk_dp_attached(dp))
+		return;
+	dp->want_out = on;
+	ndk_dp_interest_locked(dp);
+}
+
+/* A batch is one shared atomic add per 64 FPDUs or 256 KiB at most. */
+#define TRAFFIC_BATCH_FRAMES 64
+#define TRAFFIC_BATCH_OCTETS (256 * 1024)
+
+void ndk_dp_traffic(struct ndk_dp *dp, struct ndk_dp_traffic *t, bool out,
+		    uint64_t octets, uint32_t frames, bool flush)
+{
+	t->octets += octets;
+	t->frames += frames;
+	if (!flush && t->frames < TRAFFIC_BATCH_FRAMES &&
+	    t->octets < TRAFFIC_BATCH_OCTETS)
+		return;
+	if (!t->octets && !t->frames)
+		return;
+	/* RDMA octets include L2 overhead (docs/ndk.md, OIDs): every FPDU
+	 * fits one TCP segment, so each is a frame with its headers. */
+	ndk_adapter_count(dp->ad,
+			  out ? NDK_CTR(RDMAOutOctets) : NDK_CTR(RDMAInOctets),
+			  t->octets + (uint64_t)t->frames * dp->frame_overhead);
+	ndk_adapter_count(dp->ad,
+			  out ? NDK_CTR(RDMAOutFrames) : NDK_CTR(RDMAInFrames),
+			  t->frames);
+	t->octets = 0;
+	t->frames = 0;
+}

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The data path's shared core: struct ndk_dp, its state, the initiator
+ * queue's ring and completions, the socket's epoll interest and the
+ * traffic counters. Receive (dp_rx.c) and transmit (dp_tx.c) each build
+ * on this and never call each other; dp.c, above both, owns the
+ * connection's lifecycle and socket (docs/design.md, Sockets).
+ *
+ * Locking (docs/design.md, Locks): rx_lock is held while a receive pass
+ * runs (engine or a polling consumer); lock protects the initiator queue,
+ * the ORQ and IRQ, the transmit batch and the state. Posting threads, the
+ * engine's receive path and EPOLLOUT all transmit under lock; socket
+ * writes are non-blocking, so it is held for short times only. Order:
+ * rx_lock, then lock, then the receive queue's and the CQ's locks.
+ */
+#ifndef NDK_QP_DP_CORE_H
+#define NDK_QP_DP_CORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include <ndk/ndk.h>
+#include "engine/engine.h"
+#include "front/object.h"
+#include "iwarp/fpdu.h"
+#include "qp/cq.h"
+#include "qp/rq.h"
+
+struct ndk_adapter;
+
+enum ndk_wqe_op {
+	NDK_WQE_SEND,
+	NDK_WQE_WRITE,
+	NDK_WQE_READ,
+	NDK_WQE_BIND,
+	NDK_WQE_FAST_REGISTER,
+	NDK_WQE_INVALIDATE,
+};
+
+enum ndk_wqe_state {
+	NDK_WQE_QUEUED, /* not started */
+	NDK_WQE_ACTIVE, /* being transmitted */
+	NDK_WQE_WAIT_RESPONSE, /* Read Request sent, response pending */
+	NDK_WQE_DONE, /* finished; completes once those before it did */
+};
+
+/* One initiator work request (a slot of the SQ ring). */
+struct ndk_wqe {
+	uint8_t op; /* enum ndk_wqe_op */
+	uint8_t state; /* enum ndk_wqe_state */
+	bool inline_data; /* payload copied into data[] at post time */
+	uint32_t nsge;
+	ULONG flags;
+	PVOID ctx;
+	NTSTATUS status;
+	uint32_t length; /* payload bytes */
+	uint32_t done_bytes; /* sent (Send, Write) or placed (Read) */
+	uint32_t stag; /* remote STag (Write, Read) or invalidate STag */
+	uint64_t addr; /* remote address (Write, Read) */
+	void *obj; /* Bind: MW; FastRegister/Invalidate: MR or MW header */
+	void *obj2; /* Bind: MR */
+	uint64_t va, len; /* Bind, FastRegister */
+	const NDK_LOGICAL_ADDRESS *pages; /* FastRegister */
+	uint32_t npages, fbo;
+	NDK_SGE sge[]; /* max_sge SGEs, or inline bytes */
+};
+
+/* An inbound Read Request being answered (RFC 5040 4.4, the IRQ). */
+struct ndk_irqe {
+	uint32_t sink_stag;
+	uint64_t sink_to;
+	uint32_t src_stag;
+	uint64_t src_to;
+	uint32_t length;
+	uint32_t sent;
+};
+
+/* Receive-side state of the message in progress (dp_rx.c). */
+struct ndk_dp_rx;
+
+/*
+ * RDMA traffic not yet added to the adapter's machine-wide counters
+ * (OID_NDK_STATISTICS): they are shared atomics, so they are added per
+ * batch, not per FPDU.
+ */
+struct ndk_dp_traffic {
+	uint64_t octets;
+	uint32_t frames;
+};
+
+/* FPDUs and iovecs one transmit batch holds (one sendmsg when the socket
+ * takes it all); an FPDU needs at most NDK_TX_FPDU_IOV iovecs. */
+#define NDK_TX_BATCH	16
+#define NDK_TX_IOV	64
+#define NDK_TX_FPDU_IOV 20
+/* A batch stops growing at this many bytes (one busy QP does not hold
+ * the lock for long, and its requests complete as they go). */
+#define NDK_TX_BATCH_BYTES (256 * 1024)
+
+/* One FPDU of the transmit batch. */
+struct ndk_dp_txrec {
+	uint32_t len; /* bytes on the wire */
+	uint16_t iov_end; /* its iovecs end here */
+	bool fin; /* its last byte completes request fin_idx */
+	uint32_t fin_idx;
+};
+
+/*
+ * The data path's state. It owns the socket in every state and closes it
+ * when it is detached.
+ *   ATTACHED  reads and writes FPDUs, watched by the engine;
+ *   ENDED     the stream is over (end of stream, reset, or a Terminate
+ *             sent or received) and was reported to the connection
+ *             manager: no more I/O, the socket stays open until detached
+ *             (closing it with unread data would reset the connection);
+ *   DETACHED  the connection manager let go: the socket is closed (or its
+ *             close is queued on the engine).
+ */
+enum ndk_dp_state {
+	NDK_DP_ATTACHED,
+	NDK_DP_ENDED,
+	NDK_DP_DETACHED,
+	NDK_DP_STATE_COUNT
+};
+
+/* The QP a data path serves: what it reads of it, fixed at attach. */
+struct ndk_dp_qp {
+	struct ndk_obj *obj; /* the QP: references, adapter, pollers */
+	struct ndk_rq *rq; /* where incoming Sends find their receives */
+	struct ndk_cq *rcq, *icq;
+	PVOID context; /* QPContext of every completion */
+	uint32_t pd_id; /* every STag checked is the QP's PD's */
+	uint32_t sq_depth; /* InitiatorQueueDepth */
+	uint32_t max_sge; /* MaxInitiatorRequestSge */
+	uint32_t inline_size; /* InlineDataSize */
+};
+
+/* The connection manager's callback: the stream ended with err (-EPIPE
+ * end of stream, -ECONNRESET..., -EPROTO a Terminate). Engine thread, no
+ * data-path lock held; called once. */
+typedef void (*ndk_dp_end_fn)(void *ctx, int err);
+
+struct ndk_dp {
+	struct ndk_dp_qp qp;
+	struct ndk_adapter *ad;
+	pthread_mutex_t lock;
+	enum ndk_dp_state state; /* under lock; ndk_dp_set_state_locked */
+
+	/* The socket and its engine registration, owned from attach on. */
+	int fd;
+	struct ndk_engine *engine;
+	struct ndk_io io;
+	bool io_registered; /* under lock: io is in the engine's epoll set */
+	bool want_out; /* EPOLLOUT is armed */
+	ndk_dp_end_fn end_fn;
+	void *end_ctx;
+	struct ndk_work close_work; /* closes the socket on the engine */
+	uint64_t nudge_mark; /* peer bytes at attach (RTR nudge) */
+	bool nudge_mark_ok;
+	uint8_t *handover; /* handshake bytes the connector had not sent */
+
+	bool crc;
+	uint32_t mulpdu; /* largest ULPDU per FPDU (RFC 5044 MULPDU) */
+	uint32_t ird, ord;
+
+	/* Initiator queue: done <= next <= tail, free-running. */
+	unsigned char *sq;
+	uint32_t sq_size, sq_depth, sq_stride;
+	uint32_t sq_done, sq_next, sq_tail;
+	/* Requests before sq_rung may go; later ones were posted with
+	 * NDK_OP_FLAG_DEFER and wait for the end of their chain. */
+	uint32_t sq_rung;
+	uint32_t reads_out; /* Read Requests awaiting responses (ORQ) */
+	uint32_t orq_head; /* SQ index of the oldest outstanding Read */
+
+	/* IRQ: inbound Read Requests, answered in order. */
+	struct ndk_irqe *irq;
+	uint32_t irq_head, irq_tail; /* free-running, at most ird apart */
+
+	/*
+	 * Transmit: a batch of FPDUs gathered from their pieces (header and
+	 * trailer here, payload straight from registered memory), written
+	 * with as few sendmsg calls as the socket takes. tx_rec[] says where
+	 * each FPDU ends and which request its last byte completes.
+	 */
+	uint8_t tx_hdr[NDK_TX_BATCH][FPDU_HDR_MAX];
+	uint8_t tx_trl[NDK_TX_BATCH][FPDU_TRAILER_MAX];
+	struct iovec tx_iov[NDK_TX_IOV];
+	struct ndk_dp_txrec tx_rec[NDK_TX_BATCH];
+	int tx_iovcnt; /* iovecs in the batch */
+	int tx_iov_pos; /* first iovec not all written */
+	uint32_t tx_nrec; /* FPDUs in the batch */
+	uint32_t tx_rec_pos; /* first FPDU not all written */
+	size_t tx_rec_left; /* its bytes still to write */
+	size_t tx_left; /* bytes of the batch still to write */
+	uint8_t tx_ctrl[FPDU_HDR_MAX + FPDU_TRAILER_MAX]; /* an extra RTR */
+	uint32_t msn_send; /* next MSN for QN 0 (RFC 5041 5.1) */
+	uint32_t msn_readreq; /* next MSN for QN 1 */
+	uint8_t term[FPDU_HDR_MAX + RDMAP_TERM_BODY_MAX + FPDU_TRAILER_MAX];
+	size_t term_len;
+	bool terminated; /* no FPDU after a Terminate */
+	struct ndk_dp_traffic tx_traffic; /* under lock */
+	uint32_t frame_overhead; /* estimated L2-L4 header bytes per FPDU */
+
+	/* Receive: rx_lock is held while a pass runs, so a QP close on
+	 * another thread cannot take the receive being filled. */
+	pthread_mutex_t rx_lock;
+	struct ndk_dp_rx *rx;
+	struct ndk_dp_traffic rx_traffic; /* under rx_lock */
+	/* The receive pass queued work for the transmitter (a Terminate, a
+	 * Read Response to send, ORQ room): under rx_lock and lock. */
+	bool rx_wants_tx;
+
+	/* Consumer-driven receive (cq.h): a poller on each CQ; an error met
+	 * there is handed to the engine, which ends the connection. */
+	struct ndk_cq_poller rpoll, ipoll;
+	int rx_error; /* under rx_lock */
+	struct ndk_work rx_error_work;
+	/*
+	 * Who receives. The engine watches EPOLLIN unless a consumer
+	 * busy-polls this connection's CQ (rx_consumer): then the engine
+	 * thread is not woken per message, which on few cores costs more
+	 * than the message. NdkArmCq, an error, or a consumer that stopped
+	 * polling (the backstop timer, every millisecond) hand it back.
+	 */
+	bool rx_consumer; /* under lock */
+	bool backstop_armed; /* under lock; holds a QP reference */
+	struct ndk_timer backstop;
+	_Atomic uint64_t last_poll_ns;
+	unsigned int poll_streak; /* recent consumer passes, under rx_lock */
+	uint64_t streak_start_ns; /* under rx_lock */
+};
+
+/* The one state setter: checks the transition table (asserts in debug
+ * builds, logs both states). lock held. */
+void ndk_dp_set_state_locked(struct ndk_dp *dp, enum ndk_dp_state to);
+const char *ndk_dp_state_name(enum ndk_dp_state state);
+
+static inline bool ndk_dp_attached(const struct ndk_dp *dp)
+{
+	return dp->state == NDK_DP_ATTACHED;
+}
+
+/* The SQ ring slot of free-running index idx. */
+static inline struct ndk_wqe *ndk_dp_sq_slot(struct ndk_dp *dp, uint32_t idx)
+{
+	return (struct ndk_wqe *)(void *)(dp->sq +
+					  (size_t)(idx & (dp->sq_size - 1)) *
+						  dp->sq_stride);
+}
+
+/* Pushes the completions of finished initiator requests, oldest first
+ * (per-QP order); lock held. */
+void ndk_dp_complete_locked(struct ndk_dp *dp);
+
+/*
+ * Accounts octets and whole FPDUs (frames) sent or received, adding them
+ * to the adapter's counters once a batch is full or when flush is set.
+ * The caller holds the lock that protects t.
+ */
+void ndk_dp_traffic(struct ndk_dp *dp, struct ndk_dp_traffic *t, bool out,
+		    uint64_t octets, uint32_t frames, bool flush);
+
+/* Sets the socket's epoll interest from rx_consumer and want_out; lock
+ * held, attached only. */
+void ndk_dp_interest_locked(struct ndk_dp *dp);
+
+/* Arms or disarms EPOLLOUT (a partial write waits for room); lock held. */
+void ndk_dp_want_out_locked(struct ndk_dp *dp, bool on);
+
+#endif /* NDK_QP_DP_CORE_H */
