@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * QP data path, receive side: placement of incoming Sends, RDMA Writes and
- * Read Responses, answering Read Requests, and Terminates (RFC 5040,
- * RFC 5041). Runs on the engine thread only. Incoming data is placed in
- * ascending address order by the provider alone, without the consumer
- * calling in (DESIGN.md 4).
+ * Read Responses, Read Requests queued for the transmitter, and
+ * Terminates (RFC 5040, RFC 5041). A pass runs under rx_lock on the
+ * engine thread or on a consumer's thread that polls a CQ (docs/design.md,
+ * "Consumer-driven receive"); it never transmits itself, it flags
+ * dp->rx_wants_tx and dp.c sends after the pass. Incoming data is placed
+ * in ascending address order by the provider alone.
  *
  * Every tagged placement and every Read Request is checked against the
  * STag table (invalid STag, PD, access, base and bounds); a failure ends
@@ -265,7 +267,7 @@ static int rx_header(struct ndk_dp *dp, const struct fpdu_ev *ev)
 }
 
 /* Copies len bytes to byte off of an SGE list (the receive's or the
- * Read's), checking each local SGE (ndkpi.md 2.2). */
+ * Read's), checking each local SGE (docs/ndk.md, "Memory tokens"). */
 static int place_sgl(struct ndk_dp *dp, const NDK_SGE *sge, uint32_t nsge,
 		     uint64_t off, const uint8_t *data, size_t len)
 {
@@ -343,7 +345,7 @@ static int rx_payload(struct ndk_dp *dp, const struct fpdu_ev *ev)
 		if (rx->recv_overflow)
 			return 0;
 		if (rx->hdr.mo + ev->offset + ev->len > rx->recv_len) {
-			/* Larger than the posted receive (ndkpi.md 9.7). */
+			/* Larger than the posted receive (docs/ndk.md, "Work requests"). */
 			rx->recv_overflow = true;
 			return 0;
 		}
@@ -473,7 +475,7 @@ static int rx_end(struct ndk_dp *dp, const struct fpdu_ev *ev)
 		 * QN 1) refuses our oldest outstanding Read: the target
 		 * answers Reads in order (RFC 5040 5.2). It completes now
 		 * with STATUS_REMOTE_RESOURCES, "caused an error at the
-		 * remote QP" (ndkpi.md 9.7); the rest wait for the flush.
+		 * remote QP" (NDK_FN_READ); the rest wait for the flush.
 		 */
 		if (!parsed && t.ddp_hdr && !(t.ddp_hdr[0] & DDP_CTRL_TAGGED) &&
 		    get_be32(t.ddp_hdr + 6) == DDP_QN_READ_REQ &&

@@ -6,7 +6,7 @@
  * Every FPDU is gathered from its pieces (header, the payload straight
  * from registered memory, pad and CRC) and written with one non-blocking
  * sendmsg; a partial write is finished on EPOLLOUT. Initiator requests
- * complete in posting order (ndkpi.md 9.4): a request that is done waits
+ * complete in posting order (docs/ndk.md, "Completion rules"): a request that is done waits
  * for those before it.
  */
 #include <errno.h>
@@ -198,7 +198,7 @@ static void fpdu_finish(struct ndk_dp *dp, int first, bool fin,
 /*
  * Adds len bytes of the SGE list starting at payload offset off as
  * iovecs; returns how many bytes fitted (fewer if the iovec array is
- * full), or a negative errno for a bad SGE (ndkpi.md 9.7: the request
+ * full), or a negative errno for a bad SGE (docs/ndk.md, "Work requests": the request
  * completes with STATUS_ACCESS_VIOLATION).
  */
 static long fpdu_add_sges(struct ndk_dp *dp, int first, const struct ndk_wqe *w,
@@ -406,7 +406,8 @@ static bool batch_fill(struct ndk_dp *dp)
 				dp->irq_head++; /* source gone: drop it */
 			continue;
 		}
-		/* Nothing posted, or only deferred requests (ndkpi.md 9.5). */
+		/* Nothing posted, or only deferred requests (docs/ndk.md,
+		 * "Deferred processing"). */
 		if ((int32_t)(dp->sq_rung - dp->sq_next) <= 0)
 			break;
 		w = ndk_dp_sq_slot(dp, dp->sq_next);
@@ -490,7 +491,7 @@ bool ndk_dp_send_rtr_locked(struct ndk_dp *dp, enum mpa_rtr type)
 
 /*
  * A request was queued: it goes out now, or, with NDK_OP_FLAG_DEFER, with
- * the next request posted without it (ndkpi.md 9.5: the consumer ends
+ * the next request posted without it (docs/ndk.md, "Deferred processing": the consumer ends
  * every deferred chain with one), so a burst of posts leaves in one
  * sendmsg. Lock held.
  */
@@ -511,7 +512,7 @@ void ndk_dp_kick(struct ndk_dp *dp)
 
 /*
  * Checks every local SGE before anything is sent: a bad one must fail the
- * whole request (ndkpi.md 9.7, STATUS_ACCESS_VIOLATION) rather than cut a
+ * whole request (docs/ndk.md, "Work requests": STATUS_ACCESS_VIOLATION) rather than cut a
  * message short after some of its FPDUs went out.
  */
 static bool sgl_valid(struct ndk_dp *dp, const NDK_SGE *sgl, ULONG nsge,
@@ -654,7 +655,7 @@ NTSTATUS ndk_dp_post_rdma(struct ndk_dp *dp, enum ndk_wqe_op op, PVOID ctx,
 /*
  * Bind, FastRegister and Invalidate act on the STag table when posted:
  * the new token must be readable as soon as NdkBind or NdkFastRegister
- * returns (ndkpi.md 4.4, 4.5). Their completions still come in order
+ * returns (NDK_FN_BIND, NDK_FN_FAST_REGISTER). Their completions still come in order
  * behind earlier requests. An inline failure means no completion.
  */
 static NTSTATUS post_local(struct ndk_dp *dp, enum ndk_wqe_op op, PVOID ctx,
@@ -738,7 +739,8 @@ NTSTATUS ndk_dp_post_invalidate(struct ndk_dp *dp, PVOID ctx,
 		      ? ndk_mw_invalidate(to_ndk_mw((NDK_MW *)obj))
 		      : ndk_mr_invalidate(to_ndk_mr((NDK_MR *)obj));
 	/* A malformed request (a normal MR) completes with an error
-	 * (ndkpi.md 9.7) rather than failing inline. */
+	 * (docs/ndk.md, "Work requests") rather than failing
+	 * inline. */
 	return post_local(dp, NDK_WQE_INVALIDATE, ctx, flags,
 			  ret ? STATUS_INVALID_DEVICE_REQUEST : STATUS_SUCCESS);
 }
