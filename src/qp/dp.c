@@ -32,24 +32,24 @@
  */
 static void dp_unregister_locked(struct ndk_dp *dp)
 {
-	if (!dp->io_registered)
+	if (!dp->sock.io_registered)
 		return;
-	ndk_engine_del_fd(dp->engine, &dp->io);
-	dp->io_registered = false;
+	ndk_engine_del_fd(dp->sock.engine, &dp->sock.io);
+	dp->sock.io_registered = false;
 }
 
 static void dp_close_socket_locked(struct ndk_dp *dp)
 {
 	dp_unregister_locked(dp);
-	if (dp->fd >= 0)
-		close(dp->fd);
-	dp->fd = -1;
+	if (dp->sock.fd >= 0)
+		close(dp->sock.fd);
+	dp->sock.fd = -1;
 }
 
 /* Engine thread: the close that ndk_dp_detach queued. */
 static void dp_close_work_fn(struct ndk_work *w)
 {
-	struct ndk_dp *dp = container_of(w, struct ndk_dp, close_work);
+	struct ndk_dp *dp = container_of(w, struct ndk_dp, sock.close_work);
 	struct ndk_obj *qp = dp->qp.obj;
 
 	pthread_mutex_lock(&dp->lock);
@@ -74,15 +74,15 @@ static void dp_end(struct ndk_dp *dp, int err)
 			ndk_info("qp %p: connection terminated",
 				 (void *)dp->qp.obj);
 			ndk_dp_tx_locked(dp);
-			shutdown(dp->fd, SHUT_WR);
+			shutdown(dp->sock.fd, SHUT_WR);
 		}
 		ndk_dp_set_state_locked(dp, NDK_DP_ENDED);
 		dp_unregister_locked(dp);
-		fn = dp->end_fn;
+		fn = dp->sock.end_fn;
 	}
 	pthread_mutex_unlock(&dp->lock);
 	if (fn)
-		fn(dp->end_ctx, err);
+		fn(dp->sock.end_ctx, err);
 }
 
 /* After a receive pass: send what it queued (a Terminate, Read
@@ -100,7 +100,7 @@ static void dp_rx_done(struct ndk_dp *dp)
 /* Engine thread: the socket's readiness. */
 static void dp_io_fn(struct ndk_io *io, uint32_t events)
 {
-	struct ndk_dp *dp = container_of(io, struct ndk_dp, io);
+	struct ndk_dp *dp = container_of(io, struct ndk_dp, sock.io);
 	bool got = false;
 	int ret;
 
@@ -135,7 +135,7 @@ static void rx_error_work_fn(struct ndk_work *w)
 	attached = ndk_dp_attached(dp);
 	pthread_mutex_unlock(&dp->lock);
 	if (attached)
-		dp_io_fn(&dp->io, EPOLLIN);
+		dp_io_fn(&dp->sock.io, EPOLLIN);
 	ndk_obj_put(qp);
 }
 
@@ -162,7 +162,7 @@ static void dp_claim(struct ndk_dp *dp, bool consumer)
 	dp->rx_consumer = consumer;
 	ndk_dp_interest_locked(dp);
 	if (consumer && !dp->backstop_armed &&
-	    !ndk_timer_start(dp->engine, &dp->backstop, 1)) {
+	    !ndk_timer_start(dp->sock.engine, &dp->backstop, 1)) {
 		dp->backstop_armed = true;
 		ref = true;
 	} else if (consumer && !dp->backstop_armed) {
@@ -190,7 +190,7 @@ static void backstop_fn(struct ndk_timer *t)
 	if (ndk_dp_attached(dp) && dp->rx_consumer) {
 		if (ndk_now_ns() - atomic_load(&dp->last_poll_ns) <
 			    CLAIM_IDLE_NS &&
-		    !ndk_timer_start(dp->engine, t, 1))
+		    !ndk_timer_start(dp->sock.engine, t, 1))
 			keep = true;
 		else
 			give_back = true;
@@ -233,7 +233,7 @@ static void dp_poll(struct ndk_dp *dp)
 	if (ret < 0 && ret != -EPIPE) {
 		dp->rx_error = ret;
 		ndk_obj_get(qp);
-		if (!ndk_engine_post(dp->engine, &dp->rx_error_work))
+		if (!ndk_engine_post(dp->sock.engine, &dp->rx_error_work))
 			ndk_obj_put(qp);
 	}
 	pthread_mutex_unlock(&dp->rx_lock);
@@ -276,9 +276,9 @@ static uint32_t dp_frame_overhead(int family)
 static void dp_release(struct ndk_dp *dp)
 {
 	ndk_dp_rx_free(dp);
-	free(dp->sq);
-	free(dp->irq);
-	free(dp->handover);
+	free(dp->sq.ring);
+	free(dp->irq.ring);
+	free(dp->sock.handover);
 	free(dp);
 }
 
@@ -301,38 +301,39 @@ int ndk_dp_attach(const struct ndk_dp_qp *qp, const struct ndk_dp_socket *s,
 	stride = (stride + 7) & ~7u;
 	while (size < qp->sq_depth)
 		size <<= 1;
-	dp->sq = calloc(size, stride);
-	dp->irq = calloc(MAX(s->ird, 1u), sizeof(*dp->irq));
+	dp->sq.ring = calloc(size, stride);
+	dp->irq.ring = calloc(MAX(s->ird, 1u), sizeof(*dp->irq.ring));
 	if (s->unsent_len)
-		dp->handover = malloc(s->unsent_len);
-	if (!dp->sq || !dp->irq || (s->unsent_len && !dp->handover) ||
-	    ndk_dp_rx_create(dp)) {
+		dp->sock.handover = malloc(s->unsent_len);
+	if (!dp->sq.ring || !dp->irq.ring ||
+	    (s->unsent_len && !dp->sock.handover) || ndk_dp_rx_create(dp)) {
 		dp_release(dp);
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&dp->lock, NULL);
 	pthread_mutex_init(&dp->rx_lock, NULL);
 	dp->state = NDK_DP_ATTACHED;
-	dp->fd = s->fd;
-	dp->engine = s->engine;
-	dp->end_fn = s->end_fn;
-	dp->end_ctx = s->end_ctx;
+	dp->sock.fd = s->fd;
+	dp->sock.engine = s->engine;
+	dp->sock.end_fn = s->end_fn;
+	dp->sock.end_ctx = s->end_ctx;
 	dp->ird = s->ird;
 	dp->ord = s->ord;
-	dp->sq_size = size;
-	dp->sq_depth = qp->sq_depth;
-	dp->sq_stride = stride;
+	dp->sq.size = size;
+	dp->sq.depth = qp->sq_depth;
+	dp->sq.stride = stride;
 	/* FPDUs fit the connection's MSS (RFC 5044 MULPDU). */
 	if (getsockopt(s->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) || mss < 512)
 		mss = 1460;
 	dp->mulpdu = (uint32_t)mpa_mulpdu((size_t)mss);
 	dp->frame_overhead = dp_frame_overhead(s->family);
 	/* MSNs start at 1 on every queue (RFC 5041 5.1). */
-	dp->msn_send = 1;
-	dp->msn_readreq = 1;
-	dp->nudge_mark_ok = !ndk_tcp_bytes_received(s->fd, &dp->nudge_mark);
+	dp->tx.msn_send = 1;
+	dp->tx.msn_readreq = 1;
+	dp->sock.nudge_mark_ok =
+		!ndk_tcp_bytes_received(s->fd, &dp->sock.nudge_mark);
 	ndk_work_init(&dp->rx_error_work, rx_error_work_fn);
-	ndk_work_init(&dp->close_work, dp_close_work_fn);
+	ndk_work_init(&dp->sock.close_work, dp_close_work_fn);
 	ndk_timer_init(&dp->backstop, backstop_fn);
 	dp->rpoll.poll = dp_poll_rcq;
 	dp->rpoll.armed = dp_armed_rcq;
@@ -340,23 +341,23 @@ int ndk_dp_attach(const struct ndk_dp_qp *qp, const struct ndk_dp_socket *s,
 	dp->ipoll.poll = dp_poll_icq;
 	dp->ipoll.armed = dp_armed_icq;
 	dp->ipoll.owner = qp->obj;
-	dp->io.fd = s->fd;
-	dp->io.fn = dp_io_fn;
-	ret = ndk_engine_add_fd(dp->engine, &dp->io, EPOLLIN);
+	dp->sock.io.fd = s->fd;
+	dp->sock.io.fn = dp_io_fn;
+	ret = ndk_engine_add_fd(dp->sock.engine, &dp->sock.io, EPOLLIN);
 	if (ret) {
 		pthread_mutex_destroy(&dp->lock);
 		pthread_mutex_destroy(&dp->rx_lock);
 		dp_release(dp);
 		return ret;
 	}
-	dp->io_registered = true;
+	dp->sock.io_registered = true;
 	ndk_cq_add_poller(dp->qp.rcq, &dp->rpoll);
 	if (dp->qp.icq != dp->qp.rcq)
 		ndk_cq_add_poller(dp->qp.icq, &dp->ipoll);
 	if (s->unsent_len) {
-		memcpy(dp->handover, s->unsent, s->unsent_len);
+		memcpy(dp->sock.handover, s->unsent, s->unsent_len);
 		pthread_mutex_lock(&dp->lock);
-		ndk_dp_send_raw_locked(dp, dp->handover, s->unsent_len);
+		ndk_dp_send_raw_locked(dp, dp->sock.handover, s->unsent_len);
 		pthread_mutex_unlock(&dp->lock);
 	}
 	*out = dp;
@@ -373,17 +374,17 @@ void ndk_dp_detach(struct ndk_dp *dp)
 		return;
 	}
 	ndk_dp_set_state_locked(dp, NDK_DP_DETACHED);
-	dp->tx_left = 0;
+	dp->tx.left = 0;
 	/*
 	 * A handler may be running or about to run for this socket on the
 	 * engine (an event already fetched): off the engine, the socket is
 	 * closed there, after it. Once unregistered (at the end of the
 	 * stream, on the engine) no handler can run any more.
 	 */
-	if (!dp->io_registered || ndk_engine_on_thread(dp->engine)) {
+	if (!dp->sock.io_registered || ndk_engine_on_thread(dp->sock.engine)) {
 		dp_close_socket_locked(dp);
 	} else {
-		ndk_engine_mod_fd(dp->engine, &dp->io, 0);
+		ndk_engine_mod_fd(dp->sock.engine, &dp->sock.io, 0);
 		queue = true;
 	}
 	pthread_mutex_unlock(&dp->lock);
@@ -392,7 +393,7 @@ void ndk_dp_detach(struct ndk_dp *dp)
 	if (!queue)
 		return;
 	ndk_obj_get(dp->qp.obj);
-	if (!ndk_engine_post(dp->engine, &dp->close_work)) {
+	if (!ndk_engine_post(dp->sock.engine, &dp->sock.close_work)) {
 		/* The engine thread is gone: no handler can run. */
 		pthread_mutex_lock(&dp->lock);
 		dp_close_socket_locked(dp);
@@ -405,10 +406,10 @@ void ndk_dp_free(struct ndk_dp *dp)
 {
 	if (!dp)
 		return;
-	ndk_dp_traffic(dp, &dp->tx_traffic, true, 0, 0, true);
+	ndk_dp_traffic(dp, &dp->tx.traffic, true, 0, 0, true);
 	ndk_dp_traffic(dp, &dp->rx_traffic, false, 0, 0, true);
-	if (dp->fd >= 0)
-		close(dp->fd); /* never detached: no engine to sync with */
+	if (dp->sock.fd >= 0)
+		close(dp->sock.fd); /* never detached: no engine to sync with */
 	pthread_mutex_destroy(&dp->lock);
 	pthread_mutex_destroy(&dp->rx_lock);
 	dp_release(dp);
@@ -418,7 +419,7 @@ void ndk_dp_shutdown(struct ndk_dp *dp)
 {
 	pthread_mutex_lock(&dp->lock);
 	if (dp->state != NDK_DP_DETACHED)
-		shutdown(dp->fd, SHUT_WR);
+		shutdown(dp->sock.fd, SHUT_WR);
 	pthread_mutex_unlock(&dp->lock);
 }
 
@@ -428,8 +429,9 @@ bool ndk_dp_nudge(struct ndk_dp *dp)
 	bool sent = false;
 
 	pthread_mutex_lock(&dp->lock);
-	if (ndk_dp_attached(dp) && dp->nudge_mark_ok &&
-	    !ndk_tcp_bytes_received(dp->fd, &rx) && rx != dp->nudge_mark)
+	if (ndk_dp_attached(dp) && dp->sock.nudge_mark_ok &&
+	    !ndk_tcp_bytes_received(dp->sock.fd, &rx) &&
+	    rx != dp->sock.nudge_mark)
 		ndk_dbg("qp %p: peer spoke after the RTR, no nudge",
 			(void *)dp->qp.obj);
 	else

@@ -63,8 +63,8 @@ static NDK_OPERATION_TYPE wqe_type(const struct ndk_wqe *w)
 
 void ndk_dp_complete_locked(struct ndk_dp *dp)
 {
-	while (dp->sq_done != dp->sq_next) {
-		struct ndk_wqe *w = ndk_dp_sq_slot(dp, dp->sq_done);
+	while (dp->sq.done != dp->sq.next) {
+		struct ndk_wqe *w = ndk_dp_sq_slot(dp, dp->sq.done);
 
 		if (w->state != NDK_WQE_DONE)
 			break;
@@ -81,24 +81,24 @@ void ndk_dp_complete_locked(struct ndk_dp *dp)
 
 			ndk_cq_push(dp->qp.icq, &res, false);
 		}
-		dp->sq_done++;
+		dp->sq.done++;
 	}
 }
 
 void ndk_dp_interest_locked(struct ndk_dp *dp)
 {
-	if (ndk_dp_attached(dp) && dp->io_registered)
+	if (ndk_dp_attached(dp) && dp->sock.io_registered)
 		ndk_engine_mod_fd(
-			dp->engine, &dp->io,
+			dp->sock.engine, &dp->sock.io,
 			(dp->rx_consumer ? 0u : (uint32_t)EPOLLIN) |
-				(dp->want_out ? (uint32_t)EPOLLOUT : 0u));
+				(dp->sock.want_out ? (uint32_t)EPOLLOUT : 0u));
 }
 
 void ndk_dp_want_out_locked(struct ndk_dp *dp, bool on)
 {
-	if (dp->want_out == on || !ndk_dp_attached(dp))
+	if (dp->sock.want_out == on || !ndk_dp_attached(dp))
 		return;
-	dp->want_out = on;
+	dp->sock.want_out = on;
 	ndk_dp_interest_locked(dp);
 }
 

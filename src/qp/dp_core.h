@@ -142,17 +142,12 @@ struct ndk_dp_qp {
  * data-path lock held; called once. */
 typedef void (*ndk_dp_end_fn)(void *ctx, int err);
 
-struct ndk_dp {
-	struct ndk_dp_qp qp;
-	struct ndk_adapter *ad;
-	pthread_mutex_t lock;
-	enum ndk_dp_state state; /* under lock; ndk_dp_set_state_locked */
-
-	/* The socket and its engine registration, owned from attach on. */
+/* The socket, owned from attach on (docs/design.md, Sockets). */
+struct ndk_dp_sock {
 	int fd;
 	struct ndk_engine *engine;
 	struct ndk_io io;
-	bool io_registered; /* under lock: io is in the engine's epoll set */
+	bool io_registered; /* io is in the engine's epoll set */
 	bool want_out; /* EPOLLOUT is armed */
 	ndk_dp_end_fn end_fn;
 	void *end_ctx;
@@ -160,49 +155,67 @@ struct ndk_dp {
 	uint64_t nudge_mark; /* peer bytes at attach (RTR nudge) */
 	bool nudge_mark_ok;
 	uint8_t *handover; /* handshake bytes the connector had not sent */
+};
 
-	bool crc;
-	uint32_t mulpdu; /* largest ULPDU per FPDU (RFC 5044 MULPDU) */
-	uint32_t ird, ord;
-
-	/* Initiator queue: done <= next <= tail, free-running. */
-	unsigned char *sq;
-	uint32_t sq_size, sq_depth, sq_stride;
-	uint32_t sq_done, sq_next, sq_tail;
-	/* Requests before sq_rung may go; later ones were posted with
+/* The initiator queue: done <= next <= tail, free-running. */
+struct ndk_dp_sq {
+	unsigned char *ring;
+	uint32_t size, depth, stride;
+	uint32_t done, next, tail;
+	/* Requests before rung may go; later ones were posted with
 	 * NDK_OP_FLAG_DEFER and wait for the end of their chain. */
-	uint32_t sq_rung;
+	uint32_t rung;
 	uint32_t reads_out; /* Read Requests awaiting responses (ORQ) */
 	uint32_t orq_head; /* SQ index of the oldest outstanding Read */
+};
 
-	/* IRQ: inbound Read Requests, answered in order. */
-	struct ndk_irqe *irq;
-	uint32_t irq_head, irq_tail; /* free-running, at most ird apart */
+/* The IRQ: inbound Read Requests, answered in order. */
+struct ndk_dp_irq {
+	struct ndk_irqe *ring;
+	uint32_t head, tail; /* free-running, at most ird apart */
+};
 
-	/*
-	 * Transmit: a batch of FPDUs gathered from their pieces (header and
-	 * trailer here, payload straight from registered memory), written
-	 * with as few sendmsg calls as the socket takes. tx_rec[] says where
-	 * each FPDU ends and which request its last byte completes.
-	 */
-	uint8_t tx_hdr[NDK_TX_BATCH][FPDU_HDR_MAX];
-	uint8_t tx_trl[NDK_TX_BATCH][FPDU_TRAILER_MAX];
-	struct iovec tx_iov[NDK_TX_IOV];
-	struct ndk_dp_txrec tx_rec[NDK_TX_BATCH];
-	int tx_iovcnt; /* iovecs in the batch */
-	int tx_iov_pos; /* first iovec not all written */
-	uint32_t tx_nrec; /* FPDUs in the batch */
-	uint32_t tx_rec_pos; /* first FPDU not all written */
-	size_t tx_rec_left; /* its bytes still to write */
-	size_t tx_left; /* bytes of the batch still to write */
-	uint8_t tx_ctrl[FPDU_HDR_MAX + FPDU_TRAILER_MAX]; /* an extra RTR */
+/*
+ * Transmit: a batch of FPDUs gathered from their pieces (header and
+ * trailer here, payload straight from registered memory), written with as
+ * few sendmsg calls as the socket takes. rec[] says where each FPDU ends
+ * and which request its last byte completes.
+ */
+struct ndk_dp_tx {
+	uint8_t hdr[NDK_TX_BATCH][FPDU_HDR_MAX];
+	uint8_t trl[NDK_TX_BATCH][FPDU_TRAILER_MAX];
+	struct iovec iov[NDK_TX_IOV];
+	struct ndk_dp_txrec rec[NDK_TX_BATCH];
+	int iovcnt; /* iovecs in the batch */
+	int iov_pos; /* first iovec not all written */
+	uint32_t nrec; /* FPDUs in the batch */
+	uint32_t rec_pos; /* first FPDU not all written */
+	size_t rec_left; /* its bytes still to write */
+	size_t left; /* bytes of the batch still to write */
+	uint8_t ctrl[FPDU_HDR_MAX + FPDU_TRAILER_MAX]; /* an extra RTR */
 	uint32_t msn_send; /* next MSN for QN 0 (RFC 5041 5.1) */
 	uint32_t msn_readreq; /* next MSN for QN 1 */
 	uint8_t term[FPDU_HDR_MAX + RDMAP_TERM_BODY_MAX + FPDU_TRAILER_MAX];
 	size_t term_len;
 	bool terminated; /* no FPDU after a Terminate */
-	struct ndk_dp_traffic tx_traffic; /* under lock */
+	struct ndk_dp_traffic traffic;
+};
+
+struct ndk_dp {
+	struct ndk_dp_qp qp;
+	struct ndk_adapter *ad;
+	pthread_mutex_t lock;
+	enum ndk_dp_state state; /* under lock; ndk_dp_set_state_locked */
+	bool crc;
+	uint32_t mulpdu; /* largest ULPDU per FPDU (RFC 5044 MULPDU) */
+	uint32_t ird, ord;
 	uint32_t frame_overhead; /* estimated L2-L4 header bytes per FPDU */
+
+	/* Under lock. */
+	struct ndk_dp_sock sock;
+	struct ndk_dp_sq sq;
+	struct ndk_dp_irq irq;
+	struct ndk_dp_tx tx;
 
 	/* Receive: rx_lock is held while a pass runs, so a QP close on
 	 * another thread cannot take the receive being filled. */
@@ -246,9 +259,9 @@ static inline bool ndk_dp_attached(const struct ndk_dp *dp)
 /* The SQ ring slot of free-running index idx. */
 static inline struct ndk_wqe *ndk_dp_sq_slot(struct ndk_dp *dp, uint32_t idx)
 {
-	return (struct ndk_wqe *)(void *)(dp->sq +
-					  (size_t)(idx & (dp->sq_size - 1)) *
-						  dp->sq_stride);
+	return (struct ndk_wqe *)(void *)(dp->sq.ring +
+					  (size_t)(idx & (dp->sq.size - 1)) *
+						  dp->sq.stride);
 }
 
 /* Pushes the completions of finished initiator requests, oldest first

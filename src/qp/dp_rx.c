@@ -105,10 +105,11 @@ static int rx_fail(struct ndk_dp *dp, unsigned int layer, unsigned int etype,
 
 	fpdu_rx_term(&dp->rx->parser, &cause, &t);
 	pthread_mutex_lock(&dp->lock);
-	if (!dp->terminated && !dp->term_len) {
-		n = rdmap_term_build(&t, dp->crc, dp->term, sizeof(dp->term));
+	if (!dp->tx.terminated && !dp->tx.term_len) {
+		n = rdmap_term_build(&t, dp->crc, dp->tx.term,
+				     sizeof(dp->tx.term));
 		if (n > 0)
-			dp->term_len = (size_t)n;
+			dp->tx.term_len = (size_t)n;
 		ndk_info("qp %p: sending Terminate %s / %s / %s",
 			 (void *)dp->qp.obj, iwarp_term_layer_name(layer),
 			 iwarp_term_etype_name(layer, etype),
@@ -237,20 +238,20 @@ static int rx_header(struct ndk_dp *dp, const struct fpdu_ev *ev)
 		}
 		pthread_mutex_lock(&dp->lock);
 		/* More Reads in flight than our IRD allows (RFC 5040 6.6). */
-		if (!dp->ird || dp->irq_tail - dp->irq_head >= dp->ird) {
+		if (!dp->ird || dp->irq.tail - dp->irq.head >= dp->ird) {
 			pthread_mutex_unlock(&dp->lock);
 			return rx_fail(dp, TERM_LAYER_RDMAP,
 				       RDMAP_ETYPE_REMOTE_OP,
 				       RDMAP_ECODE_CATASTROPHIC_STREAM);
 		}
-		e = &dp->irq[dp->irq_tail % MAX(dp->ird, 1u)];
+		e = &dp->irq.ring[dp->irq.tail % MAX(dp->ird, 1u)];
 		e->sink_stag = rr->sink_stag;
 		e->sink_to = rr->sink_to;
 		e->src_stag = rr->src_stag;
 		e->src_to = rr->src_to;
 		e->length = rr->size;
 		e->sent = 0;
-		dp->irq_tail++;
+		dp->irq.tail++;
 		dp->rx_wants_tx =
 			true; /* the response goes out after the pass */
 		pthread_mutex_unlock(&dp->lock);
@@ -306,9 +307,9 @@ static struct ndk_wqe *orq_head(struct ndk_dp *dp)
 {
 	struct ndk_wqe *w;
 
-	if (!dp->reads_out)
+	if (!dp->sq.reads_out)
 		return NULL;
-	w = ndk_dp_sq_slot(dp, dp->orq_head);
+	w = ndk_dp_sq_slot(dp, dp->sq.orq_head);
 	return w;
 }
 
@@ -326,9 +327,9 @@ static bool orq_retire(struct ndk_dp *dp, NTSTATUS status)
 	if (w->status == STATUS_PENDING || !NT_SUCCESS(status))
 		w->status = status;
 	w->state = NDK_WQE_DONE;
-	dp->reads_out--;
-	while (dp->reads_out) {
-		dp->orq_head++;
+	dp->sq.reads_out--;
+	while (dp->sq.reads_out) {
+		dp->sq.orq_head++;
 		if (orq_head(dp)->state == NDK_WQE_WAIT_RESPONSE)
 			break;
 	}
@@ -469,7 +470,7 @@ static int rx_end(struct ndk_dp *dp, const struct fpdu_ev *ev)
 						       t.cause.etype,
 						       t.cause.ecode));
 		pthread_mutex_lock(&dp->lock);
-		dp->terminated = true; /* no Terminate in answer */
+		dp->tx.terminated = true; /* no Terminate in answer */
 		/*
 		 * A Terminate quoting a Read Request (an untagged header on
 		 * QN 1) refuses our oldest outstanding Read: the target
@@ -540,7 +541,7 @@ int ndk_dp_rx_pass(struct ndk_dp *dp, int budget, bool *got)
 	if (!ret && dp->rx_error)
 		ret = dp->rx_error;
 	while (!ret && budget--) {
-		ssize_t n = recv(dp->fd, buf, RX_BUF_SIZE, MSG_DONTWAIT);
+		ssize_t n = recv(dp->sock.fd, buf, RX_BUF_SIZE, MSG_DONTWAIT);
 
 		if (n == 0)
 			ret = -EPIPE;

@@ -28,48 +28,48 @@
 
 static void batch_reset(struct ndk_dp *dp)
 {
-	dp->tx_iovcnt = 0;
-	dp->tx_iov_pos = 0;
-	dp->tx_nrec = 0;
-	dp->tx_rec_pos = 0;
-	dp->tx_rec_left = 0;
-	dp->tx_left = 0;
+	dp->tx.iovcnt = 0;
+	dp->tx.iov_pos = 0;
+	dp->tx.nrec = 0;
+	dp->tx.rec_pos = 0;
+	dp->tx.rec_left = 0;
+	dp->tx.left = 0;
 }
 
 /* Room for one more FPDU of up to NDK_TX_FPDU_IOV iovecs. */
 static bool batch_has_room(const struct ndk_dp *dp)
 {
-	return dp->tx_nrec < NDK_TX_BATCH &&
-	       dp->tx_iovcnt + NDK_TX_FPDU_IOV <= NDK_TX_IOV &&
-	       dp->tx_left < NDK_TX_BATCH_BYTES;
+	return dp->tx.nrec < NDK_TX_BATCH &&
+	       dp->tx.iovcnt + NDK_TX_FPDU_IOV <= NDK_TX_IOV &&
+	       dp->tx.left < NDK_TX_BATCH_BYTES;
 }
 
 /* The FPDU whose iovecs run from first to tx_iovcnt joins the batch. */
 static void batch_add(struct ndk_dp *dp, int first, bool fin, uint32_t fin_idx)
 {
-	struct ndk_dp_txrec *r = &dp->tx_rec[dp->tx_nrec];
+	struct ndk_dp_txrec *r = &dp->tx.rec[dp->tx.nrec];
 	size_t len = 0;
 	int i;
 
-	for (i = first; i < dp->tx_iovcnt; i++)
-		len += dp->tx_iov[i].iov_len;
+	for (i = first; i < dp->tx.iovcnt; i++)
+		len += dp->tx.iov[i].iov_len;
 	r->len = (uint32_t)len;
-	r->iov_end = (uint16_t)dp->tx_iovcnt;
+	r->iov_end = (uint16_t)dp->tx.iovcnt;
 	r->fin = fin;
 	r->fin_idx = fin_idx;
-	if (dp->tx_rec_pos == dp->tx_nrec)
-		dp->tx_rec_left = len;
-	dp->tx_nrec++;
-	dp->tx_left += len;
+	if (dp->tx.rec_pos == dp->tx.nrec)
+		dp->tx.rec_left = len;
+	dp->tx.nrec++;
+	dp->tx.left += len;
 }
 
 /* A frame built whole elsewhere (Terminate, RTR): an FPDU of its own. */
 static void batch_add_raw(struct ndk_dp *dp, void *buf, size_t len)
 {
-	int first = dp->tx_iovcnt++;
+	int first = dp->tx.iovcnt++;
 
-	dp->tx_iov[first].iov_base = buf;
-	dp->tx_iov[first].iov_len = len;
+	dp->tx.iov[first].iov_base = buf;
+	dp->tx.iov[first].iov_len = len;
 	batch_add(dp, first, false, 0);
 }
 
@@ -80,13 +80,13 @@ static void batch_add_raw(struct ndk_dp *dp, void *buf, size_t len)
  */
 static void batch_cut(struct ndk_dp *dp)
 {
-	const struct ndk_dp_txrec *r = &dp->tx_rec[dp->tx_rec_pos];
+	const struct ndk_dp_txrec *r = &dp->tx.rec[dp->tx.rec_pos];
 
-	if (dp->tx_rec_pos + 1 >= dp->tx_nrec)
+	if (dp->tx.rec_pos + 1 >= dp->tx.nrec)
 		return;
-	dp->tx_iovcnt = r->iov_end;
-	dp->tx_nrec = dp->tx_rec_pos + 1;
-	dp->tx_left = dp->tx_rec_left;
+	dp->tx.iovcnt = r->iov_end;
+	dp->tx.nrec = dp->tx.rec_pos + 1;
+	dp->tx.left = dp->tx.rec_left;
 }
 
 /*
@@ -99,27 +99,27 @@ static void batch_advance(struct ndk_dp *dp, size_t n)
 	uint32_t frames = 0;
 	size_t left = n;
 
-	dp->tx_left -= n;
+	dp->tx.left -= n;
 	while (left) {
-		struct iovec *v = &dp->tx_iov[dp->tx_iov_pos];
+		struct iovec *v = &dp->tx.iov[dp->tx.iov_pos];
 		size_t take = MIN(left, v->iov_len);
 
 		v->iov_base = (uint8_t *)v->iov_base + take;
 		v->iov_len -= take;
 		left -= take;
 		if (!v->iov_len)
-			dp->tx_iov_pos++;
+			dp->tx.iov_pos++;
 	}
-	while (dp->tx_iov_pos < dp->tx_iovcnt &&
-	       !dp->tx_iov[dp->tx_iov_pos].iov_len)
-		dp->tx_iov_pos++;
+	while (dp->tx.iov_pos < dp->tx.iovcnt &&
+	       !dp->tx.iov[dp->tx.iov_pos].iov_len)
+		dp->tx.iov_pos++;
 	for (left = n; left;) {
-		const struct ndk_dp_txrec *r = &dp->tx_rec[dp->tx_rec_pos];
-		size_t take = MIN(left, dp->tx_rec_left);
+		const struct ndk_dp_txrec *r = &dp->tx.rec[dp->tx.rec_pos];
+		size_t take = MIN(left, dp->tx.rec_left);
 
-		dp->tx_rec_left -= take;
+		dp->tx.rec_left -= take;
 		left -= take;
-		if (dp->tx_rec_left)
+		if (dp->tx.rec_left)
 			break;
 		frames++;
 		if (r->fin) {
@@ -128,10 +128,10 @@ static void batch_advance(struct ndk_dp *dp, size_t n)
 			f->state = NDK_WQE_DONE;
 			f->status = STATUS_SUCCESS;
 		}
-		if (++dp->tx_rec_pos < dp->tx_nrec)
-			dp->tx_rec_left = dp->tx_rec[dp->tx_rec_pos].len;
+		if (++dp->tx.rec_pos < dp->tx.nrec)
+			dp->tx.rec_left = dp->tx.rec[dp->tx.rec_pos].len;
 	}
-	ndk_dp_traffic(dp, &dp->tx_traffic, true, (uint64_t)n, frames, false);
+	ndk_dp_traffic(dp, &dp->tx.traffic, true, (uint64_t)n, frames, false);
 }
 
 /* Writes the batch; 0 when all of it is out, -EAGAIN, -errno. */
@@ -140,10 +140,10 @@ static int batch_write(struct ndk_dp *dp)
 	struct msghdr msg = { 0 };
 	ssize_t n;
 
-	while (dp->tx_left) {
-		msg.msg_iov = dp->tx_iov + dp->tx_iov_pos;
-		msg.msg_iovlen = (size_t)(dp->tx_iovcnt - dp->tx_iov_pos);
-		n = sendmsg(dp->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (dp->tx.left) {
+		msg.msg_iov = dp->tx.iov + dp->tx.iov_pos;
+		msg.msg_iovlen = (size_t)(dp->tx.iovcnt - dp->tx.iov_pos);
+		n = sendmsg(dp->sock.fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -164,11 +164,11 @@ static int batch_write(struct ndk_dp *dp)
 static void fpdu_header(struct ndk_dp *dp, int first, const struct ddp_hdr *h,
 			const struct rdmap_read_req *rr, size_t payload_len)
 {
-	uint8_t *hdr = dp->tx_hdr[dp->tx_nrec];
+	uint8_t *hdr = dp->tx.hdr[dp->tx.nrec];
 	int n = fpdu_tx_hdr(hdr, h, payload_len, rr);
 
-	dp->tx_iov[first].iov_base = hdr;
-	dp->tx_iov[first].iov_len = n > 0 ? (size_t)n : 0;
+	dp->tx.iov[first].iov_base = hdr;
+	dp->tx.iov[first].iov_len = n > 0 ? (size_t)n : 0;
 }
 
 /*
@@ -178,20 +178,20 @@ static void fpdu_header(struct ndk_dp *dp, int first, const struct ddp_hdr *h,
 static void fpdu_finish(struct ndk_dp *dp, int first, bool fin,
 			uint32_t fin_idx)
 {
-	const uint8_t *hdr = dp->tx_hdr[dp->tx_nrec];
-	uint8_t *trl = dp->tx_trl[dp->tx_nrec];
+	const uint8_t *hdr = dp->tx.hdr[dp->tx.nrec];
+	uint8_t *trl = dp->tx.trl[dp->tx.nrec];
 	size_t ulpdu = (size_t)hdr[0] << 8 | hdr[1];
 	struct fpdu_tx_crc crc;
 	int i;
 
 	fpdu_tx_crc_init(&crc, dp->crc);
-	for (i = first; i < dp->tx_iovcnt; i++)
-		fpdu_tx_crc_add(&crc, dp->tx_iov[i].iov_base,
-				dp->tx_iov[i].iov_len);
-	dp->tx_iov[dp->tx_iovcnt].iov_base = trl;
-	dp->tx_iov[dp->tx_iovcnt].iov_len =
+	for (i = first; i < dp->tx.iovcnt; i++)
+		fpdu_tx_crc_add(&crc, dp->tx.iov[i].iov_base,
+				dp->tx.iov[i].iov_len);
+	dp->tx.iov[dp->tx.iovcnt].iov_base = trl;
+	dp->tx.iov[dp->tx.iovcnt].iov_len =
 		fpdu_tx_trailer(trl, crc.reg, ulpdu, dp->crc);
-	dp->tx_iovcnt++;
+	dp->tx.iovcnt++;
 	batch_add(dp, first, fin, fin_idx);
 }
 
@@ -210,10 +210,10 @@ static long fpdu_add_sges(struct ndk_dp *dp, int first, const struct ndk_wqe *w,
 	const int max_iov = first + NDK_TX_FPDU_IOV - 1;
 
 	if (w->inline_data) {
-		dp->tx_iov[dp->tx_iovcnt].iov_base =
+		dp->tx.iov[dp->tx.iovcnt].iov_base =
 			(uint8_t *)(void *)w->sge + off;
-		dp->tx_iov[dp->tx_iovcnt].iov_len = len;
-		dp->tx_iovcnt++;
+		dp->tx.iov[dp->tx.iovcnt].iov_len = len;
+		dp->tx.iovcnt++;
 		return len;
 	}
 	for (i = 0; i < w->nsge && added < len; i++) {
@@ -234,7 +234,7 @@ static long fpdu_add_sges(struct ndk_dp *dp, int first, const struct ndk_wqe *w,
 			NDK_ACCESS_LOCAL_READ, &ref, &addr);
 		if (ret)
 			return ret;
-		for (pos = 0; pos < n && dp->tx_iovcnt < max_iov;
+		for (pos = 0; pos < n && dp->tx.iovcnt < max_iov;
 		     pos += contig) {
 			void *p = ref.mem ? ndk_stag_ref_map(&ref, pos, &contig)
 					  : (uint8_t *)addr + pos;
@@ -242,14 +242,14 @@ static long fpdu_add_sges(struct ndk_dp *dp, int first, const struct ndk_wqe *w,
 			if (!ref.mem)
 				contig = n - pos;
 			contig = MIN(contig, n - pos);
-			dp->tx_iov[dp->tx_iovcnt].iov_base = p;
-			dp->tx_iov[dp->tx_iovcnt].iov_len = contig;
-			dp->tx_iovcnt++;
+			dp->tx.iov[dp->tx.iovcnt].iov_base = p;
+			dp->tx.iov[dp->tx.iovcnt].iov_len = contig;
+			dp->tx.iovcnt++;
 		}
 		ndk_stag_put(&ref);
 		added += (uint32_t)pos;
 		skip = 0;
-		if (dp->tx_iovcnt >= max_iov)
+		if (dp->tx.iovcnt >= max_iov)
 			break;
 	}
 	return added;
@@ -279,11 +279,11 @@ static bool build_from_sq(struct ndk_dp *dp, struct ndk_wqe *w)
 		struct rdmap_read_req rr;
 
 		/* At most ORD reads in flight; later ones wait their turn. */
-		if (dp->reads_out >= MAX(dp->ord, 1u))
+		if (dp->sq.reads_out >= MAX(dp->ord, 1u))
 			return false;
 		h.opcode = RDMAP_READ_REQ;
 		h.qn = DDP_QN_READ_REQ;
-		h.msn = dp->msn_readreq++;
+		h.msn = dp->tx.msn_readreq++;
 		h.last = true;
 		/* The sink is our first SGE; the responder echoes STag/TO. */
 		rr.sink_stag = w->nsge ? w->sge[0].MemoryRegionToken : 0;
@@ -293,27 +293,27 @@ static bool build_from_sq(struct ndk_dp *dp, struct ndk_wqe *w)
 		rr.size = w->length;
 		rr.src_stag = w->stag;
 		rr.src_to = w->addr;
-		first = dp->tx_iovcnt++;
+		first = dp->tx.iovcnt++;
 		fpdu_header(dp, first, &h, &rr, 0);
 		fpdu_finish(dp, first, false, 0);
-		if (!dp->reads_out)
-			dp->orq_head = dp->sq_next;
-		dp->reads_out++;
+		if (!dp->sq.reads_out)
+			dp->sq.orq_head = dp->sq.next;
+		dp->sq.reads_out++;
 		w->state = NDK_WQE_WAIT_RESPONSE;
-		dp->sq_next++;
+		dp->sq.next++;
 		return true;
 	}
 
 	room = dp->mulpdu - (w->op == NDK_WQE_WRITE ? DDP_TAGGED_HDR_LEN
 						    : DDP_UNTAGGED_HDR_LEN);
 	n = MIN(room, w->length - w->done_bytes);
-	first = dp->tx_iovcnt++;
+	first = dp->tx.iovcnt++;
 	got = fpdu_add_sges(dp, first, w, w->done_bytes, n);
 	if (got < 0) {
 		/* A bad local SGE: nothing (more) goes out for it. */
-		dp->tx_iovcnt = first;
+		dp->tx.iovcnt = first;
 		wqe_fail(dp, w, STATUS_ACCESS_VIOLATION);
-		dp->sq_next++;
+		dp->sq.next++;
 		return false;
 	}
 	n = (uint32_t)got;
@@ -329,19 +329,19 @@ static bool build_from_sq(struct ndk_dp *dp, struct ndk_wqe *w)
 				   : (se ? RDMAP_SEND_SE : RDMAP_SEND);
 		h.inv_stag = w->stag;
 		h.qn = DDP_QN_SEND;
-		h.msn = dp->msn_send;
+		h.msn = dp->tx.msn_send;
 		h.mo = w->done_bytes;
 	}
 	h.last = w->done_bytes + n == w->length;
 	fpdu_header(dp, first, &h, NULL, n);
 	/* Done once this last FPDU is written (as siw completes). */
-	fpdu_finish(dp, first, h.last, dp->sq_next);
+	fpdu_finish(dp, first, h.last, dp->sq.next);
 	w->done_bytes += n;
 	w->state = NDK_WQE_ACTIVE;
 	if (h.last) {
 		if (w->op == NDK_WQE_SEND)
-			dp->msn_send++;
-		dp->sq_next++;
+			dp->tx.msn_send++;
+		dp->sq.next++;
 	}
 	return true;
 }
@@ -349,7 +349,7 @@ static bool build_from_sq(struct ndk_dp *dp, struct ndk_wqe *w)
 /* A Read Response FPDU for the IRQ head (RFC 5040 4.5). */
 static bool build_read_response(struct ndk_dp *dp)
 {
-	struct ndk_irqe *e = &dp->irq[dp->irq_head % MAX(dp->ird, 1u)];
+	struct ndk_irqe *e = &dp->irq.ring[dp->irq.head % MAX(dp->ird, 1u)];
 	struct ndk_stag_ref ref;
 	struct ddp_hdr h = { .dv = DDP_VERSION,
 			     .rv = RDMAP_VERSION,
@@ -358,7 +358,7 @@ static bool build_read_response(struct ndk_dp *dp)
 	uint32_t n = MIN(dp->mulpdu - DDP_TAGGED_HDR_LEN, e->length - e->sent);
 	uint64_t pos = 0, contig;
 	void *addr;
-	int first = dp->tx_iovcnt++;
+	int first = dp->tx.iovcnt++;
 
 	if (n) {
 		/* Checked when the request arrived; if the source was
@@ -366,16 +366,16 @@ static bool build_read_response(struct ndk_dp *dp)
 		if (ndk_stag_lookup(dp->ad->stags, e->src_stag, dp->qp.pd_id,
 				    e->src_to + e->sent, n,
 				    NDK_ACCESS_REMOTE_READ, &ref, &addr)) {
-			dp->tx_iovcnt = first;
+			dp->tx.iovcnt = first;
 			return false;
 		}
-		for (; pos < n && dp->tx_iovcnt < first + NDK_TX_FPDU_IOV - 1;
+		for (; pos < n && dp->tx.iovcnt < first + NDK_TX_FPDU_IOV - 1;
 		     pos += contig) {
-			dp->tx_iov[dp->tx_iovcnt].iov_base =
+			dp->tx.iov[dp->tx.iovcnt].iov_base =
 				ndk_stag_ref_map(&ref, pos, &contig);
 			contig = MIN(contig, n - pos);
-			dp->tx_iov[dp->tx_iovcnt].iov_len = contig;
-			dp->tx_iovcnt++;
+			dp->tx.iov[dp->tx.iovcnt].iov_len = contig;
+			dp->tx.iovcnt++;
 		}
 		ndk_stag_put(&ref);
 		n = (uint32_t)pos;
@@ -387,7 +387,7 @@ static bool build_read_response(struct ndk_dp *dp)
 	fpdu_finish(dp, first, false, 0);
 	e->sent += n;
 	if (h.last)
-		dp->irq_head++;
+		dp->irq.head++;
 	return true;
 }
 
@@ -401,28 +401,28 @@ static bool batch_fill(struct ndk_dp *dp)
 	while (batch_has_room(dp)) {
 		struct ndk_wqe *w;
 
-		if (dp->irq_head != dp->irq_tail) {
+		if (dp->irq.head != dp->irq.tail) {
 			if (!build_read_response(dp))
-				dp->irq_head++; /* source gone: drop it */
+				dp->irq.head++; /* source gone: drop it */
 			continue;
 		}
 		/* Nothing posted, or only deferred requests (docs/ndk.md,
 		 * "Deferred processing"). */
-		if ((int32_t)(dp->sq_rung - dp->sq_next) <= 0)
+		if ((int32_t)(dp->sq.rung - dp->sq.next) <= 0)
 			break;
-		w = ndk_dp_sq_slot(dp, dp->sq_next);
+		w = ndk_dp_sq_slot(dp, dp->sq.next);
 		/* READ_FENCE: wait for every earlier Read. */
-		if ((w->flags & NDK_OP_FLAG_READ_FENCE) && dp->reads_out)
+		if ((w->flags & NDK_OP_FLAG_READ_FENCE) && dp->sq.reads_out)
 			break;
 		if (w->state == NDK_WQE_DONE) {
 			/* Bind, FastRegister, Invalidate: done. */
-			dp->sq_next++;
+			dp->sq.next++;
 			continue;
 		}
 		if (!build_from_sq(dp, w) && w->state == NDK_WQE_QUEUED)
 			break; /* waits for ORQ room */
 	}
-	return dp->tx_nrec != 0;
+	return dp->tx.nrec != 0;
 }
 
 /*
@@ -434,8 +434,8 @@ void ndk_dp_tx_locked(struct ndk_dp *dp)
 	int ret;
 
 	while (ndk_dp_attached(dp)) {
-		if (dp->tx_left) {
-			if (dp->term_len)
+		if (dp->tx.left) {
+			if (dp->tx.term_len)
 				batch_cut(dp);
 			ret = batch_write(dp);
 			ndk_dp_complete_locked(dp);
@@ -451,26 +451,26 @@ void ndk_dp_tx_locked(struct ndk_dp *dp)
 			continue;
 		}
 		batch_reset(dp);
-		if (dp->terminated)
+		if (dp->tx.terminated)
 			break;
-		if (dp->term_len) {
-			batch_add_raw(dp, dp->term, dp->term_len);
-			dp->term_len = 0;
-			dp->terminated = true;
+		if (dp->tx.term_len) {
+			batch_add_raw(dp, dp->tx.term, dp->tx.term_len);
+			dp->tx.term_len = 0;
+			dp->tx.terminated = true;
 			continue;
 		}
 		if (!batch_fill(dp))
 			break;
 	}
-	if (!dp->tx_left)
+	if (!dp->tx.left)
 		ndk_dp_want_out_locked(dp, false);
 	ndk_dp_complete_locked(dp);
 }
 
 bool ndk_dp_send_raw_locked(struct ndk_dp *dp, void *buf, size_t len)
 {
-	if (!ndk_dp_attached(dp) || dp->terminated || dp->term_len ||
-	    dp->tx_left)
+	if (!ndk_dp_attached(dp) || dp->tx.terminated || dp->tx.term_len ||
+	    dp->tx.left)
 		return false;
 	batch_reset(dp);
 	batch_add_raw(dp, buf, len);
@@ -481,9 +481,9 @@ bool ndk_dp_send_raw_locked(struct ndk_dp *dp, void *buf, size_t len)
 bool ndk_dp_send_rtr_locked(struct ndk_dp *dp, enum mpa_rtr type)
 {
 	int len =
-		ddp_rtr_build(type, dp->crc, dp->tx_ctrl, sizeof(dp->tx_ctrl));
+		ddp_rtr_build(type, dp->crc, dp->tx.ctrl, sizeof(dp->tx.ctrl));
 
-	return len > 0 && ndk_dp_send_raw_locked(dp, dp->tx_ctrl, (size_t)len);
+	return len > 0 && ndk_dp_send_raw_locked(dp, dp->tx.ctrl, (size_t)len);
 }
 
 /* ------------------------------------------------------------------ */
@@ -499,7 +499,7 @@ static void sq_posted_locked(struct ndk_dp *dp, ULONG flags)
 {
 	if (flags & NDK_OP_FLAG_DEFER)
 		return;
-	dp->sq_rung = dp->sq_tail;
+	dp->sq.rung = dp->sq.tail;
 	ndk_dp_tx_locked(dp);
 }
 
@@ -550,12 +550,12 @@ static struct ndk_wqe *sq_begin(struct ndk_dp *dp, enum ndk_wqe_op op,
 		*status = STATUS_CONNECTION_INVALID;
 		return NULL;
 	}
-	if (dp->sq_tail - dp->sq_done >= dp->sq_depth) {
+	if (dp->sq.tail - dp->sq.done >= dp->sq.depth) {
 		pthread_mutex_unlock(&dp->lock);
 		*status = STATUS_INSUFFICIENT_RESOURCES;
 		return NULL;
 	}
-	w = ndk_dp_sq_slot(dp, dp->sq_tail);
+	w = ndk_dp_sq_slot(dp, dp->sq.tail);
 	memset(w, 0, sizeof(*w));
 	w->op = (uint8_t)op;
 	w->flags = flags;
@@ -610,7 +610,7 @@ NTSTATUS ndk_dp_post_send(struct ndk_dp *dp, PVOID ctx, const NDK_SGE *sgl,
 		if (!sgl_valid(dp, sgl, nsge, NDK_ACCESS_LOCAL_READ))
 			wqe_fail(dp, w, STATUS_ACCESS_VIOLATION);
 	}
-	dp->sq_tail++;
+	dp->sq.tail++;
 	sq_posted_locked(dp, flags);
 	pthread_mutex_unlock(&dp->lock);
 	return STATUS_SUCCESS;
@@ -646,7 +646,7 @@ NTSTATUS ndk_dp_post_rdma(struct ndk_dp *dp, enum ndk_wqe_op op, PVOID ctx,
 		       op == NDK_WQE_READ ? NDK_ACCESS_LOCAL_WRITE
 					  : NDK_ACCESS_LOCAL_READ))
 		wqe_fail(dp, w, STATUS_ACCESS_VIOLATION);
-	dp->sq_tail++;
+	dp->sq.tail++;
 	sq_posted_locked(dp, flags);
 	pthread_mutex_unlock(&dp->lock);
 	return STATUS_SUCCESS;
@@ -669,10 +669,10 @@ static NTSTATUS post_local(struct ndk_dp *dp, enum ndk_wqe_op op, PVOID ctx,
 		return status;
 	w->status = done_status;
 	w->state = NDK_WQE_DONE;
-	dp->sq_tail++;
+	dp->sq.tail++;
 	/* Behind earlier requests still in progress it waits its turn. */
-	if (dp->sq_next == dp->sq_tail - 1)
-		dp->sq_next++;
+	if (dp->sq.next == dp->sq.tail - 1)
+		dp->sq.next++;
 	sq_posted_locked(dp, flags);
 	pthread_mutex_unlock(&dp->lock);
 	return STATUS_SUCCESS;
@@ -751,7 +751,7 @@ void ndk_dp_tx_flush(struct ndk_dp *dp)
 
 	pthread_mutex_lock(&dp->lock);
 	/* Everything not finished is cancelled, each exactly once. */
-	for (i = dp->sq_done; i != dp->sq_tail; i++) {
+	for (i = dp->sq.done; i != dp->sq.tail; i++) {
 		struct ndk_wqe *w = ndk_dp_sq_slot(dp, i);
 
 		if (w->state != NDK_WQE_DONE) {
@@ -760,16 +760,16 @@ void ndk_dp_tx_flush(struct ndk_dp *dp)
 			w->flags &= ~(ULONG)NDK_OP_FLAG_SILENT_SUCCESS;
 		}
 	}
-	dp->sq_next = dp->sq_tail;
-	dp->sq_rung = dp->sq_tail;
-	dp->reads_out = 0;
+	dp->sq.next = dp->sq.tail;
+	dp->sq.rung = dp->sq.tail;
+	dp->sq.reads_out = 0;
 	/* An FPDU half written is finished (the stream must stay whole),
 	 * but its request already completed as cancelled; the FPDUs not
 	 * started are dropped. */
-	if (dp->tx_left)
+	if (dp->tx.left)
 		batch_cut(dp);
-	for (i = dp->tx_rec_pos; i < dp->tx_nrec; i++)
-		dp->tx_rec[i].fin = false;
+	for (i = dp->tx.rec_pos; i < dp->tx.nrec; i++)
+		dp->tx.rec[i].fin = false;
 	ndk_dp_complete_locked(dp);
 	pthread_mutex_unlock(&dp->lock);
 }
