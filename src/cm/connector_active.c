@@ -385,8 +385,7 @@ static NTSTATUS conn_complete_connect(struct ndk_connector *c,
 		status = STATUS_CONNECTION_INVALID;
 		goto out;
 	}
-	if (conn_peer_acted(c)) {
-		conn_abandon(c, STATUS_CONNECTION_ABORTED);
+	if (conn_abandon_if_peer_acted(c)) {
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;
 	}

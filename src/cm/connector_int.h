@@ -229,8 +229,9 @@ int conn_send(struct ndk_connector *c, size_t len);
 /* 0 nothing queued, 1 a byte is queued, -1 the peer closed or reset. */
 int conn_peek(struct ndk_connector *c);
 bool conn_peer_gone(struct ndk_connector *c);
-/* The peer spoke or left where it must wait for our next step. */
-bool conn_peer_acted(struct ndk_connector *c);
+/* The peer spoke or left where it must wait for our next step: the
+ * attempt is abandoned; true if so. */
+bool conn_abandon_if_peer_acted(struct ndk_connector *c);
 
 /* ---- Timer (connector_timer.c), c->lock held ------------------------ */
 

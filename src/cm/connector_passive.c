@@ -292,8 +292,7 @@ static NTSTATUS conn_accept(struct ndk_connector *c, NDK_QP *pNdkQp, ULONG ird,
 		status = STATUS_CONNECTION_INVALID;
 		goto out;
 	}
-	if (conn_peer_acted(c)) {
-		conn_abandon(c, STATUS_CONNECTION_ABORTED);
+	if (conn_abandon_if_peer_acted(c)) {
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;
 	}
@@ -386,8 +385,7 @@ NTSTATUS connector_reject(NDK_CONNECTOR *pNdkConnector,
 	pthread_mutex_lock(&c->lock);
 	switch (c->state) {
 	case NDK_CONN_REQUESTED:
-		if (conn_peer_acted(c)) {
-			conn_abandon(c, STATUS_CONNECTION_ABORTED);
+		if (conn_abandon_if_peer_acted(c)) {
 			status = STATUS_CONNECTION_ABORTED;
 			break;
 		}

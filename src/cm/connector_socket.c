@@ -152,10 +152,14 @@ bool conn_peer_gone(struct ndk_connector *c)
  * Between the handshake steps the peer must wait for our next one: the
  * initiator sends nothing between its Request and our Reply, the responder
  * nothing between its Reply and our RTR or first FPDU (RFC 5044 7.1,
- * RFC 6581 3; docs/wire.md). A byte, an end of stream or an error there all end the
- * attempt, as the engine does when it sees them first (conn_io_fn).
+ * RFC 6581 3; docs/wire.md). A byte, an end of stream or an error there
+ * all end the attempt (abandoned, STATUS_CONNECTION_ABORTED), as the
+ * engine does when it sees them first (conn_io_fn). True if it ended.
  */
-bool conn_peer_acted(struct ndk_connector *c)
+bool conn_abandon_if_peer_acted(struct ndk_connector *c)
 {
-	return conn_peek(c) != 0;
+	if (!conn_peek(c))
+		return false;
+	conn_abandon(c, STATUS_CONNECTION_ABORTED);
+	return true;
 }

@@ -286,30 +286,33 @@ static NTSTATUS qp_invalidate(NDK_QP *pNdkQp, PVOID RequestContext,
 				    : STATUS_CONNECTION_INVALID);
 }
 
-static NTSTATUS qp_read(NDK_QP *pNdkQp, PVOID RequestContext,
-			CONST NDK_SGE *pSgl, ULONG nSge, UINT64 RemoteAddress,
-			UINT32 RemoteToken, ULONG Flags)
+static NTSTATUS qp_rdma(NDK_QP *pNdkQp, enum ndk_wqe_op op,
+			PVOID RequestContext, CONST NDK_SGE *pSgl, ULONG nSge,
+			UINT64 RemoteAddress, UINT32 RemoteToken, ULONG Flags)
 {
 	struct ndk_dp *dp = qp_dp(pNdkQp);
 
 	return qp_posted(pNdkQp,
-			 dp ? ndk_dp_post_rdma(dp, NDK_WQE_READ, RequestContext,
-					       pSgl, nSge, RemoteAddress,
-					       RemoteToken, Flags)
+			 dp ? ndk_dp_post_rdma(dp, op, RequestContext, pSgl,
+					       nSge, RemoteAddress, RemoteToken,
+					       Flags)
 			    : STATUS_CONNECTION_INVALID);
+}
+
+static NTSTATUS qp_read(NDK_QP *pNdkQp, PVOID RequestContext,
+			CONST NDK_SGE *pSgl, ULONG nSge, UINT64 RemoteAddress,
+			UINT32 RemoteToken, ULONG Flags)
+{
+	return qp_rdma(pNdkQp, NDK_WQE_READ, RequestContext, pSgl, nSge,
+		       RemoteAddress, RemoteToken, Flags);
 }
 
 static NTSTATUS qp_write(NDK_QP *pNdkQp, PVOID RequestContext,
 			 CONST NDK_SGE *pSgl, ULONG nSge, UINT64 RemoteAddress,
 			 UINT32 RemoteToken, ULONG Flags)
 {
-	struct ndk_dp *dp = qp_dp(pNdkQp);
-
-	return qp_posted(pNdkQp, dp ? ndk_dp_post_rdma(dp, NDK_WQE_WRITE,
-						       RequestContext, pSgl,
-						       nSge, RemoteAddress,
-						       RemoteToken, Flags)
-				    : STATUS_CONNECTION_INVALID);
+	return qp_rdma(pNdkQp, NDK_WQE_WRITE, RequestContext, pSgl, nSge,
+		       RemoteAddress, RemoteToken, Flags);
 }
 
 static void qp_close_begin(struct ndk_obj *obj)
