@@ -528,7 +528,7 @@ static int rx_bytes(struct ndk_dp *dp, const uint8_t *buf, size_t len)
  * held. Returns 0 (drained or budget spent) or a negative errno when the
  * connection ended.
  */
-int ndk_dp_rx_pass(struct ndk_dp *dp, int budget, bool *got)
+int ndk_dp_rx_pass(struct ndk_dp *dp, int *budget, bool *got)
 {
 	uint8_t *buf = rx_thread_buf();
 	int ret;
@@ -540,9 +540,10 @@ int ndk_dp_rx_pass(struct ndk_dp *dp, int budget, bool *got)
 	ndk_unlock(&dp->lock);
 	if (!ret && dp->rx_error)
 		ret = dp->rx_error;
-	while (!ret && budget--) {
+	while (!ret && *budget > 0) {
 		ssize_t n = recv(dp->sock.fd, buf, RX_BUF_SIZE, MSG_DONTWAIT);
 
+		(*budget)--;
 		if (n == 0)
 			ret = -EPIPE;
 		else if (n < 0)
@@ -552,6 +553,10 @@ int ndk_dp_rx_pass(struct ndk_dp *dp, int budget, bool *got)
 			ndk_dp_traffic(dp, &dp->rx_traffic, false, (uint64_t)n,
 				       0, false);
 			ret = rx_bytes(dp, buf, (size_t)n);
+			/* A Read Response or a Terminate goes out before the
+			 * next read, not after an empty one. */
+			if (!ret && dp->rx_wants_tx)
+				return NDK_DP_RX_TX;
 		}
 	}
 	/* The connection ended: count the rest now. */
