@@ -15,6 +15,7 @@ unless given --allow-missing, and a quick (BENCH_QUICK=1) run unless given
 import json
 import os
 import sys
+import textwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report  # noqa: E402
@@ -57,11 +58,12 @@ def main(argv):
         print("readme_table: %s: end marker before begin" % readme,
               file=sys.stderr)
         return 1
-    body = [report.caption(res), ""] + report.table(res)
+    body = textwrap.wrap(report.caption(res), 76) + [""] + report.table(res)
     lines[b + 1:e] = body
     with open(readme, "w") as f:
         f.write("\n".join(lines))
-    print("readme_table: %d rows written into %s" % (len(body) - 4, readme))
+    print("readme_table: %d rows written into %s" %
+          (len(report.table(res)) - 2, readme))
     return 0
 
 
