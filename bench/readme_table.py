@@ -17,6 +17,7 @@ import os
 import sys
 import textwrap
 
+sys.dont_write_bytecode = True  # no __pycache__ in the checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report  # noqa: E402
 
