@@ -8,7 +8,8 @@ DEPS := cmake ninja-build pkg-config gcc g++ clang libcmocka-dev iproute2 \
 	tshark clang-format python3 librdmacm-dev libibverbs-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps configure build test demo format format-check clean
+.PHONY: all deps configure build test demo format format-check clean \
+	bench bench-quick bench-readme
 
 all: build
 
@@ -40,6 +41,17 @@ test: build
 
 demo: build
 	$(BUILD)/examples/ndkdemo
+
+# Benchmarks (README "Benchmarks"): the full run, a smoke run, and the
+# README's table written from the last full run's results.json.
+bench:
+	bench/run
+
+bench-quick:
+	BENCH_QUICK=1 bench/run
+
+bench-readme:
+	bench/readme_table.py
 
 format:
 	git ls-files '*.c' '*.h' | xargs clang-format -i

@@ -4,7 +4,13 @@
 
 usage: report.py RAW.jsonl OUTDIR
 Writes OUTDIR/results.json, OUTDIR/latency.png and OUTDIR/bandwidth.png,
-and prints the ratio table (Markdown) on stdout.
+and prints the table (Markdown) on stdout. Exit status 0, or 3 when a row
+has no sample on one of its sides (the missing rows are named on stderr).
+
+Every row compares the two sides of one pair of bench/run: the samples of
+each side come from the runs of that pair only, where the two programs ran
+back to back. A row's ratio is the ratio of the two medians, and a target
+holds only if that ratio meets it.
 """
 import json
 import os
@@ -12,141 +18,272 @@ import statistics
 import subprocess
 import sys
 
+MISSING_STATUS = 3
+
+
+class Row:
+    def __init__(self, label, pair, ours, base, bname, better, target=None,
+                 primary=False):
+        self.label, self.pair = label, pair
+        self.ours, self.base = ours, base  # (metric, key)
+        self.bname, self.better = bname, better
+        self.target, self.primary = target, primary
+
+
+LAT = "usec"
+BW = "MB/s"
+# The targets of issue 14 first (primary), then the secondary rows.
+ROWS = [
+    Row("8 B send one-way p50 (usec)", "send_lat",
+        ("send_lat", "p50_usec"), ("tcp_poll_lat", "p50_usec"),
+        "busy-poll TCP ping-pong", "lower", 1.10, True),
+    Row("8 B send one-way mean (usec)", "send_lat",
+        ("send_lat", "mean_usec"), ("tcp_poll_lat", "mean_usec"),
+        "busy-poll TCP ping-pong", "lower", None, True),
+    Row("8 B RDMA Write one-way p50 (usec)", "write_lat",
+        ("write_lat", "p50_usec"), ("tcp_poll_lat", "p50_usec"),
+        "busy-poll TCP ping-pong", "lower", 1.15, True),
+    Row("8 B RDMA Write one-way mean (usec), against its own p50",
+        "write_lat", ("write_lat", "mean_usec"), ("write_lat", "p50_usec"),
+        "libndk's p50, same runs", "lower", 1.3, True),
+    Row("8 B RDMA Read round trip p50 (usec)", "read_lat",
+        ("read_lat", "p50_usec"), ("tcp_poll_lat", "p50_usec"),
+        "busy-poll TCP one-way", "lower", 2.3, True),
+    Row("64 KiB RDMA Write bandwidth (MB/s)", "write_bw_lf",
+        ("write_bw", "mb_per_sec"), ("lf_write_bw", "mb_per_sec"),
+        "libfabric tcp (lf_bench write_bw)", "higher", 1.0, True),
+    Row("64 KiB Send bandwidth (MB/s)", "send_bw_lf",
+        ("send_bw", "mb_per_sec"), ("lf_msg_bw", "mb_per_sec"),
+        "libfabric tcp (lf_bench msg_bw)", "higher", 1.0, True),
+    Row("64 KiB RDMA Read bandwidth (MB/s)", "read_bw_lf",
+        ("read_bw", "mb_per_sec"), ("lf_read_bw", "mb_per_sec"),
+        "libfabric tcp (lf_bench read_bw)", "higher", 1.0, True),
+    Row("64 KiB RDMA Write bandwidth (MB/s)", "write_bw_tcp",
+        ("write_bw", "mb_per_sec"), ("tcp_poll_bw", "mb_per_sec"),
+        "busy-poll TCP stream", "higher", 0.8, True),
+    Row("4 QPs aggregate 64 KiB RDMA Write bandwidth (MB/s)",
+        "write_bw_qps", ("write_bw_q4", "mb_per_sec"),
+        ("write_bw", "mb_per_sec"), "libndk, one QP", "higher", 1.5, True),
+    Row("8 B message rate, DEFER bursts (`ndkperf -B`) (msgs/s)",
+        "msg_rate_defer_lf", ("msg_rate_defer", "msgs_per_sec"),
+        ("lf_msg_rate", "msgs_per_sec"), "libfabric tcp (lf_bench msg_bw 8 B)",
+        "higher", 3.0, True),
+    Row("8 B send one-way p50 (usec)", "send_lat_tcpblk",
+        ("send_lat", "p50_usec"), ("tcp_lat", "p50_usec"),
+        "blocking TCP ping-pong (tcp_bench lat)", "lower"),
+    Row("8 B RDMA Write one-way p50 (usec)", "write_lat_tcpblk",
+        ("write_lat", "p50_usec"), ("tcp_lat", "p50_usec"),
+        "blocking TCP ping-pong (tcp_bench lat)", "lower"),
+    Row("8 B RDMA Read round trip p50 (usec)", "read_lat_tcpblk",
+        ("read_lat", "p50_usec"), ("tcp_lat", "p50_usec"),
+        "blocking TCP one-way (tcp_bench lat)", "lower"),
+    Row("8 B send one-way p50 (usec)", "send_lat_sockperf",
+        ("send_lat", "p50_usec"), ("sockperf", "p50_usec"),
+        "TCP ping-pong (sockperf, 14 B)", "lower"),
+    Row("8 B send one-way mean (usec)", "send_lat_fi",
+        ("send_lat", "mean_usec"), ("fi_pingpong", "usec_per_xfer"),
+        "libfabric tcp (fi_pingpong)", "lower"),
+    Row("64 KiB Send bandwidth (MB/s)", "send_bw_iperf",
+        ("send_bw", "mb_per_sec"), ("iperf3", "mb_per_sec"),
+        "TCP stream (iperf3)", "higher"),
+    Row("8 B message rate (msgs/s)", "msg_rate_lf",
+        ("msg_rate", "msgs_per_sec"), ("lf_msg_rate", "msgs_per_sec"),
+        "libfabric tcp (lf_bench msg_bw 8 B)", "higher"),
+    Row("64 KiB RDMA Write bandwidth, DEFER bursts (`ndkperf -B`) (MB/s)",
+        "write_bw_defer_lf", ("write_bw_defer", "mb_per_sec"),
+        ("lf_write_bw", "mb_per_sec"), "libfabric tcp (lf_bench write_bw)",
+        "higher"),
+    Row("connect+accept+complete, 64 B private data, p50 (usec)", "conn_tcp",
+        ("conn", "p50_usec"), ("tcp_conn", "p50_usec"),
+        "TCP connect + 64 B request/reply", "lower", 2.0),
+    Row("connection rate, sequential (conn/s)", "conn_lf",
+        ("conn", "conn_per_sec"), ("lf_conn", "conn_per_sec"),
+        "libfabric tcp fi_connect (lf_bench)", "higher", 1.0),
+]
+
+HOLD_TARGET_BYTES = 65536
+
 
 def load(path):
-    samples = {}
+    """(meta, samples {(pair, metric, size): [data]}, failures [dict])"""
+    meta, samples, failures = {}, {}, []
     for line in open(path):
         line = line.strip()
         if not line:
             continue
         rec = json.loads(line)
+        if "meta" in rec:
+            meta = rec["meta"]
+            continue
+        if "error" in rec:
+            failures.append(rec)
+            continue
         data = rec["data"]
         if isinstance(data, dict) and "results" in data:
             data = data["results"][0]
-        samples.setdefault((rec["metric"], rec["size"]), []).append(data)
-    return samples
+        samples.setdefault((rec.get("pair", "-"), rec["metric"],
+                            rec["size"]), []).append(data)
+    return meta, samples, failures
 
 
-def value(samples, metric, key, size=None):
-    """Median of one field over the repetitions of a metric."""
+def field(r, key):
+    v = r.get(key)
+    if v is None and key == "conn_per_sec" and r.get("seconds"):
+        v = r["iters"] / r["seconds"]
+    if v is None and key == "msgs_per_sec":
+        if r.get("mxfers_per_sec"):
+            v = r["mxfers_per_sec"] * 1e6
+        elif r.get("usec_per_xfer"):
+            v = 1e6 / r["usec_per_xfer"]
+    if v is None and key == "mean_usec" and "p50_usec" in r:
+        # ndkperf before mean_usec: usec/xfer is the latency tests' mean.
+        v = r.get("usec_per_xfer")
+    return None if v is None else float(v)
+
+
+def values(samples, pair, metric, key, size=None):
     vals = []
-    for (m, s), runs in samples.items():
-        if m != metric or (size is not None and s != size):
+    for (p, m, s), runs in samples.items():
+        if p != pair or m != metric or (size is not None and s != size):
             continue
-        for r in runs:
-            v = r.get(key)
-            if key == "conn_per_sec" and v is None and r.get("seconds"):
-                v = r["iters"] / r["seconds"]
-            if key == "msgs_per_sec" and v is None and r.get("usec_per_xfer"):
-                v = 1e6 / r["usec_per_xfer"]
-            if v is not None:
-                vals.append(float(v))
-    return statistics.median(vals) if vals else None
+        vals += [v for v in (field(r, key) for r in runs) if v is not None]
+    return vals
 
 
-# (label, ours (metric, key), baseline label, baseline (metric, key),
-#  better: "lower"/"higher", target ratio or None)
-ROWS = [
-    ("8 B send/recv one-way latency, p50",
-     ("send_lat", "p50_usec"), "plain TCP ping-pong (tcp_bench)",
-     ("tcp_lat", "p50_usec"), "lower", 1.15),
-    ("8 B send/recv one-way latency, p50",
-     ("send_lat", "p50_usec"), "TCP ping-pong (sockperf, 14 B)",
-     ("sockperf", "p50_usec"), "lower", None),
-    ("8 B send/recv one-way latency",
-     ("send_lat", "usec_per_xfer"), "libfabric tcp (fi_pingpong)",
-     ("fi_pingpong", "usec_per_xfer"), "lower", None),
-    ("8 B RDMA write one-way latency, p50",
-     ("write_lat", "p50_usec"), "plain TCP ping-pong (tcp_bench)",
-     ("tcp_lat", "p50_usec"), "lower", None),
-    ("8 B RDMA read round trip, p50",
-     ("read_lat", "p50_usec"), "plain TCP one-way (tcp_bench)",
-     ("tcp_lat", "p50_usec"), "lower", 2.5),
-    ("64 KiB send bandwidth",
-     ("send_bw", "mb_per_sec"), "libfabric tcp (lf_bench msg_bw)",
-     ("lf_msg_bw", "mb_per_sec"), "higher", 1.0),
-    ("64 KiB send bandwidth",
-     ("send_bw", "mb_per_sec"), "plain TCP stream (iperf3)",
-     ("iperf3", "mb_per_sec"), "higher", None),
-    ("64 KiB RDMA write bandwidth",
-     ("write_bw", "mb_per_sec"), "libfabric tcp (lf_bench write_bw)",
-     ("lf_write_bw", "mb_per_sec"), "higher", 1.0),
-    ("64 KiB RDMA read bandwidth",
-     ("read_bw", "mb_per_sec"), "libfabric tcp (lf_bench read_bw)",
-     ("lf_read_bw", "mb_per_sec"), "higher", None),
-    ("8 B message rate",
-     ("msg_rate", "msgs_per_sec"), "libfabric tcp (lf_bench msg_bw 8 B)",
-     ("lf_msg_rate", "msgs_per_sec"), "higher", None),
-    ("64 KiB RDMA write bandwidth, DEFER bursts (ndkperf -B)",
-     ("write_bw_defer", "mb_per_sec"), "libfabric tcp (lf_bench write_bw)",
-     ("lf_write_bw", "mb_per_sec"), "higher", None),
-    ("8 B message rate, DEFER bursts (ndkperf -B)",
-     ("msg_rate_defer", "msgs_per_sec"),
-     "libfabric tcp (lf_bench msg_bw 8 B)",
-     ("lf_msg_rate", "msgs_per_sec"), "higher", None),
-    ("connect+accept+complete, 64 B private data, p50",
-     ("conn", "p50_usec"), "TCP connect + 64 B request/reply",
-     ("tcp_conn", "p50_usec"), "lower", 2.0),
-    ("connection rate (sequential)",
-     ("conn", "conn_per_sec"), "libfabric tcp fi_connect (lf_bench)",
-     ("lf_conn", "conn_per_sec"), "higher", 1.0),
-]
+def summary(vals):
+    if not vals:
+        return None
+    return {"median": statistics.median(vals), "min": min(vals),
+            "max": max(vals), "n": len(vals), "samples": vals}
+
+
+def build(meta, samples, failures):
+    rows, missing = [], []
+    for r in ROWS:
+        o = summary(values(samples, r.pair, *r.ours))
+        b = summary(values(samples, r.pair, *r.base))
+        ratio = o["median"] / b["median"] if o and b and b["median"] else None
+        holds = None
+        if ratio is not None and r.target is not None:
+            holds = (ratio <= r.target if r.better == "lower"
+                     else ratio >= r.target)
+        if ratio is None:
+            missing.append("%s [%s]" % (r.label, r.pair))
+        rows.append({"metric": r.label, "pair": r.pair,
+                     "primary": r.primary, "libndk": o,
+                     "baseline": r.bname, "baseline_value": b,
+                     "ratio": ratio, "better": r.better,
+                     "target": r.target, "holds": holds,
+                     "missing": ratio is None})
+    hold = {}
+    h = samples.get(("hold", "hold", 0))
+    if h:
+        d = h[0]
+        hold = {"connections": d.get("iters"),
+                "client_bytes_per_connection": d.get("bytes_per_connection"),
+                "server_bytes_per_connection":
+                    d.get("server_bytes_per_connection")}
+    else:
+        missing.append("connections held at once [hold]")
+    sweeps = {}
+    for (p, m, size) in samples:
+        if p == "sweep":
+            key = "p50_usec" if "lat" in m else "mb_per_sec"
+            vals = values(samples, p, m, key, size)
+            if vals:
+                sweeps.setdefault(m, []).append(
+                    (size, statistics.median(vals)))
+    for v in sweeps.values():
+        v.sort()
+    return {"meta": meta, "rows": rows, "hold": hold, "sweeps": sweeps,
+            "missing": missing,
+            "failures": ["%s/%s (repetition %s): %s" % (
+                f.get("pair"), f.get("metric"), f.get("rep"), f.get("error"))
+                for f in failures]}
 
 
 def fmt(v):
     if v is None:
         return "n/a"
-    if v >= 100:
+    if abs(v) >= 100:
         return "%.0f" % v
     return "%.2f" % v
 
 
+def cell(s, reps):
+    """median (min-max), with the count when some runs failed."""
+    if not s:
+        return "missing"
+    text = "%s (%s-%s)" % (fmt(s["median"]), fmt(s["min"]), fmt(s["max"]))
+    if reps and s["n"] < reps:
+        text += " n=%d" % s["n"]
+    return text
+
+
+def table(res):
+    """The Markdown table of a results.json document, as a list of lines."""
+    reps = res.get("meta", {}).get("reps")
+    out = ["| Metric | libndk: median (min-max) | Baseline: median (min-max)"
+           " | Ratio | Target | Holds |",
+           "|---|---|---|---|---|---|"]
+    for r in res["rows"]:
+        tgt = ("%s %.2f" % ("<=" if r["better"] == "lower" else ">=",
+                            r["target"])
+               if r["target"] is not None else "-")
+        if r["missing"]:
+            holds = "missing"
+        elif r["holds"] is None:
+            holds = "-"
+        else:
+            holds = "yes" if r["holds"] else "no"
+        label = r["metric"] if r["primary"] else r["metric"] + " *"
+        out.append("| %s | %s | %s: %s | %s | %s | %s |" % (
+            label, cell(r["libndk"], reps), r["baseline"],
+            cell(r["baseline_value"], reps),
+            "%.2f" % r["ratio"] if r["ratio"] is not None else "n/a",
+            tgt, holds))
+    h = res.get("hold") or {}
+    c, s = (h.get("client_bytes_per_connection"),
+            h.get("server_bytes_per_connection"))
+    if c is not None and s is not None:
+        ok = "yes" if max(c, s) <= HOLD_TARGET_BYTES else "no"
+        value = "%s / %s" % (fmt(c / 1024), fmt(s / 1024))
+    else:
+        ok, value = "missing", "missing"
+    out.append("| %s connections held at once: memory per connection, "
+               "client / server (KiB) | %s | - | - | <= %d KiB | %s |" % (
+                   h.get("connections") or
+                   res.get("meta", {}).get("hold_connections", "n/a"), value,
+                   HOLD_TARGET_BYTES // 1024, ok))
+    return out
+
+
+def caption(res):
+    m = res.get("meta", {})
+    return ("`%sREPS=%s bench/run` at commit %s, %s: kernel %s, %s CPUs, "
+            "loopback, CRC %s, polling. Ratios are of the medians of the two "
+            "sides of a pair, run back to back in each repetition; a target "
+            "holds only if the ratio of medians meets it in this run. "
+            "Rows marked `*` are secondary (no target of issue 14)." % (
+                "BENCH_QUICK=1 " if m.get("quick") else "", m.get("reps"),
+                m.get("commit"), m.get("date"), m.get("kernel"),
+                m.get("cpus"), "on" if m.get("mpa_crc", True) else "off"))
+
+
 def main():
     raw, out = sys.argv[1], sys.argv[2]
-    s = load(raw)
-    table = []
-    print("| Metric | libndk | Baseline | Baseline value | Ratio (ours/base) | Target | Holds |")
-    print("|---|---|---|---|---|---|---|")
-    for label, ours, blabel, base, better, target in ROWS:
-        o = value(s, *ours)
-        b = value(s, *base)
-        ratio = o / b if o is not None and b else None
-        holds = None
-        if ratio is not None and target is not None:
-            holds = ratio <= target if better == "lower" else ratio >= target
-        unit = ours[1].replace("_", " ")
-        table.append({"metric": label, "unit": unit, "libndk": o,
-                      "baseline": blabel, "baseline_value": b,
-                      "ratio": ratio, "better": better, "target": target,
-                      "holds": holds})
-        tgt = ("%s %.2f" % ("<=" if better == "lower" else ">=", target)
-               if target is not None else "-")
-        print("| %s (%s) | %s | %s | %s | %s | %s | %s |" % (
-            label, unit, fmt(o), blabel, fmt(b),
-            "%.2f" % ratio if ratio is not None else "n/a", tgt,
-            {True: "yes", False: "no", None: "-"}[holds]))
-    hold = value(s, "hold", "bytes_per_connection")
-    shold = value(s, "hold", "server_bytes_per_connection")
-    nheld = value(s, "hold", "iters")
-    print("| %s connections held at once: memory per connection, client / server | %s / %s KiB | - | - | - | <= 64 KiB | %s |" % (
-        fmt(nheld), fmt(hold / 1024 if hold else None),
-        fmt(shold / 1024 if shold else None),
-        "yes" if hold and shold and max(hold, shold) <= 65536 else "no"))
-
-    sweeps = {}
-    for (m, size), runs in s.items():
-        if m.startswith("sweep_"):
-            key = "p50_usec" if "lat" in m else "mb_per_sec"
-            sweeps.setdefault(m, []).append((size, value(s, m, key, size)))
-    for v in sweeps.values():
-        v.sort()
-    json.dump({"ratios": table,
-               "hold": {"connections": nheld,
-                        "client_bytes_per_connection": hold,
-                        "server_bytes_per_connection": shold},
-               "sweeps": sweeps}, open(os.path.join(out, "results.json"),
-                                       "w"), indent=1)
-    plot(out, sweeps)
+    res = build(*load(raw))
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    print(caption(res))
+    print()
+    print("\n".join(table(res)))
+    plot(out, res["sweeps"])
+    if res["missing"]:
+        print("bench: rows missing: " + "; ".join(res["missing"]),
+              file=sys.stderr)
+        return MISSING_STATUS
+    return 0
 
 
 def plot(out, sweeps):
@@ -172,16 +309,21 @@ def plot(out, sweeps):
         if not plots:
             return
         cmds.append("plot " + ", ".join(plots))
-        subprocess.run(["gnuplot"], input="\n".join(cmds), text=True,
-                       check=False)
+        try:
+            subprocess.run(["gnuplot"], input="\n".join(cmds), text=True,
+                           check=False)
+        except OSError as e:
+            print("bench: no plots: %s" % e, file=sys.stderr)
 
     series([("sweep_send_lat", "libndk send/recv (ndkperf send_lat)"),
             ("sweep_write_lat", "libndk RDMA write (ndkperf write_lat)"),
-            ("sweep_tcp_lat", "plain TCP ping-pong (tcp_bench)")],
+            ("sweep_tcp_poll_lat", "busy-poll TCP ping-pong (tcp_bench)"),
+            ("sweep_tcp_lat", "blocking TCP ping-pong (tcp_bench)")],
            os.path.join(out, "latency.png"), "one-way latency p50 (usec)",
            "Latency against message size, loopback")
     series([("sweep_send_bw", "libndk send (ndkperf send_bw)"),
             ("sweep_write_bw", "libndk RDMA write (ndkperf write_bw)"),
+            ("sweep_tcp_poll_bw", "busy-poll TCP stream (tcp_bench)"),
             ("sweep_lf_msg_bw", "libfabric tcp send (lf_bench msg_bw)"),
             ("sweep_lf_write_bw", "libfabric tcp RMA write (lf_bench)")],
            os.path.join(out, "bandwidth.png"), "MB/s",
@@ -189,4 +331,4 @@ def plot(out, sweeps):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

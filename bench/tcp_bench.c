@@ -3,12 +3,25 @@
  * tcp_bench: the plain-TCP baselines of bench/run, measured the way
  * ndkperf measures libndk.
  *
- *   tcp_bench server PORT
- *   tcp_bench lat  HOST PORT SIZE ITERS      ping-pong, one-way = RTT/2
- *   tcp_bench conn HOST PORT ITERS PDLEN     connect + PDLEN request/reply
+ *   tcp_bench server PORT                     blocking echo server
+ *   tcp_bench lat  HOST PORT SIZE ITERS       ping-pong, one-way = RTT/2
+ *   tcp_bench conn HOST PORT ITERS PDLEN      connect + PDLEN request/reply
  *
- * Prints one JSON object per run. The server answers every message with
- * one of the same length, on one thread per connection.
+ *   tcp_bench poll-server PORT                busy-polling server
+ *   tcp_bench poll-lat HOST PORT SIZE ITERS   ping-pong, one-way = RTT/2
+ *   tcp_bench poll-bw  HOST PORT SIZE ITERS   one-way stream, MB/s
+ *
+ * Prints one JSON object per run. The blocking server answers every
+ * message with one of the same length, on one thread per connection; its
+ * thread sleeps in recv(), so its latency includes a thread wake-up each
+ * way and two recv() calls per message (length, then payload).
+ *
+ * The poll modes are the floor libndk's polling tests are held against:
+ * both sides spin on recv(MSG_DONTWAIT), with one send() and one recv()
+ * per message unless the kernel splits it. Sends block: a stream's
+ * sender that spins on send(MSG_DONTWAIT) instead reached a third of the
+ * bandwidth on a 2-vCPU VM. The stream lands every message in the same
+ * SIZE-byte buffer, as an RDMA Write bandwidth test does.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -80,7 +93,77 @@ static void *serve(void *arg)
 	return NULL;
 }
 
-static int server(int port)
+/* A busy-polling receive: never sleeps, whatever the socket's state. */
+static int spin_recv(int fd, char *buf, size_t len)
+{
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < len) {
+		n = recv(fd, buf + off, len - off, MSG_DONTWAIT);
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			return -1;
+	}
+	return 0;
+}
+
+enum { POLL_LAT = 1, POLL_BW = 2 };
+
+/* What a poll client asks for, sent once (blocking) before the clock
+ * starts; host byte order, as both ends share the machine. */
+struct poll_hello {
+	uint32_t mode;
+	uint32_t size;
+	uint64_t iters;
+};
+
+static void *serve_poll(void *arg)
+{
+	int fd = (int)(intptr_t)arg, one = 1;
+	struct poll_hello h;
+	uint64_t i, total, got = 0;
+	char *buf = NULL, ack = 1;
+	size_t off, want;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (full(fd, &h, sizeof(h), 0) || !h.size || h.size > MAX_MSG ||
+	    !(buf = malloc(h.size)))
+		goto out;
+	if (h.mode == POLL_LAT) {
+		for (i = 0; i < h.iters; i++)
+			if (spin_recv(fd, buf, h.size) ||
+			    full(fd, buf, h.size, 1))
+				goto out;
+	} else if (h.mode == POLL_BW) {
+		/* Each message lands in the same buffer, one recv() each
+		 * unless the kernel hands over less. */
+		total = h.iters * h.size;
+		while (got < total) {
+			off = (size_t)(got % h.size);
+			want = h.size - off;
+			if (want > total - got)
+				want = (size_t)(total - got);
+			if (spin_recv(fd, buf + off, want))
+				goto out;
+			got += want;
+		}
+		/* Every byte arrived: the client stops its clock. */
+		full(fd, &ack, 1, 1);
+	}
+	/* Until the client closes, so it never sees a reset. */
+	while (recv(fd, &ack, 1, 0) > 0)
+		;
+out:
+	free(buf);
+	close(fd);
+	return NULL;
+}
+
+static int server(int port, void *(*serve_fn)(void *))
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET,
 				  .sin_port = htons((uint16_t)port),
@@ -91,14 +174,15 @@ static int server(int port)
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
 	    listen(lfd, 4096)) {
-		perror("tcp_bench: bind/listen");
+		fprintf(stderr, "tcp_bench: bind/listen on 127.0.0.1:%d: %s\n",
+			port, strerror(errno));
 		return 1;
 	}
 	for (;;) {
 		fd = accept(lfd, NULL, NULL);
 		if (fd < 0)
 			continue;
-		if (pthread_create(&t, NULL, serve, (void *)(intptr_t)fd))
+		if (pthread_create(&t, NULL, serve_fn, (void *)(intptr_t)fd))
 			close(fd);
 		else
 			pthread_detach(t);
@@ -160,6 +244,79 @@ static int lat(const char *host, int port, uint32_t size, long iters)
 	return 0;
 }
 
+static int poll_lat(const char *host, int port, uint32_t size, long iters)
+{
+	struct poll_hello h = { .mode = POLL_LAT,
+				.size = size,
+				.iters = (uint64_t)iters };
+	char *buf = calloc(1, size ? size : 1);
+	double *v = calloc((size_t)iters, sizeof(double)), sum = 0;
+	int fd = dial(host, port);
+	long i, skip = iters / 10;
+	uint64_t t;
+
+	if (fd < 0 || !buf || !v || !size || iters < 1 ||
+	    full(fd, &h, sizeof(h), 1)) {
+		fprintf(stderr, "tcp_bench poll-lat: cannot start: %s\n",
+			strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < iters; i++) {
+		t = now_ns();
+		if (full(fd, buf, size, 1) || spin_recv(fd, buf, size)) {
+			fprintf(stderr, "tcp_bench poll-lat: %s\n",
+				strerror(errno));
+			return 1;
+		}
+		v[i] = (double)(now_ns() - t) / 2000.0;
+	}
+	close(fd);
+	for (i = skip; i < iters; i++)
+		sum += v[i];
+	qsort(v + skip, (size_t)(iters - skip), sizeof(double), cmp_double);
+	printf("{\"test\":\"tcp_poll_lat\",\"bytes\":%u,\"iters\":%ld,"
+	       "\"mean_usec\":%.3f,\"p50_usec\":%.3f}\n",
+	       size, iters, sum / (double)(iters - skip),
+	       v[skip + (iters - skip) / 2]);
+	free(v);
+	free(buf);
+	return 0;
+}
+
+static int poll_bw(const char *host, int port, uint32_t size, long iters)
+{
+	struct poll_hello h = { .mode = POLL_BW,
+				.size = size,
+				.iters = (uint64_t)iters };
+	char *buf = calloc(1, size ? size : 1), ack;
+	int fd = dial(host, port);
+	uint64_t t0, ns;
+	long i;
+
+	if (fd < 0 || !buf || !size || iters < 1 ||
+	    full(fd, &h, sizeof(h), 1)) {
+		fprintf(stderr, "tcp_bench poll-bw: cannot start: %s\n",
+			strerror(errno));
+		return 1;
+	}
+	t0 = now_ns();
+	for (i = 0; i < iters; i++)
+		if (full(fd, buf, size, 1))
+			break;
+	if (i < iters || spin_recv(fd, &ack, 1)) {
+		fprintf(stderr, "tcp_bench poll-bw: %s\n", strerror(errno));
+		return 1;
+	}
+	ns = now_ns() - t0;
+	close(fd);
+	printf("{\"test\":\"tcp_poll_bw\",\"bytes\":%u,\"iters\":%ld,"
+	       "\"seconds\":%.6f,\"mb_per_sec\":%.3f}\n",
+	       size, iters, (double)ns / 1e9,
+	       (double)size * (double)iters * 1e3 / (double)ns);
+	free(buf);
+	return 0;
+}
+
 static int conn(const char *host, int port, long iters, uint32_t pdlen)
 {
 	char buf[4096 + 4];
@@ -190,7 +347,15 @@ static int conn(const char *host, int port, long iters, uint32_t pdlen)
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "server"))
-		return server(atoi(argv[2]));
+		return server(atoi(argv[2]), serve);
+	if (argc == 3 && !strcmp(argv[1], "poll-server"))
+		return server(atoi(argv[2]), serve_poll);
+	if (argc == 6 && !strcmp(argv[1], "poll-lat"))
+		return poll_lat(argv[2], atoi(argv[3]), (uint32_t)atoi(argv[4]),
+				atol(argv[5]));
+	if (argc == 6 && !strcmp(argv[1], "poll-bw"))
+		return poll_bw(argv[2], atoi(argv[3]), (uint32_t)atoi(argv[4]),
+			       atol(argv[5]));
 	if (argc == 6 && !strcmp(argv[1], "lat"))
 		return lat(argv[2], atoi(argv[3]), (uint32_t)atoi(argv[4]),
 			   atol(argv[5]));
@@ -199,6 +364,9 @@ int main(int argc, char **argv)
 			    (uint32_t)atoi(argv[5]));
 	fprintf(stderr, "usage: tcp_bench server PORT\n"
 			"       tcp_bench lat HOST PORT SIZE ITERS\n"
-			"       tcp_bench conn HOST PORT ITERS PDLEN\n");
+			"       tcp_bench conn HOST PORT ITERS PDLEN\n"
+			"       tcp_bench poll-server PORT\n"
+			"       tcp_bench poll-lat HOST PORT SIZE ITERS\n"
+			"       tcp_bench poll-bw HOST PORT SIZE ITERS\n");
 	return 2;
 }

@@ -114,6 +114,7 @@ struct perf_row {
 	double seconds;
 	double usec_per_xfer;
 	double p50_usec;
+	double mean_usec; /* latency tests: mean of the steady state */
 	double extra; /* hold: bytes of memory per connection */
 };
 
@@ -160,6 +161,11 @@ static void report(const struct perf_row *r)
 	fflush(stdout);
 }
 
+static bool is_latency(enum perf_test t)
+{
+	return t == T_SEND_LAT || t == T_WRITE_LAT || t == T_READ_LAT;
+}
+
 static void print_json(void)
 {
 	unsigned int i;
@@ -181,6 +187,8 @@ static void print_json(void)
 		       r->usec_per_xfer,
 		       r->usec_per_xfer > 0 ? 1.0 / r->usec_per_xfer : 0,
 		       r->p50_usec);
+		if (is_latency(opt.test))
+			printf(",\"mean_usec\":%.3f", r->mean_usec);
 		if (opt.test == T_HOLD)
 			printf(",\"bytes_per_connection\":%.0f", r->extra);
 		printf("}");
@@ -760,7 +768,7 @@ struct run {
 	size_t size;
 	uint64_t iters;
 	double *lat; /* per-iteration microseconds (latency tests) */
-	uint64_t elapsed_ns;
+	uint64_t start_ns, end_ns; /* the measured part, after connecting */
 };
 
 /* reap, for a client: a server that disconnects mid-run ends it. */
@@ -924,13 +932,12 @@ static void *data_worker(void *arg)
 	struct worker *wk = arg;
 	struct run *r = &wk->run;
 	struct client_conn cc;
-	uint64_t t0;
 
 	memset(&cc, 0, sizeof(cc));
 	wk->status = client_connect(&cc, opt.test, r->size, r->iters, true);
 	if (wk->status)
 		return NULL;
-	t0 = tool_now_ns();
+	r->start_ns = tool_now_ns();
 	switch (opt.test) {
 	case T_SEND_LAT:
 		run_send_lat(&cc, r);
@@ -957,21 +964,17 @@ static void *data_worker(void *arg)
 	default:
 		break;
 	}
-	r->elapsed_ns = tool_now_ns() - t0;
+	r->end_ns = tool_now_ns();
 	client_close(&cc, true);
 	return NULL;
-}
-
-static bool is_latency(enum perf_test t)
-{
-	return t == T_SEND_LAT || t == T_WRITE_LAT || t == T_READ_LAT;
 }
 
 static int client_data(size_t size)
 {
 	struct worker *wk = calloc(opt.qps, sizeof(*wk));
 	struct perf_row row = { .bytes = size };
-	uint64_t iters = default_iters(opt.test, size), max_ns = 0;
+	uint64_t iters = default_iters(opt.test, size), span_ns;
+	uint64_t first = UINT64_MAX, last = 0;
 	unsigned int q;
 
 	if (!wk)
@@ -994,12 +997,16 @@ static int client_data(size_t size)
 		pthread_join(wk[q].thread, NULL);
 		if (wk[q].status)
 			tool_die("connect", wk[q].status);
-		max_ns = MAX(max_ns, wk[q].run.elapsed_ns);
+		first = MIN(first, wk[q].run.start_ns);
+		last = MAX(last, wk[q].run.end_ns);
 	}
+	/* Several QPs: from the first start to the last end, so QPs that
+	 * happen not to overlap do not count as aggregate bandwidth. */
+	span_ns = last - first;
 	row.bytes = size;
 	row.iters = iters * opt.qps;
 	row.total = row.iters * size;
-	row.seconds = (double)max_ns / 1e9;
+	row.seconds = (double)span_ns / 1e9;
 	if (is_latency(opt.test)) {
 		/* Steady state: the first tenth warms caches and paths. */
 		size_t skip = iters / 10;
@@ -1009,10 +1016,11 @@ static int client_data(size_t size)
 		for (i = skip; i < iters; i++)
 			sum += wk[0].run.lat[i];
 		row.usec_per_xfer = sum / (double)(iters - skip);
+		row.mean_usec = row.usec_per_xfer;
 		row.p50_usec =
 			perf_percentile(wk[0].run.lat + skip, iters - skip, 50);
 	} else {
-		row.usec_per_xfer = (double)max_ns / 1e3 / (double)row.iters;
+		row.usec_per_xfer = (double)span_ns / 1e3 / (double)row.iters;
 		row.p50_usec = row.usec_per_xfer;
 	}
 	report(&row);

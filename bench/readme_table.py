@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Writes the benchmark table of a results.json into README.md.
+
+usage: readme_table.py [RESULTS.json [README.md]]
+(defaults: bench/results/results.json and README.md of this checkout)
+
+Replaces what lies between the lines `<!-- bench-table:begin -->` and
+`<!-- bench-table:end -->` with a caption (the run's commit, date, machine)
+and the table that bench/report.py prints, so the README shows one run's
+numbers exactly as measured. Refuses a results.json with missing rows
+unless given --allow-missing, and a quick (BENCH_QUICK=1) run unless given
+--allow-quick.
+"""
+import json
+import os
+import sys
+import textwrap
+
+sys.dont_write_bytecode = True  # no __pycache__ in the checkout
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402
+
+BEGIN = "<!-- bench-table:begin -->"
+END = "<!-- bench-table:end -->"
+
+
+def main(argv):
+    flags = {a for a in argv if a.startswith("--")}
+    args = [a for a in argv if not a.startswith("--")]
+    unknown = flags - {"--allow-missing", "--allow-quick"}
+    if unknown or len(args) > 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    results = args[0] if args else os.path.join(root, "bench", "results",
+                                                "results.json")
+    readme = args[1] if len(args) > 1 else os.path.join(root, "README.md")
+    res = json.load(open(results))
+    if res.get("missing") and "--allow-missing" not in flags:
+        print("readme_table: %s has missing rows: %s (--allow-missing to "
+              "write it anyway)" % (results, "; ".join(res["missing"])),
+              file=sys.stderr)
+        return 1
+    if res.get("meta", {}).get("quick") and "--allow-quick" not in flags:
+        print("readme_table: %s is from a BENCH_QUICK=1 run "
+              "(--allow-quick to write it anyway)" % results,
+              file=sys.stderr)
+        return 1
+    text = open(readme).read()
+    lines = text.split("\n")
+    try:
+        b, e = lines.index(BEGIN), lines.index(END)
+    except ValueError:
+        print("readme_table: %s lacks the lines %s and %s" %
+              (readme, BEGIN, END), file=sys.stderr)
+        return 1
+    if e < b:
+        print("readme_table: %s: end marker before begin" % readme,
+              file=sys.stderr)
+        return 1
+    body = textwrap.wrap(report.caption(res), 76) + [""] + report.table(res)
+    lines[b + 1:e] = body
+    with open(readme, "w") as f:
+        f.write("\n".join(lines))
+    print("readme_table: %d rows written into %s" %
+          (len(report.table(res)) - 2, readme))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
