@@ -177,6 +177,7 @@ void conn_set_state_at(struct ndk_connector *c, enum ndk_conn_state to,
 	enum ndk_conn_state from = c->state;
 	bool was_listed = conn_state_listed(from);
 
+	NDK_ASSERT_LOCKED(&c->lock);
 	if ((unsigned int)to >= NDK_CONN_STATE_COUNT ||
 	    !conn_transition_ok[from][to]) {
 		ndk_err("connector %p: illegal transition %s -> %s (%s:%d)",
@@ -251,7 +252,7 @@ void conn_io_fn(struct ndk_io *io, uint32_t events)
 	struct ndk_connector *c = container_of(io, struct ndk_connector, io);
 	int err;
 
-	pthread_mutex_lock(&c->lock);
+	ndk_lock(&c->lock);
 	/* No socket, or the data path owns it now: a wake-up fetched before
 	 * the handoff ends here. */
 	if (c->fd < 0)
@@ -294,7 +295,7 @@ void conn_io_fn(struct ndk_io *io, uint32_t events)
 		break;
 	}
 out:
-	pthread_mutex_unlock(&c->lock);
+	ndk_unlock(&c->lock);
 }
 
 /* ------------------------------------------------------------------ */
@@ -336,7 +337,7 @@ static NTSTATUS connector_get_connection_data(NDK_CONNECTOR *pNdkConnector,
 	/* A NULL buffer with a non-zero length is an invalid request. */
 	if (!pPrivateData && *pPrivateDataLength)
 		return STATUS_INVALID_PARAMETER;
-	pthread_mutex_lock(&c->lock);
+	ndk_lock(&c->lock);
 	if (!c->peer_rev) {
 		status = STATUS_CONNECTION_INVALID;
 		goto out;
@@ -354,7 +355,7 @@ static NTSTATUS connector_get_connection_data(NDK_CONNECTOR *pNdkConnector,
 	}
 	*pPrivateDataLength = rds;
 out:
-	pthread_mutex_unlock(&c->lock);
+	ndk_unlock(&c->lock);
 	return status;
 }
 
@@ -363,14 +364,14 @@ static NTSTATUS conn_get_address(struct ndk_connector *c, bool peer,
 {
 	NTSTATUS status;
 
-	pthread_mutex_lock(&c->lock);
+	ndk_lock(&c->lock);
 	if (!c->passive && c->state == NDK_CONN_IDLE)
 		status = STATUS_CONNECTION_INVALID;
 	else
 		status = ndk_addr_copy_out(peer ? (struct sockaddr *)&c->peer
 						: (struct sockaddr *)&c->local,
 					   addr, len);
-	pthread_mutex_unlock(&c->lock);
+	ndk_unlock(&c->lock);
 	return status;
 }
 
@@ -419,7 +420,7 @@ static void connector_close_begin(struct ndk_obj *obj)
 {
 	struct ndk_connector *c = container_of(obj, struct ndk_connector, obj);
 
-	pthread_mutex_lock(&c->lock);
+	ndk_lock(&c->lock);
 	if (conn_state_listed(c->state) || c->state == NDK_CONN_DISCONNECTING)
 		conn_qp_disconnected(c, true);
 	else
@@ -438,7 +439,7 @@ static void connector_close_begin(struct ndk_obj *obj)
 		conn_drop_socket(c);
 	else if (c->engine_used && !conn_on_engine(c))
 		conn_sync_with_engine(c);
-	pthread_mutex_unlock(&c->lock);
+	ndk_unlock(&c->lock);
 }
 
 static void connector_close_end(struct ndk_obj *obj)
@@ -462,7 +463,7 @@ static void connector_destroy(struct ndk_obj *obj)
 
 	if (c->fd >= 0)
 		close(c->fd);
-	pthread_mutex_destroy(&c->lock);
+	ndk_lock_destroy(&c->lock);
 	free(c);
 }
 
@@ -480,7 +481,7 @@ struct ndk_connector *conn_alloc(void)
 
 	if (!c)
 		return NULL;
-	pthread_mutex_init(&c->lock, NULL);
+	ndk_lock_init(&c->lock, NDK_LOCK_CONNECTOR);
 	/* Initialised once: re-initialising a queued item corrupts the
 	 * engine's queue. */
 	ndk_work_init(&c->teardown_work, conn_drop_work_fn);

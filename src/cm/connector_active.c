@@ -283,7 +283,7 @@ connector_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 	struct ndk_endpoint *ep;
 	NTSTATUS status;
 
-	pthread_mutex_lock(&c->lock);
+	ndk_lock(&c->lock);
 	status = conn_check_connect_args(c, pNdkQp, pDestAddress,
 					 DestAddressLength, pPrivateData,
 					 PrivateDataLength);
@@ -304,7 +304,7 @@ connector_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 			    pPrivateData, PrivateDataLength, RequestCompletion,
 			    RequestContext);
 out:
-	pthread_mutex_unlock(&c->lock);
+	ndk_unlock(&c->lock);
 	return status;
 }
 
@@ -324,7 +324,7 @@ connector_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 	NTSTATUS status;
 	int fd;
 
-	pthread_mutex_lock(&c->lock);
+	ndk_lock(&c->lock);
 	status = conn_check_connect_args(c, pNdkQp, pDestAddress,
 					 DestAddressLength, pPrivateData,
 					 PrivateDataLength);
@@ -359,7 +359,7 @@ connector_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 			    PrivateDataLength, RequestCompletion,
 			    RequestContext);
 out:
-	pthread_mutex_unlock(&c->lock);
+	ndk_unlock(&c->lock);
 	return status;
 }
 
@@ -373,7 +373,7 @@ static NTSTATUS conn_complete_connect(struct ndk_connector *c,
 	uint64_t nudge_ms = 0;
 	int len, ret;
 
-	pthread_mutex_lock(&c->lock);
+	ndk_lock(&c->lock);
 	if (!c->passive && c->state == NDK_CONN_ABANDONED &&
 	    (c->fail == STATUS_CONNECTION_ABORTED ||
 	     c->fail == STATUS_IO_TIMEOUT)) {
@@ -416,7 +416,7 @@ static NTSTATUS conn_complete_connect(struct ndk_connector *c,
 	if (nudge_ms)
 		conn_arm_timer(c, CONN_TIMER_RTR_NUDGE, nudge_ms);
 out:
-	pthread_mutex_unlock(&c->lock);
+	ndk_unlock(&c->lock);
 	return status;
 }
 

@@ -18,11 +18,11 @@ void conn_disc_work_fn(struct ndk_work *w)
 	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX cb_ex;
 	PVOID ctx;
 
-	pthread_mutex_lock(&c->lock);
+	ndk_lock(&c->lock);
 	cb = c->disc_cb;
 	cb_ex = c->disc_cb_ex;
 	ctx = c->disc_ctx;
-	pthread_mutex_unlock(&c->lock);
+	ndk_unlock(&c->lock);
 	/* No event once the consumer started closing the connector. */
 	if (ndk_obj_begin_event(&c->obj)) {
 		if (cb_ex)
@@ -102,7 +102,7 @@ connector_disconnect(NDK_CONNECTOR *pNdkConnector,
 	struct ndk_connector *c = to_ndk_connector(pNdkConnector);
 	NTSTATUS status = STATUS_SUCCESS;
 
-	pthread_mutex_lock(&c->lock);
+	ndk_lock(&c->lock);
 	switch (c->state) {
 	case NDK_CONN_ESTABLISHED:
 	case NDK_CONN_RTR_SENT:
@@ -125,7 +125,7 @@ connector_disconnect(NDK_CONNECTOR *pNdkConnector,
 		status = STATUS_CONNECTION_INVALID;
 		break;
 	}
-	pthread_mutex_unlock(&c->lock);
+	ndk_unlock(&c->lock);
 	return status;
 }
 

@@ -20,7 +20,7 @@
  * socket under lock, so no consumer call ever waits for the engine.
  * c->lock protects the whole struct. It is never held across a consumer
  * callback; requests complete through ndk_req (always on the engine).
- * Lock order: connector lock, then QP lock (then the data path's).
+ * Lock order: core/lock.h (the connector's lock is the outermost).
  */
 #ifndef NDK_CM_CONNECTOR_INT_H
 #define NDK_CM_CONNECTOR_INT_H
@@ -28,6 +28,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <sys/socket.h>
+#include "core/lock.h"
 #include "core/list.h"
 #include "front/object.h"
 #include "engine/engine.h"
@@ -84,7 +85,7 @@ enum conn_timer_purpose {
 
 struct ndk_connector {
 	struct ndk_obj obj;
-	pthread_mutex_t lock;
+	struct ndk_lock lock;
 	enum ndk_conn_state state;
 	bool passive;
 	int fd;

@@ -94,7 +94,7 @@ int ndk_connector_new_passive(const struct ndk_passive_request *r,
 			ndk_backlog_put(r->slot);
 		return -ESHUTDOWN;
 	}
-	pthread_mutex_lock(&c->lock);
+	ndk_lock(&c->lock);
 	/* An accepted connector holds the listener's endpoint (NDKPI
 	 * Listeners, Connectors, and Endpoints). */
 	c->ep = r->ep;
@@ -112,7 +112,7 @@ int ndk_connector_new_passive(const struct ndk_passive_request *r,
 			ndk_info("connector %p: request asks for markers",
 				 (void *)c);
 		conn_send_reject(c, NULL, 0);
-		pthread_mutex_unlock(&c->lock);
+		ndk_unlock(&c->lock);
 		if (r->slot)
 			ndk_backlog_put(r->slot);
 		ndk_obj_close_internal(&c->obj);
@@ -123,13 +123,13 @@ int ndk_connector_new_passive(const struct ndk_passive_request *r,
 	/* Only to notice the peer leaving. */
 	if (conn_watch(c, EPOLLIN)) {
 		conn_abandon(c, STATUS_CONNECTION_ABORTED);
-		pthread_mutex_unlock(&c->lock);
+		ndk_unlock(&c->lock);
 		ndk_obj_close_internal(&c->obj);
 		return -ENOMEM;
 	}
 	/* Busy until the listener has raised its ConnectEvent. */
 	ndk_obj_hold(&c->obj);
-	pthread_mutex_unlock(&c->lock);
+	ndk_unlock(&c->lock);
 	*out = &c->obj.pub.connector;
 	return 0;
 }
@@ -140,12 +140,12 @@ void ndk_connector_handed_over(NDK_CONNECTOR *conn, bool delivered)
 
 	if (!delivered) {
 		/* The listener is closing: as if it were not there. */
-		pthread_mutex_lock(&c->lock);
+		ndk_lock(&c->lock);
 		if (c->state == NDK_CONN_REQUESTED)
 			conn_send_reject(c, NULL, 0);
 		if (!conn_state_ended(c->state))
 			conn_abandon(c, STATUS_CONNECTION_ABORTED);
-		pthread_mutex_unlock(&c->lock);
+		ndk_unlock(&c->lock);
 		if (ndk_obj_is_open(&c->obj))
 			ndk_obj_close_internal(&c->obj);
 	}
@@ -281,7 +281,7 @@ static NTSTATUS conn_accept(struct ndk_connector *c, NDK_QP *pNdkQp, ULONG ird,
 	if (status)
 		return status;
 	qp = to_ndk_qp(pNdkQp);
-	pthread_mutex_lock(&c->lock);
+	ndk_lock(&c->lock);
 	if (c->passive && conn_state_ended(c->state) &&
 	    c->fail == STATUS_CONNECTION_ABORTED) {
 		/* The connecting peer abandoned the attempt (NDK_FN_ACCEPT). */
@@ -336,7 +336,7 @@ static NTSTATUS conn_accept(struct ndk_connector *c, NDK_QP *pNdkQp, ULONG ird,
 	conn_watch(c, EPOLLIN | (ret == -EAGAIN || !c->p2p ? EPOLLOUT : 0));
 	status = STATUS_PENDING;
 out:
-	pthread_mutex_unlock(&c->lock);
+	ndk_unlock(&c->lock);
 	return status;
 }
 
@@ -382,7 +382,7 @@ NTSTATUS connector_reject(NDK_CONNECTOR *pNdkConnector,
 					 c->obj.adapter->info.MaxCalleeData);
 	if (status)
 		return status;
-	pthread_mutex_lock(&c->lock);
+	ndk_lock(&c->lock);
 	switch (c->state) {
 	case NDK_CONN_REQUESTED:
 		if (conn_abandon_if_peer_acted(c)) {
@@ -413,6 +413,6 @@ NTSTATUS connector_reject(NDK_CONNECTOR *pNdkConnector,
 		status = STATUS_CONNECTION_INVALID;
 		break;
 	}
-	pthread_mutex_unlock(&c->lock);
+	ndk_unlock(&c->lock);
 	return status;
 }

@@ -61,9 +61,9 @@ static void conn_dp_ended(void *ctx, int err)
 {
 	struct ndk_connector *c = ctx;
 
-	pthread_mutex_lock(&c->lock);
+	ndk_lock(&c->lock);
 	conn_stream_ended(c, err);
-	pthread_mutex_unlock(&c->lock);
+	ndk_unlock(&c->lock);
 }
 
 /*

@@ -17,6 +17,7 @@ int conn_watch(struct ndk_connector *c, uint32_t events)
 {
 	int ret;
 
+	NDK_ASSERT_LOCKED(&c->lock);
 	if (c->fd < 0)
 		return -EBADF;
 	if (!c->io_added) {
@@ -40,6 +41,7 @@ int conn_watch(struct ndk_connector *c, uint32_t events)
  */
 void conn_unwatch(struct ndk_connector *c)
 {
+	NDK_ASSERT_LOCKED(&c->lock);
 	if (!c->io_added)
 		return;
 	if (!conn_on_engine(c)) {
@@ -72,6 +74,7 @@ void conn_sync_with_engine(struct ndk_connector *c)
  */
 void conn_drop_socket(struct ndk_connector *c)
 {
+	NDK_ASSERT_LOCKED(&c->lock);
 	if (c->fd < 0)
 		return;
 	if (conn_on_engine(c)) {
@@ -90,10 +93,10 @@ void conn_drop_work_fn(struct ndk_work *w)
 	struct ndk_connector *c =
 		container_of(w, struct ndk_connector, teardown_work);
 
-	pthread_mutex_lock(&c->lock);
+	ndk_lock(&c->lock);
 	ndk_timer_cancel(conn_engine(c), &c->timer);
 	conn_drop_socket(c);
-	pthread_mutex_unlock(&c->lock);
+	ndk_unlock(&c->lock);
 	ndk_obj_release(&c->obj);
 }
 

@@ -43,6 +43,7 @@ static const char *const conn_timer_names[CONN_TIMER_PURPOSE_COUNT] = {
 void conn_arm_timer(struct ndk_connector *c, enum conn_timer_purpose purpose,
 		    uint64_t ms)
 {
+	NDK_ASSERT_LOCKED(&c->lock);
 	assert(conn_timer_states[purpose] & CONN_STATE_BIT(c->state));
 	c->engine_used = true;
 	ndk_dbg("connector %p: %s timer %llu ms in %s", (void *)c,
@@ -60,6 +61,7 @@ void conn_arm_timer(struct ndk_connector *c, enum conn_timer_purpose purpose,
  */
 void conn_stop_timer(struct ndk_connector *c)
 {
+	NDK_ASSERT_LOCKED(&c->lock);
 	c->timer_purpose = CONN_TIMER_NONE;
 	c->timer_deadline_ns = UINT64_MAX;
 	ndk_timer_cancel(conn_engine(c), &c->timer);
@@ -82,10 +84,10 @@ void conn_timer_fn(struct ndk_timer *t)
 	struct ndk_connector *c = container_of(t, struct ndk_connector, timer);
 	enum conn_timer_purpose purpose;
 
-	pthread_mutex_lock(&c->lock);
+	ndk_lock(&c->lock);
 	purpose = c->timer_purpose;
 	if (purpose == CONN_TIMER_NONE || ndk_now_ns() < c->timer_deadline_ns) {
-		pthread_mutex_unlock(&c->lock); /* stale */
+		ndk_unlock(&c->lock); /* stale */
 		return;
 	}
 	ndk_dbg("connector %p: %s timer fired in %s", (void *)c,
@@ -118,5 +120,5 @@ void conn_timer_fn(struct ndk_timer *t)
 	default:
 		break;
 	}
-	pthread_mutex_unlock(&c->lock);
+	ndk_unlock(&c->lock);
 }

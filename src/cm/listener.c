@@ -118,12 +118,12 @@ static void pending_hand_over(struct ndk_pending_conn *p,
 	ndk_engine_del_fd(&l->obj.adapter->engine, &p->io);
 	p->fd = -1;
 	/* Admitted if listening, not paused, and a backlog slot is free. */
-	pthread_mutex_lock(&l->lock);
+	ndk_lock(&l->lock);
 	if (l->state == NDK_LISTENER_LISTENING && !l->paused &&
 	    ndk_backlog_take(&l->backlog))
 		r.slot = &l->backlog;
 	r.ep = l->ep;
-	pthread_mutex_unlock(&l->lock);
+	ndk_unlock(&l->lock);
 	ret = ndk_connector_new_passive(&r, &conn);
 	pending_free(p); /* req points into it: only now */
 	if (ret)
@@ -225,7 +225,7 @@ static NTSTATUS listener_listen(NDK_LISTENER *pNdkListener,
 	NTSTATUS status;
 	int fd;
 
-	pthread_mutex_lock(&l->lock);
+	ndk_lock(&l->lock);
 	if (l->state != NDK_LISTENER_IDLE) {
 		status = STATUS_INVALID_DEVICE_STATE;
 		goto out;
@@ -262,7 +262,7 @@ static NTSTATUS listener_listen(NDK_LISTENER *pNdkListener,
 	ndk_endpoint_publish(ep, l->obj.adapter->ifindex,
 			     l->obj.adapter->netns);
 out:
-	pthread_mutex_unlock(&l->lock);
+	ndk_unlock(&l->lock);
 	return status;
 }
 
@@ -274,13 +274,13 @@ static NTSTATUS listener_get_local_address(NDK_LISTENER *pNdkListener,
 	NTSTATUS status;
 	socklen_t len;
 
-	pthread_mutex_lock(&l->lock);
+	ndk_lock(&l->lock);
 	if (!l->ep)
 		status = STATUS_INVALID_DEVICE_STATE;
 	else
 		status = ndk_addr_copy_out(ndk_endpoint_addr(l->ep, &len),
 					   pAddress, pAddressLength);
-	pthread_mutex_unlock(&l->lock);
+	ndk_unlock(&l->lock);
 	return status;
 }
 
@@ -290,9 +290,9 @@ static VOID listener_control_connect_events(NDK_LISTENER *pNdkListener,
 	struct ndk_listener *l = to_ndk_listener(pNdkListener);
 
 	/* While paused, requests are refused as if nobody listened. */
-	pthread_mutex_lock(&l->lock);
+	ndk_lock(&l->lock);
 	l->paused = Pause != FALSE;
-	pthread_mutex_unlock(&l->lock);
+	ndk_unlock(&l->lock);
 }
 
 static const NDK_LISTENER_DISPATCH listener_dispatch = {
@@ -313,13 +313,13 @@ static void listener_teardown_fn(struct ndk_work *w)
 	struct ndk_listener *l =
 		container_of(w, struct ndk_listener, teardown_work);
 
-	pthread_mutex_lock(&l->lock);
+	ndk_lock(&l->lock);
 	if (l->fd >= 0) {
 		ndk_engine_del_fd(&l->obj.adapter->engine, &l->io);
 		close(l->fd);
 		l->fd = -1;
 	}
-	pthread_mutex_unlock(&l->lock);
+	ndk_unlock(&l->lock);
 	while (!list_empty(&l->pending))
 		pending_free(container_of(l->pending.next,
 					  struct ndk_pending_conn, entry));
@@ -338,14 +338,14 @@ static void listener_close_begin(struct ndk_obj *obj)
 	struct ndk_listener *l = container_of(obj, struct ndk_listener, obj);
 	bool posted = false;
 
-	pthread_mutex_lock(&l->lock);
+	ndk_lock(&l->lock);
 	listener_set_state(l, NDK_LISTENER_CLOSING);
 	if (l->fd >= 0) {
 		/* Off the engine, epoll removal must wait for it. */
 		ndk_obj_hold(&l->obj);
 		posted = true;
 	}
-	pthread_mutex_unlock(&l->lock);
+	ndk_unlock(&l->lock);
 	if (posted &&
 	    !ndk_engine_post(&l->obj.adapter->engine, &l->teardown_work))
 		ndk_obj_release(&l->obj); /* the engine is gone: see destroy */
@@ -376,7 +376,7 @@ static void listener_destroy(struct ndk_obj *obj)
 		list_del(&p->entry);
 		free(p);
 	}
-	pthread_mutex_destroy(&l->lock);
+	ndk_lock_destroy(&l->lock);
 	free(l);
 }
 
@@ -413,7 +413,7 @@ NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter,
 						      1, 65535));
 	list_init(&l->pending);
 	ndk_work_init(&l->teardown_work, listener_teardown_fn);
-	pthread_mutex_init(&l->lock, NULL);
+	ndk_lock_init(&l->lock, NDK_LOCK_LISTENER);
 	status = ndk_obj_setup(&l->obj, ad, &listener_ops, &listener_dispatch,
 			       antes, 1);
 	if (status)

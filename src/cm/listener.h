@@ -3,6 +3,7 @@
 #define NDK_CM_LISTENER_H
 
 #include <pthread.h>
+#include "core/lock.h"
 #include "cm/backlog.h"
 #include "core/list.h"
 #include "front/object.h"
@@ -31,7 +32,7 @@ struct ndk_listener {
 	NDK_FN_CONNECT_EVENT_CALLBACK connect_event;
 	PVOID connect_event_ctx;
 
-	pthread_mutex_t lock;
+	struct ndk_lock lock;
 	enum ndk_listener_state state;
 	bool paused; /* NdkControlConnectEvents(TRUE) */
 	int fd;

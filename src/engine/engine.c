@@ -29,6 +29,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
+#include "core/lock.h"
 #include "engine/engine.h"
 
 #define ENGINE_MAX_EVENTS 64
@@ -62,6 +63,8 @@ static void engine_wake_locked(struct ndk_engine *e)
 	uint64_t one = 1;
 	ssize_t r;
 
+	NDK_ASSERT_LOCKED(&e->lock);
+
 	/* EAGAIN means the counter is saturated: already readable. */
 	do
 		r = write(e->wakefd, &one, sizeof(one));
@@ -92,13 +95,13 @@ static int engine_queue(struct ndk_engine *e, struct ndk_work *w)
 {
 	bool was_empty;
 
-	pthread_mutex_lock(&e->lock);
+	ndk_lock(&e->lock);
 	if (e->dead) {
-		pthread_mutex_unlock(&e->lock);
+		ndk_unlock(&e->lock);
 		return -ESHUTDOWN;
 	}
 	if (w->queued) {
-		pthread_mutex_unlock(&e->lock);
+		ndk_unlock(&e->lock);
 		return -EALREADY;
 	}
 	was_empty = list_empty(&e->work);
@@ -110,7 +113,7 @@ static int engine_queue(struct ndk_engine *e, struct ndk_work *w)
 	 */
 	if (was_empty && !ndk_engine_on_thread(e))
 		engine_wake_locked(e);
-	pthread_mutex_unlock(&e->lock);
+	ndk_unlock(&e->lock);
 	return 0;
 }
 
@@ -125,9 +128,9 @@ static void engine_run_work(struct ndk_engine *e)
 	struct list_head batch;
 	struct ndk_work *w;
 
-	pthread_mutex_lock(&e->lock);
+	ndk_lock(&e->lock);
 	if (list_empty(&e->work)) {
-		pthread_mutex_unlock(&e->lock);
+		ndk_unlock(&e->lock);
 		return;
 	}
 	/* Move the whole list to batch; items stay queued until run. */
@@ -142,11 +145,11 @@ static void engine_run_work(struct ndk_engine *e)
 		list_del(&w->entry);
 		/* Cleared before fn runs so that fn may re-post w. */
 		w->queued = false;
-		pthread_mutex_unlock(&e->lock);
+		ndk_unlock(&e->lock);
 		w->fn(w); /* w may be freed now: do not touch it again */
-		pthread_mutex_lock(&e->lock);
+		ndk_lock(&e->lock);
 	}
-	pthread_mutex_unlock(&e->lock);
+	ndk_unlock(&e->lock);
 }
 
 struct engine_call {
@@ -155,7 +158,7 @@ struct engine_call {
 	void *arg;
 	int ret;
 	bool done;
-	pthread_mutex_t lock;
+	struct ndk_lock lock;
 	pthread_cond_t cond;
 };
 
@@ -165,11 +168,11 @@ static void engine_call_work(struct ndk_work *w)
 	int ret = c->fn(c->arg);
 
 	/* Signal under the lock: the caller frees c as soon as it sees done. */
-	pthread_mutex_lock(&c->lock);
+	ndk_lock(&c->lock);
 	c->ret = ret;
 	c->done = true;
 	pthread_cond_signal(&c->cond);
-	pthread_mutex_unlock(&c->lock);
+	ndk_unlock(&c->lock);
 }
 
 int ndk_engine_call(struct ndk_engine *e, int (*fn)(void *arg), void *arg)
@@ -181,18 +184,18 @@ int ndk_engine_call(struct ndk_engine *e, int (*fn)(void *arg), void *arg)
 		return fn(arg);
 
 	ndk_work_init(&c.work, engine_call_work);
-	pthread_mutex_init(&c.lock, NULL);
+	ndk_lock_init(&c.lock, NDK_LOCK_LEAF);
 	pthread_cond_init(&c.cond, NULL);
 	ret = engine_queue(e, &c.work);
 	if (!ret) {
-		pthread_mutex_lock(&c.lock);
+		ndk_lock(&c.lock);
 		while (!c.done)
-			pthread_cond_wait(&c.cond, &c.lock);
+			ndk_cond_wait(&c.cond, &c.lock);
 		ret = c.ret;
-		pthread_mutex_unlock(&c.lock);
+		ndk_unlock(&c.lock);
 	}
 	pthread_cond_destroy(&c.cond);
-	pthread_mutex_destroy(&c.lock);
+	ndk_lock_destroy(&c.lock);
 	return ret;
 }
 
@@ -304,7 +307,7 @@ int ndk_timer_start(struct ndk_engine *e, struct ndk_timer *t, uint64_t ms)
 	else
 		deadline = now + ms * NS_PER_MS;
 
-	pthread_mutex_lock(&e->lock);
+	ndk_lock(&e->lock);
 	if (t->heap_index) {
 		assert(e->heap[t->heap_index] == t);
 		t->deadline_ns = deadline;
@@ -313,7 +316,7 @@ int ndk_timer_start(struct ndk_engine *e, struct ndk_timer *t, uint64_t ms)
 		if (e->heap_len == e->heap_cap) {
 			ret = heap_grow(e);
 			if (ret) {
-				pthread_mutex_unlock(&e->lock);
+				ndk_unlock(&e->lock);
 				return ret;
 			}
 		}
@@ -327,7 +330,7 @@ int ndk_timer_start(struct ndk_engine *e, struct ndk_timer *t, uint64_t ms)
 	if (t->heap_index == 1 && !ndk_engine_on_thread(e) &&
 	    deadline < e->wake_by_ns)
 		engine_wake_locked(e);
-	pthread_mutex_unlock(&e->lock);
+	ndk_unlock(&e->lock);
 	return 0;
 }
 
@@ -335,11 +338,11 @@ bool ndk_timer_cancel(struct ndk_engine *e, struct ndk_timer *t)
 {
 	bool armed;
 
-	pthread_mutex_lock(&e->lock);
+	ndk_lock(&e->lock);
 	armed = t->heap_index != 0;
 	if (armed)
 		heap_remove(e, t);
-	pthread_mutex_unlock(&e->lock);
+	ndk_unlock(&e->lock);
 	return armed;
 }
 
@@ -350,17 +353,17 @@ static void engine_run_timers(struct ndk_engine *e)
 	uint64_t now = ndk_now_ns();
 	unsigned int budget;
 
-	pthread_mutex_lock(&e->lock);
+	ndk_lock(&e->lock);
 	/* Bounded, so a timer re-armed with 0 ms waits for the next pass. */
 	budget = e->heap_len;
 	while (budget-- && e->heap_len && e->heap[1]->deadline_ns <= now) {
 		t = e->heap[1];
 		heap_remove(e, t);
-		pthread_mutex_unlock(&e->lock);
+		ndk_unlock(&e->lock);
 		t->fn(t); /* t may be freed now */
-		pthread_mutex_lock(&e->lock);
+		ndk_lock(&e->lock);
 	}
-	pthread_mutex_unlock(&e->lock);
+	ndk_unlock(&e->lock);
 }
 
 /*
@@ -374,6 +377,8 @@ static void engine_run_timers(struct ndk_engine *e)
 static int engine_timeout_locked(struct ndk_engine *e)
 {
 	uint64_t now = ndk_now_ns(), ms = ENGINE_MAX_SLEEP_MS;
+
+	NDK_ASSERT_LOCKED(&e->lock);
 
 	if (!list_empty(&e->work)) {
 		e->wake_by_ns = now;
@@ -468,15 +473,15 @@ static void *engine_main(void *arg)
 		engine_run_work(e);
 		engine_run_timers(e);
 
-		pthread_mutex_lock(&e->lock);
+		ndk_lock(&e->lock);
 		if (e->stopping && list_empty(&e->work)) {
 			/* Checked with the queue under one lock: no post lost. */
 			e->dead = true;
-			pthread_mutex_unlock(&e->lock);
+			ndk_unlock(&e->lock);
 			break;
 		}
 		timeout = engine_timeout_locked(e);
-		pthread_mutex_unlock(&e->lock);
+		ndk_unlock(&e->lock);
 
 		n = epoll_wait(e->epfd, ev, ENGINE_MAX_EVENTS, timeout);
 		if (n < 0) {
@@ -508,7 +513,7 @@ static void engine_release(struct ndk_engine *e)
 	e->heap = NULL;
 	e->heap_len = 0;
 	e->heap_cap = 0;
-	pthread_mutex_destroy(&e->lock);
+	ndk_lock_destroy(&e->lock);
 }
 
 int ndk_engine_start(struct ndk_engine *e, const char *name)
@@ -531,9 +536,7 @@ int ndk_engine_start(struct ndk_engine *e, const char *name)
 	e->ready = NULL;
 	e->nready = 0;
 	atomic_init(&e->iterations, 0);
-	ret = pthread_mutex_init(&e->lock, NULL);
-	if (ret)
-		return -ret;
+	ndk_lock_init(&e->lock, NDK_LOCK_ENGINE);
 
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (e->epfd < 0)
@@ -577,10 +580,10 @@ void ndk_engine_stop(struct ndk_engine *e)
 		return;
 	assert(!ndk_engine_on_thread(e));
 
-	pthread_mutex_lock(&e->lock);
+	ndk_lock(&e->lock);
 	e->stopping = true;
 	engine_wake_locked(e);
-	pthread_mutex_unlock(&e->lock);
+	ndk_unlock(&e->lock);
 
 	pthread_join(e->thread, NULL);
 	engine_release(e);

@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include "core/lock.h"
 #include "core/list.h"
 
 struct ndk_engine;
@@ -55,7 +56,7 @@ struct ndk_engine {
 	int epfd;
 	int wakefd; /* eventfd */
 	/* Protects the work list, the timer heap, stopping and dead. */
-	pthread_mutex_t lock;
+	struct ndk_lock lock;
 	struct list_head work;
 	struct ndk_timer **heap; /* 1-based binary min-heap */
 	unsigned int heap_len, heap_cap;

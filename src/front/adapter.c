@@ -147,7 +147,7 @@ static void adapter_free(struct ndk_adapter *ad)
 	ndk_provider_adapter_fini(ad);
 	ndk_ifaddr_fini(&ad->addrs);
 	pthread_cond_destroy(&ad->objects.cond);
-	pthread_mutex_destroy(&ad->objects.lock);
+	ndk_lock_destroy(&ad->objects.lock);
 	free(ad);
 }
 
@@ -181,7 +181,7 @@ NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 	ad->objects.version = run;
 	ad->objects.engine = &ad->engine;
 	ndk_adapter_default_info(&ad->info, run);
-	pthread_mutex_init(&ad->objects.lock, NULL);
+	ndk_lock_init(&ad->objects.lock, NDK_LOCK_DOMAIN);
 	pthread_cond_init(&ad->objects.cond, NULL);
 	list_init(&ad->objects.objects);
 	ndk_obj_init(&ad->obj, ad, &ad->objects, &adapter_ops,
@@ -219,7 +219,7 @@ NDK_EXPORT VOID NdkCloseAdapter(NDK_ADAPTER *pNdkAdapter)
 	 * Close what the consumer left open, one at a time (no allocation on
 	 * this path); each close pends until its successors are closed.
 	 */
-	pthread_mutex_lock(&ad->objects.lock);
+	ndk_lock(&ad->objects.lock);
 	ad->objects.closing = true;
 	for (;;) {
 		open_obj = NULL;
@@ -235,20 +235,20 @@ NDK_EXPORT VOID NdkCloseAdapter(NDK_ADAPTER *pNdkAdapter)
 		if (!open_obj)
 			break;
 		ndk_obj_get(open_obj);
-		pthread_mutex_unlock(&ad->objects.lock);
+		ndk_unlock(&ad->objects.lock);
 		ndk_warn("adapter %s closed with %s %p still open", ad->ifname,
 			 open_obj->ops->name, (void *)open_obj);
 		ndk_obj_close_internal(open_obj);
 		ndk_obj_put(open_obj);
-		pthread_mutex_lock(&ad->objects.lock);
+		ndk_lock(&ad->objects.lock);
 	}
-	pthread_mutex_unlock(&ad->objects.lock);
+	ndk_unlock(&ad->objects.lock);
 
 	/* Wait until every object is destroyed: all callbacks returned. */
-	pthread_mutex_lock(&ad->objects.lock);
+	ndk_lock(&ad->objects.lock);
 	while (ad->objects.live)
-		pthread_cond_wait(&ad->objects.cond, &ad->objects.lock);
-	pthread_mutex_unlock(&ad->objects.lock);
+		ndk_cond_wait(&ad->objects.cond, &ad->objects.lock);
+	ndk_unlock(&ad->objects.lock);
 
 	ndk_engine_stop(&ad->engine);
 	adapter_free(ad);

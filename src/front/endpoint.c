@@ -33,6 +33,7 @@
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
+#include "core/lock.h"
 #include "front/endpoint.h"
 #include "core/compiler.h"
 #include "core/config.h"
@@ -77,7 +78,7 @@ struct ep_tuple {
 	struct ep_key local, remote;
 };
 
-static pthread_mutex_t ep_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ndk_lock ep_lock = NDK_LOCK_INITIALIZER(NDK_LOCK_ENDPOINT);
 static struct list_head ep_hash[EP_HASH_SIZE];
 static struct list_head tuple_hash[EP_HASH_SIZE];
 static bool ep_inited;
@@ -88,6 +89,8 @@ static uint32_t ep_next_offset;
 static void ep_init_locked(void)
 {
 	unsigned int i;
+
+	NDK_ASSERT_LOCKED(&ep_lock);
 
 	if (ep_inited)
 		return;
@@ -195,6 +198,8 @@ static bool ep_in_use_locked(const struct ep_key *key)
 {
 	struct list_head *pos;
 
+	NDK_ASSERT_LOCKED(&ep_lock);
+
 	list_for_each (pos, &ep_hash[port_bucket(key->port)]) {
 		struct ndk_endpoint *ep =
 			list_entry(pos, struct ndk_endpoint, node);
@@ -281,6 +286,8 @@ static int ep_bind_ephemeral_locked(int fd, struct ndk_endpoint *ep)
 	uint32_t n, i, off;
 	int err;
 
+	NDK_ASSERT_LOCKED(&ep_lock);
+
 	ephemeral_range(&min, &max);
 	n = (uint32_t)max - min + 1;
 	off = ep_next_offset % n;
@@ -328,7 +335,7 @@ int ndk_endpoint_acquire(const struct sockaddr *addr, socklen_t addrlen,
 	atomic_init(&ep->refs, 1);
 	list_init(&ep->node);
 
-	pthread_mutex_lock(&ep_lock);
+	ndk_lock(&ep_lock);
 	ep_init_locked();
 	/* One NDK endpoint per address (docs/ndk.md, Endpoints): the kernel
 	 * would allow it. */
@@ -351,14 +358,14 @@ int ndk_endpoint_acquire(const struct sockaddr *addr, socklen_t addrlen,
 	}
 	atomic_init(&ep->fd, fd);
 	list_add_tail(&ep->node, &ep_hash[port_bucket(ep->key.port)]);
-	pthread_mutex_unlock(&ep_lock);
+	ndk_unlock(&ep_lock);
 	ndk_dbg("endpoint: %p kind %d port %u fd %d", (void *)ep, kind,
 		ep->key.port, fd);
 	*epp = ep;
 	return 0;
 
 unlock:
-	pthread_mutex_unlock(&ep_lock);
+	ndk_unlock(&ep_lock);
 free_ep:
 	free(ep);
 	return err;
@@ -381,12 +388,12 @@ void ndk_endpoint_put(struct ndk_endpoint *ep)
 	/* Last reference (docs/ndk.md, Endpoints: freed at 0). Close under
 	 * the lock so the port is free in the kernel as soon as it leaves the
 	 * table. */
-	pthread_mutex_lock(&ep_lock);
+	ndk_lock(&ep_lock);
 	list_del(&ep->node);
 	fd = atomic_exchange(&ep->fd, -1);
 	if (fd >= 0)
 		close(fd);
-	pthread_mutex_unlock(&ep_lock);
+	ndk_unlock(&ep_lock);
 	/* Listed until the last reference goes (docs/design.md, OID
 	 * registry). */
 	ndk_reg_withdraw(ep->reg_slot);
@@ -484,6 +491,8 @@ static struct ep_tuple *tuple_find_locked(const struct ep_key *l,
 {
 	struct list_head *pos;
 
+	NDK_ASSERT_LOCKED(&ep_lock);
+
 	list_for_each (pos, &tuple_hash[tuple_bucket(l, r)]) {
 		struct ep_tuple *t = list_entry(pos, struct ep_tuple, node);
 
@@ -522,17 +531,17 @@ int ndk_tuple_register(const struct sockaddr *local,
 		free(t);
 		return err;
 	}
-	pthread_mutex_lock(&ep_lock);
+	ndk_lock(&ep_lock);
 	ep_init_locked();
 	/* NDK_FN_CONNECT: an identical 4-tuple is ADDRESS_ALREADY_EXISTS. */
 	if (tuple_find_locked(&t->local, &t->remote)) {
-		pthread_mutex_unlock(&ep_lock);
+		ndk_unlock(&ep_lock);
 		free(t);
 		return -EEXIST;
 	}
 	list_add_tail(&t->node,
 		      &tuple_hash[tuple_bucket(&t->local, &t->remote)]);
-	pthread_mutex_unlock(&ep_lock);
+	ndk_unlock(&ep_lock);
 	return 0;
 }
 
@@ -544,12 +553,12 @@ void ndk_tuple_unregister(const struct sockaddr *local,
 
 	if (tuple_keys(local, remote, &l, &r))
 		return;
-	pthread_mutex_lock(&ep_lock);
+	ndk_lock(&ep_lock);
 	ep_init_locked();
 	t = tuple_find_locked(&l, &r);
 	if (t)
 		list_del(&t->node);
-	pthread_mutex_unlock(&ep_lock);
+	ndk_unlock(&ep_lock);
 	free(t);
 }
 
@@ -559,10 +568,10 @@ void ndk_endpoint_for_each(void (*fn)(const struct ndk_endpoint *ep, void *arg),
 	struct list_head *pos;
 	unsigned int i;
 
-	pthread_mutex_lock(&ep_lock);
+	ndk_lock(&ep_lock);
 	ep_init_locked();
 	for (i = 0; i < EP_HASH_SIZE; i++)
 		list_for_each (pos, &ep_hash[i])
 			fn(list_entry(pos, struct ndk_endpoint, node), arg);
-	pthread_mutex_unlock(&ep_lock);
+	ndk_unlock(&ep_lock);
 }

@@ -19,7 +19,7 @@ void ndk_ifaddr_init(struct ndk_ifaddr_cache *c, const char *ifname,
 	};
 
 	memset(c, 0, sizeof(*c));
-	pthread_mutex_init(&c->lock, NULL);
+	ndk_lock_init(&c->lock, NDK_LOCK_IFADDR);
 	snprintf(c->ifname, sizeof(c->ifname), "%s", ifname);
 	c->ifindex = ifindex;
 	c->nl_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK,
@@ -36,7 +36,7 @@ void ndk_ifaddr_fini(struct ndk_ifaddr_cache *c)
 	if (c->nl_fd >= 0)
 		close(c->nl_fd);
 	free(c->addrs);
-	pthread_mutex_destroy(&c->lock);
+	ndk_lock_destroy(&c->lock);
 }
 
 /*
@@ -151,7 +151,7 @@ int ndk_ifaddr_has(struct ndk_ifaddr_cache *c, const struct sockaddr *addr)
 
 	if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)
 		return 0;
-	pthread_mutex_lock(&c->lock);
+	ndk_lock(&c->lock);
 	/* Drained before the read, so a change during it invalidates it. */
 	if (c->nl_fd < 0 || ifaddr_changed(c))
 		c->valid = false;
@@ -160,6 +160,6 @@ int ndk_ifaddr_has(struct ndk_ifaddr_cache *c, const struct sockaddr *addr)
 		c->valid = !ret && c->nl_fd >= 0;
 	}
 	found = !ret && ifaddr_match(c, addr);
-	pthread_mutex_unlock(&c->lock);
+	ndk_unlock(&c->lock);
 	return ret ? ret : found;
 }

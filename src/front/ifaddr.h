@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/socket.h>
+#include "core/lock.h"
 
 struct ndk_ifaddr {
 	sa_family_t family;
@@ -25,7 +26,7 @@ struct ndk_ifaddr {
 };
 
 struct ndk_ifaddr_cache {
-	pthread_mutex_t lock;
+	struct ndk_lock lock;
 	int nl_fd; /* change notifications; -1: no cache, read every time */
 	bool valid;
 	char ifname[IF_NAMESIZE];

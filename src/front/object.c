@@ -57,14 +57,14 @@ int ndk_obj_init(struct ndk_obj *obj, struct ndk_adapter *ad,
 	if (ops->type == NdkObjectTypeAdapter)
 		return 0;
 
-	pthread_mutex_lock(&dom->lock);
+	ndk_lock(&dom->lock);
 	if (dom->closing) {
-		pthread_mutex_unlock(&dom->lock);
+		ndk_unlock(&dom->lock);
 		return -ESHUTDOWN;
 	}
 	list_add_tail(&obj->entry, &dom->objects);
 	dom->live++;
-	pthread_mutex_unlock(&dom->lock);
+	ndk_unlock(&dom->lock);
 	return 0;
 }
 
@@ -91,14 +91,14 @@ void ndk_obj_put(struct ndk_obj *obj)
 		/* Unregister last so NdkCloseAdapter waits for destroy. */
 		struct ndk_obj_domain *dom = obj->domain;
 
-		pthread_mutex_lock(&dom->lock);
+		ndk_lock(&dom->lock);
 		list_del(&obj->entry);
-		pthread_mutex_unlock(&dom->lock);
+		ndk_unlock(&dom->lock);
 		obj->ops->destroy(obj);
-		pthread_mutex_lock(&dom->lock);
+		ndk_lock(&dom->lock);
 		dom->live--;
 		pthread_cond_broadcast(&dom->cond);
-		pthread_mutex_unlock(&dom->lock);
+		ndk_unlock(&dom->lock);
 		return;
 	}
 	obj->ops->destroy(obj);
@@ -114,6 +114,7 @@ static bool close_can_finish(const struct ndk_obj *obj)
 /* Adapter lock held: hand a finishable close to the engine thread. */
 static void close_kick_locked(struct ndk_obj *obj)
 {
+	NDK_ASSERT_LOCKED(&obj->domain->lock);
 	if (!close_can_finish(obj))
 		return;
 	obj->finishing = true;
@@ -142,9 +143,9 @@ static void close_work_fn(struct ndk_work *w)
 	/* CloseCompletion is the object's last callback. */
 	if (cb && !obj->close_internal)
 		cb(obj->close_ctx);
-	pthread_mutex_lock(&dom->lock);
+	ndk_lock(&dom->lock);
 	set_state(obj, NDK_OBJ_CLOSED);
-	pthread_mutex_unlock(&dom->lock);
+	ndk_unlock(&dom->lock);
 	close_finish(obj);
 }
 
@@ -156,7 +157,7 @@ int ndk_obj_link(struct ndk_obj *succ, struct ndk_obj *ante)
 
 	if (!ante || ante->domain != dom)
 		return -EINVAL;
-	pthread_mutex_lock(&dom->lock);
+	ndk_lock(&dom->lock);
 	if (ante->state != NDK_OBJ_OPEN) {
 		ret = -EINVAL;
 		goto out;
@@ -177,7 +178,7 @@ int ndk_obj_link(struct ndk_obj *succ, struct ndk_obj *ante)
 	ante->successors++;
 	ndk_obj_get(ante);
 out:
-	pthread_mutex_unlock(&dom->lock);
+	ndk_unlock(&dom->lock);
 	return ret;
 }
 
@@ -187,7 +188,7 @@ void ndk_obj_unlink(struct ndk_obj *succ, struct ndk_obj *ante)
 	unsigned int i;
 	bool found = false;
 
-	pthread_mutex_lock(&dom->lock);
+	ndk_lock(&dom->lock);
 	for (i = 0; i < NDK_OBJ_MAX_ANTECEDENTS; i++) {
 		if (succ->antecedents[i] == ante) {
 			succ->antecedents[i] = NULL;
@@ -199,7 +200,7 @@ void ndk_obj_unlink(struct ndk_obj *succ, struct ndk_obj *ante)
 		ante->successors--;
 		close_kick_locked(ante);
 	}
-	pthread_mutex_unlock(&dom->lock);
+	ndk_unlock(&dom->lock);
 	if (found)
 		ndk_obj_put(ante);
 }
@@ -210,11 +211,11 @@ bool ndk_obj_is_linked(struct ndk_obj *succ, struct ndk_obj *ante)
 	unsigned int i;
 	bool found = false;
 
-	pthread_mutex_lock(&dom->lock);
+	ndk_lock(&dom->lock);
 	for (i = 0; i < NDK_OBJ_MAX_ANTECEDENTS; i++)
 		if (succ->antecedents[i] == ante)
 			found = true;
-	pthread_mutex_unlock(&dom->lock);
+	ndk_unlock(&dom->lock);
 	return found;
 }
 
@@ -223,9 +224,9 @@ bool ndk_obj_is_open(struct ndk_obj *obj)
 	struct ndk_obj_domain *dom = obj->domain;
 	bool open;
 
-	pthread_mutex_lock(&dom->lock);
+	ndk_lock(&dom->lock);
 	open = obj->state == NDK_OBJ_OPEN;
-	pthread_mutex_unlock(&dom->lock);
+	ndk_unlock(&dom->lock);
 	return open;
 }
 
@@ -235,11 +236,11 @@ static NTSTATUS obj_close(struct ndk_obj *obj, NDK_FN_CLOSE_COMPLETION cb,
 	struct ndk_obj_domain *dom = obj->domain;
 	bool inline_done = false;
 
-	pthread_mutex_lock(&dom->lock);
+	ndk_lock(&dom->lock);
 	if (obj->state != NDK_OBJ_OPEN) {
 		/* A second close is a consumer bug; the first one stands.
 		 * The provider's own closes may race with it: no noise. */
-		pthread_mutex_unlock(&dom->lock);
+		ndk_unlock(&dom->lock);
 		if (!internal)
 			ndk_warn("%s %p closed twice", obj->ops->name,
 				 (void *)obj);
@@ -251,12 +252,12 @@ static NTSTATUS obj_close(struct ndk_obj *obj, NDK_FN_CLOSE_COMPLETION cb,
 	obj->close_internal = internal;
 	/* Keep the close from finishing while close_begin runs. */
 	obj->busy++;
-	pthread_mutex_unlock(&dom->lock);
+	ndk_unlock(&dom->lock);
 
 	if (obj->ops->close_begin)
 		obj->ops->close_begin(obj);
 
-	pthread_mutex_lock(&dom->lock);
+	ndk_lock(&dom->lock);
 	obj->busy--;
 	if (close_can_finish(obj)) {
 		/* Nothing to wait for: close inline, no callback. */
@@ -264,7 +265,7 @@ static NTSTATUS obj_close(struct ndk_obj *obj, NDK_FN_CLOSE_COMPLETION cb,
 		set_state(obj, NDK_OBJ_CLOSED);
 		inline_done = true;
 	}
-	pthread_mutex_unlock(&dom->lock);
+	ndk_unlock(&dom->lock);
 
 	if (inline_done) {
 		close_finish(obj);
@@ -288,19 +289,19 @@ void ndk_obj_hold(struct ndk_obj *obj)
 {
 	struct ndk_obj_domain *dom = obj->domain;
 
-	pthread_mutex_lock(&dom->lock);
+	ndk_lock(&dom->lock);
 	obj->busy++;
-	pthread_mutex_unlock(&dom->lock);
+	ndk_unlock(&dom->lock);
 }
 
 void ndk_obj_release(struct ndk_obj *obj)
 {
 	struct ndk_obj_domain *dom = obj->domain;
 
-	pthread_mutex_lock(&dom->lock);
+	ndk_lock(&dom->lock);
 	obj->busy--;
 	close_kick_locked(obj);
-	pthread_mutex_unlock(&dom->lock);
+	ndk_unlock(&dom->lock);
 }
 
 bool ndk_obj_begin_event(struct ndk_obj *obj)
@@ -308,11 +309,11 @@ bool ndk_obj_begin_event(struct ndk_obj *obj)
 	struct ndk_obj_domain *dom = obj->domain;
 	bool ok;
 
-	pthread_mutex_lock(&dom->lock);
+	ndk_lock(&dom->lock);
 	ok = obj->state == NDK_OBJ_OPEN;
 	if (ok)
 		obj->busy++;
-	pthread_mutex_unlock(&dom->lock);
+	ndk_unlock(&dom->lock);
 	return ok;
 }
 

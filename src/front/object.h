@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <ndk/ndk.h>
+#include "core/lock.h"
 #include "core/list.h"
 #include "engine/engine.h"
 
@@ -38,7 +39,7 @@ struct ndk_obj;
  * adapter owns one; every object points at its adapter's.
  */
 struct ndk_obj_domain {
-	pthread_mutex_t lock; /* the registry and every object's close state */
+	struct ndk_lock lock; /* the registry and every object's close state */
 	pthread_cond_t cond; /* signalled when live drops */
 	struct list_head objects;
 	unsigned int live; /* registered objects not yet destroyed */

@@ -20,6 +20,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "core/lock.h"
 #include "core/compiler.h"
 #include "core/log.h"
 #include "oid/registry.h"
@@ -90,7 +91,7 @@ struct ndk_reg_counters {
 };
 
 /* This process's file, created on the first publication. */
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ndk_lock reg_lock = NDK_LOCK_INITIALIZER(NDK_LOCK_OID);
 static int reg_fd = -1;
 static void *reg_map;
 static pid_t reg_owner;
@@ -252,6 +253,7 @@ static bool reg_slot_read(struct reg_slot *s, struct ndk_reg_entry *e)
 
 static void reg_forget_locked(void)
 {
+	NDK_ASSERT_LOCKED(&reg_lock);
 	if (reg_map)
 		munmap(reg_map, REG_FILE_SIZE);
 	if (reg_fd >= 0)
@@ -265,8 +267,10 @@ static void reg_forget_locked(void)
  * entries stay the parent's, and the child makes its own file. */
 static void reg_atfork_child(void)
 {
-	pthread_mutex_init(&reg_lock, NULL);
+	ndk_lock_init(&reg_lock, NDK_LOCK_OID);
+	ndk_lock(&reg_lock);
 	reg_forget_locked();
+	ndk_unlock(&reg_lock);
 }
 
 /* The file goes with the process when it exits normally; after a crash
@@ -284,6 +288,8 @@ static int reg_create_locked(void)
 	uint64_t nonce;
 	void *map;
 	int fd, ret;
+
+	NDK_ASSERT_LOCKED(&reg_lock);
 
 	ret = reg_dir_ensure();
 	if (ret)
@@ -344,7 +350,7 @@ int ndk_reg_publish(struct ndk_reg_entry *e)
 	uint32_t slot;
 	int ret = 0;
 
-	pthread_mutex_lock(&reg_lock);
+	ndk_lock(&reg_lock);
 	if (!reg_map)
 		ret = reg_create_locked();
 	/* The file's owner is this process (a forked child makes its own):
@@ -375,7 +381,7 @@ int ndk_reg_publish(struct ndk_reg_entry *e)
 				      memory_order_release);
 	ret = (int)slot;
 out:
-	pthread_mutex_unlock(&reg_lock);
+	ndk_unlock(&reg_lock);
 	return ret;
 }
 
@@ -385,7 +391,7 @@ void ndk_reg_withdraw(int slot)
 
 	if (slot < 0)
 		return;
-	pthread_mutex_lock(&reg_lock);
+	ndk_lock(&reg_lock);
 	/* After a fork the slot belongs to the parent's file. */
 	if (!reg_map || (uint32_t)slot >= REG_CAPACITY)
 		goto out;
@@ -401,7 +407,7 @@ void ndk_reg_withdraw(int slot)
 	}
 	reg_free[reg_nfree++] = (uint32_t)slot;
 out:
-	pthread_mutex_unlock(&reg_lock);
+	ndk_unlock(&reg_lock);
 }
 
 /* ------------------------------------------------------------------ */

@@ -23,15 +23,16 @@
  * References: a queued notify_work and an armed moderation timer each
  * hold one object reference, so neither can outlive the memory.
  *
- * Lock order: cq->lock, then the engine's lock (post, timers). The adapter
- * lock (begin_event, release, the last put) is never taken under
- * cq->lock, and no consumer callback runs under either.
+ * Lock order (core/lock.h): cq->lock, then the engine's lock (post,
+ * timers). The adapter lock (begin_event, release, the last put) is never
+ * taken under cq->lock, and no consumer callback runs under either.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/lock.h"
 #include "front/adapter.h"
 #include "core/log.h"
 #include "front/provider.h"
@@ -54,7 +55,7 @@ struct ndk_cq {
 	NDK_FN_CQ_NOTIFICATION_CALLBACK notify;
 	PVOID notify_ctx;
 
-	pthread_mutex_t lock; /* everything below */
+	struct ndk_lock lock; /* everything below */
 	NDK_RESULT_EX *ring;
 	uint32_t depth; /* ring slots == CqDepth */
 	uint32_t head; /* oldest entry */
@@ -108,6 +109,8 @@ static bool cq_arm_matched_locked(const struct ndk_cq *cq)
 {
 	uint64_t removed = cq->pushed - cq->count;
 
+	NDK_ASSERT_LOCKED(&cq->lock);
+
 	switch (cq->arm) {
 	case CQ_ARM_ANY:
 		/* The newest entry is present whenever count > 0. */
@@ -131,6 +134,8 @@ static bool cq_mod_hold_locked(struct ndk_cq *cq, uint64_t now)
 {
 	bool count_on, ival_on;
 	uint64_t ival_ns, delay_ns;
+
+	NDK_ASSERT_LOCKED(&cq->lock);
 
 	count_on = cq->mod_count != CQ_MAXULONG && cq->mod_count <= cq->depth;
 	ival_on = cq->mod_interval_us != CQ_MAXULONG;
@@ -168,6 +173,8 @@ static bool cq_eval_locked(struct ndk_cq *cq)
 {
 	uint64_t now;
 
+	NDK_ASSERT_LOCKED(&cq->lock);
+
 	if (cq->closing || cq->arm == CQ_ARM_NONE)
 		return false;
 	if (cq->error) {
@@ -204,10 +211,10 @@ static void cq_timer_fn(struct ndk_timer *t)
 	struct ndk_cq *cq = container_of(t, struct ndk_cq, mod_timer);
 	bool kick;
 
-	pthread_mutex_lock(&cq->lock);
+	ndk_lock(&cq->lock);
 	cq->mod_timer_set = false;
 	kick = cq_eval_locked(cq);
-	pthread_mutex_unlock(&cq->lock);
+	ndk_unlock(&cq->lock);
 	if (kick)
 		cq_kick(cq);
 	ndk_obj_put(&cq->obj); /* the timer's reference */
@@ -216,6 +223,7 @@ static void cq_timer_fn(struct ndk_timer *t)
 /* Lock held: stops the moderation timer; true if its reference is ours. */
 static bool cq_timer_stop_locked(struct ndk_cq *cq)
 {
+	NDK_ASSERT_LOCKED(&cq->lock);
 	if (!cq->mod_timer_set ||
 	    !ndk_timer_cancel(cq_engine(cq), &cq->mod_timer))
 		return false; /* not armed, or firing: its function cleans up */
@@ -230,7 +238,7 @@ static void cq_notify_work(struct ndk_work *w)
 	NTSTATUS status = STATUS_SUCCESS;
 	bool run = true, closed = false, more;
 
-	pthread_mutex_lock(&cq->lock);
+	ndk_lock(&cq->lock);
 	if (cq->owed_error) {
 		cq->owed_error = false;
 		status = STATUS_BUFFER_OVERFLOW;
@@ -239,7 +247,7 @@ static void cq_notify_work(struct ndk_work *w)
 	} else {
 		run = false;
 	}
-	pthread_mutex_unlock(&cq->lock);
+	ndk_unlock(&cq->lock);
 
 	/* No event callback once the close started (NDKPI Object Lifetime
 	 * Requirements). */
@@ -252,13 +260,13 @@ static void cq_notify_work(struct ndk_work *w)
 		closed = true; /* close_begin may not have run yet */
 	}
 
-	pthread_mutex_lock(&cq->lock);
+	ndk_lock(&cq->lock);
 	if (closed || cq->closing) {
 		cq->owed = 0;
 		cq->owed_error = false;
 	}
 	more = cq->owed || cq->owed_error;
-	pthread_mutex_unlock(&cq->lock);
+	ndk_unlock(&cq->lock);
 	/* One per pass, so a busy CQ cannot starve the engine. */
 	if (more)
 		cq_kick(cq);
@@ -271,9 +279,9 @@ int ndk_cq_push(struct ndk_cq *cq, const NDK_RESULT_EX *res, bool solicited)
 
 	if (!cq || !res)
 		return -EINVAL;
-	pthread_mutex_lock(&cq->lock);
+	ndk_lock(&cq->lock);
 	if (cq->error) {
-		pthread_mutex_unlock(&cq->lock);
+		ndk_unlock(&cq->lock);
 		return -EOVERFLOW;
 	}
 	if (cq->count == cq->depth) {
@@ -281,7 +289,7 @@ int ndk_cq_push(struct ndk_cq *cq, const NDK_RESULT_EX *res, bool solicited)
 		 * (NDK_FN_CQ_NOTIFICATION_CALLBACK). */
 		cq->error = true;
 		kick = cq_eval_locked(cq);
-		pthread_mutex_unlock(&cq->lock);
+		ndk_unlock(&cq->lock);
 		ndk_warn("cq %p overrun (depth %u)", (void *)cq, cq->depth);
 		ndk_adapter_count(cq->obj.adapter, NDK_CTR(CQError), 1);
 		if (kick)
@@ -296,7 +304,7 @@ int ndk_cq_push(struct ndk_cq *cq, const NDK_RESULT_EX *res, bool solicited)
 	if (solicited || !NT_SUCCESS(res->Status))
 		cq->last_sol_seq = cq->pushed;
 	kick = cq_eval_locked(cq);
-	pthread_mutex_unlock(&cq->lock);
+	ndk_unlock(&cq->lock);
 	if (kick)
 		cq_kick(cq);
 	return 0;
@@ -306,9 +314,9 @@ bool ndk_cq_in_error(struct ndk_cq *cq)
 {
 	bool error;
 
-	pthread_mutex_lock(&cq->lock);
+	ndk_lock(&cq->lock);
 	error = cq->error;
-	pthread_mutex_unlock(&cq->lock);
+	ndk_unlock(&cq->lock);
 	return error;
 }
 
@@ -336,7 +344,7 @@ static VOID cq_arm(NDK_CQ *pNdkCq, ULONG Type)
 			 Type);
 		return;
 	}
-	pthread_mutex_lock(&cq->lock);
+	ndk_lock(&cq->lock);
 	/* A second arm merges with an unsatisfied first (docs/ndk.md,
 	 * Completion queues). */
 	if (arm > cq->arm)
@@ -349,7 +357,7 @@ static VOID cq_arm(NDK_CQ *pNdkCq, ULONG Type)
 	 */
 	kick = cq_eval_locked(cq);
 	claimed = cq->claimed;
-	pthread_mutex_unlock(&cq->lock);
+	ndk_unlock(&cq->lock);
 	if (kick)
 		cq_kick(cq);
 	/* The consumer will wait for the notification, not poll. */
@@ -360,6 +368,7 @@ static VOID cq_arm(NDK_CQ *pNdkCq, ULONG Type)
 /* Lock held: removes the oldest entry into *out. */
 static void cq_pop_locked(struct ndk_cq *cq, NDK_RESULT_EX *out)
 {
+	NDK_ASSERT_LOCKED(&cq->lock);
 	*out = cq->ring[cq->head];
 	cq->head = (cq->head + 1) % cq->depth;
 	cq->count--;
@@ -371,6 +380,7 @@ static void cq_pop_locked(struct ndk_cq *cq, NDK_RESULT_EX *out)
  */
 static void cq_drained_locked(struct ndk_cq *cq)
 {
+	NDK_ASSERT_LOCKED(&cq->lock);
 	if (!cq->count)
 		cq->mod_pending = false;
 }
@@ -379,23 +389,23 @@ static void cq_drained_locked(struct ndk_cq *cq)
 
 void ndk_cq_add_poller(struct ndk_cq *cq, struct ndk_cq_poller *p)
 {
-	pthread_mutex_lock(&cq->lock);
+	ndk_lock(&cq->lock);
 	if (!p->added)
 		list_add_tail(&p->node, &cq->pollers);
 	p->added = true;
-	pthread_mutex_unlock(&cq->lock);
+	ndk_unlock(&cq->lock);
 }
 
 void ndk_cq_del_poller(struct ndk_cq *cq, struct ndk_cq_poller *p)
 {
-	pthread_mutex_lock(&cq->lock);
+	ndk_lock(&cq->lock);
 	if (p->added)
 		list_del(&p->node);
 	if (p->added && p->claimed)
 		cq->claimed--;
 	p->added = false;
 	p->claimed = false;
-	pthread_mutex_unlock(&cq->lock);
+	ndk_unlock(&cq->lock);
 }
 
 /*
@@ -409,6 +419,8 @@ static void cq_progress_locked(struct ndk_cq *cq)
 	struct list_head *pos;
 	unsigned int n = 0, i;
 
+	NDK_ASSERT_LOCKED(&cq->lock);
+
 	list_for_each (pos, &cq->pollers) {
 		p[n] = list_entry(pos, struct ndk_cq_poller, node);
 		ndk_obj_get(p[n]->owner);
@@ -419,23 +431,23 @@ static void cq_progress_locked(struct ndk_cq *cq)
 		return;
 	list_del(&p[0]->node);
 	list_add_tail(&p[0]->node, &cq->pollers);
-	pthread_mutex_unlock(&cq->lock);
+	ndk_unlock(&cq->lock);
 	for (i = 0; i < n; i++) {
 		p[i]->poll(p[i]);
 		ndk_obj_put(p[i]->owner);
 	}
-	pthread_mutex_lock(&cq->lock);
+	ndk_lock(&cq->lock);
 }
 
 void ndk_cq_poller_claim(struct ndk_cq *cq, struct ndk_cq_poller *p,
 			 bool claimed)
 {
-	pthread_mutex_lock(&cq->lock);
+	ndk_lock(&cq->lock);
 	if (p->added && p->claimed != claimed) {
 		p->claimed = claimed;
 		cq->claimed += claimed ? 1 : -1;
 	}
-	pthread_mutex_unlock(&cq->lock);
+	ndk_unlock(&cq->lock);
 }
 
 /* NdkArmCq: every poller hands back what it took over (cq.h); armed()
@@ -448,7 +460,7 @@ static void cq_pollers_armed(struct ndk_cq *cq)
 
 	do {
 		n = 0;
-		pthread_mutex_lock(&cq->lock);
+		ndk_lock(&cq->lock);
 		list_for_each (pos, &cq->pollers) {
 			struct ndk_cq_poller *q =
 				list_entry(pos, struct ndk_cq_poller, node);
@@ -460,7 +472,7 @@ static void cq_pollers_armed(struct ndk_cq *cq)
 			if (n == CQ_POLL_MAX)
 				break;
 		}
-		pthread_mutex_unlock(&cq->lock);
+		ndk_unlock(&cq->lock);
 		for (i = 0; i < n; i++) {
 			p[i]->armed(p[i]);
 			ndk_obj_put(p[i]->owner);
@@ -477,7 +489,7 @@ static ULONG cq_get_results(NDK_CQ *pNdkCq, NDK_RESULT Results[],
 
 	if (!Results)
 		return 0;
-	pthread_mutex_lock(&cq->lock);
+	ndk_lock(&cq->lock);
 	if (!cq->count)
 		cq_progress_locked(cq);
 	for (i = 0; i < nResults && cq->count; i++) {
@@ -488,7 +500,7 @@ static ULONG cq_get_results(NDK_CQ *pNdkCq, NDK_RESULT Results[],
 		Results[i].RequestContext = e.RequestContext;
 	}
 	cq_drained_locked(cq);
-	pthread_mutex_unlock(&cq->lock);
+	ndk_unlock(&cq->lock);
 	return i;
 }
 
@@ -500,13 +512,13 @@ static ULONG cq_get_results_ex(NDK_CQ *pNdkCq, NDK_RESULT_EX Results[],
 
 	if (!Results)
 		return 0;
-	pthread_mutex_lock(&cq->lock);
+	ndk_lock(&cq->lock);
 	if (!cq->count)
 		cq_progress_locked(cq);
 	for (i = 0; i < nResults && cq->count; i++)
 		cq_pop_locked(cq, &Results[i]);
 	cq_drained_locked(cq);
-	pthread_mutex_unlock(&cq->lock);
+	ndk_unlock(&cq->lock);
 	return i;
 }
 
@@ -523,10 +535,10 @@ static NTSTATUS cq_resize(NDK_CQ *pNdkCq, ULONG CqDepth,
 	ring = calloc(CqDepth, sizeof(*ring));
 	if (!ring)
 		return STATUS_INSUFFICIENT_RESOURCES;
-	pthread_mutex_lock(&cq->lock);
+	ndk_lock(&cq->lock);
 	if (cq->count > CqDepth) {
 		/* Never drop queued completions; the consumer drains first. */
-		pthread_mutex_unlock(&cq->lock);
+		ndk_unlock(&cq->lock);
 		free(ring);
 		return STATUS_INVALID_PARAMETER;
 	}
@@ -536,7 +548,7 @@ static NTSTATUS cq_resize(NDK_CQ *pNdkCq, ULONG CqDepth,
 	cq->ring = ring;
 	cq->head = 0;
 	cq->depth = CqDepth;
-	pthread_mutex_unlock(&cq->lock);
+	ndk_unlock(&cq->lock);
 	free(old);
 	/* Done inline: no RequestCompletion (NDK_FN_REQUEST_COMPLETION). */
 	return STATUS_SUCCESS;
@@ -548,13 +560,13 @@ static NTSTATUS cq_control_moderation(NDK_CQ *pNdkCq, ULONG ModerationInterval,
 	struct ndk_cq *cq = to_ndk_cq(pNdkCq);
 	bool timer_ref, kick;
 
-	pthread_mutex_lock(&cq->lock);
+	ndk_lock(&cq->lock);
 	/* Both bounds "unlimited" would never notify
 	 * (NDK_FN_CONTROL_CQ_INTERRUPT_MODERATION). */
 	if (ModerationInterval == CQ_MAXULONG &&
 	    (ModerationCount == CQ_MAXULONG || ModerationCount > cq->depth) &&
 	    ModerationCount > 1) {
-		pthread_mutex_unlock(&cq->lock);
+		ndk_unlock(&cq->lock);
 		return STATUS_INVALID_PARAMETER_MIX;
 	}
 	/* Interval 0 or Count 0/1 turns moderation off; latest call wins. */
@@ -564,7 +576,7 @@ static NTSTATUS cq_control_moderation(NDK_CQ *pNdkCq, ULONG ModerationInterval,
 	/* Re-time a held arm under the new settings. */
 	timer_ref = cq_timer_stop_locked(cq);
 	kick = cq_eval_locked(cq);
-	pthread_mutex_unlock(&cq->lock);
+	ndk_unlock(&cq->lock);
 	if (timer_ref)
 		ndk_obj_put(&cq->obj);
 	if (kick)
@@ -578,13 +590,13 @@ static void cq_close_begin(struct ndk_obj *obj)
 	struct ndk_cq *cq = container_of(obj, struct ndk_cq, obj);
 	bool timer_ref;
 
-	pthread_mutex_lock(&cq->lock);
+	ndk_lock(&cq->lock);
 	cq->closing = true;
 	cq->arm = CQ_ARM_NONE;
 	cq->owed = 0;
 	cq->owed_error = false;
 	timer_ref = cq_timer_stop_locked(cq);
-	pthread_mutex_unlock(&cq->lock);
+	ndk_unlock(&cq->lock);
 	if (timer_ref)
 		ndk_obj_put(obj); /* the consumer's reference is still held */
 }
@@ -594,7 +606,7 @@ static void cq_destroy(struct ndk_obj *obj)
 	struct ndk_cq *cq = container_of(obj, struct ndk_cq, obj);
 
 	free(cq->ring);
-	pthread_mutex_destroy(&cq->lock);
+	ndk_lock_destroy(&cq->lock);
 	free(cq);
 }
 
@@ -645,7 +657,7 @@ NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
 	cq->notify_ctx = CqNotificationContext;
 	cq->arm = CQ_ARM_NONE;
 	list_init(&cq->pollers);
-	pthread_mutex_init(&cq->lock, NULL);
+	ndk_lock_init(&cq->lock, NDK_LOCK_CQ);
 	ndk_work_init(&cq->notify_work, cq_notify_work);
 	ndk_timer_init(&cq->mod_timer, cq_timer_fn);
 

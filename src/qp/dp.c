@@ -32,6 +32,7 @@
  */
 static void dp_unregister_locked(struct ndk_dp *dp)
 {
+	NDK_ASSERT_LOCKED(&dp->lock);
 	if (!dp->sock.io_registered)
 		return;
 	ndk_engine_del_fd(dp->sock.engine, &dp->sock.io);
@@ -40,6 +41,7 @@ static void dp_unregister_locked(struct ndk_dp *dp)
 
 static void dp_close_socket_locked(struct ndk_dp *dp)
 {
+	NDK_ASSERT_LOCKED(&dp->lock);
 	dp_unregister_locked(dp);
 	if (dp->sock.fd >= 0)
 		close(dp->sock.fd);
@@ -52,9 +54,9 @@ static void dp_close_work_fn(struct ndk_work *w)
 	struct ndk_dp *dp = container_of(w, struct ndk_dp, sock.close_work);
 	struct ndk_obj *qp = dp->qp.obj;
 
-	pthread_mutex_lock(&dp->lock);
+	ndk_lock(&dp->lock);
 	dp_close_socket_locked(dp);
-	pthread_mutex_unlock(&dp->lock);
+	ndk_unlock(&dp->lock);
 	ndk_obj_put(qp);
 }
 
@@ -68,7 +70,7 @@ static void dp_end(struct ndk_dp *dp, int err)
 {
 	ndk_dp_end_fn fn = NULL;
 
-	pthread_mutex_lock(&dp->lock);
+	ndk_lock(&dp->lock);
 	if (ndk_dp_attached(dp)) {
 		if (err == -EPROTO) {
 			ndk_info("qp %p: connection terminated",
@@ -80,7 +82,7 @@ static void dp_end(struct ndk_dp *dp, int err)
 		dp_unregister_locked(dp);
 		fn = dp->sock.end_fn;
 	}
-	pthread_mutex_unlock(&dp->lock);
+	ndk_unlock(&dp->lock);
 	if (fn)
 		fn(dp->sock.end_ctx, err);
 }
@@ -91,10 +93,10 @@ static void dp_rx_done(struct ndk_dp *dp)
 {
 	if (!dp->rx_wants_tx)
 		return;
-	pthread_mutex_lock(&dp->lock);
+	ndk_lock(&dp->lock);
 	dp->rx_wants_tx = false;
 	ndk_dp_tx_locked(dp);
-	pthread_mutex_unlock(&dp->lock);
+	ndk_unlock(&dp->lock);
 }
 
 /* Engine thread: the socket's readiness. */
@@ -105,17 +107,17 @@ static void dp_io_fn(struct ndk_io *io, uint32_t events)
 	int ret;
 
 	if (events & EPOLLOUT) {
-		pthread_mutex_lock(&dp->lock);
+		ndk_lock(&dp->lock);
 		ndk_dp_tx_locked(dp);
-		pthread_mutex_unlock(&dp->lock);
+		ndk_unlock(&dp->lock);
 	}
 	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
 		return;
-	pthread_mutex_lock(&dp->rx_lock);
+	ndk_lock(&dp->rx_lock);
 	/* Bounded per wake-up so one busy connection cannot starve others. */
 	ret = ndk_dp_rx_pass(dp, 16, &got);
 	dp_rx_done(dp);
-	pthread_mutex_unlock(&dp->rx_lock);
+	ndk_unlock(&dp->rx_lock);
 	if (ret < 0)
 		dp_end(dp, ret);
 }
@@ -131,9 +133,9 @@ static void rx_error_work_fn(struct ndk_work *w)
 	struct ndk_obj *qp = dp->qp.obj;
 	bool attached;
 
-	pthread_mutex_lock(&dp->lock);
+	ndk_lock(&dp->lock);
 	attached = ndk_dp_attached(dp);
-	pthread_mutex_unlock(&dp->lock);
+	ndk_unlock(&dp->lock);
 	if (attached)
 		dp_io_fn(&dp->sock.io, EPOLLIN);
 	ndk_obj_put(qp);
@@ -154,9 +156,9 @@ static void dp_claim(struct ndk_dp *dp, bool consumer)
 {
 	bool ref = false;
 
-	pthread_mutex_lock(&dp->lock);
+	ndk_lock(&dp->lock);
 	if (!ndk_dp_attached(dp) || dp->rx_consumer == consumer) {
-		pthread_mutex_unlock(&dp->lock);
+		ndk_unlock(&dp->lock);
 		return;
 	}
 	dp->rx_consumer = consumer;
@@ -171,7 +173,7 @@ static void dp_claim(struct ndk_dp *dp, bool consumer)
 		ndk_dp_interest_locked(dp);
 	}
 	consumer = dp->rx_consumer;
-	pthread_mutex_unlock(&dp->lock);
+	ndk_unlock(&dp->lock);
 	if (ref)
 		ndk_obj_get(dp->qp.obj);
 	ndk_cq_poller_claim(dp->qp.rcq, &dp->rpoll, consumer);
@@ -186,7 +188,7 @@ static void backstop_fn(struct ndk_timer *t)
 	struct ndk_obj *qp = dp->qp.obj;
 	bool keep = false, give_back = false;
 
-	pthread_mutex_lock(&dp->lock);
+	ndk_lock(&dp->lock);
 	if (ndk_dp_attached(dp) && dp->rx_consumer) {
 		if (ndk_now_ns() - atomic_load(&dp->last_poll_ns) <
 			    CLAIM_IDLE_NS &&
@@ -197,7 +199,7 @@ static void backstop_fn(struct ndk_timer *t)
 	}
 	if (!keep)
 		dp->backstop_armed = false;
-	pthread_mutex_unlock(&dp->lock);
+	ndk_unlock(&dp->lock);
 	if (give_back)
 		dp_claim(dp, false);
 	if (!keep)
@@ -214,7 +216,7 @@ static void dp_poll(struct ndk_dp *dp)
 	int ret;
 
 	/* Busy: the engine (or another poller) is receiving right now. */
-	if (pthread_mutex_trylock(&dp->rx_lock))
+	if (!ndk_trylock(&dp->rx_lock))
 		return;
 	ret = dp->rx_error ? 0 : ndk_dp_rx_pass(dp, 4, &got);
 	dp_rx_done(dp);
@@ -236,7 +238,7 @@ static void dp_poll(struct ndk_dp *dp)
 		if (!ndk_engine_post(dp->sock.engine, &dp->rx_error_work))
 			ndk_obj_put(qp);
 	}
-	pthread_mutex_unlock(&dp->rx_lock);
+	ndk_unlock(&dp->rx_lock);
 	if (ret < 0)
 		dp_claim(dp, false);
 	else if (claim)
@@ -310,8 +312,8 @@ int ndk_dp_attach(const struct ndk_dp_qp *qp, const struct ndk_dp_socket *s,
 		dp_release(dp);
 		return -ENOMEM;
 	}
-	pthread_mutex_init(&dp->lock, NULL);
-	pthread_mutex_init(&dp->rx_lock, NULL);
+	ndk_lock_init(&dp->lock, NDK_LOCK_DP);
+	ndk_lock_init(&dp->rx_lock, NDK_LOCK_DP_RX);
 	dp->state = NDK_DP_ATTACHED;
 	dp->sock.fd = s->fd;
 	dp->sock.engine = s->engine;
@@ -345,8 +347,8 @@ int ndk_dp_attach(const struct ndk_dp_qp *qp, const struct ndk_dp_socket *s,
 	dp->sock.io.fn = dp_io_fn;
 	ret = ndk_engine_add_fd(dp->sock.engine, &dp->sock.io, EPOLLIN);
 	if (ret) {
-		pthread_mutex_destroy(&dp->lock);
-		pthread_mutex_destroy(&dp->rx_lock);
+		ndk_lock_destroy(&dp->lock);
+		ndk_lock_destroy(&dp->rx_lock);
 		dp_release(dp);
 		return ret;
 	}
@@ -356,9 +358,9 @@ int ndk_dp_attach(const struct ndk_dp_qp *qp, const struct ndk_dp_socket *s,
 		ndk_cq_add_poller(dp->qp.icq, &dp->ipoll);
 	if (s->unsent_len) {
 		memcpy(dp->sock.handover, s->unsent, s->unsent_len);
-		pthread_mutex_lock(&dp->lock);
+		ndk_lock(&dp->lock);
 		ndk_dp_send_raw_locked(dp, dp->sock.handover, s->unsent_len);
-		pthread_mutex_unlock(&dp->lock);
+		ndk_unlock(&dp->lock);
 	}
 	*out = dp;
 	return 0;
@@ -368,9 +370,9 @@ void ndk_dp_detach(struct ndk_dp *dp)
 {
 	bool queue = false;
 
-	pthread_mutex_lock(&dp->lock);
+	ndk_lock(&dp->lock);
 	if (dp->state == NDK_DP_DETACHED) {
-		pthread_mutex_unlock(&dp->lock);
+		ndk_unlock(&dp->lock);
 		return;
 	}
 	ndk_dp_set_state_locked(dp, NDK_DP_DETACHED);
@@ -387,7 +389,7 @@ void ndk_dp_detach(struct ndk_dp *dp)
 		ndk_engine_mod_fd(dp->sock.engine, &dp->sock.io, 0);
 		queue = true;
 	}
-	pthread_mutex_unlock(&dp->lock);
+	ndk_unlock(&dp->lock);
 	ndk_cq_del_poller(dp->qp.rcq, &dp->rpoll);
 	ndk_cq_del_poller(dp->qp.icq, &dp->ipoll);
 	if (!queue)
@@ -395,9 +397,9 @@ void ndk_dp_detach(struct ndk_dp *dp)
 	ndk_obj_get(dp->qp.obj);
 	if (!ndk_engine_post(dp->sock.engine, &dp->sock.close_work)) {
 		/* The engine thread is gone: no handler can run. */
-		pthread_mutex_lock(&dp->lock);
+		ndk_lock(&dp->lock);
 		dp_close_socket_locked(dp);
-		pthread_mutex_unlock(&dp->lock);
+		ndk_unlock(&dp->lock);
 		ndk_obj_put(dp->qp.obj);
 	}
 }
@@ -410,17 +412,17 @@ void ndk_dp_free(struct ndk_dp *dp)
 	ndk_dp_traffic(dp, &dp->rx_traffic, false, 0, 0, true);
 	if (dp->sock.fd >= 0)
 		close(dp->sock.fd); /* never detached: no engine to sync with */
-	pthread_mutex_destroy(&dp->lock);
-	pthread_mutex_destroy(&dp->rx_lock);
+	ndk_lock_destroy(&dp->lock);
+	ndk_lock_destroy(&dp->rx_lock);
 	dp_release(dp);
 }
 
 void ndk_dp_shutdown(struct ndk_dp *dp)
 {
-	pthread_mutex_lock(&dp->lock);
+	ndk_lock(&dp->lock);
 	if (dp->state != NDK_DP_DETACHED)
 		shutdown(dp->sock.fd, SHUT_WR);
-	pthread_mutex_unlock(&dp->lock);
+	ndk_unlock(&dp->lock);
 }
 
 bool ndk_dp_nudge(struct ndk_dp *dp)
@@ -428,7 +430,7 @@ bool ndk_dp_nudge(struct ndk_dp *dp)
 	uint64_t rx;
 	bool sent = false;
 
-	pthread_mutex_lock(&dp->lock);
+	ndk_lock(&dp->lock);
 	if (ndk_dp_attached(dp) && dp->sock.nudge_mark_ok &&
 	    !ndk_tcp_bytes_received(dp->sock.fd, &rx) &&
 	    rx != dp->sock.nudge_mark)
@@ -438,7 +440,7 @@ bool ndk_dp_nudge(struct ndk_dp *dp)
 		/* Between FPDUs only; the writer finishes it on EPOLLOUT if
 		 * the socket takes only part. */
 		sent = ndk_dp_send_rtr_locked(dp, MPA_RTR_WRITE);
-	pthread_mutex_unlock(&dp->lock);
+	ndk_unlock(&dp->lock);
 	return sent;
 }
 
@@ -453,12 +455,12 @@ static void dp_release_rx(struct ndk_dp *dp)
 {
 	struct ndk_rqe *rqe = NULL;
 
-	pthread_mutex_lock(&dp->rx_lock);
-	pthread_mutex_lock(&dp->lock);
+	ndk_lock(&dp->rx_lock);
+	ndk_lock(&dp->lock);
 	if (!ndk_dp_attached(dp))
 		rqe = ndk_dp_rx_release(dp);
-	pthread_mutex_unlock(&dp->lock);
-	pthread_mutex_unlock(&dp->rx_lock);
+	ndk_unlock(&dp->lock);
+	ndk_unlock(&dp->rx_lock);
 	if (rqe)
 		ndk_rq_complete(dp->qp.rq, rqe, STATUS_CANCELLED, 0,
 				NdkOperationTypeReceive, 0, false);

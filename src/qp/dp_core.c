@@ -32,6 +32,8 @@ void ndk_dp_set_state_locked(struct ndk_dp *dp, enum ndk_dp_state to)
 {
 	enum ndk_dp_state from = dp->state;
 
+	NDK_ASSERT_LOCKED(&dp->lock);
+
 	if (!dp_next[from][to]) {
 		ndk_err("dp %p: illegal transition %s -> %s", (void *)dp,
 			ndk_dp_state_name(from), ndk_dp_state_name(to));
@@ -63,6 +65,7 @@ static NDK_OPERATION_TYPE wqe_type(const struct ndk_wqe *w)
 
 void ndk_dp_complete_locked(struct ndk_dp *dp)
 {
+	NDK_ASSERT_LOCKED(&dp->lock);
 	while (dp->sq.done != dp->sq.next) {
 		struct ndk_wqe *w = ndk_dp_sq_slot(dp, dp->sq.done);
 
@@ -87,6 +90,7 @@ void ndk_dp_complete_locked(struct ndk_dp *dp)
 
 void ndk_dp_interest_locked(struct ndk_dp *dp)
 {
+	NDK_ASSERT_LOCKED(&dp->lock);
 	if (ndk_dp_attached(dp) && dp->sock.io_registered)
 		ndk_engine_mod_fd(
 			dp->sock.engine, &dp->sock.io,
@@ -96,6 +100,7 @@ void ndk_dp_interest_locked(struct ndk_dp *dp)
 
 void ndk_dp_want_out_locked(struct ndk_dp *dp, bool on)
 {
+	NDK_ASSERT_LOCKED(&dp->lock);
 	if (dp->sock.want_out == on || !ndk_dp_attached(dp))
 		return;
 	dp->sock.want_out = on;

@@ -10,8 +10,8 @@
  * runs (engine or a polling consumer); lock protects the initiator queue,
  * the ORQ and IRQ, the transmit batch and the state. Posting threads, the
  * engine's receive path and EPOLLOUT all transmit under lock; socket
- * writes are non-blocking, so it is held for short times only. Order:
- * rx_lock, then lock, then the receive queue's and the CQ's locks.
+ * writes are non-blocking, so it is held for short times only. Levels
+ * NDK_LOCK_DP_RX and NDK_LOCK_DP (core/lock.h): rx_lock before lock.
  */
 #ifndef NDK_QP_DP_CORE_H
 #define NDK_QP_DP_CORE_H
@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 #include <ndk/ndk.h>
+#include "core/lock.h"
 #include "engine/engine.h"
 #include "front/object.h"
 #include "iwarp/fpdu.h"
@@ -204,7 +205,7 @@ struct ndk_dp_tx {
 struct ndk_dp {
 	struct ndk_dp_qp qp;
 	struct ndk_adapter *ad;
-	pthread_mutex_t lock;
+	struct ndk_lock lock;
 	enum ndk_dp_state state; /* under lock; ndk_dp_set_state_locked */
 	bool crc;
 	uint32_t mulpdu; /* largest ULPDU per FPDU (RFC 5044 MULPDU) */
@@ -219,7 +220,7 @@ struct ndk_dp {
 
 	/* Receive: rx_lock is held while a pass runs, so a QP close on
 	 * another thread cannot take the receive being filled. */
-	pthread_mutex_t rx_lock;
+	struct ndk_lock rx_lock;
 	struct ndk_dp_rx *rx;
 	struct ndk_dp_traffic rx_traffic; /* under rx_lock */
 	/* The receive pass queued work for the transmitter (a Terminate, a

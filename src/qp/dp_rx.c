@@ -124,7 +124,7 @@ static int rx_fail(struct ndk_dp *dp, unsigned int layer, unsigned int etype,
 	int n;
 
 	fpdu_rx_term(&dp->rx->parser, &cause, &t);
-	pthread_mutex_lock(&dp->lock);
+	ndk_lock(&dp->lock);
 	if (!dp->tx.terminated && !dp->tx.term_len) {
 		n = rdmap_term_build(&t, dp->crc, dp->tx.term,
 				     sizeof(dp->tx.term));
@@ -136,7 +136,7 @@ static int rx_fail(struct ndk_dp *dp, unsigned int layer, unsigned int etype,
 			 iwarp_term_ecode_name(layer, etype, ecode));
 		dp->rx_wants_tx = true;
 	}
-	pthread_mutex_unlock(&dp->lock);
+	ndk_unlock(&dp->lock);
 	return -EPROTO;
 }
 
@@ -227,9 +227,9 @@ static int rx_header(struct ndk_dp *dp, const struct fpdu_ev *ev)
 	case RDMAP_READ_RESP: {
 		struct ndk_wqe *w;
 
-		pthread_mutex_lock(&dp->lock);
+		ndk_lock(&dp->lock);
 		w = orq_head(dp);
-		pthread_mutex_unlock(&dp->lock);
+		ndk_unlock(&dp->lock);
 		/* A response with no Read outstanding, or to the wrong sink,
 		 * is an unexpected opcode (RFC 5040). */
 		if (!w || (w->nsge && h->stag != w->sge[0].MemoryRegionToken))
@@ -256,10 +256,10 @@ static int rx_header(struct ndk_dp *dp, const struct fpdu_ev *ev)
 			if (ret)
 				return rx_fail_stag(dp, ret, true);
 		}
-		pthread_mutex_lock(&dp->lock);
+		ndk_lock(&dp->lock);
 		/* More Reads in flight than our IRD allows (RFC 5040 6.6). */
 		if (!dp->ird || dp->irq.tail - dp->irq.head >= dp->ird) {
-			pthread_mutex_unlock(&dp->lock);
+			ndk_unlock(&dp->lock);
 			return rx_fail(dp, TERM_LAYER_RDMAP,
 				       RDMAP_ETYPE_REMOTE_OP,
 				       RDMAP_ECODE_CATASTROPHIC_STREAM);
@@ -274,7 +274,7 @@ static int rx_header(struct ndk_dp *dp, const struct fpdu_ev *ev)
 		dp->irq.tail++;
 		dp->rx_wants_tx =
 			true; /* the response goes out after the pass */
-		pthread_mutex_unlock(&dp->lock);
+		ndk_unlock(&dp->lock);
 		return 0;
 	}
 	case RDMAP_TERMINATE:
@@ -387,9 +387,9 @@ static int rx_payload(struct ndk_dp *dp, const struct fpdu_ev *ev)
 		struct ndk_wqe *w;
 		uint64_t base, off;
 
-		pthread_mutex_lock(&dp->lock);
+		ndk_lock(&dp->lock);
 		w = orq_head(dp);
-		pthread_mutex_unlock(&dp->lock);
+		ndk_unlock(&dp->lock);
 		if (!w)
 			return 0;
 		base = w->nsge ? (uint64_t)(uintptr_t)w->sge[0].VirtualAddress
@@ -484,11 +484,11 @@ static int rx_end(struct ndk_dp *dp, const struct fpdu_ev *ev)
 		return 0;
 	case RX_READ_RESP:
 		if (ev->last) {
-			pthread_mutex_lock(&dp->lock);
+			ndk_lock(&dp->lock);
 			orq_retire(dp, STATUS_SUCCESS);
 			/* It completes, and Reads waiting for ORQ room go. */
 			dp->rx_wants_tx = true;
-			pthread_mutex_unlock(&dp->lock);
+			ndk_unlock(&dp->lock);
 		}
 		return 0;
 	case RX_TERMINATE: {
@@ -505,7 +505,7 @@ static int rx_end(struct ndk_dp *dp, const struct fpdu_ev *ev)
 				 iwarp_term_ecode_name(t.cause.layer,
 						       t.cause.etype,
 						       t.cause.ecode));
-		pthread_mutex_lock(&dp->lock);
+		ndk_lock(&dp->lock);
 		dp->tx.terminated = true; /* no Terminate in answer */
 		/*
 		 * A Terminate quoting a Read Request (an untagged header on
@@ -518,7 +518,7 @@ static int rx_end(struct ndk_dp *dp, const struct fpdu_ev *ev)
 		    get_be32(t.ddp_hdr + 6) == DDP_QN_READ_REQ &&
 		    orq_retire(dp, STATUS_REMOTE_RESOURCES))
 			ndk_dp_complete_locked(dp);
-		pthread_mutex_unlock(&dp->lock);
+		ndk_unlock(&dp->lock);
 		return -EPROTO;
 	}
 	default:
@@ -744,9 +744,9 @@ int ndk_dp_rx_pass(struct ndk_dp *dp, int budget, bool *got)
 
 	if (!buf)
 		return 0; /* no memory now: the socket stays readable */
-	pthread_mutex_lock(&dp->lock);
+	ndk_lock(&dp->lock);
 	ret = ndk_dp_attached(dp) ? 0 : 1;
-	pthread_mutex_unlock(&dp->lock);
+	ndk_unlock(&dp->lock);
 	if (!ret && dp->rx_error)
 		ret = dp->rx_error;
 	while (!ret && budget--) {

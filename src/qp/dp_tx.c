@@ -433,6 +433,8 @@ void ndk_dp_tx_locked(struct ndk_dp *dp)
 {
 	int ret;
 
+	NDK_ASSERT_LOCKED(&dp->lock);
+
 	while (ndk_dp_attached(dp)) {
 		if (dp->tx.left) {
 			if (dp->tx.term_len)
@@ -469,6 +471,7 @@ void ndk_dp_tx_locked(struct ndk_dp *dp)
 
 bool ndk_dp_send_raw_locked(struct ndk_dp *dp, void *buf, size_t len)
 {
+	NDK_ASSERT_LOCKED(&dp->lock);
 	if (!ndk_dp_attached(dp) || dp->tx.terminated || dp->tx.term_len ||
 	    dp->tx.left)
 		return false;
@@ -482,6 +485,8 @@ bool ndk_dp_send_rtr_locked(struct ndk_dp *dp, enum mpa_rtr type)
 {
 	int len =
 		ddp_rtr_build(type, dp->crc, dp->tx.ctrl, sizeof(dp->tx.ctrl));
+
+	NDK_ASSERT_LOCKED(&dp->lock);
 
 	return len > 0 && ndk_dp_send_raw_locked(dp, dp->tx.ctrl, (size_t)len);
 }
@@ -497,6 +502,7 @@ bool ndk_dp_send_rtr_locked(struct ndk_dp *dp, enum mpa_rtr type)
  */
 static void sq_posted_locked(struct ndk_dp *dp, ULONG flags)
 {
+	NDK_ASSERT_LOCKED(&dp->lock);
 	if (flags & NDK_OP_FLAG_DEFER)
 		return;
 	dp->sq.rung = dp->sq.tail;
@@ -505,9 +511,9 @@ static void sq_posted_locked(struct ndk_dp *dp, ULONG flags)
 
 void ndk_dp_kick(struct ndk_dp *dp)
 {
-	pthread_mutex_lock(&dp->lock);
+	ndk_lock(&dp->lock);
 	sq_posted_locked(dp, 0); /* as if a request without DEFER came */
-	pthread_mutex_unlock(&dp->lock);
+	ndk_unlock(&dp->lock);
 }
 
 /*
@@ -544,14 +550,14 @@ static struct ndk_wqe *sq_begin(struct ndk_dp *dp, enum ndk_wqe_op op,
 {
 	struct ndk_wqe *w;
 
-	pthread_mutex_lock(&dp->lock);
+	ndk_lock(&dp->lock);
 	if (!ndk_dp_attached(dp)) {
-		pthread_mutex_unlock(&dp->lock);
+		ndk_unlock(&dp->lock);
 		*status = STATUS_CONNECTION_INVALID;
 		return NULL;
 	}
 	if (dp->sq.tail - dp->sq.done >= dp->sq.depth) {
-		pthread_mutex_unlock(&dp->lock);
+		ndk_unlock(&dp->lock);
 		*status = STATUS_INSUFFICIENT_RESOURCES;
 		return NULL;
 	}
@@ -612,7 +618,7 @@ NTSTATUS ndk_dp_post_send(struct ndk_dp *dp, PVOID ctx, const NDK_SGE *sgl,
 	}
 	dp->sq.tail++;
 	sq_posted_locked(dp, flags);
-	pthread_mutex_unlock(&dp->lock);
+	ndk_unlock(&dp->lock);
 	return STATUS_SUCCESS;
 }
 
@@ -648,7 +654,7 @@ NTSTATUS ndk_dp_post_rdma(struct ndk_dp *dp, enum ndk_wqe_op op, PVOID ctx,
 		wqe_fail(dp, w, STATUS_ACCESS_VIOLATION);
 	dp->sq.tail++;
 	sq_posted_locked(dp, flags);
-	pthread_mutex_unlock(&dp->lock);
+	ndk_unlock(&dp->lock);
 	return STATUS_SUCCESS;
 }
 
@@ -674,7 +680,7 @@ static NTSTATUS post_local(struct ndk_dp *dp, enum ndk_wqe_op op, PVOID ctx,
 	if (dp->sq.next == dp->sq.tail - 1)
 		dp->sq.next++;
 	sq_posted_locked(dp, flags);
-	pthread_mutex_unlock(&dp->lock);
+	ndk_unlock(&dp->lock);
 	return STATUS_SUCCESS;
 }
 
@@ -749,7 +755,7 @@ void ndk_dp_tx_flush(struct ndk_dp *dp)
 {
 	uint32_t i;
 
-	pthread_mutex_lock(&dp->lock);
+	ndk_lock(&dp->lock);
 	/* Everything not finished is cancelled, each exactly once. */
 	for (i = dp->sq.done; i != dp->sq.tail; i++) {
 		struct ndk_wqe *w = ndk_dp_sq_slot(dp, i);
@@ -771,5 +777,5 @@ void ndk_dp_tx_flush(struct ndk_dp *dp)
 	for (i = dp->tx.rec_pos; i < dp->tx.nrec; i++)
 		dp->tx.rec[i].fin = false;
 	ndk_dp_complete_locked(dp);
-	pthread_mutex_unlock(&dp->lock);
+	ndk_unlock(&dp->lock);
 }

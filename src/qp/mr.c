@@ -139,7 +139,7 @@ static void mr_destroy(struct ndk_obj *obj)
 
 	if (mr->has_stag)
 		ndk_stag_free(mr->stags, ndk_mr_token(mr));
-	pthread_mutex_destroy(&mr->lock);
+	ndk_lock_destroy(&mr->lock);
 	free(mr->pages);
 	free(mr);
 }
@@ -168,7 +168,7 @@ static NTSTATUS mr_register(NDK_MR *pNdkMr, MDL *Mdl, SIZE_T Length,
 	/* NdkRegisterMr is for MRs created with FastRegister FALSE only. */
 	if (mr->fast)
 		return STATUS_INVALID_DEVICE_REQUEST;
-	pthread_mutex_lock(&mr->lock);
+	ndk_lock(&mr->lock);
 	if (mr->registered || !ndk_obj_is_open(&mr->obj)) {
 		status = STATUS_INVALID_DEVICE_STATE;
 		goto out;
@@ -192,7 +192,7 @@ static NTSTATUS mr_register(NDK_MR *pNdkMr, MDL *Mdl, SIZE_T Length,
 	atomic_store_explicit(&mr->stag, stag, memory_order_release);
 	mr->registered = true;
 out:
-	pthread_mutex_unlock(&mr->lock);
+	ndk_unlock(&mr->lock);
 	return status;
 }
 
@@ -203,7 +203,7 @@ static NTSTATUS mr_deregister(NDK_MR *pNdkMr,
 	struct ndk_mr *mr = to_ndk_mr(pNdkMr);
 	NTSTATUS status = STATUS_SUCCESS;
 
-	pthread_mutex_lock(&mr->lock);
+	ndk_lock(&mr->lock);
 	if (mr->fast) {
 		/* Tolerated on a fast-register MR: drops its registration. */
 		ndk_stag_revoke(mr->stags, ndk_mr_token(mr));
@@ -214,7 +214,7 @@ static NTSTATUS mr_deregister(NDK_MR *pNdkMr,
 		ndk_stag_revoke(mr->stags, ndk_mr_token(mr));
 		mr->registered = false;
 	}
-	pthread_mutex_unlock(&mr->lock);
+	ndk_unlock(&mr->lock);
 	return status;
 }
 
@@ -230,7 +230,7 @@ static NTSTATUS mr_init_fast_register(
 	if (!AdapterPageCount ||
 	    AdapterPageCount > ndk_mr_fr_max_pages(mr->obj.adapter))
 		return STATUS_IMPLEMENTATION_LIMIT;
-	pthread_mutex_lock(&mr->lock);
+	ndk_lock(&mr->lock);
 	/* Re-initialising drops the current fast registration, if any. */
 	ndk_stag_revoke(mr->stags, ndk_mr_token(mr));
 	if (mr->pages_cap < AdapterPageCount) {
@@ -248,7 +248,7 @@ static NTSTATUS mr_init_fast_register(
 	mr->fr_remote = RemoteAccess != FALSE;
 	mr->fr_ready = true;
 out:
-	pthread_mutex_unlock(&mr->lock);
+	ndk_unlock(&mr->lock);
 	return status;
 }
 
@@ -286,14 +286,14 @@ NTSTATUS ndk_create_mr(NDK_PD *pNdkPd, BOOLEAN FastRegister,
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return STATUS_INSUFFICIENT_RESOURCES;
-	pthread_mutex_init(&mr->lock, NULL);
+	ndk_lock_init(&mr->lock, NDK_LOCK_MR);
 	mr->stags = ad->stags;
 	mr->pd_id = pd->id;
 	mr->fast = FastRegister != FALSE;
 	/* The index is taken now so registration cannot run out of them. */
 	if (ndk_stag_alloc(ad->stags, mr->fast ? NDK_STAG_FRMR : NDK_STAG_MR,
 			   pd->id, &stag)) {
-		pthread_mutex_destroy(&mr->lock);
+		ndk_lock_destroy(&mr->lock);
 		free(mr);
 		return STATUS_INSUFFICIENT_RESOURCES;
 	}
@@ -346,7 +346,7 @@ int ndk_mr_fast_register(struct ndk_mr *mr, const NDK_LOGICAL_ADDRESS *pages,
 		return -EINVAL;
 	if (ndk_access_from_op_flags(flags, &access))
 		return -EINVAL;
-	pthread_mutex_lock(&mr->lock);
+	ndk_lock(&mr->lock);
 	err = -EINVAL;
 	if (!mr->fr_ready || !count || count > mr->fr_max_pages)
 		goto out;
@@ -392,7 +392,7 @@ int ndk_mr_fast_register(struct ndk_mr *mr, const NDK_LOGICAL_ADDRESS *pages,
 	if (!err)
 		atomic_store_explicit(&mr->stag, stag, memory_order_release);
 out:
-	pthread_mutex_unlock(&mr->lock);
+	ndk_unlock(&mr->lock);
 	return err;
 }
 
@@ -400,8 +400,8 @@ int ndk_mr_invalidate(struct ndk_mr *mr)
 {
 	if (!mr || !mr->fast)
 		return -EINVAL;
-	pthread_mutex_lock(&mr->lock);
+	ndk_lock(&mr->lock);
 	ndk_stag_revoke(mr->stags, ndk_mr_token(mr));
-	pthread_mutex_unlock(&mr->lock);
+	ndk_unlock(&mr->lock);
 	return 0;
 }

@@ -25,6 +25,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include "core/lock.h"
 #include "front/object.h"
 
 struct ndk_adapter;
@@ -50,7 +51,7 @@ struct ndk_mr {
 	atomic_uint stag; /* current token; its key changes per registration */
 
 	/* lock serialises every state change of this MR. */
-	pthread_mutex_t lock;
+	struct ndk_lock lock;
 	bool registered; /* normal MR: NdkRegisterMr done, not deregistered */
 	bool fr_ready; /* NdkInitializeFastRegisterMr done */
 	bool fr_remote; /* ... with RemoteAccess TRUE */

@@ -28,7 +28,7 @@ static void mw_destroy(struct ndk_obj *obj)
 
 	if (mw->has_stag)
 		ndk_stag_free(mw->stags, ndk_mw_token(mw));
-	pthread_mutex_destroy(&mw->lock);
+	ndk_lock_destroy(&mw->lock);
 	free(mw);
 }
 
@@ -69,11 +69,11 @@ NTSTATUS ndk_create_mw(NDK_PD *pNdkPd,
 	mw = calloc(1, sizeof(*mw));
 	if (!mw)
 		return STATUS_INSUFFICIENT_RESOURCES;
-	pthread_mutex_init(&mw->lock, NULL);
+	ndk_lock_init(&mw->lock, NDK_LOCK_MW);
 	mw->stags = ad->stags;
 	mw->pd_id = pd->id;
 	if (ndk_stag_alloc(ad->stags, NDK_STAG_MW, pd->id, &stag)) {
-		pthread_mutex_destroy(&mw->lock);
+		ndk_lock_destroy(&mw->lock);
 		free(mw);
 		return STATUS_INSUFFICIENT_RESOURCES;
 	}
@@ -104,7 +104,7 @@ int ndk_mw_bind(struct ndk_mw *mw, struct ndk_mr *mr, uint64_t va, uint64_t len,
 	if (len > mw->obj.adapter->info.MaxWindowSize)
 		return -EINVAL;
 
-	pthread_mutex_lock(&mw->lock);
+	ndk_lock(&mw->lock);
 	if (mw->mr != mr) {
 		/* NdkBind makes the MR an antecedent of the MW (NDKPI
 		 * Terminology). */
@@ -129,7 +129,7 @@ int ndk_mw_bind(struct ndk_mw *mw, struct ndk_mr *mr, uint64_t va, uint64_t len,
 		mw->mr = mr;
 	}
 out:
-	pthread_mutex_unlock(&mw->lock);
+	ndk_unlock(&mw->lock);
 	return err;
 }
 
@@ -137,8 +137,8 @@ int ndk_mw_invalidate(struct ndk_mw *mw)
 {
 	if (!mw)
 		return -EINVAL;
-	pthread_mutex_lock(&mw->lock);
+	ndk_lock(&mw->lock);
 	ndk_stag_revoke(mw->stags, ndk_mw_token(mw));
-	pthread_mutex_unlock(&mw->lock);
+	ndk_unlock(&mw->lock);
 	return 0;
 }

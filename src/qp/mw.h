@@ -16,6 +16,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include "core/lock.h"
 #include "front/object.h"
 
 struct ndk_mr;
@@ -27,7 +28,7 @@ struct ndk_mw {
 	uint32_t pd_id;
 	bool has_stag;
 	atomic_uint stag;
-	pthread_mutex_t lock; /* serialises bind and invalidate */
+	struct ndk_lock lock; /* serialises bind and invalidate */
 	struct ndk_mr *mr; /* antecedent since the last successful bind */
 };
 

@@ -83,6 +83,8 @@ static int qp_set_state_locked(struct ndk_qp *qp, enum ndk_qp_state to,
 {
 	enum ndk_qp_state from = ndk_qp_state(qp);
 
+	NDK_ASSERT_LOCKED(&qp->lock);
+
 	if ((unsigned int)to >= NDK_QP_STATE_COUNT ||
 	    !qp_next_state[from](to)) {
 		ndk_warn("qp %p: illegal transition %s -> %s (%s:%d)",
@@ -103,9 +105,9 @@ int ndk_qp_set_state_at(struct ndk_qp *qp, enum ndk_qp_state to,
 {
 	int ret;
 
-	pthread_mutex_lock(&qp->lock);
+	ndk_lock(&qp->lock);
 	ret = qp_set_state_locked(qp, to, file, line);
-	pthread_mutex_unlock(&qp->lock);
+	ndk_unlock(&qp->lock);
 	return ret;
 }
 
@@ -113,15 +115,15 @@ int ndk_qp_cm_connecting(struct ndk_qp *qp, struct ndk_connector *conn)
 {
 	int ret;
 
-	pthread_mutex_lock(&qp->lock);
+	ndk_lock(&qp->lock);
 	if (qp->conn) {
-		pthread_mutex_unlock(&qp->lock);
+		ndk_unlock(&qp->lock);
 		return -EBUSY;
 	}
 	ret = set_state_locked(qp, NDK_QP_CONNECTING);
 	if (!ret)
 		qp->conn = conn;
-	pthread_mutex_unlock(&qp->lock);
+	ndk_unlock(&qp->lock);
 	return ret;
 }
 
@@ -140,7 +142,7 @@ int ndk_qp_cm_established(struct ndk_qp *qp, const struct ndk_dp_socket *s)
 	};
 	int ret = -EINVAL;
 
-	pthread_mutex_lock(&qp->lock);
+	ndk_lock(&qp->lock);
 	/* Limits and data path before the state: a poster that sees
 	 * CONNECTED may use them. */
 	if (ndk_qp_state(qp) == NDK_QP_CONNECTING && !qp->dp) {
@@ -151,7 +153,7 @@ int ndk_qp_cm_established(struct ndk_qp *qp, const struct ndk_dp_socket *s)
 			ret = set_state_locked(qp, NDK_QP_CONNECTED);
 		}
 	}
-	pthread_mutex_unlock(&qp->lock);
+	ndk_unlock(&qp->lock);
 	return ret;
 }
 
@@ -159,13 +161,13 @@ int ndk_qp_cm_failed(struct ndk_qp *qp)
 {
 	int ret = -EINVAL;
 
-	pthread_mutex_lock(&qp->lock);
+	ndk_lock(&qp->lock);
 	/* Only an attempt that never got established goes back to IDLE. */
 	if (ndk_qp_state(qp) == NDK_QP_CONNECTING)
 		ret = set_state_locked(qp, NDK_QP_IDLE);
 	if (!ret)
 		qp->conn = NULL;
-	pthread_mutex_unlock(&qp->lock);
+	ndk_unlock(&qp->lock);
 	return ret;
 }
 
@@ -173,11 +175,11 @@ int ndk_qp_cm_disconnected(struct ndk_qp *qp, bool fatal, bool flush)
 {
 	int ret;
 
-	pthread_mutex_lock(&qp->lock);
+	ndk_lock(&qp->lock);
 	ret = set_state_locked(qp, fatal ? NDK_QP_ERROR : NDK_QP_DISCONNECTED);
 	if (!ret)
 		qp->conn = NULL;
-	pthread_mutex_unlock(&qp->lock);
+	ndk_unlock(&qp->lock);
 	if (!ret && flush)
 		ndk_qp_flush(qp);
 	return ret;
@@ -319,9 +321,9 @@ static void qp_close_begin(struct ndk_obj *obj)
 {
 	struct ndk_qp *qp = container_of(obj, struct ndk_qp, obj);
 
-	pthread_mutex_lock(&qp->lock);
+	ndk_lock(&qp->lock);
 	set_state_locked(qp, NDK_QP_CLOSED);
-	pthread_mutex_unlock(&qp->lock);
+	ndk_unlock(&qp->lock);
 	/*
 	 * Every outstanding request completes once, before the close does
 	 * (NDKPI Object Lifetime Requirements): the CQs are our
@@ -341,7 +343,7 @@ static void qp_destroy(struct ndk_obj *obj)
 
 	ndk_dp_free(qp->dp);
 	ndk_rq_destroy(&qp->rq);
-	pthread_mutex_destroy(&qp->lock);
+	ndk_lock_destroy(&qp->lock);
 	free(qp);
 }
 
@@ -414,7 +416,7 @@ static NTSTATUS qp_create(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return STATUS_INSUFFICIENT_RESOURCES;
-	pthread_mutex_init(&qp->lock, NULL);
+	ndk_lock_init(&qp->lock, NDK_LOCK_QP);
 	atomic_init(&qp->state, NDK_QP_IDLE);
 	qp->pd = pd;
 	qp->rcq = to_ndk_cq(pReceiveCq);

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include "core/lock.h"
 #include "front/object.h"
 #include "qp/dp.h"
 #include "qp/rq.h"
@@ -61,7 +62,7 @@ struct ndk_qp {
 	struct ndk_srq *srq; /* NULL: the QP has its own receive queue */
 	PVOID context; /* QPContext, returned in every NDK_RESULT(_EX) */
 
-	pthread_mutex_t lock; /* state transitions and conn */
+	struct ndk_lock lock; /* state transitions and conn */
 	_Atomic(enum ndk_qp_state) state;
 	struct ndk_connector *conn; /* set while CONNECTING/CONNECTED */
 

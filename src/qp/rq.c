@@ -17,7 +17,7 @@ int ndk_rq_init(struct ndk_rq *rq, uint32_t depth, uint32_t max_sge,
 	rq->ring = calloc(rq->size, ndk_rqe_stride(max_sge));
 	if (!rq->ring)
 		return -ENOMEM;
-	pthread_mutex_init(&rq->lock, NULL);
+	ndk_lock_init(&rq->lock, NDK_LOCK_RQ);
 	rq->state = NDK_RQ_OPEN;
 	rq->srq = srq;
 	rq->cq = cq;
@@ -29,7 +29,7 @@ void ndk_rq_destroy(struct ndk_rq *rq)
 {
 	if (!rq->ring)
 		return;
-	pthread_mutex_destroy(&rq->lock);
+	ndk_lock_destroy(&rq->lock);
 	free(rq->ring);
 	rq->ring = NULL;
 }
@@ -69,6 +69,8 @@ static void rq_push_flushed_locked(struct ndk_rq *rq)
 {
 	struct ndk_rqe *e;
 
+	NDK_ASSERT_LOCKED(&rq->lock);
+
 	while (rq->done != rq->head) {
 		e = rq_slot(rq, rq->done);
 		if (e->state != NDK_RQE_FLUSHED)
@@ -92,9 +94,9 @@ NTSTATUS ndk_rq_post(struct ndk_rq *rq, PVOID ctx, const NDK_SGE *sgl,
 	/* Posts are serialized per queue by the consumer (NDKPI Work
 	 * Request Posting Requirements); the lock is against NdkFlush and
 	 * the data path. */
-	pthread_mutex_lock(&rq->lock);
+	ndk_lock(&rq->lock);
 	if (rq->tail - rq->done >= rq->depth) {
-		pthread_mutex_unlock(&rq->lock);
+		ndk_unlock(&rq->lock);
 		return STATUS_INSUFFICIENT_RESOURCES;
 	}
 	e = rq_slot(rq, rq->tail);
@@ -104,7 +106,7 @@ NTSTATUS ndk_rq_post(struct ndk_rq *rq, PVOID ctx, const NDK_SGE *sgl,
 	if (nsge)
 		memcpy(e->sge, sgl, (size_t)nsge * sizeof(NDK_SGE));
 	rq->tail++;
-	pthread_mutex_unlock(&rq->lock);
+	ndk_unlock(&rq->lock);
 	return STATUS_SUCCESS;
 }
 
@@ -112,7 +114,7 @@ struct ndk_rqe *ndk_rq_take(struct ndk_rq *rq)
 {
 	struct ndk_rqe *e = NULL;
 
-	pthread_mutex_lock(&rq->lock);
+	ndk_lock(&rq->lock);
 	if (rq->state == NDK_RQ_CLOSED)
 		goto out;
 	if (rq->srq) {
@@ -133,7 +135,7 @@ struct ndk_rqe *ndk_rq_take(struct ndk_rq *rq)
 	e->state = NDK_RQE_TAKEN;
 	rq->head++;
 out:
-	pthread_mutex_unlock(&rq->lock);
+	ndk_unlock(&rq->lock);
 	return e;
 }
 
@@ -141,11 +143,11 @@ void ndk_rq_complete(struct ndk_rq *rq, struct ndk_rqe *rqe, NTSTATUS status,
 		     ULONG bytes, NDK_OPERATION_TYPE type, ULONG_PTR tsco,
 		     bool solicited)
 {
-	pthread_mutex_lock(&rq->lock);
+	ndk_lock(&rq->lock);
 	if (rq->done == rq->head || rq_slot(rq, rq->done) != rqe ||
 	    rqe->state != NDK_RQE_TAKEN) {
 		/* Cancelled by the close already: it completed once. */
-		pthread_mutex_unlock(&rq->lock);
+		ndk_unlock(&rq->lock);
 		return;
 	}
 	/* An error status satisfies a SOLICITED arm anyway (NDK_FN_ARM_CQ). */
@@ -153,7 +155,7 @@ void ndk_rq_complete(struct ndk_rq *rq, struct ndk_rqe *rqe, NTSTATUS status,
 	rq->done++;
 	/* Flushed receives queued behind this one may go now. */
 	rq_push_flushed_locked(rq);
-	pthread_mutex_unlock(&rq->lock);
+	ndk_unlock(&rq->lock);
 }
 
 /* Cancels the posted receives; with taken also those the data path holds. */
@@ -161,14 +163,14 @@ static void rq_cancel(struct ndk_rq *rq, bool taken)
 {
 	uint32_t i;
 
-	pthread_mutex_lock(&rq->lock);
+	ndk_lock(&rq->lock);
 	if (taken)
 		rq->state = NDK_RQ_CLOSED;
 	for (i = taken ? rq->done : rq->head; i != rq->tail; i++)
 		rq_slot(rq, i)->state = NDK_RQE_FLUSHED;
 	rq->head = rq->tail;
 	rq_push_flushed_locked(rq);
-	pthread_mutex_unlock(&rq->lock);
+	ndk_unlock(&rq->lock);
 }
 
 void ndk_rq_flush(struct ndk_rq *rq)

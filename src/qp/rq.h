@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <ndk/ndk.h>
+#include "core/lock.h"
 #include "qp/srq.h"
 
 struct ndk_cq;
@@ -46,7 +47,7 @@ enum ndk_rq_state {
 };
 
 struct ndk_rq {
-	pthread_mutex_t lock;
+	struct ndk_lock lock;
 	enum ndk_rq_state state;
 	unsigned char *ring; /* size slots of ndk_rqe_stride(max_sge) */
 	uint32_t size; /* power of two >= depth */

@@ -46,6 +46,7 @@ static void srq_notify_work(struct ndk_work *w)
  */
 static bool srq_check_threshold_locked(struct ndk_srq *srq)
 {
+	NDK_ASSERT_LOCKED(&srq->lock);
 	if (!srq->armed || srq->tail - srq->head >= srq->threshold)
 		return false;
 	srq->armed = false; /* one-shot until NdkModifySrq re-arms */
@@ -70,9 +71,9 @@ int ndk_srq_take(struct ndk_srq *srq, struct ndk_rqe *out)
 	struct ndk_rqe *e;
 	bool fire;
 
-	pthread_mutex_lock(&srq->lock);
+	ndk_lock(&srq->lock);
 	if (srq->head == srq->tail) {
-		pthread_mutex_unlock(&srq->lock);
+		ndk_unlock(&srq->lock);
 		return -EAGAIN;
 	}
 	e = srq_slot(srq, srq->ring, srq->size, srq->head++);
@@ -81,7 +82,7 @@ int ndk_srq_take(struct ndk_srq *srq, struct ndk_rqe *out)
 	out->state = 0;
 	memcpy(out->sge, e->sge, (size_t)e->nsge * sizeof(NDK_SGE));
 	fire = srq_check_threshold_locked(srq);
-	pthread_mutex_unlock(&srq->lock);
+	ndk_unlock(&srq->lock);
 	if (fire)
 		srq_fire(srq);
 	return 0;
@@ -91,9 +92,9 @@ uint32_t ndk_srq_count(struct ndk_srq *srq)
 {
 	uint32_t n;
 
-	pthread_mutex_lock(&srq->lock);
+	ndk_lock(&srq->lock);
 	n = srq->tail - srq->head;
-	pthread_mutex_unlock(&srq->lock);
+	ndk_unlock(&srq->lock);
 	return n;
 }
 
@@ -105,9 +106,9 @@ static NTSTATUS srq_receive(NDK_SRQ *pNdkSrq, PVOID RequestContext,
 
 	if (nSge > srq->max_sge || (nSge && !pSgl))
 		return STATUS_INVALID_PARAMETER;
-	pthread_mutex_lock(&srq->lock);
+	ndk_lock(&srq->lock);
 	if (srq->tail - srq->head >= srq->depth) {
-		pthread_mutex_unlock(&srq->lock);
+		ndk_unlock(&srq->lock);
 		return STATUS_INSUFFICIENT_RESOURCES;
 	}
 	e = srq_slot(srq, srq->ring, srq->size, srq->tail);
@@ -117,7 +118,7 @@ static NTSTATUS srq_receive(NDK_SRQ *pNdkSrq, PVOID RequestContext,
 	if (nSge)
 		memcpy(e->sge, pSgl, (size_t)nSge * sizeof(NDK_SGE));
 	srq->tail++;
-	pthread_mutex_unlock(&srq->lock);
+	ndk_unlock(&srq->lock);
 	return STATUS_SUCCESS;
 }
 
@@ -127,6 +128,8 @@ static void srq_regrow_locked(struct ndk_srq *srq, unsigned char *ring,
 {
 	size_t stride = ndk_rqe_stride(srq->max_sge);
 	uint32_t n = srq->tail - srq->head, i;
+
+	NDK_ASSERT_LOCKED(&srq->lock);
 
 	for (i = 0; i < n; i++)
 		memcpy(srq_slot(srq, ring, new_size, i),
@@ -159,10 +162,10 @@ static NTSTATUS srq_modify(NDK_SRQ *pNdkSrq, ULONG SrqDepth,
 	 */
 	if (SrqDepth) {
 		new_size = ring_size_for(SrqDepth);
-		pthread_mutex_lock(&srq->lock);
+		ndk_lock(&srq->lock);
 		if (new_size == srq->size)
 			new_size = 0;
-		pthread_mutex_unlock(&srq->lock);
+		ndk_unlock(&srq->lock);
 		if (new_size) {
 			ring = calloc(new_size, ndk_rqe_stride(srq->max_sge));
 			if (!ring)
@@ -170,7 +173,7 @@ static NTSTATUS srq_modify(NDK_SRQ *pNdkSrq, ULONG SrqDepth,
 		}
 	}
 
-	pthread_mutex_lock(&srq->lock);
+	ndk_lock(&srq->lock);
 	depth = SrqDepth ? SrqDepth : srq->depth;
 	threshold = NotifyThreshold ? NotifyThreshold : srq->threshold;
 	/*
@@ -179,7 +182,7 @@ static NTSTATUS srq_modify(NDK_SRQ *pNdkSrq, ULONG SrqDepth,
 	 * same rule as verbs' srq_limit <= max_wr).
 	 */
 	if (depth < srq->tail - srq->head || threshold > depth) {
-		pthread_mutex_unlock(&srq->lock);
+		ndk_unlock(&srq->lock);
 		free(ring);
 		return STATUS_INVALID_PARAMETER;
 	}
@@ -193,7 +196,7 @@ static NTSTATUS srq_modify(NDK_SRQ *pNdkSrq, ULONG SrqDepth,
 	}
 	/* Armed and already below: notify at once. */
 	fire = srq_check_threshold_locked(srq);
-	pthread_mutex_unlock(&srq->lock);
+	ndk_unlock(&srq->lock);
 	if (fire)
 		srq_fire(srq);
 	return STATUS_SUCCESS;
@@ -203,9 +206,9 @@ static void srq_close_begin(struct ndk_obj *obj)
 {
 	struct ndk_srq *srq = container_of(obj, struct ndk_srq, obj);
 
-	pthread_mutex_lock(&srq->lock);
+	ndk_lock(&srq->lock);
 	srq->armed = false;
-	pthread_mutex_unlock(&srq->lock);
+	ndk_unlock(&srq->lock);
 }
 
 static void srq_destroy(struct ndk_obj *obj)
@@ -219,7 +222,7 @@ static void srq_destroy(struct ndk_obj *obj)
 	if (srq->tail != srq->head)
 		ndk_dbg("srq %p: dropping %u unconsumed receives", (void *)srq,
 			srq->tail - srq->head);
-	pthread_mutex_destroy(&srq->lock);
+	ndk_lock_destroy(&srq->lock);
 	free(srq->ring);
 	free(srq);
 }
@@ -265,7 +268,7 @@ NTSTATUS ndk_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth,
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
 		return STATUS_INSUFFICIENT_RESOURCES;
-	pthread_mutex_init(&srq->lock, NULL);
+	ndk_lock_init(&srq->lock, NDK_LOCK_SRQ);
 	srq->max_sge = MaxReceiveRequestSge;
 	srq->depth = SrqDepth;
 	srq->size = ring_size_for(SrqDepth);

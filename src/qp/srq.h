@@ -26,6 +26,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include "core/lock.h"
 #include "front/object.h"
 
 /* One posted receive: the consumer's context and a copy of its SGEs. */
@@ -50,7 +51,7 @@ struct ndk_srq {
 	 * lock protects the ring, the depth and the notification arm. Never
 	 * held across a consumer callback or while taking the adapter lock.
 	 */
-	pthread_mutex_t lock;
+	struct ndk_lock lock;
 	unsigned char *ring; /* size slots of ndk_rqe_stride(max_sge) */
 	uint32_t size; /* power of two >= depth */
 	uint32_t depth; /* SrqDepth: max queued receives */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "core/lock.h"
 #include "core/log.h"
 #include "qp/pd.h"
 #include "qp/stag.h"
@@ -53,7 +54,7 @@ struct lam_range {
 };
 
 struct ndk_stag_table {
-	pthread_rwlock_t lock;
+	struct ndk_rwlock lock;
 	struct ndk_stag_entry **chunks; /* NCHUNKS slots */
 	uint32_t nalloc; /* indices [0, nalloc) exist */
 	/*
@@ -64,7 +65,7 @@ struct ndk_stag_table {
 	uint32_t used;
 
 	/* Live LAMs sorted by start; ranges may overlap. */
-	pthread_rwlock_t lam_lock;
+	struct ndk_rwlock lam_lock;
 	struct lam_range *lams;
 	size_t nlams, lam_cap;
 	uint64_t lam_max_len; /* longest range ever added: bounds the scan */
@@ -122,8 +123,8 @@ struct ndk_stag_table *ndk_stag_table_create(void)
 		free(t);
 		return NULL;
 	}
-	pthread_rwlock_init(&t->lock, NULL);
-	pthread_rwlock_init(&t->lam_lock, NULL);
+	ndk_rwlock_init(&t->lock, NDK_LOCK_STAG);
+	ndk_rwlock_init(&t->lam_lock, NDK_LOCK_LAM);
 	t->lam_next = 1;
 	return t;
 }
@@ -143,8 +144,8 @@ void ndk_stag_table_destroy(struct ndk_stag_table *t)
 		free(t->chunks[i]);
 	free(t->chunks);
 	free(t->lams);
-	pthread_rwlock_destroy(&t->lock);
-	pthread_rwlock_destroy(&t->lam_lock);
+	ndk_rwlock_destroy(&t->lock);
+	ndk_rwlock_destroy(&t->lam_lock);
 	free(t);
 }
 
@@ -198,7 +199,7 @@ int ndk_stag_alloc(struct ndk_stag_table *t, enum ndk_stag_type type,
 	uint32_t index;
 	int err = 0;
 
-	pthread_rwlock_wrlock(&t->lock);
+	ndk_write_lock(&t->lock);
 	if (!t->free_head)
 		err = grow(t);
 	if (err)
@@ -217,7 +218,7 @@ int ndk_stag_alloc(struct ndk_stag_table *t, enum ndk_stag_type type,
 	t->used++;
 	*stag = ndk_stag_make(index, e->key);
 out:
-	pthread_rwlock_unlock(&t->lock);
+	ndk_rw_unlock(&t->lock);
 	return err;
 }
 
@@ -245,13 +246,13 @@ bool ndk_stag_revoke(struct ndk_stag_table *t, uint32_t stag)
 	struct ndk_stag_entry *e;
 	bool was_valid = false;
 
-	pthread_rwlock_wrlock(&t->lock);
+	ndk_write_lock(&t->lock);
 	e = get_entry(t, ndk_stag_index(stag));
 	if (e && e->state == ENTRY_VALID) {
 		e->state = ENTRY_INVALID;
 		was_valid = true;
 	}
-	pthread_rwlock_unlock(&t->lock);
+	ndk_rw_unlock(&t->lock);
 	/* Even if already INVALID: a racing invalidation may still drain. */
 	if (e)
 		drain(e);
@@ -264,7 +265,7 @@ void ndk_stag_free(struct ndk_stag_table *t, uint32_t stag)
 	uint32_t index = ndk_stag_index(stag);
 
 	ndk_stag_revoke(t, stag);
-	pthread_rwlock_wrlock(&t->lock);
+	ndk_write_lock(&t->lock);
 	e = get_entry(t, index);
 	if (e && e->state != ENTRY_FREE) {
 		e->state = ENTRY_FREE;
@@ -273,7 +274,7 @@ void ndk_stag_free(struct ndk_stag_table *t, uint32_t stag)
 		t->used--;
 		free_push(t, index);
 	}
-	pthread_rwlock_unlock(&t->lock);
+	ndk_rw_unlock(&t->lock);
 }
 
 bool ndk_stag_is_valid(struct ndk_stag_table *t, uint32_t stag)
@@ -281,10 +282,10 @@ bool ndk_stag_is_valid(struct ndk_stag_table *t, uint32_t stag)
 	struct ndk_stag_entry *e;
 	bool valid;
 
-	pthread_rwlock_rdlock(&t->lock);
+	ndk_read_lock(&t->lock);
 	e = get_entry(t, ndk_stag_index(stag));
 	valid = e && e->state == ENTRY_VALID && e->key == ndk_stag_key(stag);
-	pthread_rwlock_unlock(&t->lock);
+	ndk_rw_unlock(&t->lock);
 	return valid;
 }
 
@@ -295,9 +296,9 @@ int ndk_stag_validate(struct ndk_stag_table *t, uint32_t *stag,
 	struct ndk_stag_entry *e;
 	int err = 0;
 
-	pthread_rwlock_rdlock(&t->lock);
+	ndk_read_lock(&t->lock);
 	e = get_entry(t, index);
-	pthread_rwlock_unlock(&t->lock);
+	ndk_rw_unlock(&t->lock);
 	if (!e)
 		return -ENOENT;
 	/*
@@ -306,7 +307,7 @@ int ndk_stag_validate(struct ndk_stag_table *t, uint32_t *stag,
 	 */
 	drain(e);
 
-	pthread_rwlock_wrlock(&t->lock);
+	ndk_write_lock(&t->lock);
 	if (e->state == ENTRY_FREE || e->type == NDK_STAG_MW) {
 		err = -ENOENT;
 		goto out;
@@ -327,7 +328,7 @@ int ndk_stag_validate(struct ndk_stag_table *t, uint32_t *stag,
 	e->state = ENTRY_VALID;
 	*stag = ndk_stag_make(index, e->key);
 out:
-	pthread_rwlock_unlock(&t->lock);
+	ndk_rw_unlock(&t->lock);
 	return err;
 }
 
@@ -358,7 +359,7 @@ int ndk_stag_bind(struct ndk_stag_table *t, uint32_t *mw_stag, uint32_t mr_stag,
 
 	if (access & ~NDK_ACCESS_REMOTE)
 		return -EINVAL;
-	pthread_rwlock_wrlock(&t->lock);
+	ndk_write_lock(&t->lock);
 	mw = get_entry(t, ndk_stag_index(*mw_stag));
 	mr = get_entry(t, ndk_stag_index(mr_stag));
 	if (!mw || mw->state == ENTRY_FREE || mw->type != NDK_STAG_MW) {
@@ -404,7 +405,7 @@ int ndk_stag_bind(struct ndk_stag_table *t, uint32_t *mw_stag, uint32_t mr_stag,
 	mw->state = ENTRY_VALID;
 	*mw_stag = ndk_stag_make(ndk_stag_index(*mw_stag), mw->key);
 out:
-	pthread_rwlock_unlock(&t->lock);
+	ndk_rw_unlock(&t->lock);
 	return err;
 }
 
@@ -413,7 +414,7 @@ int ndk_stag_invalidate(struct ndk_stag_table *t, uint32_t stag, uint32_t pd_id)
 	struct ndk_stag_entry *e;
 	int err = 0;
 
-	pthread_rwlock_wrlock(&t->lock);
+	ndk_write_lock(&t->lock);
 	e = get_entry(t, ndk_stag_index(stag));
 	if (!e || e->state != ENTRY_VALID || e->key != ndk_stag_key(stag)) {
 		err = -ENOENT;
@@ -424,7 +425,7 @@ int ndk_stag_invalidate(struct ndk_stag_table *t, uint32_t stag, uint32_t pd_id)
 	} else {
 		e->state = ENTRY_INVALID;
 	}
-	pthread_rwlock_unlock(&t->lock);
+	ndk_rw_unlock(&t->lock);
 	if (!err)
 		drain(e);
 	return err;
@@ -449,7 +450,7 @@ int ndk_stag_lookup(struct ndk_stag_table *t, uint32_t stag, uint32_t pd_id,
 	uintptr_t host = 0;
 	int err;
 
-	pthread_rwlock_rdlock(&t->lock);
+	ndk_read_lock(&t->lock);
 	e = get_entry(t, ndk_stag_index(stag));
 	if (!e || e->state != ENTRY_VALID || e->key != ndk_stag_key(stag)) {
 		err = -ENOENT;
@@ -489,12 +490,12 @@ int ndk_stag_lookup(struct ndk_stag_table *t, uint32_t stag, uint32_t pd_id,
 		ref->len = len;
 		ref->host = mem->pages ? 0 : host;
 	}
-	pthread_rwlock_unlock(&t->lock);
+	ndk_rw_unlock(&t->lock);
 	if (addr)
 		*addr = (void *)host;
 	return 0;
 fail:
-	pthread_rwlock_unlock(&t->lock);
+	ndk_rw_unlock(&t->lock);
 	return err;
 }
 
@@ -606,13 +607,13 @@ int ndk_stag_lam_add(struct ndk_stag_table *t, uint64_t start, uint64_t end,
 {
 	size_t pos;
 
-	pthread_rwlock_wrlock(&t->lam_lock);
+	ndk_write_lock(&t->lam_lock);
 	if (t->nlams == t->lam_cap) {
 		size_t cap = t->lam_cap ? t->lam_cap * 2 : 16;
 		struct lam_range *n = realloc(t->lams, cap * sizeof(*n));
 
 		if (!n) {
-			pthread_rwlock_unlock(&t->lam_lock);
+			ndk_rw_unlock(&t->lam_lock);
 			return -ENOMEM;
 		}
 		t->lams = n;
@@ -629,7 +630,7 @@ int ndk_stag_lam_add(struct ndk_stag_table *t, uint64_t start, uint64_t end,
 	t->nlams++;
 	if (end - start > t->lam_max_len)
 		t->lam_max_len = end - start;
-	pthread_rwlock_unlock(&t->lam_lock);
+	ndk_rw_unlock(&t->lam_lock);
 	return 0;
 }
 
@@ -638,7 +639,7 @@ int ndk_stag_lam_remove(struct ndk_stag_table *t, uint64_t start,
 {
 	size_t i, found = SIZE_MAX;
 
-	pthread_rwlock_wrlock(&t->lam_lock);
+	ndk_write_lock(&t->lam_lock);
 	/* Fast path: entries with this start sit just before lam_upper. */
 	for (i = lam_upper(t, start); i > 0 && t->lams[i - 1].start == start;
 	     i--) {
@@ -656,7 +657,7 @@ int ndk_stag_lam_remove(struct ndk_stag_table *t, uint64_t start,
 			(t->nlams - found - 1) * sizeof(*t->lams));
 		t->nlams--;
 	}
-	pthread_rwlock_unlock(&t->lam_lock);
+	ndk_rw_unlock(&t->lam_lock);
 	return found == SIZE_MAX ? -ENOENT : 0;
 }
 
@@ -678,7 +679,7 @@ int ndk_stag_lam_lookup(struct ndk_stag_table *t, uint64_t la, uint64_t len,
 	if (la + (len - 1) == UINT64_MAX)
 		return -EFAULT;
 	end = la + len;
-	pthread_rwlock_rdlock(&t->lam_lock);
+	ndk_read_lock(&t->lam_lock);
 	/*
 	 * Candidates start at or before la; scanning back stops once no
 	 * range (at most lam_max_len long) can reach end.
@@ -693,7 +694,7 @@ int ndk_stag_lam_lookup(struct ndk_stag_table *t, uint64_t la, uint64_t len,
 		if (end - r->start > t->lam_max_len)
 			break;
 	}
-	pthread_rwlock_unlock(&t->lam_lock);
+	ndk_rw_unlock(&t->lam_lock);
 	if (!err && addr)
 		*addr = (void *)(uintptr_t)la;
 	return err;

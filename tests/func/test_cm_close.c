@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Closing connection-management objects in every state (ndkpi.md 9.2,
- * 9.3): a connector while its TCP connect is pending, while it awaits the
+ * Closing connection-management objects in every state (NDKPI Object
+ * Lifetime Requirements; NDKPI Listeners, Connectors, and Endpoints): a connector while its TCP connect is pending, while it awaits the
  * Reply, after the peer disconnected, while disconnecting; a listener
  * before and after NdkListen; and the disconnect event's no-flush rule.
  */

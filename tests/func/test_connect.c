@@ -3,7 +3,8 @@
  * The NDK three-step handshake on loopback, through the public API:
  * NdkConnect -> ConnectEvent -> NdkGetConnectionData -> NdkAcceptEx ->
  * Connect completes -> NdkGetConnectionData -> NdkCompleteConnectEx ->
- * Accept completes; then disconnect both ways (seeds 000-003).
+ * Accept completes; then disconnect both ways (NdkConnect,
+ * NdkGetConnectionData, NdkAcceptEx).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -106,7 +107,7 @@ static void test_handshake_data(void **state)
 	assert_non_null(passive);
 	assert_int_equal(passive->Header.ObjectType, NdkObjectTypeConnector);
 
-	/* Seed 002 on the passive side, before Accept. */
+	/* NdkGetConnectionData on the passive side, before Accept. */
 	len = 0;
 	assert_int_equal(passive->Dispatch->NdkGetConnectionData(
 				 passive, &ird, &ord, NULL, &len),
@@ -158,7 +159,7 @@ static void test_handshake_data(void **state)
 	/* Accept waits for the RTR, i.e. for CompleteConnect. */
 	assert_int_equal(cm_req_wait(&acc, 50), -1);
 
-	/* Seed 002 on the active side, after Connect completed. */
+	/* NdkGetConnectionData on the active side, after Connect completed. */
 	len = 0;
 	assert_int_equal(active->Dispatch->NdkGetConnectionData(
 				 active, &ird, &ord, NULL, &len),

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Connection management between hosts built from network namespaces,
- * through the public API only (DESIGN.md 6): the NdkConnect statuses that
- * loopback cannot produce (seed 001: NETWORK_UNREACHABLE, HOST_UNREACHABLE,
+ * through the public API only: the NdkConnect statuses that
+ * loopback cannot produce (NdkConnect: NETWORK_UNREACHABLE, HOST_UNREACHABLE,
  * IO_TIMEOUT, INVALID_ADDRESS), closing a connector whose TCP connect is
- * still pending (DESIGN.md 4), and a full handshake between two hosts.
+ * still pending (docs/design.md, Sockets), and a full handshake between two hosts.
  *
  * Every test forks children that unshare(CLONE_NEWNET) and build their
  * links with iproute2. The namespaces are anonymous: they, and every link
@@ -277,7 +277,7 @@ static int child_network_unreachable(void *arg)
 	cm_host_open(&h, IF_A);
 	qp = cm_qp(&h);
 	c = cm_connector(&h);
-	/* Twice: the attempt may be retried (seed 001). After an inline
+	/* Twice: the attempt may be retried (NdkConnect). After an inline
 	 * failure the connector and the QP are free for it. */
 	for (i = 0; i < 2; i++) {
 		st = connect4(c, qp, ADDR_A, "10.99.0.1", PORT, "x", 1, &r);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * NdkQueryOid through the public API (seed 004, ndkpi.md 10): local
+ * NdkQueryOid through the public API (NDIS_NDK_LOCAL_ENDPOINTS,
+ * docs/ndk.md "OIDs"): local
  * endpoints, connections and statistics of one process and of three, the
  * pairing of ND and TCP entries, header sizes, short buffers, and entries
  * disappearing after close, after the last reference and after SIGKILL.
@@ -68,7 +69,7 @@ static bool bytes_are(const void *p, size_t len, unsigned char v)
 }
 
 /*
- * What both lists share (seed 004): Header {DEFAULT, revision, Size =
+ * What both lists share (NDIS_NDK_LOCAL_ENDPOINTS): Header {DEFAULT, revision, Size =
  * 16 + entry * Count}, Flags 0, the ...MappedtoTCP... flag set and two
  * entries per object. NDIS_NDK_CONNECTIONS starts like
  * NDIS_NDK_LOCAL_ENDPOINTS (test_layout checks the offsets).
@@ -87,7 +88,7 @@ static void check_list_prefix(const void *buf, ULONG len, UCHAR revision,
 	assert_int_equal(l->Count % 2, 0);
 }
 
-/* Checks the seed 004 rules and returns the objects listed. */
+/* Checks the NDIS_NDK_LOCAL_ENDPOINTS rules and returns the objects listed. */
 static int local_endpoints(struct listed *out, int max)
 {
 	NDIS_NDK_LOCAL_ENDPOINTS *le;
@@ -175,7 +176,7 @@ static NDIS_NDK_PERFORMANCE_COUNTERS statistics(void)
 			 NDIS_NDK_STATISTICS_INFO_REVISION_1);
 	assert_int_equal(si.Header.Size, sizeof(si));
 	assert_int_equal(si.Flags, 0);
-	/* Reserved counters are written as 0 (ndkpi.md 10.3). */
+	/* Reserved counters are written as 0 (NDIS_NDK_PERFORMANCE_COUNTERS). */
 	memset(&z, 0, sizeof(z));
 	assert_memory_equal(
 		&si.CounterSet.Reserved01, &z.Reserved01,
@@ -397,7 +398,8 @@ static void test_one_process(void **state)
 	assert_int_equal(after.CQError - before.CQError, 1);
 
 	/* Closing the listener leaves its endpoint listed while the
-	 * connector accepted through it lives (ndkpi.md 9.3). */
+	 * connector accepted through it lives (NDKPI Listeners,
+	 * Connectors, and Endpoints). */
 	cm_listener_close(&l);
 	n = local_endpoints(v, 16);
 	assert_int_equal(count_matching(v, n, me, lport, 1), 1);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Known-answer FPDUs of reference/iwarp.md 6.5 (hand-made, each decodes
- * in tshark with "Good CRC32"), as hex. Shared by the wire-code tests.
+ * Known-answer FPDUs (hand-made, each decodes in tshark with "Good
+ * CRC32"), as hex. Shared by the wire-code tests.
  */
 #ifndef NDK_TEST_KAT_H
 #define NDK_TEST_KAT_H

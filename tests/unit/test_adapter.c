@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Adapter open/close, version negotiation (reference/ndkpi.md 1), adapter
+ * Adapter open/close, version negotiation (docs/ndk.md, "Versions"), adapter
  * info, status names, the errno mapping and the MDL helpers.
  */
 #include <stdarg.h>

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The CQ object (reference/ndkpi.md 4.2, 5, 9.6) through the public API,
+ * The CQ object (NDK_CQ_DISPATCH, NDKPI Completion
+ * Handling Requirements) through the public API,
  * with ndk_cq_push standing in for QPs. "Nothing happened" is checked
  * after quiesce(): notifications are posted to the engine synchronously
  * by push/arm, and ndk_engine_call runs after everything posted before.
@@ -292,7 +293,7 @@ static void test_arm_merge_table(void **state)
 {
 	static const ULONG types[3] = { NDK_CQ_NOTIFY_ANY, NDK_CQ_NOTIFY_ERRORS,
 					NDK_CQ_NOTIFY_SOLICITED };
-	/* ndkpi.md 9.6, rows = first arm, columns = second arm. */
+	/* NDK_FN_ARM_CQ, rows = first arm, columns = second arm. */
 	static const enum level table[3][3] = {
 		{ L_ANY, L_ANY, L_ANY },
 		{ L_ANY, L_ERRORS, L_SOLICITED },

@@ -127,7 +127,7 @@ static void test_kat_rfc3720(void **state)
 	};
 	memcpy(k[5].data, "123456789", 9);
 	k[6] = (struct kat){ "empty", { 0 }, 0, 0x00000000, { 0, 0, 0, 0 } };
-	/* MPA: header of the zero-length RDMA Write RTR (iwarp.md 7). */
+	/* MPA: header of the zero-length RDMA Write RTR (RFC 6581 section 3). */
 	k[7] = (struct kat){
 		"RTR header", { 0 }, 0, 0x5F4CD3EB, { 0xeb, 0xd3, 0x4c, 0x5f }
 	};

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * DDP/RDMAP headers (RFC 5041, RFC 5040): the known-answer FPDUs that
- * tshark decodes with "Good CRC32" (iwarp.md 6.5), header round trips, the
+ * tshark decodes with "Good CRC32" (tests/unit/kat.h), header round trips, the
  * static header checks and their Terminate causes, the Terminate body, the
  * RTR builders and FPDU framing.
  */
@@ -214,7 +214,7 @@ static void test_kat_decode(void **state)
 	assert_int_equal(mpa_fpdu_check_crc(buf, 3), -EINVAL);
 }
 
-/* The control byte pairs of iwarp.md 3.1. */
+/* The control byte pairs (RFC 5041 section 4, RFC 5040 section 4). */
 static void test_control_bytes(void **state)
 {
 	static const struct {
@@ -588,7 +588,7 @@ static void test_rtr_build(void **state)
 	int n;
 
 	(void)state;
-	/* Read RTR: zero bytes from STag 1 (iwarp.md 1.5), 52 bytes. */
+	/* Read RTR: zero bytes from STag 1 (RFC 6581 section 3), 52 bytes. */
 	n = ddp_rtr_build(MPA_RTR_READ, true, buf, sizeof(buf));
 	assert_int_equal(n, 52);
 	assert_int_equal(mpa_fpdu_check_crc(buf, 52), 0);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ND endpoint table (reference/ndkpi.md 6.1, 6.2, 9.3): ephemeral
+ * The ND endpoint table (NDKPI Listeners, Connectors, and
+ * Endpoints): ephemeral
  * ports, address conflicts from the table and from the kernel, reference
  * counts, shared endpoints and the 4-tuple registry. Ports always come
  * from the range logic; an "exact port" case first acquires port 0.

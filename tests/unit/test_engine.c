@@ -117,9 +117,9 @@ static int heap_len_fn(void *arg)
 	struct ndk_engine *e = arg;
 	unsigned int n;
 
-	pthread_mutex_lock(&e->lock);
+	ndk_lock(&e->lock);
 	n = e->heap_len;
-	pthread_mutex_unlock(&e->lock);
+	ndk_unlock(&e->lock);
 	return (int)n;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * FPDU receive parser and transmit builder (RFC 5044 section 4 framing of
- * RFC 5041/5040 segments): the known-answer FPDUs of iwarp.md 6.5 parsed
+ * RFC 5041/5040 segments): the known-answer FPDUs of kat.h parsed
  * byte for byte, a multi-FPDU stream fed at every split point and in
  * random chunks, CRC failures, every malformed case with its errno and
  * Terminate cause, and build -> parse round trips over many MSS values
@@ -473,7 +473,7 @@ static size_t build_stream(uint8_t *s, size_t size, bool crc)
 	return len;
 }
 
-/* ---- Known answers (iwarp.md 6.5) ------------------------------------ */
+/* ---- Known answers (kat.h) ------------------------------------------- */
 
 /*
  * Parses one known-answer FPDU fed whole, checking the exact event
@@ -1279,7 +1279,7 @@ static void test_tx_hdr(void **state)
 static void test_max_payload(void **state)
 {
 	(void)state;
-	/* iwarp.md 2.5: MSS 1448 gives 1428 Write or 1424 Send bytes. */
+	/* docs/wire.md, "MULPDU and segmentation": MSS 1448 gives 1428 Write or 1424 Send bytes. */
 	assert_int_equal(mpa_mulpdu(1448), 1442);
 	assert_int_equal(fpdu_max_payload(mpa_mulpdu(1448), true), 1428);
 	assert_int_equal(fpdu_max_payload(mpa_mulpdu(1448), false), 1424);

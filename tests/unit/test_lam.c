@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * NdkBuildLAM / NdkReleaseLAM (ndkpi.md 2.2, 4.1) and the privileged-token
+ * NdkBuildLAM / NdkReleaseLAM (NDK_FN_BUILD_LAM, NDK_SGE) and the privileged-token
  * SGE check the data path uses.
  */
 #include <stdarg.h>

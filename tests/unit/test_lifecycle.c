@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Create and close the resource objects through the public API in every
- * order (reference/ndkpi.md 9.1 and 9.2): a close returns STATUS_SUCCESS
+ * order (NDKPI Terminology, NDKPI Object Lifetime
+ * Requirements): a close returns STATUS_SUCCESS
  * exactly when no successor is still open, otherwise STATUS_PENDING, and a
  * pending close completes exactly once, after its last successor closed.
  */

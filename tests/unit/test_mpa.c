@@ -17,7 +17,7 @@
 
 #define MAX_FRAME (MPA_RR_FRAME_MAX + 64)
 
-/* Known answers, iwarp.md 6.5: C|S, Rev 2, A=1, IRD 16, ORD 16. */
+/* Known answers (kat.h): C|S, Rev 2, A=1, IRD 16, ORD 16. */
 static const char kat_req_hex[] = "4d504120494420526571204672616d65 50 02 000c"
 				  "8010c010 554c504441544121";
 static const char kat_rep_hex[] = "4d504120494420526570204672616d65 50 02 000c"
@@ -197,7 +197,7 @@ static void test_roundtrip(void **state)
 	assert_true(count > 300);
 }
 
-/* The v2 block bit positions, iwarp.md 1.3. */
+/* The v2 block bit positions (RFC 6581 section 3). */
 static void test_v2_block_bits(void **state)
 {
 	uint8_t b[4];
@@ -715,7 +715,7 @@ static void test_rtr_rules(void **state)
 	assert_int_equal(mpa_rtr_choose(S, W | R), MPA_RTR_NONE);
 	assert_int_equal(mpa_rtr_choose(0, MPA_RTR_ALL), MPA_RTR_NONE);
 	assert_int_equal(mpa_rtr_choose(W | R | S, 0), MPA_RTR_NONE);
-	/* Chelsio's default offer, Read only (iwarp.md 1.5). */
+	/* Chelsio's default offer, Read only (docs/wire.md, "Peer-to-peer mode and the RTR"). */
 	assert_int_equal(mpa_rtr_choose(R, W | R), R);
 
 	/* Initiator: exactly one chosen type, one it offered. */
@@ -730,7 +730,7 @@ static void test_rtr_rules(void **state)
 static void test_fpdu_sizes(void **state)
 {
 	(void)state;
-	/* iwarp.md 6.5: RTR 14 -> 20, Send 29 -> 36 (pad 1), ReadReq 46 -> 52. */
+	/* kat.h: RTR 14 -> 20, Send 29 -> 36 (pad 1), ReadReq 46 -> 52. */
 	assert_int_equal(mpa_fpdu_pad(14), 0);
 	assert_int_equal(mpa_fpdu_len(14), 20);
 	assert_int_equal(mpa_fpdu_pad(29), 1);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Memory regions, memory windows and the STag table (ndkpi.md 4.4, 4.5,
- * 4.7; RFC 5040 6.4 / RFC 5041 8 lookup rules), through the public
+ * Memory regions, memory windows and the STag table (NDK_MR_DISPATCH,
+ * NDK_MW_DISPATCH, NDK_FN_BIND; RFC 5040 6.4 / RFC 5041 8 lookup rules), through the public
  * dispatch tables plus the internal data-path API.
  */
 #include <stdarg.h>
@@ -1069,7 +1069,7 @@ static bool closes_are(void *arg)
 	return atomic_load(&closes) == (int)(intptr_t)arg;
 }
 
-/* NdkBind makes the MR an antecedent of the MW (ndkpi.md 9.1). */
+/* NdkBind makes the MR an antecedent of the MW (NDKPI Terminology). */
 static void test_mr_close_pends_on_bound_mw(void **state)
 {
 	struct fixture *f = *state;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The object model's close protocol (reference/ndkpi.md 9.2), exercised on
+ * The object model's close protocol (NDKPI Object Lifetime Requirements), exercised on
  * a test-only object type so every ordering can be forced.
  */
 #include <stdarg.h>

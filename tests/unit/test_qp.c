@@ -2,7 +2,8 @@
 /*
  * Queue pairs through the public API: creation limits, antecedents and
  * close order, receive posting, flush (also racing with posting) and the
- * state rules of work requests (reference/ndkpi.md 4.3, 4.7, 6.5, 9).
+ * state rules of work requests (NDK_FN_CREATE_QP,
+ * NDK_QP_DISPATCH; docs/ndk.md, "Work requests").
  * The QP state machine and the receive data-path hooks are driven through
  * qp/qp.h, since no connection can be made yet.
  */
@@ -289,7 +290,8 @@ static void test_same_cq(void **state)
 	assert_int_equal(drain(cq, res, 4), 1);
 	expect_cancelled(&res[0], 7);
 
-	/* Antecedents closed first pend (ndkpi.md 9.2). */
+	/* Antecedents closed first pend (NDKPI Object Lifetime
+	 * Requirements). */
 	assert_int_equal(
 		cq->Dispatch->NdkCloseCq(&cq->Header, on_close, &cq_ctx),
 		STATUS_PENDING);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * NdkCreateSharedEndpoint and its NdkGetLocalAddress (ndkpi.md 4.1, 4.8):
+ * NdkCreateSharedEndpoint and its NdkGetLocalAddress (NDK_FN_CREATE_SHARED_ENDPOINT,
+ * NDK_FN_GET_LOCAL_ADDRESS):
  * port 0 picks from the ephemeral range, every failure status the page
  * names, and the port is free again once the object is closed.
  */

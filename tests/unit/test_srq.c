@@ -2,8 +2,9 @@
 /*
  * Shared receive queues through the public API: creation limits,
  * NdkSrqReceive, NdkModifySrq and the one-shot threshold notification
- * (reference/ndkpi.md 4.3, 4.6, 5). Receives are consumed through the
- * data-path hooks (ndk_srq_take, ndk_qp_recv_take), as no peer can send
+ * (NDK_SRQ_DISPATCH,
+ * NDK_FN_SRQ_NOTIFICATION_CALLBACK). Receives are consumed through the
+ * data-path hooks (ndk_srq_take, ndk_rq_take), as no peer can send
  * yet.
  */
 #include <stdarg.h>

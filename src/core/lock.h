@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The lock hierarchy of libndk, in code: every lock of the library has a
+ * level, and a thread takes a lock only if its level is above the level
+ * of every lock the thread already holds. This enum is the one statement
+ * of the order (docs/design.md, Locks, explains each step).
+ *
+ * With NDK_LOCK_DEBUG (Debug and sanitizer builds) each thread keeps the
+ * locks it holds: taking a lock out of order, releasing one not held, or
+ * NDK_ASSERT_LOCKED on a lock the calling thread does not hold aborts with
+ * both lock levels named. Without it every call is the plain pthread call.
+ */
+#ifndef NDK_CORE_LOCK_H
+#define NDK_CORE_LOCK_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+/* Outermost first. */
+enum ndk_lock_level {
+	NDK_LOCK_NONE,
+	NDK_LOCK_CONNECTOR, /* a connector's state machine and handshake */
+	NDK_LOCK_LISTENER, /* a listener's state and backlog count */
+	NDK_LOCK_QP, /* a QP's state and connector link */
+	NDK_LOCK_DP_RX, /* the data path's receive pass */
+	NDK_LOCK_DP, /* the data path: SQ, ORQ, IRQ, transmit, state */
+	NDK_LOCK_RQ, /* a QP's receive queue */
+	NDK_LOCK_SRQ, /* an SRQ's queued receives */
+	NDK_LOCK_MW, /* a memory window's binding */
+	NDK_LOCK_MR, /* an MR's registration */
+	NDK_LOCK_DOMAIN, /* the adapter's objects and their close state */
+	NDK_LOCK_CQ, /* a CQ's ring, arm and pollers */
+	NDK_LOCK_STAG, /* the STag table (read-write) */
+	NDK_LOCK_LAM, /* the live LAM ranges (read-write) */
+	NDK_LOCK_ENDPOINT, /* the process-wide ND endpoint and tuple tables */
+	NDK_LOCK_IFADDR, /* the interface address cache */
+	NDK_LOCK_OID, /* this process's OID registry file */
+	NDK_LOCK_ENGINE, /* an engine's work list and timer heap */
+	NDK_LOCK_LEAF, /* private to one function, nothing taken inside */
+	NDK_LOCK_LEVELS
+};
+
+const char *ndk_lock_level_name(enum ndk_lock_level level);
+
+struct ndk_lock {
+	pthread_mutex_t mutex;
+#ifdef NDK_LOCK_DEBUG
+	enum ndk_lock_level level;
+#endif
+};
+
+struct ndk_rwlock {
+	pthread_rwlock_t rwlock;
+#ifdef NDK_LOCK_DEBUG
+	enum ndk_lock_level level;
+#endif
+};
+
+#ifdef NDK_LOCK_DEBUG
+#define NDK_LOCK_INITIALIZER(lvl)                                  \
+	{                                                          \
+		.mutex = PTHREAD_MUTEX_INITIALIZER, .level = (lvl) \
+	}
+
+void ndk_lock_init(struct ndk_lock *l, enum ndk_lock_level level);
+void ndk_lock(struct ndk_lock *l);
+bool ndk_trylock(struct ndk_lock *l); /* true if taken */
+void ndk_unlock(struct ndk_lock *l);
+void ndk_cond_wait(pthread_cond_t *cond, struct ndk_lock *l);
+void ndk_rwlock_init(struct ndk_rwlock *l, enum ndk_lock_level level);
+void ndk_read_lock(struct ndk_rwlock *l);
+void ndk_write_lock(struct ndk_rwlock *l);
+void ndk_rw_unlock(struct ndk_rwlock *l);
+/* True if the calling thread holds l (any mode for a rwlock). */
+bool ndk_lock_held_by_me(const void *l);
+/* Aborts, naming the lock and its level. */
+void ndk_lock_assert_failed(const void *l, enum ndk_lock_level level,
+			    const char *what, const char *file, int line);
+
+#define NDK_ASSERT_LOCKED(l)                                              \
+	do {                                                              \
+		if (!ndk_lock_held_by_me(l))                              \
+			ndk_lock_assert_failed(l, (l)->level, "not held", \
+					       __FILE__, __LINE__);       \
+	} while (0)
+#define NDK_ASSERT_UNLOCKED(l)                                        \
+	do {                                                          \
+		if (ndk_lock_held_by_me(l))                           \
+			ndk_lock_assert_failed(l, (l)->level, "held", \
+					       __FILE__, __LINE__);   \
+	} while (0)
+
+#else /* !NDK_LOCK_DEBUG: plain pthread calls */
+
+#define NDK_LOCK_INITIALIZER(lvl)                  \
+	{                                          \
+		.mutex = PTHREAD_MUTEX_INITIALIZER \
+	}
+
+static inline void ndk_lock_init(struct ndk_lock *l, enum ndk_lock_level level)
+{
+	(void)level;
+	pthread_mutex_init(&l->mutex, NULL);
+}
+
+static inline void ndk_lock(struct ndk_lock *l)
+{
+	pthread_mutex_lock(&l->mutex);
+}
+
+static inline bool ndk_trylock(struct ndk_lock *l)
+{
+	return pthread_mutex_trylock(&l->mutex) == 0;
+}
+
+static inline void ndk_unlock(struct ndk_lock *l)
+{
+	pthread_mutex_unlock(&l->mutex);
+}
+
+static inline void ndk_cond_wait(pthread_cond_t *cond, struct ndk_lock *l)
+{
+	pthread_cond_wait(cond, &l->mutex);
+}
+
+static inline void ndk_rwlock_init(struct ndk_rwlock *l,
+				   enum ndk_lock_level level)
+{
+	(void)level;
+	pthread_rwlock_init(&l->rwlock, NULL);
+}
+
+static inline void ndk_read_lock(struct ndk_rwlock *l)
+{
+	pthread_rwlock_rdlock(&l->rwlock);
+}
+
+static inline void ndk_write_lock(struct ndk_rwlock *l)
+{
+	pthread_rwlock_wrlock(&l->rwlock);
+}
+
+static inline void ndk_rw_unlock(struct ndk_rwlock *l)
+{
+	pthread_rwlock_unlock(&l->rwlock);
+}
+
+#define NDK_ASSERT_LOCKED(l)   ((void)(l))
+#define NDK_ASSERT_UNLOCKED(l) ((void)(l))
+
+#endif /* NDK_LOCK_DEBUG */
+
+static inline void ndk_lock_destroy(struct ndk_lock *l)
+{
+	pthread_mutex_destroy(&l->mutex);
+}
+
+static inline void ndk_rwlock_destroy(struct ndk_rwlock *l)
+{
+	pthread_rwlock_destroy(&l->rwlock);
+}
+
+#endif /* NDK_CORE_LOCK_H */
