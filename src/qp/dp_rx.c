@@ -422,9 +422,9 @@ static int rx_payload_placed(struct ndk_dp *dp, const struct fpdu_ev *ev)
 
 	if (dp->rx->target != RX_READ_RESP)
 		return 0;
-	pthread_mutex_lock(&dp->lock);
+	ndk_lock(&dp->lock);
 	w = orq_head(dp);
-	pthread_mutex_unlock(&dp->lock);
+	ndk_unlock(&dp->lock);
 	if (w)
 		w->done_bytes += (uint32_t)ev->len;
 	return 0;
@@ -667,9 +667,9 @@ static bool direct_target(struct ndk_dp *dp, struct rx_direct *d)
 		return direct_add_sgl(dp, d, rx->rqe->sge, rx->rqe->nsge,
 				      rx->hdr.mo + off, left);
 	case RX_READ_RESP:
-		pthread_mutex_lock(&dp->lock);
+		ndk_lock(&dp->lock);
 		w = orq_head(dp);
-		pthread_mutex_unlock(&dp->lock);
+		ndk_unlock(&dp->lock);
 		if (!w || w->status != STATUS_PENDING)
 			return false;
 		base = w->nsge ? (uint64_t)(uintptr_t)w->sge[0].VirtualAddress
