@@ -99,6 +99,22 @@ static void dp_rx_done(struct ndk_dp *dp)
 	ndk_unlock(&dp->lock);
 }
 
+/*
+ * Up to budget reads, sending what each one queued for the transmitter
+ * before the next (a Read Response leaves as soon as its request is
+ * parsed). rx_lock held. Returns 0 or a negative errno (the end).
+ */
+static int dp_receive(struct ndk_dp *dp, int budget, bool *got)
+{
+	int ret;
+
+	do {
+		ret = ndk_dp_rx_pass(dp, &budget, got);
+		dp_rx_done(dp);
+	} while (ret == NDK_DP_RX_TX && budget > 0);
+	return ret < 0 ? ret : 0;
+}
+
 /* Engine thread: the socket's readiness. */
 static void dp_io_fn(struct ndk_io *io, uint32_t events)
 {
@@ -115,8 +131,7 @@ static void dp_io_fn(struct ndk_io *io, uint32_t events)
 		return;
 	ndk_lock(&dp->rx_lock);
 	/* Bounded per wake-up so one busy connection cannot starve others. */
-	ret = ndk_dp_rx_pass(dp, 16, &got);
-	dp_rx_done(dp);
+	ret = dp_receive(dp, 16, &got);
 	ndk_unlock(&dp->rx_lock);
 	if (ret < 0)
 		dp_end(dp, ret);
@@ -218,8 +233,7 @@ static void dp_poll(struct ndk_dp *dp)
 	/* Busy: the engine (or another poller) is receiving right now. */
 	if (!ndk_trylock(&dp->rx_lock))
 		return;
-	ret = dp->rx_error ? 0 : ndk_dp_rx_pass(dp, 4, &got);
-	dp_rx_done(dp);
+	ret = dp->rx_error ? 0 : dp_receive(dp, 4, &got);
 	now = ndk_now_ns();
 	atomic_store(&dp->last_poll_ns, now);
 	if (ret >= 0) {

@@ -737,7 +737,7 @@ static int rx_direct(struct ndk_dp *dp, uint8_t *probe, bool *got)
  * held. Returns 0 (drained or budget spent) or a negative errno when the
  * connection ended.
  */
-int ndk_dp_rx_pass(struct ndk_dp *dp, int budget, bool *got)
+int ndk_dp_rx_pass(struct ndk_dp *dp, int *budget, bool *got)
 {
 	uint8_t *buf = rx_thread_buf();
 	int ret;
@@ -749,14 +749,15 @@ int ndk_dp_rx_pass(struct ndk_dp *dp, int budget, bool *got)
 	ndk_unlock(&dp->lock);
 	if (!ret && dp->rx_error)
 		ret = dp->rx_error;
-	while (!ret && budget--) {
+	while (!ret && *budget > 0) {
 		size_t want = RX_BUF_SIZE;
 		ssize_t n;
 
+		(*budget)--;
 		ret = rx_direct(dp, buf, got);
 		if (ret != 1) {
 			ret = ret == -EAGAIN ? 1 : ret;
-			continue;
+			goto next;
 		}
 		/* Among large FPDUs: a header's worth, the payload direct. */
 		if (dp->rx->small_run < RX_SMALL_RUN &&
@@ -773,6 +774,11 @@ int ndk_dp_rx_pass(struct ndk_dp *dp, int budget, bool *got)
 				       0, false);
 			ret = rx_bytes(dp, buf, (size_t)n, false);
 		}
+next:
+		/* A Read Response or a Terminate goes out before the next
+		 * read, not after an empty one. */
+		if (!ret && dp->rx_wants_tx)
+			return NDK_DP_RX_TX;
 	}
 	/* The connection ended: count the rest now. */
 	if (ret < 0)

@@ -15,13 +15,16 @@ int ndk_dp_rx_create(struct ndk_dp *dp);
 void ndk_dp_rx_free(struct ndk_dp *dp);
 
 /*
- * Receives and processes what the socket has, up to budget reads; rx_lock
- * held. *got is set when bytes arrived. Returns 0 (drained or budget
- * spent) or a negative errno when the connection ended: -EPIPE (end of
- * stream), -ECONNRESET..., -EPROTO (a Terminate was queued or received).
- * Work for the transmitter is flagged in dp->rx_wants_tx.
+ * Receives and processes what the socket has, up to *budget reads (each
+ * read counts down *budget); rx_lock held. *got is set when bytes
+ * arrived. Returns 0 (drained or budget spent), NDK_DP_RX_TX (work for
+ * the transmitter was queued, dp->rx_wants_tx: transmit it, then call
+ * again while budget is left), or a negative errno when the connection
+ * ended: -EPIPE (end of stream), -ECONNRESET..., -EPROTO (a Terminate was
+ * queued or received).
  */
-int ndk_dp_rx_pass(struct ndk_dp *dp, int budget, bool *got);
+#define NDK_DP_RX_TX 1
+int ndk_dp_rx_pass(struct ndk_dp *dp, int *budget, bool *got);
 
 /* Takes back the receive being filled, if any (the connection ended
  * mid-message); rx_lock held. */

@@ -204,3 +204,36 @@ void cm_close_qp(NDK_QP *qp)
 
 	assert_true(st == STATUS_SUCCESS || st == STATUS_PENDING);
 }
+
+NDK_CONNECTOR *cm_connect_to_accepting(struct cm_host *cli, NDK_CONNECTOR *c,
+				       struct cm_host *srv,
+				       struct tool_listener *l, ULONG lim,
+				       struct cm_req *r, struct cm_req *acc)
+{
+	NDK_CONNECTOR *in;
+
+	assert_int_equal(cm_connect(c, cm_qp(cli), (struct sockaddr *)&l->addr,
+				    lim, lim, NULL, 0, r),
+			 STATUS_PENDING);
+	in = cm_next_incoming(l, 5000);
+	assert_non_null(in);
+	cm_req_init(acc);
+	assert_int_equal(in->Dispatch->NdkAccept(in, cm_qp(srv), lim, lim, NULL,
+						 0, NULL, NULL, cm_req_done,
+						 acc),
+			 STATUS_PENDING);
+	assert_int_equal(cm_req_wait(r, 5000), STATUS_SUCCESS);
+	return in;
+}
+
+void cm_hosts_open(struct cm_host *srv, struct cm_host *cli)
+{
+	cm_host_open(srv, "lo");
+	cm_host_open(cli, "lo");
+}
+
+void cm_hosts_close(struct cm_host *srv, struct cm_host *cli)
+{
+	cm_host_close(cli);
+	cm_host_close(srv);
+}

@@ -41,6 +41,9 @@ extern atomic_int cm_cq_notifications;
 
 void cm_host_open(struct cm_host *h, const char *ifname);
 void cm_host_close(struct cm_host *h);
+/* The two loopback hosts most tests use: a server and a client. */
+void cm_hosts_open(struct cm_host *srv, struct cm_host *cli);
+void cm_hosts_close(struct cm_host *srv, struct cm_host *cli);
 /* A QP on h's CQ with depth receives and requests of up to sge SGEs
  * each, and inline_size inline bytes; cm_qp is a small one (16, 1, 0). */
 NDK_QP *cm_qp_sized(struct cm_host *h, ULONG depth, ULONG sge,
@@ -72,6 +75,18 @@ NTSTATUS cm_connect(NDK_CONNECTOR *c, NDK_QP *qp, const struct sockaddr *dst,
  */
 void cm_accept_and_complete(NDK_CONNECTOR *a, struct cm_req *conn,
 			    NDK_CONNECTOR *p, NDK_QP *pqp, unsigned int ms);
+
+/*
+ * c (of cli) connects to l with IRD/ORD lim and no private data; the
+ * incoming connector accepts with a new QP of srv and the same limits.
+ * Returns the incoming connector once c's Connect completed
+ * (STATUS_SUCCESS in *r), its Accept still pending in *acc: c has not
+ * called CompleteConnect.
+ */
+NDK_CONNECTOR *cm_connect_to_accepting(struct cm_host *cli, NDK_CONNECTOR *c,
+				       struct cm_host *srv,
+				       struct tool_listener *l, ULONG lim,
+				       struct cm_req *r, struct cm_req *acc);
 
 /* NdkGetConnectionData of c gives exactly the len bytes at pd. */
 void cm_assert_private_data(NDK_CONNECTOR *c, const void *pd, ULONG len);

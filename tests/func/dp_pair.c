@@ -92,8 +92,7 @@ void dp_open(size_t buf_len)
 {
 	struct sockaddr_in any = cm_lo4(0);
 
-	cm_host_open(&srv, "lo");
-	cm_host_open(&cli, "lo");
+	cm_hosts_open(&srv, &cli);
 	memset(&A, 0, sizeof(A));
 	memset(&P, 0, sizeof(P));
 	reg(&cli, &A, buf_len);

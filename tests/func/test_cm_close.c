@@ -22,15 +22,13 @@ static struct cm_host srv, cli;
 static int setup(void **state)
 {
 	unsetenv("NDK_CM_TIMEOUT_MS");
-	cm_host_open(&srv, "lo");
-	cm_host_open(&cli, "lo");
+	cm_hosts_open(&srv, &cli);
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	cm_host_close(&cli);
-	cm_host_close(&srv);
+	cm_hosts_close(&srv, &cli);
 	return 0;
 }
 
@@ -209,16 +207,7 @@ static void test_close_while_disconnecting(void **state)
 
 	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
-	assert_int_equal(cm_connect(c, cm_qp(&cli), (struct sockaddr *)&l.addr,
-				    1, 1, NULL, 0, &r),
-			 STATUS_PENDING);
-	in = cm_next_incoming(&l, 5000);
-	assert_non_null(in);
-	cm_req_init(&acc);
-	assert_int_equal(in->Dispatch->NdkAccept(in, cm_qp(&srv), 1, 1, NULL, 0,
-						 NULL, NULL, cm_req_done, &acc),
-			 STATUS_PENDING);
-	assert_int_equal(cm_req_wait(&r, 5000), STATUS_SUCCESS);
+	in = cm_connect_to_accepting(&cli, c, &srv, &l, 1, &r, &acc);
 	assert_int_equal(
 		c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL),
 		STATUS_SUCCESS);

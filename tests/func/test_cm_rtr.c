@@ -363,8 +363,7 @@ static void nudge_between_libndk(const void *unused)
 	NDK_RESULT res;
 	int k;
 
-	cm_host_open(&srv, "lo");
-	cm_host_open(&cli, "lo");
+	cm_hosts_open(&srv, &cli);
 	aqp = cm_qp(&cli);
 	pqp = cm_qp(&srv);
 	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),

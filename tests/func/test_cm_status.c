@@ -31,8 +31,7 @@ static int setup(void **state)
 	unsetenv("NDK_LISTEN_BACKLOG");
 	unsetenv("NDK_EPHEMERAL_PORT_MIN");
 	unsetenv("NDK_EPHEMERAL_PORT_MAX");
-	cm_host_open(&srv, "lo");
-	cm_host_open(&cli, "lo");
+	cm_hosts_open(&srv, &cli);
 	return 0;
 }
 
@@ -237,16 +236,7 @@ static void test_accept_aborted_and_complete_aborted(void **state)
 	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
 	/* 1: the active side rejects after its connect completed. */
-	assert_int_equal(cm_connect(c, cm_qp(&cli), (struct sockaddr *)&l.addr,
-				    4, 4, NULL, 0, &r),
-			 STATUS_PENDING);
-	in = cm_next_incoming(&l, 5000);
-	assert_non_null(in);
-	cm_req_init(&acc);
-	assert_int_equal(in->Dispatch->NdkAccept(in, cm_qp(&srv), 4, 4, NULL, 0,
-						 NULL, NULL, cm_req_done, &acc),
-			 STATUS_PENDING);
-	assert_int_equal(cm_req_wait(&r, 5000), STATUS_SUCCESS);
+	in = cm_connect_to_accepting(&cli, c, &srv, &l, 4, &r, &acc);
 	assert_int_equal(c->Dispatch->NdkReject(c, NULL, 0), STATUS_SUCCESS);
 	assert_int_equal(cm_req_wait(&acc, 5000), STATUS_CONNECTION_ABORTED);
 	cm_close_connector(in);
@@ -254,16 +244,7 @@ static void test_accept_aborted_and_complete_aborted(void **state)
 
 	/* 2: the acceptor goes away before CompleteConnect. */
 	c = cm_connector(&cli);
-	assert_int_equal(cm_connect(c, cm_qp(&cli), (struct sockaddr *)&l.addr,
-				    4, 4, NULL, 0, &r),
-			 STATUS_PENDING);
-	in = cm_next_incoming(&l, 5000);
-	assert_non_null(in);
-	cm_req_init(&acc);
-	assert_int_equal(in->Dispatch->NdkAccept(in, cm_qp(&srv), 4, 4, NULL, 0,
-						 NULL, NULL, cm_req_done, &acc),
-			 STATUS_PENDING);
-	assert_int_equal(cm_req_wait(&r, 5000), STATUS_SUCCESS);
+	in = cm_connect_to_accepting(&cli, c, &srv, &l, 4, &r, &acc);
 	cm_close_connector(in);
 	assert_int_equal(cm_req_wait(&acc, 5000), STATUS_CANCELLED);
 	tu_sleep_ms(50); /* let the FIN arrive */
@@ -323,16 +304,7 @@ static void test_timeouts(void **state)
 	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
 	c = cm_connector(&cli);
-	assert_int_equal(cm_connect(c, cm_qp(&cli), (struct sockaddr *)&l.addr,
-				    4, 4, NULL, 0, &r),
-			 STATUS_PENDING);
-	in = cm_next_incoming(&l, 5000);
-	assert_non_null(in);
-	cm_req_init(&acc);
-	assert_int_equal(in->Dispatch->NdkAccept(in, cm_qp(&srv), 4, 4, NULL, 0,
-						 NULL, NULL, cm_req_done, &acc),
-			 STATUS_PENDING);
-	assert_int_equal(cm_req_wait(&r, 5000), STATUS_SUCCESS);
+	in = cm_connect_to_accepting(&cli, c, &srv, &l, 4, &r, &acc);
 	assert_int_equal(cm_req_wait(&acc, 5000), STATUS_IO_TIMEOUT);
 	/* The acceptor gave up first and closed: abandoned, for us. */
 	tu_sleep_ms(50);

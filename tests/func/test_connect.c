@@ -20,15 +20,13 @@ static struct cm_host srv, cli;
 
 static int setup(void **state)
 {
-	cm_host_open(&srv, "lo");
-	cm_host_open(&cli, "lo");
+	cm_hosts_open(&srv, &cli);
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	cm_host_close(&cli);
-	cm_host_close(&srv);
+	cm_hosts_close(&srv, &cli);
 	return 0;
 }
 
