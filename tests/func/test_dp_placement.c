@@ -107,6 +107,7 @@ static void test_write_to_scattered_pages(void **state)
 			    PAGES * sizeof(NDK_LOGICAL_ADDRESS)];
 	} u;
 	NDK_LOGICAL_ADDRESS rev[PAGES];
+	const NDK_LOGICAL_ADDRESS *pages;
 	ULONG lam_size = sizeof(u), fbo = 0;
 	NDK_SGE s = sge(A.buf, PAGES * PAGE_SIZE - 100, A.ltok);
 	NDK_RESULT_EX res[1];
@@ -125,8 +126,13 @@ static void test_write_to_scattered_pages(void **state)
 				 &u.lam, &lam_size, &fbo),
 			 STATUS_SUCCESS);
 	assert_int_equal(u.lam.AdapterPageCount, PAGES);
+	/* The array is declared with one element (Microsoft's layout). */
+	pages = (const NDK_LOGICAL_ADDRESS
+			 *)(const void *)(u.raw +
+					  offsetof(NDK_LOGICAL_ADDRESS_MAPPING,
+						   AdapterPageArray));
 	for (i = 0; i < PAGES; i++)
-		rev[i] = u.lam.AdapterPageArray[PAGES - 1 - i];
+		rev[i] = pages[PAGES - 1 - i];
 	assert_int_equal(P.qp->Dispatch->NdkFastRegister(
 				 P.qp, (PVOID)4, fr, PAGES, rev, 0,
 				 PAGES * PAGE_SIZE, (PVOID)0x200000,
