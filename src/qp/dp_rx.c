@@ -52,6 +52,11 @@ struct ndk_dp_rx {
 	/* Write / Read Response placement. */
 	struct ndk_stag_ref ref;
 	bool have_ref;
+	/* FPDUs in a row with a small payload since the last large one:
+	 * while few, headers are read with a short read so that a large
+	 * payload behind them is received in place (a large message ends
+	 * with a small FPDU, its rest). */
+	uint8_t small_run;
 	uint8_t term[RDMAP_TERM_BODY_MAX];
 	size_t term_len;
 };
@@ -64,6 +69,21 @@ struct ndk_dp_rx {
  * no per-connection memory for it).
  */
 #define RX_BUF_SIZE (256 * 1024)
+
+/*
+ * Direct placement (RFC 5041 1, "direct data placement"): the rest of a
+ * payload of at least RX_DIRECT_MIN bytes is received straight into its
+ * destination with one recvmsg, after the STag or receive checks passed
+ * for that range; smaller payloads are copied out of the thread's buffer,
+ * where one read brings many FPDUs. RX_PROBE bytes are read behind a
+ * direct payload (its trailer and the next header), and are all a read
+ * takes between large FPDUs, so that their payloads are not read into the
+ * buffer first.
+ */
+#define RX_DIRECT_MIN 4096
+#define RX_DIRECT_IOV 32
+#define RX_PROBE      64
+#define RX_SMALL_RUN  4
 
 static pthread_key_t rx_buf_key;
 static pthread_once_t rx_buf_once = PTHREAD_ONCE_INIT;
@@ -394,6 +414,22 @@ static int rx_payload(struct ndk_dp *dp, const struct fpdu_ev *ev)
 	}
 }
 
+/* A payload chunk that rx_direct received in place: only the accounting
+ * a copy would have done. */
+static int rx_payload_placed(struct ndk_dp *dp, const struct fpdu_ev *ev)
+{
+	struct ndk_wqe *w;
+
+	if (dp->rx->target != RX_READ_RESP)
+		return 0;
+	ndk_lock(&dp->lock);
+	w = orq_head(dp);
+	ndk_unlock(&dp->lock);
+	if (w)
+		w->done_bytes += (uint32_t)ev->len;
+	return 0;
+}
+
 static int rx_end(struct ndk_dp *dp, const struct fpdu_ev *ev)
 {
 	struct ndk_dp_rx *rx = dp->rx;
@@ -493,7 +529,13 @@ static int rx_end(struct ndk_dp *dp, const struct fpdu_ev *ev)
 /* ------------------------------------------------------------------ */
 /* Socket readiness                                                   */
 
-static int rx_bytes(struct ndk_dp *dp, const uint8_t *buf, size_t len)
+/*
+ * Feeds bytes to the parser and acts on its events. placed: buf is the
+ * payload's destination, received there directly (rx_direct); the parser
+ * still checks the CRC over it, nothing is copied.
+ */
+static int rx_bytes(struct ndk_dp *dp, const uint8_t *buf, size_t len,
+		    bool placed)
 {
 	struct fpdu_ev ev;
 	size_t off = 0;
@@ -505,10 +547,15 @@ static int rx_bytes(struct ndk_dp *dp, const uint8_t *buf, size_t len)
 		case FPDU_EV_NONE:
 			return 0;
 		case FPDU_EV_HEADER:
+			if (ev.payload_len >= RX_DIRECT_MIN)
+				dp->rx->small_run = 0;
+			else if (dp->rx->small_run < RX_SMALL_RUN)
+				dp->rx->small_run++;
 			ret = rx_header(dp, &ev);
 			break;
 		case FPDU_EV_PAYLOAD:
-			ret = rx_payload(dp, &ev);
+			ret = placed ? rx_payload_placed(dp, &ev)
+				     : rx_payload(dp, &ev);
 			break;
 		case FPDU_EV_END:
 			ndk_dp_traffic(dp, &dp->rx_traffic, false, 0, 1, false);
@@ -521,6 +568,168 @@ static int rx_bytes(struct ndk_dp *dp, const uint8_t *buf, size_t len)
 		if (ret)
 			return ret;
 	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Direct placement                                                   */
+
+/* The destination of one direct read, and the local SGEs it pinned. */
+struct rx_direct {
+	struct iovec iov[RX_DIRECT_IOV + 1]; /* + the probe behind it */
+	unsigned int niov;
+	size_t len; /* destination bytes in iov[0, niov) */
+	struct ndk_stag_ref ref[RX_DIRECT_IOV];
+	unsigned int nref;
+};
+
+/* Adds the host pieces of [off, off + n) of a looked-up range (addr: its
+ * host address when it has no entry, a LAM range). Returns the bytes
+ * added, fewer when the iovecs ran out. */
+static size_t direct_add_range(struct rx_direct *d,
+			       const struct ndk_stag_ref *ref, uint8_t *addr,
+			       uint64_t off, uint64_t n)
+{
+	uint64_t pos, contig;
+
+	for (pos = 0; pos < n && d->niov < RX_DIRECT_IOV; pos += contig) {
+		void *p = ref->mem ? ndk_stag_ref_map(ref, off + pos, &contig)
+				   : addr + off + pos;
+
+		if (!ref->mem)
+			contig = n - pos;
+		contig = MIN(contig, n - pos);
+		d->iov[d->niov].iov_base = p;
+		d->iov[d->niov].iov_len = (size_t)contig;
+		d->niov++;
+	}
+	d->len += (size_t)pos;
+	return (size_t)pos;
+}
+
+/* Adds [off, off + len) of an SGE list (a receive's or a Read's), each
+ * SGE checked for local write first. False if one fails: the copy path
+ * then reports it as it always did. */
+static bool direct_add_sgl(struct ndk_dp *dp, struct rx_direct *d,
+			   const NDK_SGE *sge, uint32_t nsge, uint64_t off,
+			   uint64_t len)
+{
+	uint32_t i;
+
+	for (i = 0; i < nsge && len && d->niov < RX_DIRECT_IOV; i++) {
+		uint64_t n;
+		void *addr;
+
+		if (off >= sge[i].Length) {
+			off -= sge[i].Length;
+			continue;
+		}
+		n = MIN((uint64_t)sge[i].Length - off, len);
+		if (ndk_stag_sge_lookup(
+			    dp->ad->stags, dp->qp.pd_id,
+			    sge[i].MemoryRegionToken,
+			    (uint64_t)(uintptr_t)sge[i].VirtualAddress + off, n,
+			    NDK_ACCESS_LOCAL_WRITE, &d->ref[d->nref], &addr))
+			return false;
+		d->nref++;
+		len -= direct_add_range(d, &d->ref[d->nref - 1], addr, 0, n);
+		off = 0;
+	}
+	return d->len != 0;
+}
+
+static void direct_put(struct rx_direct *d)
+{
+	while (d->nref)
+		ndk_stag_put(&d->ref[--d->nref]);
+}
+
+/* Where the rest of the current payload goes, if it is received in
+ * place; checked exactly as the copy path checks it. */
+static bool direct_target(struct ndk_dp *dp, struct rx_direct *d)
+{
+	struct ndk_dp_rx *rx = dp->rx;
+	uint64_t off = rx->parser.payload_off;
+	uint64_t left = rx->parser.payload_len - off;
+	struct ndk_wqe *w;
+	uint64_t base;
+
+	if (rx->parser.state != FPDU_RX_PAYLOAD ||
+	    rx->parser.payload_len < RX_DIRECT_MIN)
+		return false;
+	switch (rx->target) {
+	case RX_WRITE:
+		/* Looked up and pinned for the whole payload at the header. */
+		return rx->have_ref && rx->ref.mem &&
+		       direct_add_range(d, &rx->ref, NULL, off, left);
+	case RX_SEND:
+		if (rx->recv_overflow || rx->hdr.mo + off + left > rx->recv_len)
+			return false;
+		return direct_add_sgl(dp, d, rx->rqe->sge, rx->rqe->nsge,
+				      rx->hdr.mo + off, left);
+	case RX_READ_RESP:
+		ndk_lock(&dp->lock);
+		w = orq_head(dp);
+		ndk_unlock(&dp->lock);
+		if (!w || w->status != STATUS_PENDING)
+			return false;
+		base = w->nsge ? (uint64_t)(uintptr_t)w->sge[0].VirtualAddress
+			       : 0;
+		off += rx->hdr.to - base;
+		if (off + left > w->length)
+			return false;
+		return direct_add_sgl(dp, d, w->sge, w->nsge, off, left);
+	default:
+		return false;
+	}
+}
+
+/*
+ * One direct read: the rest of the payload in place, then up to RX_PROBE
+ * bytes behind it into probe. Returns 1 if the payload is not received in
+ * place (the caller reads into its buffer), else as one step of
+ * ndk_dp_rx_pass: 0 go on, -EAGAIN drained, or a negative errno.
+ */
+static int rx_direct(struct ndk_dp *dp, uint8_t *probe, bool *got)
+{
+	struct rx_direct d;
+	struct msghdr msg = { 0 };
+	size_t placed, i;
+	ssize_t n;
+	int ret = 0;
+
+	d.niov = d.nref = 0;
+	d.len = 0;
+	if (!direct_target(dp, &d)) {
+		direct_put(&d);
+		return 1;
+	}
+	d.iov[d.niov].iov_base = probe;
+	d.iov[d.niov].iov_len = RX_PROBE;
+	msg.msg_iov = d.iov;
+	msg.msg_iovlen = d.niov + 1;
+	n = recvmsg(dp->sock.fd, &msg, MSG_DONTWAIT);
+	if (n == 0)
+		ret = -EPIPE;
+	else if (n < 0)
+		ret = errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+	if (ret) {
+		direct_put(&d);
+		return ret;
+	}
+	*got = true;
+	ndk_dp_traffic(dp, &dp->rx_traffic, false, (uint64_t)n, 0, false);
+	/* The parser sees the placed bytes where they landed (CRC). */
+	placed = MIN((size_t)n, d.len);
+	for (i = 0; !ret && placed; i++) {
+		size_t take = MIN(placed, d.iov[i].iov_len);
+
+		ret = rx_bytes(dp, d.iov[i].iov_base, take, true);
+		placed -= take;
+	}
+	direct_put(&d);
+	if (!ret && (size_t)n > d.len)
+		ret = rx_bytes(dp, probe, (size_t)n - d.len, false);
+	return ret;
 }
 
 /*
@@ -541,9 +750,20 @@ int ndk_dp_rx_pass(struct ndk_dp *dp, int *budget, bool *got)
 	if (!ret && dp->rx_error)
 		ret = dp->rx_error;
 	while (!ret && *budget > 0) {
-		ssize_t n = recv(dp->sock.fd, buf, RX_BUF_SIZE, MSG_DONTWAIT);
+		size_t want = RX_BUF_SIZE;
+		ssize_t n;
 
 		(*budget)--;
+		ret = rx_direct(dp, buf, got);
+		if (ret != 1) {
+			ret = ret == -EAGAIN ? 1 : ret;
+			goto next;
+		}
+		/* Among large FPDUs: a header's worth, the payload direct. */
+		if (dp->rx->small_run < RX_SMALL_RUN &&
+		    dp->rx->parser.state != FPDU_RX_PAYLOAD)
+			want = RX_PROBE;
+		n = recv(dp->sock.fd, buf, want, MSG_DONTWAIT);
 		if (n == 0)
 			ret = -EPIPE;
 		else if (n < 0)
@@ -552,12 +772,13 @@ int ndk_dp_rx_pass(struct ndk_dp *dp, int *budget, bool *got)
 			*got = true;
 			ndk_dp_traffic(dp, &dp->rx_traffic, false, (uint64_t)n,
 				       0, false);
-			ret = rx_bytes(dp, buf, (size_t)n);
-			/* A Read Response or a Terminate goes out before the
-			 * next read, not after an empty one. */
-			if (!ret && dp->rx_wants_tx)
-				return NDK_DP_RX_TX;
+			ret = rx_bytes(dp, buf, (size_t)n, false);
 		}
+next:
+		/* A Read Response or a Terminate goes out before the next
+		 * read, not after an empty one. */
+		if (!ret && dp->rx_wants_tx)
+			return NDK_DP_RX_TX;
 	}
 	/* The connection ended: count the rest now. */
 	if (ret < 0)
@@ -576,6 +797,7 @@ int ndk_dp_rx_create(struct ndk_dp *dp)
 	/* MSNs start at 1 on every queue (RFC 5041 5.1). */
 	dp->rx->msn_send = 1;
 	dp->rx->msn_readreq = 1;
+	dp->rx->small_run = RX_SMALL_RUN;
 	fpdu_rx_init(&dp->rx->parser, dp->crc);
 	return 0;
 }
