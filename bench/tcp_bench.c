@@ -217,12 +217,28 @@ static int exchange(int fd, char *buf, uint32_t len)
 	return 0;
 }
 
+/* One-way latencies v[0, iters): the first tenth is warm-up; prints the
+ * mean and the median of the rest as one JSON object. */
+static void print_lat(const char *test, uint32_t size, long iters, double *v)
+{
+	long i, skip = iters / 10;
+	double sum = 0;
+
+	for (i = skip; i < iters; i++)
+		sum += v[i];
+	qsort(v + skip, (size_t)(iters - skip), sizeof(double), cmp_double);
+	printf("{\"test\":\"%s\",\"bytes\":%u,\"iters\":%ld,"
+	       "\"mean_usec\":%.3f,\"p50_usec\":%.3f}\n",
+	       test, size, iters, sum / (double)(iters - skip),
+	       v[skip + (iters - skip) / 2]);
+}
+
 static int lat(const char *host, int port, uint32_t size, long iters)
 {
 	char *buf = calloc(1, size + 4);
-	double *v = calloc((size_t)iters, sizeof(double)), sum = 0;
+	double *v = calloc((size_t)iters, sizeof(double));
 	int fd = dial(host, port);
-	long i, skip = iters / 10;
+	long i;
 	uint64_t t;
 
 	if (fd < 0 || !buf || !v)
@@ -234,13 +250,7 @@ static int lat(const char *host, int port, uint32_t size, long iters)
 		v[i] = (double)(now_ns() - t) / 2000.0;
 	}
 	close(fd);
-	for (i = skip; i < iters; i++)
-		sum += v[i];
-	qsort(v + skip, (size_t)(iters - skip), sizeof(double), cmp_double);
-	printf("{\"test\":\"tcp_lat\",\"bytes\":%u,\"iters\":%ld,"
-	       "\"mean_usec\":%.3f,\"p50_usec\":%.3f}\n",
-	       size, iters, sum / (double)(iters - skip),
-	       v[skip + (iters - skip) / 2]);
+	print_lat("tcp_lat", size, iters, v);
 	return 0;
 }
 
@@ -250,9 +260,9 @@ static int poll_lat(const char *host, int port, uint32_t size, long iters)
 				.size = size,
 				.iters = (uint64_t)iters };
 	char *buf = calloc(1, size ? size : 1);
-	double *v = calloc((size_t)iters, sizeof(double)), sum = 0;
+	double *v = calloc((size_t)iters, sizeof(double));
 	int fd = dial(host, port);
-	long i, skip = iters / 10;
+	long i;
 	uint64_t t;
 
 	if (fd < 0 || !buf || !v || !size || iters < 1 ||
@@ -271,13 +281,7 @@ static int poll_lat(const char *host, int port, uint32_t size, long iters)
 		v[i] = (double)(now_ns() - t) / 2000.0;
 	}
 	close(fd);
-	for (i = skip; i < iters; i++)
-		sum += v[i];
-	qsort(v + skip, (size_t)(iters - skip), sizeof(double), cmp_double);
-	printf("{\"test\":\"tcp_poll_lat\",\"bytes\":%u,\"iters\":%ld,"
-	       "\"mean_usec\":%.3f,\"p50_usec\":%.3f}\n",
-	       size, iters, sum / (double)(iters - skip),
-	       v[skip + (iters - skip) / 2]);
+	print_lat("tcp_poll_lat", size, iters, v);
 	free(v);
 	free(buf);
 	return 0;
