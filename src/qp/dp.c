@@ -359,14 +359,18 @@ int ndk_dp_attach(const struct ndk_dp_qp *qp, const struct ndk_dp_socket *s,
 	dp->ipoll.owner = qp->obj;
 	dp->sock.io.fd = s->fd;
 	dp->sock.io.fn = dp_io_fn;
+	/* The handler may run as soon as the socket is in the epoll set: the
+	 * registration and its flag are one step under the lock. */
+	ndk_lock(&dp->lock);
 	ret = ndk_engine_add_fd(dp->sock.engine, &dp->sock.io, EPOLLIN);
+	dp->sock.io_registered = !ret;
+	ndk_unlock(&dp->lock);
 	if (ret) {
 		ndk_lock_destroy(&dp->lock);
 		ndk_lock_destroy(&dp->rx_lock);
 		dp_release(dp);
 		return ret;
 	}
-	dp->sock.io_registered = true;
 	ndk_cq_add_poller(dp->qp.rcq, &dp->rpoll);
 	if (dp->qp.icq != dp->qp.rcq)
 		ndk_cq_add_poller(dp->qp.icq, &dp->ipoll);
