@@ -28,10 +28,12 @@
  * taken under cq->lock, and no consumer callback runs under either.
  */
 #include <errno.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/config.h"
 #include "core/lock.h"
 #include "front/adapter.h"
 #include "core/log.h"
@@ -56,6 +58,10 @@ struct ndk_cq {
 	PVOID notify_ctx;
 
 	struct ndk_lock lock; /* everything below */
+	/* Polls in a row that found nothing (a busy-polling consumer that
+	 * waits): every CQ_EMPTY_YIELD of them, the thread yields. */
+	unsigned int empty_polls;
+	unsigned int yield_every; /* NDK_POLL_YIELD, read at create */
 	NDK_RESULT_EX *ring;
 	uint32_t depth; /* ring slots == CqDepth */
 	uint32_t head; /* oldest entry */
@@ -480,11 +486,33 @@ static void cq_pollers_armed(struct ndk_cq *cq)
 	} while (n == CQ_POLL_MAX);
 }
 
+/*
+ * A consumer that busy-polls an empty CQ keeps a core; when other threads
+ * wait for one (several polling QPs on few cores), it yields after every
+ * NDK_POLL_YIELD empty polls in a row (0: never). Alone on its core,
+ * sched_yield() returns at once. cq->lock held; true if the caller should
+ * yield once it dropped the lock.
+ */
+static bool cq_note_poll_locked(struct ndk_cq *cq, ULONG got)
+{
+	NDK_ASSERT_LOCKED(&cq->lock);
+
+	if (got || !cq->yield_every) {
+		cq->empty_polls = 0;
+		return false;
+	}
+	if (++cq->empty_polls < cq->yield_every)
+		return false;
+	cq->empty_polls = 0;
+	return true;
+}
+
 static ULONG cq_get_results(NDK_CQ *pNdkCq, NDK_RESULT Results[],
 			    ULONG nResults)
 {
 	struct ndk_cq *cq = to_ndk_cq(pNdkCq);
 	NDK_RESULT_EX e;
+	bool yield;
 	ULONG i;
 
 	if (!Results)
@@ -500,7 +528,10 @@ static ULONG cq_get_results(NDK_CQ *pNdkCq, NDK_RESULT Results[],
 		Results[i].RequestContext = e.RequestContext;
 	}
 	cq_drained_locked(cq);
+	yield = cq_note_poll_locked(cq, i);
 	ndk_unlock(&cq->lock);
+	if (yield)
+		sched_yield();
 	return i;
 }
 
@@ -508,6 +539,7 @@ static ULONG cq_get_results_ex(NDK_CQ *pNdkCq, NDK_RESULT_EX Results[],
 			       ULONG nResults)
 {
 	struct ndk_cq *cq = to_ndk_cq(pNdkCq);
+	bool yield;
 	ULONG i;
 
 	if (!Results)
@@ -518,7 +550,10 @@ static ULONG cq_get_results_ex(NDK_CQ *pNdkCq, NDK_RESULT_EX Results[],
 	for (i = 0; i < nResults && cq->count; i++)
 		cq_pop_locked(cq, &Results[i]);
 	cq_drained_locked(cq);
+	yield = cq_note_poll_locked(cq, i);
 	ndk_unlock(&cq->lock);
+	if (yield)
+		sched_yield();
 	return i;
 }
 
@@ -658,6 +693,8 @@ NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
 	cq->arm = CQ_ARM_NONE;
 	list_init(&cq->pollers);
 	ndk_lock_init(&cq->lock, NDK_LOCK_CQ);
+	cq->yield_every =
+		(unsigned int)ndk_config_u64("NDK_POLL_YIELD", 32, 0, 1000000);
 	ndk_work_init(&cq->notify_work, cq_notify_work);
 	ndk_timer_init(&cq->mod_timer, cq_timer_fn);
 
