@@ -108,6 +108,8 @@ for t in send_bw write_bw read_bw; do
 	run "$t" -t "$t" -n 100
 done
 run send_lat_sizes -t send_lat -s 4m -n 5
+run write_lat_mem_only -t write_lat -m -n 300
+run write_lat_events -t write_lat -e -n 300
 run write_bw_events -t write_bw -e -q 2 -n 100
 run write_bw_defer -t write_bw -B -n 100
 run msg_rate_defer -t msg_rate -B -n 1000

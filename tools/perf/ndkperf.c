@@ -24,14 +24,15 @@
 #include <unistd.h>
 #include "perfutil.h"
 
-#define PERF_MAGIC    "NDKPERF1"
-#define PERF_PORT     18515
-#define PERF_F_EVENTS 1u
-#define CTX_SEND      ((PVOID)1)
-#define CTX_RECV      ((PVOID)2)
-#define CTX_RDMA      ((PVOID)3)
-#define RECV_CREDITS  64u /* receives the server keeps posted */
-#define MAX_SIZE      (4u << 20)
+#define PERF_MAGIC	"NDKPERF1"
+#define PERF_PORT	18515
+#define PERF_F_EVENTS	1u
+#define PERF_F_MEM_ONLY 2u /* write_lat: spin on memory only */
+#define CTX_SEND	((PVOID)1)
+#define CTX_RECV	((PVOID)2)
+#define CTX_RDMA	((PVOID)3)
+#define RECV_CREDITS	64u /* receives the server keeps posted */
+#define MAX_SIZE	(4u << 20)
 
 enum perf_test {
 	T_SEND_LAT,
@@ -86,6 +87,7 @@ struct perf_opts {
 	unsigned int qps;
 	unsigned int threads;
 	bool events;
+	bool mem_only; /* -m: write_lat never polls a CQ while it spins */
 	bool defer; /* -B: bursts posted with NDK_OP_FLAG_DEFER */
 	bool json;
 	unsigned int hold_seconds;
@@ -289,14 +291,11 @@ struct perf_counts {
 };
 
 /* False once the CQ is abandoned: the peer disconnected. */
-static bool reap(struct perf_cq *cq, struct perf_counts *n)
+static void count_results(const NDK_RESULT *res, ULONG got,
+			  struct perf_counts *n)
 {
-	NDK_RESULT res[64];
-	ULONG got, i;
+	ULONG i;
 
-	got = perf_cq_wait(cq, res, 64, 0);
-	if (!got)
-		return false;
 	for (i = 0; i < got; i++) {
 		if (res[i].RequestContext == CTX_SEND)
 			n->send++;
@@ -305,6 +304,17 @@ static bool reap(struct perf_cq *cq, struct perf_counts *n)
 		else
 			n->rdma++;
 	}
+}
+
+static bool reap(struct perf_cq *cq, struct perf_counts *n)
+{
+	NDK_RESULT res[64];
+	ULONG got;
+
+	got = perf_cq_wait(cq, res, 64, 0);
+	if (!got)
+		return false;
+	count_results(res, got, n);
 	return true;
 }
 
@@ -333,14 +343,25 @@ static VOID session_disconnected(PVOID ctx)
 /*
  * Spins until the last byte of the peer's RDMA Write carries tag, as
  * ib_write_lat does: no completion tells the target that a Write landed.
+ * With poll_cq it also polls its CQ on every turn (results counted in n):
+ * a software provider receives on a thread that busy-polls a CQ of the
+ * QP, so the Write lands without waking the provider's own thread (a
+ * spin on memory alone gives the provider no CPU; -m measures that).
  * False if nothing landed in TAG_WAIT_NS or the peer disconnected.
  */
-static bool tag_wait(volatile uint8_t *p, uint8_t tag, struct perf_cq *cq)
+static bool tag_wait(volatile uint8_t *p, uint8_t tag, struct perf_cq *cq,
+		     struct perf_counts *n, bool poll_cq)
 {
 	uint64_t deadline = 0, now;
 	unsigned int spins = 0;
+	NDK_RESULT res[8];
+	ULONG got;
 
 	while (*p != tag) {
+		if (poll_cq) {
+			got = cq->cq->Dispatch->NdkGetCqResults(cq->cq, res, 8);
+			count_results(res, got, n);
+		}
 		if (++spins & 4095)
 			continue;
 		if (atomic_load_explicit(&cq->abandoned, memory_order_relaxed))
@@ -375,8 +396,9 @@ static void *server_session(void *arg)
 	NDK_QP *qp;
 	ULONG depth = MAX(window, RECV_CREDITS) + 16;
 	enum perf_test test = le32toh(h->test);
+	uint32_t flags = le32toh(h->flags);
 
-	perf_cq_create(&host, cq, 4 * depth, le32toh(h->flags) & PERF_F_EVENTS);
+	perf_cq_create(&host, cq, 4 * depth, flags & PERF_F_EVENTS);
 	qp = perf_qp_create(&host, cq, depth);
 	/*
 	 * Receives land side by side so a window of Sends can be in flight.
@@ -442,7 +464,9 @@ static void *server_session(void *arg)
 		break;
 	case T_WRITE_LAT:
 		for (i = 0; i < iters; i++) {
-			if (!tag_wait(buf.mem + size - 1, tag_of(i), cq))
+			if (!tag_wait(buf.mem + size - 1, tag_of(i), cq, &n,
+				      !(flags &
+					(PERF_F_EVENTS | PERF_F_MEM_ONLY))))
 				goto gone;
 			/* The answer carries the tag the client spins on. */
 			buf.mem[MAX(size, 1) + size - 1] = tag_of(i);
@@ -697,7 +721,8 @@ static NTSTATUS client_connect(struct client_conn *cc, enum perf_test test,
 		   host.ad->Dispatch->NdkCreateConnector(host.ad, NULL, NULL,
 							 &cc->conn));
 	h.test = htole32(test);
-	h.flags = htole32(opt.events ? PERF_F_EVENTS : 0);
+	h.flags = htole32((opt.events ? PERF_F_EVENTS : 0) |
+			  (opt.mem_only ? PERF_F_MEM_ONLY : 0));
 	h.size = htole64(size);
 	h.iters = htole64(iters);
 	h.window = htole32(opt.window);
@@ -850,7 +875,8 @@ static void run_write_lat(struct client_conn *cc, struct run *r)
 		cc->buf.mem[r->size - 1] = tag_of(i);
 		post_rdma(cc->qp, true, &cc->buf, 0, r->size,
 			  le64toh(cc->reply.addr), le32toh(cc->reply.token), 0);
-		if (!tag_wait(landing + r->size - 1, tag_of(i), &cc->cq)) {
+		if (!tag_wait(landing + r->size - 1, tag_of(i), &cc->cq, &n,
+			      !opt.events && !opt.mem_only)) {
 			fprintf(stderr,
 				"%s: write_lat: the server disconnected, or "
 				"no Write came in %llu s\n",
@@ -1203,6 +1229,8 @@ static void usage(FILE *f)
 		"  -T THREADS  connecting threads for conn (1)\n"
 		"  -D SECONDS  how long hold keeps its connections (2)\n"
 		"  -e          wait on CQ notifications instead of polling\n"
+		"  -m          write_lat spins on memory only, never polling\n"
+		"              its CQ: the provider's own thread receives\n"
 		"  -B          bandwidth tests post each burst with\n"
 		"              NDK_OP_FLAG_DEFER on all but its last request\n"
 		"  -j          JSON output\n"
@@ -1234,7 +1262,7 @@ int main(int argc, char **argv)
 	tool_prog = "ndkperf";
 
 	signal(SIGPIPE, SIG_IGN);
-	while ((c = getopt(argc, argv, "t:s:An:w:q:T:D:eBjb:p:h")) != -1) {
+	while ((c = getopt(argc, argv, "t:s:An:w:q:T:D:emBjb:p:h")) != -1) {
 		switch (c) {
 		case 't':
 			for (t = 0; t < T_COUNT; t++)
@@ -1271,6 +1299,9 @@ int main(int argc, char **argv)
 			break;
 		case 'e':
 			opt.events = true;
+			break;
+		case 'm':
+			opt.mem_only = true;
 			break;
 		case 'B':
 			opt.defer = true;
