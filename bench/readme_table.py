@@ -21,6 +21,12 @@ sys.dont_write_bytecode = True  # no __pycache__ in the checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report  # noqa: E402
 
+SCALING_CAPTION = (
+    "Scaling, same run (`ndkperf -q N`, each QP on its own thread with the "
+    "same iterations): aggregate median (min-max), the ratio to one QP, "
+    "and `sw`, the client's voluntary context switches per request (a "
+    "polling thread blocks only on a contended lock or to let a sleeper "
+    "run, so near 0 means the QPs do not serialize on a lock).")
 BEGIN = "<!-- bench-table:begin -->"
 END = "<!-- bench-table:end -->"
 
@@ -60,6 +66,9 @@ def main(argv):
               file=sys.stderr)
         return 1
     body = textwrap.wrap(report.caption(res), 76) + [""] + report.table(res)
+    st = report.scaling_table(res)
+    if st:
+        body += [""] + textwrap.wrap(SCALING_CAPTION, 76) + [""] + st
     lines[b + 1:e] = body
     with open(readme, "w") as f:
         f.write("\n".join(lines))

@@ -196,10 +196,75 @@ def build(meta, samples, failures):
     for v in sweeps.values():
         v.sort()
     return {"meta": meta, "rows": rows, "hold": hold, "sweeps": sweeps,
+            "scaling": scaling(samples),
             "missing": missing,
             "failures": ["%s/%s (repetition %s): %s" % (
                 f.get("pair"), f.get("metric"), f.get("rep"), f.get("error"))
                 for f in failures]}
+
+
+SCALE_QPS = (1, 2, 4, 8)
+SCALE_ROWS = [
+    # (metric prefix, label, JSON key, unit)
+    ("scale_write_bw", "64 KiB Write, polling", "mb_per_sec", "MB/s"),
+    ("scale_write_bw_e", "64 KiB Write, CQ notifications (-e)",
+     "mb_per_sec", "MB/s"),
+    ("scale_msg_rate", "8 B Send message rate, polling", "msgs_per_sec",
+     "M msg/s"),
+    ("scale_msg_rate_e", "8 B Send message rate, CQ notifications (-e)",
+     "msgs_per_sec", "M msg/s"),
+]
+
+
+def scaling(samples):
+    """Aggregate rate per QP count, the ratio of its median to one QP's,
+    and the client's voluntary context switches per request."""
+    out = []
+    for prefix, label, key, unit in SCALE_ROWS:
+        row = {"metric": label, "unit": unit, "qps": {}}
+        for q in SCALE_QPS:
+            m = "%s_q%d" % (prefix, q)
+            vals = values(samples, "scale", m, key)
+            if unit.startswith("M "):
+                vals = [v / 1e6 for v in vals]
+            sw = [r["vol_switches"] / r["iters"]
+                  for (p, mm, _), runs in samples.items()
+                  if p == "scale" and mm == m
+                  for r in runs if r.get("vol_switches") is not None
+                  and r.get("iters")]
+            row["qps"][str(q)] = {"rate": summary(vals),
+                                  "switches_per_request":
+                                      statistics.median(sw) if sw else None}
+        one = row["qps"]["1"]["rate"]
+        for q in SCALE_QPS:
+            r = row["qps"][str(q)]
+            r["vs_one"] = (r["rate"]["median"] / one["median"]
+                           if r["rate"] and one and one["median"] else None)
+        out.append(row)
+    return out
+
+
+def scaling_table(res):
+    """The scaling table, as a list of lines (empty without data)."""
+    rows = res.get("scaling") or []
+    if not any(r["qps"]["1"]["rate"] for r in rows):
+        return []
+    reps = res.get("meta", {}).get("reps")
+    out = ["| QPs at once | " + " | ".join(str(q) for q in SCALE_QPS) + " |",
+           "|---" * (len(SCALE_QPS) + 1) + "|"]
+    for r in rows:
+        cells = []
+        for q in SCALE_QPS:
+            c = r["qps"][str(q)]
+            text = cell(c["rate"], reps)
+            if c["vs_one"] is not None and q != 1:
+                text += ", %.2fx" % c["vs_one"]
+            if c["switches_per_request"] is not None:
+                text += ", %.3f sw" % c["switches_per_request"]
+            cells.append(text)
+        out.append("| %s (%s) | %s |" % (r["metric"], r["unit"],
+                                          " | ".join(cells)))
+    return out
 
 
 def fmt(v):
@@ -278,6 +343,10 @@ def main():
     print(caption(res))
     print()
     print("\n".join(table(res)))
+    st = scaling_table(res)
+    if st:
+        print()
+        print("\n".join(st))
     plot(out, res["sweeps"])
     if res["missing"]:
         print("bench: rows missing: " + "; ".join(res["missing"]),

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include "perfutil.h"
 
 #define PERF_MAGIC	"NDKPERF1"
@@ -118,6 +119,11 @@ struct perf_row {
 	double p50_usec;
 	double mean_usec; /* latency tests: mean of the steady state */
 	double extra; /* hold: bytes of memory per connection */
+	/* Data tests, the whole client process over the run: CPU seconds,
+	 * and how often a thread blocked (a polling thread blocks only on a
+	 * contended lock or when it yields to a sleeper). */
+	double cpu_sec;
+	uint64_t vol_switches;
 };
 
 static struct perf_row rows[64];
@@ -193,6 +199,9 @@ static void print_json(void)
 			printf(",\"mean_usec\":%.3f", r->mean_usec);
 		if (opt.test == T_HOLD)
 			printf(",\"bytes_per_connection\":%.0f", r->extra);
+		else if (opt.test != T_CONN)
+			printf(",\"cpu_sec\":%.3f,\"vol_switches\":%llu",
+			       r->cpu_sec, (unsigned long long)r->vol_switches);
 		printf("}");
 	}
 	printf("]}\n");
@@ -995,16 +1004,23 @@ static void *data_worker(void *arg)
 	return NULL;
 }
 
+static double tv_sec(const struct timeval *tv)
+{
+	return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
+}
+
 static int client_data(size_t size)
 {
 	struct worker *wk = calloc(opt.qps, sizeof(*wk));
 	struct perf_row row = { .bytes = size };
 	uint64_t iters = default_iters(opt.test, size), span_ns;
 	uint64_t first = UINT64_MAX, last = 0;
+	struct rusage ru0, ru1;
 	unsigned int q;
 
 	if (!wk)
 		return 2;
+	getrusage(RUSAGE_SELF, &ru0);
 	if ((opt.test == T_WRITE_LAT || opt.test == T_READ_LAT ||
 	     opt.test == T_WRITE_BW || opt.test == T_READ_BW) &&
 	    size == 0)
@@ -1026,6 +1042,10 @@ static int client_data(size_t size)
 		first = MIN(first, wk[q].run.start_ns);
 		last = MAX(last, wk[q].run.end_ns);
 	}
+	getrusage(RUSAGE_SELF, &ru1);
+	row.cpu_sec = tv_sec(&ru1.ru_utime) - tv_sec(&ru0.ru_utime) +
+		      tv_sec(&ru1.ru_stime) - tv_sec(&ru0.ru_stime);
+	row.vol_switches = (uint64_t)(ru1.ru_nvcsw - ru0.ru_nvcsw);
 	/* Several QPs: from the first start to the last end, so QPs that
 	 * happen not to overlap do not count as aggregate bandwidth. */
 	span_ns = last - first;
