@@ -15,12 +15,17 @@
 struct ndk_backlog {
 	atomic_uint pending;
 	unsigned int max;
+	/* Called after each put, on the putting thread (which may hold a
+	 * connector's lock): the listener hands a parked Request over. */
+	void (*freed)(struct ndk_backlog *b);
 };
 
-static inline void ndk_backlog_init(struct ndk_backlog *b, unsigned int max)
+static inline void ndk_backlog_init(struct ndk_backlog *b, unsigned int max,
+				    void (*freed)(struct ndk_backlog *b))
 {
 	atomic_init(&b->pending, 0);
 	b->max = max;
+	b->freed = freed;
 }
 
 /* Takes a slot; false if all max are taken. */
@@ -38,6 +43,8 @@ static inline bool ndk_backlog_take(struct ndk_backlog *b)
 static inline void ndk_backlog_put(struct ndk_backlog *b)
 {
 	atomic_fetch_sub(&b->pending, 1);
+	if (b->freed)
+		b->freed(b);
 }
 
 #endif /* NDK_CM_BACKLOG_H */

@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -61,6 +62,106 @@ static void listener_set_state(struct ndk_listener *l,
 }
 
 /* ------------------------------------------------------------------ */
+/* The accept gate                                                    */
+
+static const char *const accept_gate_names[NDK_ACCEPT_GATE_COUNT] = {
+	[NDK_ACCEPT_OPEN] = "OPEN",
+	[NDK_ACCEPT_BACKLOG_FULL] = "BACKLOG_FULL",
+	[NDK_ACCEPT_NO_RESOURCES] = "NO_RESOURCES",
+};
+
+static const bool accept_gate_ok[NDK_ACCEPT_GATE_COUNT]
+				[NDK_ACCEPT_GATE_COUNT] = {
+	[NDK_ACCEPT_OPEN] = {
+		[NDK_ACCEPT_BACKLOG_FULL] = true,
+		[NDK_ACCEPT_NO_RESOURCES] = true,
+	},
+	[NDK_ACCEPT_BACKLOG_FULL] = {
+		[NDK_ACCEPT_OPEN] = true,
+	},
+	[NDK_ACCEPT_NO_RESOURCES] = {
+		[NDK_ACCEPT_OPEN] = true,
+		[NDK_ACCEPT_BACKLOG_FULL] = true,
+	},
+};
+
+/* The first retry after EMFILE and friends, and the longest wait. */
+#define RETRY_FIRST_MS 10
+#define RETRY_MAX_MS   1000
+
+/*
+ * The one gate setter; engine thread. Only OPEN watches the listening
+ * socket; NO_RESOURCES is entered with its retry timer running, and an
+ * episode of it is logged once when it starts and once when it ends.
+ */
+static void accept_gate_set(struct ndk_listener *l, enum ndk_accept_gate to)
+{
+	struct ndk_engine *e = &l->obj.adapter->engine;
+	enum ndk_accept_gate from = l->gate;
+
+	if (from == to)
+		return;
+	if (!accept_gate_ok[from][to]) {
+		ndk_err("listener %p: illegal accept gate %s -> %s", (void *)l,
+			accept_gate_names[from], accept_gate_names[to]);
+		assert(!"illegal accept gate transition");
+		return;
+	}
+	ndk_dbg("listener %p: accept %s -> %s", (void *)l,
+		accept_gate_names[from], accept_gate_names[to]);
+	l->gate = to;
+	if (to == NDK_ACCEPT_NO_RESOURCES) {
+		if (!l->starved_since_ns) {
+			l->starved_since_ns = ndk_now_ns();
+			l->starved_retries = 0;
+			l->retry_ms = RETRY_FIRST_MS;
+		}
+		l->starved_retries++;
+		if (ndk_timer_start(e, &l->retry_timer, l->retry_ms))
+			ndk_err("listener %p: no retry timer", (void *)l);
+		l->retry_ms = MIN(2 * l->retry_ms, RETRY_MAX_MS);
+	}
+	if (l->fd >= 0)
+		ndk_engine_mod_fd(e, &l->io,
+				  to == NDK_ACCEPT_OPEN ? EPOLLIN : 0);
+}
+
+/* An accept went through: an episode of NO_RESOURCES, if any, is over. */
+static void accept_starvation_over(struct ndk_listener *l)
+{
+	if (!l->starved_since_ns)
+		return;
+	ndk_info("listener %p: accepting again after %llu ms (%u tries)",
+		 (void *)l,
+		 (unsigned long long)((ndk_now_ns() - l->starved_since_ns) /
+				      1000000),
+		 l->starved_retries);
+	l->starved_since_ns = 0;
+}
+
+/* Engine thread: accept (or allocation) failed for want of resources. */
+static void accept_starved(struct ndk_listener *l, int err)
+{
+	if (!l->starved_since_ns)
+		ndk_warn("listener %p: accept: %s; new connections wait in the "
+			 "kernel's queue, retrying from %u ms to %u ms",
+			 (void *)l, strerror(err), RETRY_FIRST_MS,
+			 RETRY_MAX_MS);
+	accept_gate_set(l, NDK_ACCEPT_NO_RESOURCES);
+}
+
+static void retry_timer_fn(struct ndk_timer *t)
+{
+	struct ndk_listener *l =
+		container_of(t, struct ndk_listener, retry_timer);
+
+	if (l->gate != NDK_ACCEPT_NO_RESOURCES)
+		return;
+	accept_gate_set(l, list_empty(&l->parked) ? NDK_ACCEPT_OPEN
+						  : NDK_ACCEPT_BACKLOG_FULL);
+}
+
+/* ------------------------------------------------------------------ */
 /* Pending connections: accepted, reading the MPA Request             */
 
 /*
@@ -68,13 +169,22 @@ static void listener_set_state(struct ndk_listener *l,
  * only: created by the listening socket's handler, ended by its own
  * handler or timer, or by the listener's teardown.
  */
+enum pending_state {
+	PENDING_READING, /* reading the Request, NDK_CM_TIMEOUT_MS */
+	PENDING_PARKED, /* Request in, the backlog full: waiting for a slot */
+};
+
 struct ndk_pending_conn {
-	struct list_head entry; /* l->pending */
+	struct list_head entry; /* l->pending or l->parked */
 	struct ndk_listener *l;
+	enum pending_state state;
 	int fd;
 	struct ndk_io io;
-	struct ndk_timer timer; /* NDK_CM_TIMEOUT_MS for the Request */
+	/* READING: the CM timeout; PARKED: NDK_LISTEN_WAIT_MS, then the
+	 * Request is refused as beyond the backlog. */
+	struct ndk_timer timer;
 	struct ndk_mpa_rx rx;
+	struct mpa_rr req; /* PARKED: the Request, pd pointing into rx */
 };
 
 static struct ndk_pending_conn *pending_of_io(struct ndk_io *io)
@@ -96,19 +206,48 @@ static void pending_free(struct ndk_pending_conn *p)
 	free(p);
 }
 
+/* How long a Request beyond a full backlog waits for a slot. */
+static uint64_t listen_wait_ms(void)
+{
+	return ndk_config_u64("NDK_LISTEN_WAIT_MS", 2000, 0, 3600000);
+}
+
+enum admission {
+	ADMIT, /* a slot is taken */
+	REFUSE, /* paused or closing: as if nobody listened */
+	NO_SLOT, /* the backlog is full, or Requests are already parked */
+};
+
+static enum admission listener_admit(struct ndk_listener *l, bool queue_first,
+				     struct ndk_endpoint **ep)
+{
+	enum admission a = REFUSE;
+
+	ndk_lock(&l->lock);
+	if (l->state == NDK_LISTENER_LISTENING && !l->paused)
+		a = !queue_first && ndk_backlog_take(&l->backlog) ? ADMIT
+								  : NO_SLOT;
+	*ep = l->ep;
+	ndk_unlock(&l->lock);
+	return a;
+}
+
 /*
  * The Request is in: the socket goes to a new connector, and the
- * connector to the consumer's ConnectEvent.
+ * connector to the consumer's ConnectEvent; without a slot (admitted
+ * false) the connector refuses it with an MPA Reply with R=1.
  */
-static void pending_hand_over(struct ndk_pending_conn *p,
-			      const struct mpa_rr *req)
+static void pending_hand_over(struct ndk_pending_conn *p, bool admitted,
+			      struct ndk_endpoint *ep)
 {
 	struct ndk_listener *l = p->l;
 	struct ndk_passive_request r = {
 		.adapter = l->obj.adapter,
 		.listener = &l->obj,
 		.fd = p->fd,
-		.req = req,
+		.req = &p->req,
+		.slot = admitted ? &l->backlog : NULL,
+		.ep = ep,
 	};
 	NDK_CONNECTOR *conn;
 	bool delivered = false;
@@ -117,13 +256,6 @@ static void pending_hand_over(struct ndk_pending_conn *p,
 	/* The connector registers the fd anew. */
 	ndk_engine_del_fd(&l->obj.adapter->engine, &p->io);
 	p->fd = -1;
-	/* Admitted if listening, not paused, and a backlog slot is free. */
-	ndk_lock(&l->lock);
-	if (l->state == NDK_LISTENER_LISTENING && !l->paused &&
-	    ndk_backlog_take(&l->backlog))
-		r.slot = &l->backlog;
-	r.ep = l->ep;
-	ndk_unlock(&l->lock);
 	ret = ndk_connector_new_passive(&r, &conn);
 	pending_free(p); /* req points into it: only now */
 	if (ret)
@@ -137,24 +269,127 @@ static void pending_hand_over(struct ndk_pending_conn *p,
 	ndk_connector_handed_over(conn, delivered);
 }
 
+/* Nothing parked any more: a full backlog no longer stops accepting. */
+static void parked_drained(struct ndk_listener *l)
+{
+	if (list_empty(&l->parked) && l->gate == NDK_ACCEPT_BACKLOG_FULL)
+		accept_gate_set(l, NDK_ACCEPT_OPEN);
+}
+
+/*
+ * The Request waits for a backlog slot: no Reply yet, and the listening
+ * socket is not read, so TCP holds the connections behind it. The socket
+ * is watched only for the peer leaving (bytes it sends before our Reply
+ * stay in the socket for the connector, which refuses them).
+ */
+static void pending_park(struct ndk_pending_conn *p)
+{
+	struct ndk_listener *l = p->l;
+	struct ndk_engine *e = &l->obj.adapter->engine;
+
+	p->state = PENDING_PARKED;
+	list_del(&p->entry);
+	list_add_tail(&p->entry, &l->parked);
+	ndk_timer_cancel(e, &p->timer);
+	if (ndk_engine_mod_fd(e, &p->io, EPOLLRDHUP) ||
+	    ndk_timer_start(e, &p->timer, listen_wait_ms())) {
+		pending_hand_over(p, false, NULL);
+		return;
+	}
+	atomic_store(&l->slot_wanted, true);
+	if (l->gate == NDK_ACCEPT_OPEN)
+		accept_gate_set(l, NDK_ACCEPT_BACKLOG_FULL);
+}
+
+/*
+ * Engine thread: slots came back. Parked Requests go out oldest first
+ * while slots last (refused if the listener was paused meanwhile).
+ */
+static void slot_work_fn(struct ndk_work *w)
+{
+	struct ndk_listener *l =
+		container_of(w, struct ndk_listener, slot_work);
+	struct ndk_endpoint *ep;
+	enum admission a;
+
+	while (!list_empty(&l->parked)) {
+		struct ndk_pending_conn *p = container_of(
+			l->parked.next, struct ndk_pending_conn, entry);
+
+		a = listener_admit(l, false, &ep);
+		if (a == NO_SLOT) {
+			/* A slot returned before the flag was set posted
+			 * nothing: look once more. */
+			atomic_store(&l->slot_wanted, true);
+			a = listener_admit(l, false, &ep);
+			if (a == NO_SLOT)
+				break;
+		}
+		pending_hand_over(p, a == ADMIT, ep);
+	}
+	parked_drained(l);
+	ndk_obj_put(&l->obj);
+}
+
+/* Any thread, after a backlog slot came back (backlog.h). */
+static void listener_slot_freed(struct ndk_backlog *b)
+{
+	struct ndk_listener *l = container_of(b, struct ndk_listener, backlog);
+
+	if (!atomic_exchange(&l->slot_wanted, false))
+		return;
+	ndk_obj_get(&l->obj);
+	if (!ndk_engine_post(&l->obj.adapter->engine, &l->slot_work))
+		ndk_obj_put(&l->obj);
+}
+
 static void pending_io_fn(struct ndk_io *io, uint32_t events)
 {
 	struct ndk_pending_conn *p = pending_of_io(io);
-	struct mpa_rr req;
-	int ret = ndk_mpa_rx_frame(&p->rx, p->fd, MPA_RR_REQUEST, &req,
-				   "listener", p->l);
+	struct ndk_listener *l = p->l;
+	struct ndk_endpoint *ep;
+	enum admission a;
+	int ret;
 
-	if (ret > 0)
-		pending_hand_over(p, &req);
-	else if (ret < 0)
+	if (p->state == PENDING_PARKED) {
+		/* The peer left (or reset) while it waited for a slot. */
+		pending_free(p);
+		parked_drained(l);
+		return;
+	}
+	ret = ndk_mpa_rx_frame(&p->rx, p->fd, MPA_RR_REQUEST, &p->req,
+			       "listener", l);
+	if (ret < 0) {
 		/* Not MPA, too much PD, or gone: drop it, as siw does. */
 		pending_free(p);
+		return;
+	}
+	if (ret == 0)
+		return;
+	/* Behind parked Requests, a new one waits its turn. */
+	a = listener_admit(l, !list_empty(&l->parked), &ep);
+	if (a == NO_SLOT)
+		pending_park(p);
+	else
+		pending_hand_over(p, a == ADMIT, ep);
 }
 
-/* The initiator stayed silent too long: siw drops it too. */
+/*
+ * READING: the initiator stayed silent too long (siw drops it too).
+ * PARKED: no slot came in time: refused as beyond the backlog.
+ */
 static void pending_timer_fn(struct ndk_timer *t)
 {
-	pending_free(container_of(t, struct ndk_pending_conn, timer));
+	struct ndk_pending_conn *p =
+		container_of(t, struct ndk_pending_conn, timer);
+	struct ndk_listener *l = p->l;
+
+	if (p->state == PENDING_PARKED) {
+		pending_hand_over(p, false, NULL);
+		parked_drained(l);
+	} else {
+		pending_free(p);
+	}
 }
 
 /* A new TCP connection; fd is the pending connection's from here on. */
@@ -175,6 +410,7 @@ static int pending_new(struct ndk_listener *l, int fd)
 		return -ENOMEM;
 	}
 	p->l = l;
+	p->state = PENDING_READING;
 	p->fd = fd;
 	p->io.fd = fd;
 	p->io.fn = pending_io_fn;
@@ -193,25 +429,33 @@ static int pending_new(struct ndk_listener *l, int fd)
 /* ------------------------------------------------------------------ */
 /* The listener                                                       */
 
+static bool accept_err_is_starvation(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS ||
+	       err == ENOMEM;
+}
+
 static void listener_io_fn(struct ndk_io *io, uint32_t events)
 {
 	struct ndk_listener *l = container_of(io, struct ndk_listener, io);
+	int fd, ret;
 
-	for (;;) {
-		int fd = accept4(l->fd, NULL, NULL,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
-
+	while (l->gate == NDK_ACCEPT_OPEN) {
+		fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN)
-				ndk_warn("listener %p: accept: %d", (void *)l,
-					 errno);
+			if (accept_err_is_starvation(errno))
+				accept_starved(l, errno);
+			else if (errno != EAGAIN)
+				ndk_warn("listener %p: accept: %s", (void *)l,
+					 strerror(errno));
 			return;
 		}
-		if (pending_new(l, fd))
-			ndk_warn("listener %p: dropped a connection",
-				 (void *)l);
+		accept_starvation_over(l);
+		ret = pending_new(l, fd);
+		if (ret == -ENOMEM)
+			accept_starved(l, ENOMEM);
 	}
 }
 
@@ -320,9 +564,15 @@ static void listener_teardown_fn(struct ndk_work *w)
 		l->fd = -1;
 	}
 	ndk_unlock(&l->lock);
+	ndk_timer_cancel(&l->obj.adapter->engine, &l->retry_timer);
 	while (!list_empty(&l->pending))
 		pending_free(container_of(l->pending.next,
 					  struct ndk_pending_conn, entry));
+	/* Parked Requests are refused: the listener is going away. */
+	while (!list_empty(&l->parked))
+		pending_hand_over(container_of(l->parked.next,
+					       struct ndk_pending_conn, entry),
+				  false, NULL);
 	ndk_obj_release(&l->obj);
 }
 
@@ -360,6 +610,20 @@ static void listener_close_end(struct ndk_obj *obj)
 	l->ep = NULL;
 }
 
+/* No engine left: close and free without touching it. */
+static void pending_list_drop(struct list_head *list)
+{
+	while (!list_empty(list)) {
+		struct ndk_pending_conn *p = container_of(
+			list->next, struct ndk_pending_conn, entry);
+
+		if (p->fd >= 0)
+			close(p->fd);
+		list_del(&p->entry);
+		free(p);
+	}
+}
+
 static void listener_destroy(struct ndk_obj *obj)
 {
 	struct ndk_listener *l = container_of(obj, struct ndk_listener, obj);
@@ -367,15 +631,8 @@ static void listener_destroy(struct ndk_obj *obj)
 	if (l->fd >= 0)
 		close(l->fd);
 	/* Left only if the engine stopped before the teardown ran. */
-	while (!list_empty(&l->pending)) {
-		struct ndk_pending_conn *p = container_of(
-			l->pending.next, struct ndk_pending_conn, entry);
-
-		if (p->fd >= 0)
-			close(p->fd);
-		list_del(&p->entry);
-		free(p);
-	}
+	pending_list_drop(&l->pending);
+	pending_list_drop(&l->parked);
 	ndk_lock_destroy(&l->lock);
 	free(l);
 }
@@ -408,10 +665,17 @@ NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter,
 	l->connect_event_ctx = ConnectEventContext;
 	l->fd = -1;
 	l->state = NDK_LISTENER_IDLE;
+	/* As many as the kernel queues for a listening socket by default. */
 	ndk_backlog_init(&l->backlog,
-			 (unsigned int)ndk_config_u64("NDK_LISTEN_BACKLOG", 128,
-						      1, 65535));
+			 (unsigned int)ndk_config_u64("NDK_LISTEN_BACKLOG",
+						      SOMAXCONN, 1, 65535),
+			 listener_slot_freed);
 	list_init(&l->pending);
+	list_init(&l->parked);
+	l->gate = NDK_ACCEPT_OPEN;
+	ndk_timer_init(&l->retry_timer, retry_timer_fn);
+	atomic_init(&l->slot_wanted, false);
+	ndk_work_init(&l->slot_work, slot_work_fn);
 	ndk_work_init(&l->teardown_work, listener_teardown_fn);
 	ndk_lock_init(&l->lock, NDK_LOCK_LISTENER);
 	status = ndk_obj_setup(&l->obj, ad, &listener_ops, &listener_dispatch,

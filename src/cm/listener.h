@@ -3,6 +3,7 @@
 #define NDK_CM_LISTENER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include "core/lock.h"
 #include "cm/backlog.h"
 #include "core/list.h"
@@ -27,6 +28,19 @@ enum ndk_listener_state {
  * Connectors, and Endpoints): the address stays reserved until the last
  * of them is closed. lock protects the fields below it.
  */
+/*
+ * Whether the engine reads the kernel's accept queue. Engine thread only.
+ * When the backlog is full or the process is out of descriptors or
+ * memory, new TCP connections stay in the kernel's queue, where TCP's own
+ * backpressure (SYN retries) holds them, instead of being refused.
+ */
+enum ndk_accept_gate {
+	NDK_ACCEPT_OPEN, /* accepting */
+	NDK_ACCEPT_BACKLOG_FULL, /* Requests parked, waiting for a slot */
+	NDK_ACCEPT_NO_RESOURCES, /* EMFILE/ENFILE/ENOMEM: retry timer */
+	NDK_ACCEPT_GATE_COUNT
+};
+
 struct ndk_listener {
 	struct ndk_obj obj;
 	NDK_FN_CONNECT_EVENT_CALLBACK connect_event;
@@ -41,8 +55,19 @@ struct ndk_listener {
 	struct ndk_work teardown_work;
 	/* Requests handed out but not accepted or rejected yet. */
 	struct ndk_backlog backlog;
-	/* Engine thread only: accepted sockets still reading a Request. */
+	/* Engine thread only: accepted sockets still reading a Request, and
+	 * those whose Request waits for a backlog slot (oldest first). */
 	struct list_head pending;
+	struct list_head parked;
+	enum ndk_accept_gate gate;
+	struct ndk_timer retry_timer; /* NO_RESOURCES: try accept again */
+	uint64_t retry_ms; /* the next retry's delay, doubling */
+	uint64_t starved_since_ns; /* the episode's start, for the log */
+	unsigned int starved_retries;
+	/* Set by the engine while Requests are parked; the first slot
+	 * returned clears it and posts slot_work. */
+	atomic_bool slot_wanted;
+	struct ndk_work slot_work;
 };
 
 static inline struct ndk_listener *to_ndk_listener(NDK_LISTENER *l)

@@ -108,6 +108,7 @@ static void test_refused_paused_and_backlog(void **state)
 	struct cm_req r1;
 
 	setenv("NDK_LISTEN_BACKLOG", "1", 1);
+	setenv("NDK_LISTEN_WAIT_MS", "100", 1);
 	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
 	/* Paused: handled as if no listener existed
@@ -119,7 +120,8 @@ static void test_refused_paused_and_backlog(void **state)
 	assert_null(cm_next_incoming(&l, 50));
 	l.lis->Dispatch->NdkControlConnectEvents(l.lis, FALSE);
 
-	/* Backlog of one: a second pending request is refused. */
+	/* Backlog of one: a second pending request is refused once it has
+	 * waited NDK_LISTEN_WAIT_MS for a slot. */
 	assert_int_equal(cm_connect(c2, cm_qp(&cli), (struct sockaddr *)&l.addr,
 				    4, 4, NULL, 0, &r1),
 			 STATUS_PENDING);
@@ -135,6 +137,7 @@ static void test_refused_paused_and_backlog(void **state)
 	cm_close_connector(c3);
 	cm_listener_close(&l);
 	unsetenv("NDK_LISTEN_BACKLOG");
+	unsetenv("NDK_LISTEN_WAIT_MS");
 }
 
 static void test_reject_with_data(void **state)
