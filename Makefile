@@ -5,7 +5,7 @@
 BUILD ?= build
 CMAKE_FLAGS ?=
 DEPS := cmake ninja-build pkg-config gcc g++ clang libcmocka-dev iproute2 \
-	tshark clang-format python3 librdmacm-dev libibverbs-dev
+	tshark clang-format python3 librdmacm-dev libibverbs-dev nftables
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps configure build test demo format format-check clean \

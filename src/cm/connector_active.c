@@ -16,6 +16,7 @@
 #include "cm/connector.h"
 #include "cm/connector_int.h"
 #include "cm/shared_endpoint.h"
+#include "cm/sockopt.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "front/adapter.h"
@@ -188,7 +189,6 @@ static NTSTATUS conn_start(struct ndk_connector *c, struct ndk_endpoint *ep,
 			   NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
 {
 	struct ndk_adapter *ad = c->obj.adapter;
-	static const int one = 1;
 	const struct sockaddr *local;
 	socklen_t len;
 	NTSTATUS status;
@@ -217,7 +217,7 @@ static NTSTATUS conn_start(struct ndk_connector *c, struct ndk_endpoint *ep,
 		status = ndk_status_from_errno(ret, NDK_SITE_GENERIC);
 		goto fail_qp;
 	}
-	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	ndk_sock_set_conn_options(c->fd);
 
 	ndk_req_pend(&c->connect_req, &c->obj, cb, ctx);
 	conn_set_state(c, NDK_CONN_TCP_CONNECTING);

@@ -7,7 +7,9 @@
 #include <errno.h>
 #include "cm/connector.h"
 #include "cm/connector_int.h"
+#include "cm/sockopt.h"
 #include "core/log.h"
+#include "core/status.h"
 #include "front/adapter.h"
 
 void conn_disc_work_fn(struct ndk_work *w)
@@ -16,17 +18,19 @@ void conn_disc_work_fn(struct ndk_work *w)
 		container_of(w, struct ndk_connector, disc_work);
 	NDK_FN_DISCONNECT_EVENT_CALLBACK cb;
 	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX cb_ex;
+	NTSTATUS reason;
 	PVOID ctx;
 
 	ndk_lock(&c->lock);
 	cb = c->disc_cb;
 	cb_ex = c->disc_cb_ex;
 	ctx = c->disc_ctx;
+	reason = c->disc_reason;
 	ndk_unlock(&c->lock);
 	/* No event once the consumer started closing the connector. */
 	if (ndk_obj_begin_event(&c->obj)) {
 		if (cb_ex)
-			cb_ex(ctx, 0); /* 0: no provider reason given */
+			cb_ex(ctx, (ULONG)reason);
 		else if (cb)
 			cb(ctx);
 		ndk_obj_release(&c->obj);
@@ -39,11 +43,17 @@ void conn_disc_work_fn(struct ndk_work *w)
  * event (once: a connection leaves the established states only once) and
  * do not flush (NDK_FN_DISCONNECT_EVENT_CALLBACK). c->lock held.
  */
-static void conn_peer_disconnected(struct ndk_connector *c, bool error)
+static void conn_peer_disconnected(struct ndk_connector *c, int err)
 {
 	struct ndk_adapter *ad = c->obj.adapter;
+	bool error = err != -EPIPE;
 
 	conn_set_state(c, NDK_CONN_PEER_CLOSED);
+	c->disc_reason = ndk_status_from_errno(err, NDK_SITE_STREAM_END);
+	if (err == -ETIMEDOUT)
+		ndk_warn("connector %p: the peer stopped answering "
+			 "(NDK_PEER_TIMEOUT_MS %llu)",
+			 (void *)c, (unsigned long long)ndk_peer_timeout_ms());
 	/* The data path stopped: nothing more goes out, and requests wait
 	 * for the consumer's NdkDisconnect or NdkFlush (no implicit flush,
 	 * NDK_FN_DISCONNECT_EVENT_CALLBACK). */
@@ -69,7 +79,7 @@ void conn_stream_ended(struct ndk_connector *c, int err)
 	}
 	/* After a Terminate the data path sent our FIN already. */
 	if (conn_state_up(c->state))
-		conn_peer_disconnected(c, err != -EPIPE);
+		conn_peer_disconnected(c, err);
 }
 
 /*

@@ -133,6 +133,9 @@ struct ndk_connector {
 	NDK_FN_DISCONNECT_EVENT_CALLBACK disc_cb;
 	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_cb_ex;
 	PVOID disc_ctx;
+	/* The disconnect event's ProviderDisconnectReason: why the stream
+	 * ended, as an NTSTATUS (0: the peer's FIN). */
+	NTSTATUS disc_reason;
 	struct ndk_work disc_work;
 	struct ndk_work teardown_work;
 };

@@ -19,6 +19,7 @@
 #include "cm/connector.h"
 #include "cm/listener.h"
 #include "cm/mpa_io.h"
+#include "cm/sockopt.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/status.h"
@@ -397,7 +398,6 @@ static int pending_new(struct ndk_listener *l, int fd)
 {
 	struct ndk_engine *e = &l->obj.adapter->engine;
 	struct ndk_pending_conn *p;
-	static const int one = 1;
 
 	/* Once its close is requested, the listener takes nothing new. */
 	if (!ndk_obj_is_open(&l->obj)) {
@@ -416,7 +416,7 @@ static int pending_new(struct ndk_listener *l, int fd)
 	p->io.fn = pending_io_fn;
 	ndk_timer_init(&p->timer, pending_timer_fn);
 	list_add_tail(&p->entry, &l->pending);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	ndk_sock_set_conn_options(fd);
 	if (ndk_timer_start(e, &p->timer, ndk_cm_timeout_ms()) ||
 	    ndk_engine_add_fd(e, &p->io, EPOLLIN)) {
 		/* Not registered: del_fd finds nothing. */

@@ -132,8 +132,10 @@ NTSTATUS ndk_status_from_errno(int neg_errno, enum ndk_errno_site site)
 	case ECONNRESET:
 		return site == NDK_SITE_CONNECT ? STATUS_CONNECTION_REFUSED
 						: STATUS_CONNECTION_RESET;
-	case ECONNABORTED:
 	case EPIPE:
+		return site == NDK_SITE_STREAM_END ? STATUS_SUCCESS
+						   : STATUS_CONNECTION_ABORTED;
+	case ECONNABORTED:
 		return STATUS_CONNECTION_ABORTED;
 	case ECANCELED:
 		return STATUS_CANCELLED;
@@ -155,6 +157,9 @@ NTSTATUS ndk_status_from_errno(int neg_errno, enum ndk_errno_site site)
 	case EFAULT:
 		return STATUS_ACCESS_VIOLATION;
 	case EPROTO:
+		/* A Terminate ended the stream. */
+		return site == NDK_SITE_STREAM_END ? STATUS_CONNECTION_ABORTED
+						   : STATUS_DATA_ERROR;
 	case EBADMSG:
 		return STATUS_DATA_ERROR;
 	case ENOTCONN:

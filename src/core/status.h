@@ -13,6 +13,10 @@ enum ndk_errno_site {
 	NDK_SITE_GENERIC,
 	NDK_SITE_BIND, /* bind(): EADDRINUSE, EADDRNOTAVAIL */
 	NDK_SITE_CONNECT, /* connect() and the TCP handshake */
+	/* Why an established stream ended, as a disconnect event's reason:
+	 * EPIPE is the peer's FIN (graceful, STATUS_SUCCESS), EPROTO a
+	 * Terminate. */
+	NDK_SITE_STREAM_END,
 };
 
 /* Maps 0 to STATUS_SUCCESS and -errno to the NTSTATUS for that site. */

@@ -72,6 +72,9 @@ static void dp_end(struct ndk_dp *dp, int err)
 
 	ndk_lock(&dp->lock);
 	if (ndk_dp_attached(dp)) {
+		/* Only an end of stream: a failed send knows better. */
+		if (err == -EPIPE && dp->tx.error)
+			err = dp->tx.error;
 		if (err == -EPROTO) {
 			ndk_info("qp %p: connection terminated",
 				 (void *)dp->qp.obj);

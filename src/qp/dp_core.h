@@ -199,6 +199,10 @@ struct ndk_dp_tx {
 	uint8_t term[FPDU_HDR_MAX + RDMAP_TERM_BODY_MAX + FPDU_TRAILER_MAX];
 	size_t term_len;
 	bool terminated; /* no FPDU after a Terminate */
+	/* The first sendmsg error. sendmsg consumes the socket's error
+	 * (ETIMEDOUT after TCP_USER_TIMEOUT), so the receiver then sees only
+	 * the end of the stream: this says why it ended. */
+	int error;
 	struct ndk_dp_traffic traffic;
 };
 

@@ -446,7 +446,10 @@ void ndk_dp_tx_locked(struct ndk_dp *dp)
 				break;
 			}
 			if (ret) {
-				/* The connection is failing: RX will see it. */
+				/* The connection is failing: RX will see it
+				 * end, and dp_end takes the cause from here. */
+				if (!dp->tx.error)
+					dp->tx.error = ret;
 				batch_reset(dp);
 				break;
 			}

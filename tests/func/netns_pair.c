@@ -32,7 +32,6 @@ int sh(const char *fmt, ...)
 	return 0;
 }
 
-
 struct sockaddr_in in4(const char *ip, uint16_t port)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET,
@@ -45,8 +44,8 @@ struct sockaddr_in in4(const char *ip, uint16_t port)
 
 /* NdkConnect from src to dst (IPv4), completing into r. */
 NTSTATUS connect4(NDK_CONNECTOR *c, NDK_QP *qp, const char *src,
-			 const char *dst, uint16_t dport, const void *pd,
-			 ULONG pdlen, struct cm_req *r)
+		  const char *dst, uint16_t dport, const void *pd, ULONG pdlen,
+		  struct cm_req *r)
 {
 	struct sockaddr_in s = in4(src, 0), d = in4(dst, dport);
 
@@ -144,7 +143,6 @@ void host_close(struct cm_host *h)
 
 /* ------------------------------------------------------------------ */
 /* Two hosts: a child per namespace, joined by pipes                  */
-
 
 void peer_send(struct peer *p, const void *buf, size_t n)
 {
@@ -252,4 +250,3 @@ void run_pair(int (*server)(struct peer *), int (*client)(struct peer *))
 	if (rs == SKIP_CODE || rc == SKIP_CODE)
 		skip();
 }
-

@@ -75,8 +75,8 @@ int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 struct sockaddr_in in4(const char *ip, uint16_t port);
 /* NdkConnect from src to dst (IPv4), completing into r. */
 NTSTATUS connect4(NDK_CONNECTOR *c, NDK_QP *qp, const char *src,
-			 const char *dst, uint16_t dport, const void *pd,
-			 ULONG pdlen, struct cm_req *r);
+		  const char *dst, uint16_t dport, const void *pd, ULONG pdlen,
+		  struct cm_req *r);
 /* The child side of a test: unshare, and a time limit (CHILD_LIMIT_S). */
 void child_enter(void);
 /* Forks a child that enters its namespace and exits with fn(arg). */

@@ -54,9 +54,9 @@ static NTSTATUS accept_in(NDK_CONNECTOR *in)
 static void complete(NDK_CONNECTOR *c, struct cm_req *r)
 {
 	assert_int_equal(cm_req_wait(r, 10000), STATUS_SUCCESS);
-	assert_int_equal(c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL,
-							 NULL),
-			 STATUS_SUCCESS);
+	assert_int_equal(
+		c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL),
+		STATUS_SUCCESS);
 }
 
 /* A Request beyond a full backlog waits, and goes out when a slot frees. */
