@@ -53,15 +53,24 @@ struct tool_any_object {
 NTSTATUS tool_close(NDK_OBJECT_HEADER *obj)
 {
 	const struct tool_any_object *any = (const void *)obj;
-	struct tool_wait w;
+	struct tool_wait *w = malloc(sizeof(*w));
 	NTSTATUS st;
 
-	tool_wait_init(&w);
-	st = any->Dispatch[0](obj, tool_wait_closed, &w);
-	st = tool_wait_result(&w, st, 30000);
-	if (!NT_SUCCESS(st))
+	if (!w) {
+		fprintf(stderr, "%s: out of memory\n", tool_prog);
+		exit(2);
+	}
+	tool_wait_init(w);
+	st = any->Dispatch[0](obj, tool_wait_closed, w);
+	st = tool_wait_result(w, st, 30000);
+	if (!NT_SUCCESS(st)) {
+		/* The close may still complete later: w stays allocated for
+		 * that callback. */
 		fprintf(stderr, "%s: close: %s\n", tool_prog,
 			NdkStatusName(st));
+		return st;
+	}
+	free(w);
 	return st;
 }
 

@@ -1171,6 +1171,10 @@ static int client_hold(void)
 		if (st) {
 			fprintf(stderr, "connection %llu: %s\n",
 				(unsigned long long)i, NdkStatusName(st));
+			/* The failed one's QP and connector go too, or the
+			 * CQ under them could not close. */
+			TOOL_CLOSE(cc[i].conn);
+			TOOL_CLOSE(cc[i].qp);
 			total = i;
 			break;
 		}
