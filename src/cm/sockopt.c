@@ -20,8 +20,8 @@
 
 uint64_t ndk_peer_timeout_ms(void)
 {
-	return ndk_config_u64("NDK_PEER_TIMEOUT_MS", PEER_TIMEOUT_DEFAULT_MS,
-			      0, 3600000);
+	return ndk_config_u64("NDK_PEER_TIMEOUT_MS", PEER_TIMEOUT_DEFAULT_MS, 0,
+			      3600000);
 }
 
 void ndk_sock_set_conn_options(int fd)

@@ -159,7 +159,7 @@ static int dead_server(struct peer *p)
 
 		/* Receives that completed before the drop count as done. */
 		while ((got = h.cq->Dispatch->NdkGetCqResults(h.cq, res,
-							       RECVS)) > 0)
+							      RECVS)) > 0)
 			n += got;
 		reap_all(h.cq, n, n);
 		CHECK(n == RECVS);

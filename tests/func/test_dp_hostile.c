@@ -63,8 +63,8 @@ static void expect_terminate(int fd, unsigned int layer, unsigned int etype,
 
 /* A Read Request (QN 1, MSN msn) for size bytes at to of stag, into the
  * sink 0x11223344:0x1000. Returns the ULPDU length. */
-static size_t read_request(uint8_t *u, uint32_t msn, uint32_t size,
-			   UINT32 stag, uint64_t to)
+static size_t read_request(uint8_t *u, uint32_t msn, uint32_t size, UINT32 stag,
+			   uint64_t to)
 {
 	ddp_untagged_hdr(u, 0x41, 0x41, 1, msn, 0);
 	put_be32(u + 18, 0x11223344);
