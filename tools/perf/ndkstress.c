@@ -81,6 +81,7 @@ static struct {
 	unsigned int seconds;
 	size_t max_size;
 	bool json;
+	uint64_t max_connections; /* -c: stop after this many (0: none) */
 	struct sockaddr_storage addr;
 } opt = { .seconds = 10, .max_size = MAX_RDMA };
 
@@ -766,7 +767,8 @@ static int client_main(void)
 		       NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
 	tool_buf_alloc(&host, &cc.ack, (size_t)ACK_RECVS * HDR_LEN,
 		       NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-	while (!stop && tool_now_ns() < deadline) {
+	while (!stop && tool_now_ns() < deadline &&
+	       (!opt.max_connections || st.connections < opt.max_connections)) {
 		s = client_connect(&cc);
 		if (s) {
 			/* The peer may be down for a while: try again. */
@@ -821,7 +823,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	while ((c = getopt(argc, argv, "st:m:jb:p:h")) != -1) {
+	while ((c = getopt(argc, argv, "st:m:c:jb:p:h")) != -1) {
 		switch (c) {
 		case 's':
 			opt.server = true;
@@ -839,6 +841,9 @@ int main(int argc, char **argv)
 				fprintf(stderr, "-m: 1 to 4m\n");
 				return 2;
 			}
+			break;
+		case 'c':
+			opt.max_connections = strtoull(optarg, NULL, 0);
 			break;
 		case 'j':
 			opt.json = true;
