@@ -108,9 +108,9 @@ static void test_read_request_4gib(void **state)
 	close(fd);
 }
 
-/* A Send whose MSN lies a million messages ahead: no receive is looked
- * for, let alone a million queued. */
-static void test_send_msn_far_ahead(void **state)
+/* One 8-byte Send (QN 0) with msn and mo into a QP with one 4 KiB
+ * receive; the DDP untagged-buffer Terminate with ecode must follow. */
+static void send_far_ahead(uint32_t msn, uint32_t mo, unsigned int ecode)
 {
 	uint8_t u[64], b[128];
 	long rss0;
@@ -120,34 +120,27 @@ static void test_send_msn_far_ahead(void **state)
 	post_recv(P.qp, 1, P.buf, 4096, P.ltok);
 	fd = dp_raw_client_accepted(4, 0);
 	rss0 = rss_kib();
-	ddp_untagged_hdr(u, 0x41, 0x43, 0, 1000000, 0);
+	ddp_untagged_hdr(u, 0x41, 0x43, 0, msn, mo);
 	memset(u + 18, 0x5a, 8);
 	raw_send(fd, b, fpdu_build(b, u, 26, true));
-	/* DDP, untagged buffer error, invalid MSN: range not valid. */
-	expect_terminate(fd, 1, 2, 0x03);
+	expect_terminate(fd, 1, 2, ecode);
 	assert_true(rss_kib() - rss0 < RSS_SLACK_KIB);
 	close(fd);
 }
 
-/* A Send whose message offset lies 2 GiB into a 4 KiB receive. */
+/* A Send whose MSN lies a million messages ahead: no receive is looked
+ * for, let alone a million queued. DDP invalid MSN: range not valid. */
+static void test_send_msn_far_ahead(void **state)
+{
+	send_far_ahead(1000000, 0, 0x03);
+}
+
+/* A Send whose message offset lies 2 GiB into a 4 KiB receive. DDP
+ * invalid MO: over TCP a message's segments arrive in order, so its first
+ * one starts at MO 0. */
 static void test_send_offset_far_ahead(void **state)
 {
-	uint8_t u[64], b[128];
-	long rss0;
-	int fd;
-
-	P.qp = big_qp(&srv);
-	post_recv(P.qp, 1, P.buf, 4096, P.ltok);
-	fd = dp_raw_client_accepted(4, 0);
-	rss0 = rss_kib();
-	ddp_untagged_hdr(u, 0x41, 0x43, 0, 1, 0x80000000u);
-	memset(u + 18, 0x5a, 8);
-	raw_send(fd, b, fpdu_build(b, u, 26, true));
-	/* DDP, untagged buffer error, invalid MO: over TCP a message's
-	 * segments arrive in order, so its first one starts at MO 0. */
-	expect_terminate(fd, 1, 2, 0x04);
-	assert_true(rss_kib() - rss0 < RSS_SLACK_KIB);
-	close(fd);
+	send_far_ahead(1, 0x80000000u, 0x04);
 }
 
 /*

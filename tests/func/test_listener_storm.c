@@ -59,76 +59,76 @@ static void complete(NDK_CONNECTOR *c, struct cm_req *r)
 		STATUS_SUCCESS);
 }
 
+/* A listener with a backlog of one, holding c1's request (in1); c2's
+ * connect is then started (r2), beyond the backlog. */
+struct backlog_of_one {
+	struct tool_listener l;
+	NDK_CONNECTOR *c1, *c2, *in1;
+	struct cm_req r1, r2;
+};
+
+static void backlog_of_one(struct backlog_of_one *b, const char *wait_ms)
+{
+	struct sockaddr_in any = cm_lo4(0);
+
+	setenv("NDK_LISTEN_BACKLOG", "1", 1);
+	setenv("NDK_LISTEN_WAIT_MS", wait_ms, 1);
+	b->c1 = cm_connector(&cli);
+	b->c2 = cm_connector(&cli);
+	assert_int_equal(cm_listen(&srv, &b->l, (struct sockaddr *)&any),
+			 STATUS_SUCCESS);
+	assert_int_equal(cm_connect(b->c1, cm_qp(&cli),
+				    (struct sockaddr *)&b->l.addr, 1, 1, NULL,
+				    0, &b->r1),
+			 STATUS_PENDING);
+	b->in1 = cm_next_incoming(&b->l, 5000);
+	assert_non_null(b->in1);
+	assert_int_equal(cm_connect(b->c2, cm_qp(&cli),
+				    (struct sockaddr *)&b->l.addr, 1, 1, NULL,
+				    0, &b->r2),
+			 STATUS_PENDING);
+}
+
 /* A Request beyond a full backlog waits, and goes out when a slot frees. */
 static void test_beyond_backlog_waits_for_slot(void **state)
 {
-	struct sockaddr_in any = cm_lo4(0);
-	struct tool_listener l;
-	NDK_CONNECTOR *c1 = cm_connector(&cli), *c2 = cm_connector(&cli);
-	NDK_CONNECTOR *in1, *in2;
-	struct cm_req r1, r2;
+	struct backlog_of_one b;
+	NDK_CONNECTOR *in2;
 
-	setenv("NDK_LISTEN_BACKLOG", "1", 1);
-	setenv("NDK_LISTEN_WAIT_MS", "5000", 1);
-	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
-			 STATUS_SUCCESS);
-	assert_int_equal(cm_connect(c1, cm_qp(&cli), (struct sockaddr *)&l.addr,
-				    1, 1, NULL, 0, &r1),
-			 STATUS_PENDING);
-	in1 = cm_next_incoming(&l, 5000);
-	assert_non_null(in1);
-	assert_int_equal(cm_connect(c2, cm_qp(&cli), (struct sockaddr *)&l.addr,
-				    1, 1, NULL, 0, &r2),
-			 STATUS_PENDING);
+	backlog_of_one(&b, "5000");
 	/* The backlog (1) is full: no second ConnectEvent, no answer. */
-	assert_null(cm_next_incoming(&l, 300));
-	assert_int_equal(cm_req_wait(&r2, 0), -1);
+	assert_null(cm_next_incoming(&b.l, 300));
+	assert_int_equal(cm_req_wait(&b.r2, 0), -1);
 	/* Accepting the first frees its slot: the second comes in. */
-	assert_int_equal(accept_in(in1), STATUS_PENDING);
-	in2 = cm_next_incoming(&l, 5000);
+	assert_int_equal(accept_in(b.in1), STATUS_PENDING);
+	in2 = cm_next_incoming(&b.l, 5000);
 	assert_non_null(in2);
 	assert_int_equal(accept_in(in2), STATUS_PENDING);
-	complete(c1, &r1);
-	complete(c2, &r2);
-	cm_close_connector(c1);
-	cm_close_connector(c2);
-	cm_close_connector(in1);
+	complete(b.c1, &b.r1);
+	complete(b.c2, &b.r2);
+	cm_close_connector(b.c1);
+	cm_close_connector(b.c2);
+	cm_close_connector(b.in1);
 	cm_close_connector(in2);
-	cm_listener_close(&l);
+	cm_listener_close(&b.l);
 }
 
 /* A consumer that never accepts: beyond the backlog, refused after
  * NDK_LISTEN_WAIT_MS, not left hanging. */
 static void test_beyond_backlog_refused_after_wait(void **state)
 {
-	struct sockaddr_in any = cm_lo4(0);
-	struct tool_listener l;
-	NDK_CONNECTOR *c1 = cm_connector(&cli), *c2 = cm_connector(&cli);
-	NDK_CONNECTOR *in1;
-	struct cm_req r1, r2;
-	uint64_t t0;
+	struct backlog_of_one b;
+	uint64_t t0 = tu_now_ms();
 
-	setenv("NDK_LISTEN_BACKLOG", "1", 1);
-	setenv("NDK_LISTEN_WAIT_MS", "300", 1);
-	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
-			 STATUS_SUCCESS);
-	assert_int_equal(cm_connect(c1, cm_qp(&cli), (struct sockaddr *)&l.addr,
-				    1, 1, NULL, 0, &r1),
-			 STATUS_PENDING);
-	in1 = cm_next_incoming(&l, 5000);
-	assert_non_null(in1);
-	t0 = tu_now_ms();
-	assert_int_equal(cm_connect(c2, cm_qp(&cli), (struct sockaddr *)&l.addr,
-				    1, 1, NULL, 0, &r2),
-			 STATUS_PENDING);
-	assert_int_equal(cm_req_wait(&r2, 5000), STATUS_CONNECTION_REFUSED);
+	backlog_of_one(&b, "300");
+	assert_int_equal(cm_req_wait(&b.r2, 5000), STATUS_CONNECTION_REFUSED);
 	assert_true(tu_now_ms() - t0 >= 250);
-	assert_null(cm_next_incoming(&l, 0));
-	cm_close_connector(in1);
-	assert_int_equal(cm_req_wait(&r1, 5000), STATUS_CONNECTION_REFUSED);
-	cm_close_connector(c1);
-	cm_close_connector(c2);
-	cm_listener_close(&l);
+	assert_null(cm_next_incoming(&b.l, 0));
+	cm_close_connector(b.in1);
+	assert_int_equal(cm_req_wait(&b.r1, 5000), STATUS_CONNECTION_REFUSED);
+	cm_close_connector(b.c1);
+	cm_close_connector(b.c2);
+	cm_listener_close(&b.l);
 }
 
 /* ------------------------------------------------------------------ */

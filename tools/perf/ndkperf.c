@@ -1264,18 +1264,6 @@ static void usage(FILE *f)
 		PERF_PORT);
 }
 
-static size_t parse_size(const char *s)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 0);
-
-	if (*end == 'k' || *end == 'K')
-		v <<= 10;
-	else if (*end == 'm' || *end == 'M')
-		v <<= 20;
-	return (size_t)v;
-}
-
 int main(int argc, char **argv)
 {
 	const char *bind_addr = "127.0.0.1";
@@ -1300,7 +1288,7 @@ int main(int argc, char **argv)
 			opt.test = (enum perf_test)t;
 			break;
 		case 's':
-			opt.size = parse_size(optarg);
+			opt.size = perf_parse_size(optarg);
 			size_set = true;
 			break;
 		case 'A':

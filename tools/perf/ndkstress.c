@@ -816,7 +816,6 @@ int main(int argc, char **argv)
 {
 	const char *bind_addr = "127.0.0.1";
 	unsigned int port = STRESS_PORT;
-	char *end;
 	int c;
 
 	tool_prog = "ndkstress";
@@ -832,11 +831,7 @@ int main(int argc, char **argv)
 			opt.seconds = (unsigned int)strtoul(optarg, NULL, 0);
 			break;
 		case 'm':
-			opt.max_size = strtoul(optarg, &end, 0);
-			if (*end == 'k' || *end == 'K')
-				opt.max_size <<= 10;
-			else if (*end == 'm' || *end == 'M')
-				opt.max_size <<= 20;
+			opt.max_size = perf_parse_size(optarg);
 			if (!opt.max_size || opt.max_size > MAX_RDMA) {
 				fprintf(stderr, "-m: 1 to 4m\n");
 				return 2;
