@@ -89,27 +89,20 @@ except Exception:
     print(-1)' "$TMP/client.json" "$1"
 }
 
-nft_in() { # NS DEV RULE: a netdev ingress rule
+# nft_hook NS HOOK DEV RULE: a netdev chain on DEV (hook ingress or
+# egress) with one rule; nft_in and nft_out name the two.
+nft_hook() {
 	ip netns exec "$1" nft -f - <<-EOF
 		table netdev fault {
-			chain in {
-				type filter hook ingress device $2 priority 0;
-				$3
+			chain $2 {
+				type filter hook $2 device $3 priority 0;
+				$4
 			}
 		}
 	EOF
 }
-
-nft_out() { # NS DEV RULE: a netdev egress rule
-	ip netns exec "$1" nft -f - <<-EOF
-		table netdev fault {
-			chain out {
-				type filter hook egress device $2 priority 0;
-				$3
-			}
-		}
-	EOF
-}
+nft_in() { nft_hook "$1" ingress "$2" "$3"; }
+nft_out() { nft_hook "$1" egress "$2" "$3"; }
 
 # Payload bytes 64.. of 1% of the segments that carry data, with the TCP
 # checksum fixed up: only the MPA CRC can tell.
