@@ -17,6 +17,14 @@ VOID on_disc(PVOID ctx)
 	atomic_fetch_add(&((struct side *)ctx)->disc, 1);
 }
 
+VOID on_disc_ex(PVOID ctx, ULONG reason)
+{
+	struct side *side = ctx;
+
+	atomic_store(&side->disc_reason, reason);
+	atomic_fetch_add(&side->disc, 1);
+}
+
 bool disc_seen(void *arg)
 {
 	return atomic_load(&((struct side *)arg)->disc) > 0;

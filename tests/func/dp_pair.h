@@ -31,15 +31,17 @@ struct side {
 	size_t len;
 	UINT32 ltok, rtok;
 	atomic_int disc; /* disconnect events */
+	atomic_uint disc_reason; /* the last one's reason (Ex callback) */
 };
 
 extern struct cm_host srv, cli;
 extern struct side A, P;
 extern struct tool_listener L;
 
-/* The disconnect event handler (its context is the struct side), and
- * whether the side saw one. */
+/* The disconnect event handlers (their context is the struct side; the
+ * Ex one keeps the reason), and whether the side saw one. */
 VOID on_disc(PVOID ctx);
+VOID on_disc_ex(PVOID ctx, ULONG reason);
 bool disc_seen(void *arg);
 
 /* Registers [p, p + len) on pd with flags. */

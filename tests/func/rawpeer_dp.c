@@ -56,9 +56,9 @@ int dp_raw_client_accepted(unsigned int ord, int rcvbuf)
 	assert_non_null(P.conn);
 	atomic_store(&P.disc, 0);
 	cm_req_init(&acc);
-	assert_int_equal(P.conn->Dispatch->NdkAccept(P.conn, P.qp, 4, 4, NULL,
-						     0, on_disc, &P,
-						     cm_req_done, &acc),
+	assert_int_equal(P.conn->Dispatch->NdkAcceptEx(P.conn, P.qp, 4, 4, NULL,
+						       0, on_disc_ex, &P,
+						       cm_req_done, &acc),
 			 STATUS_PENDING);
 	raw_read_mpa(fd, &rep, MPA_KEY_REP, WAIT_MS);
 	assert_int_equal(rep.hdr[16] & (MPA_REJECT | MPA_MARKERS), 0);

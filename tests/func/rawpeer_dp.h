@@ -28,8 +28,8 @@ void dp_raw_server_close(struct dp_raw_server *r);
 /*
  * A raw client connects to L: a Request with CRC, P2P, IRD 4, ORD ord,
  * both RTRs offered; P.qp (which the caller made) accepts it (IRD/ORD
- * 4), the client reads the Reply and sends the Write RTR; NdkAccept
- * completes. SO_RCVBUF of the client's socket is rcvbuf unless 0.
+ * 4, NdkAcceptEx: P.disc_reason gets the disconnect event's reason), the
+ * client reads the Reply and sends the Write RTR; NdkAccept completes. SO_RCVBUF of the client's socket is rcvbuf unless 0.
  * Returns the raw socket.
  */
 int dp_raw_client_accepted(unsigned int ord, int rcvbuf);

@@ -150,6 +150,9 @@ static void test_terminate_codes_on_wire(void **state)
 		close(fd);
 		tu_sleep_ms(10);
 		assert_int_equal(atomic_load(&P.disc), 1);
+		/* A Terminate (ours) ended it: the event's reason says so. */
+		assert_int_equal(atomic_load(&P.disc_reason),
+				 (ULONG)STATUS_CONNECTION_ABORTED);
 		assert_all(area, area_len, 0xa5, tc->name);
 		cm_close_connector(P.conn);
 		cm_close_qp(P.qp);
@@ -300,6 +303,34 @@ static void test_terminate_mid_message(void **state)
 	dp_raw_server_close(&r);
 }
 
+/* How the peer left is the disconnect event's reason: a FIN 0, a reset
+ * STATUS_CONNECTION_RESET (docs/ndk.md, Disconnect). */
+static void test_disconnect_reason_fin_and_reset(void **state)
+{
+	static const struct {
+		bool reset;
+		NTSTATUS reason;
+	} ends[] = { { false, STATUS_SUCCESS },
+		     { true, STATUS_CONNECTION_RESET } };
+	size_t i;
+	int fd;
+
+	for (i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
+		P.qp = big_qp(&srv);
+		fd = dp_raw_client_accepted(4, 0);
+		if (ends[i].reset)
+			raw_close_rst(fd);
+		else
+			close(fd);
+		if (!tu_wait_until(disc_seen, &P, WAIT_MS))
+			fail_msg("no disconnect event");
+		assert_int_equal(atomic_load(&P.disc_reason),
+				 (ULONG)ends[i].reason);
+		cm_close_connector(P.conn);
+		cm_close_qp(P.qp);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -314,6 +345,9 @@ int main(void)
 						dp_setup_hosts, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_terminate_mid_message,
 						dp_setup_hosts, dp_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_disconnect_reason_fin_and_reset, dp_setup_hosts,
+			dp_teardown),
 	};
 
 	dp_set_env();
