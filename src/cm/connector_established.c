@@ -68,13 +68,21 @@ static void conn_peer_disconnected(struct ndk_connector *c, int err)
 
 void conn_stream_ended(struct ndk_connector *c, int err)
 {
-	if (c->state == NDK_CONN_DISCONNECTING && err == -EPIPE) {
-		/* Our FIN was answered: the disconnect is done. */
+	if (c->state == NDK_CONN_DISCONNECTING) {
+		/* Our FIN was answered, or the peer reset the connection or
+		 * sent a Terminate: either way the disconnect is done. A peer
+		 * that stopped answering ends it as the timer would. */
+		if (err != -EPIPE)
+			ndk_info("connector %p: the stream ended abruptly "
+				 "while disconnecting (%d)",
+				 (void *)c, err);
 		conn_stop_timer(c);
 		conn_qp_disconnected(c, true);
 		conn_set_state(c, NDK_CONN_CLOSED);
 		c->fail = STATUS_CONNECTION_INVALID;
-		ndk_req_complete(&c->disconnect_req, STATUS_SUCCESS);
+		ndk_req_complete(&c->disconnect_req, err == -ETIMEDOUT
+							     ? STATUS_IO_TIMEOUT
+							     : STATUS_SUCCESS);
 		return;
 	}
 	/* After a Terminate the data path sent our FIN already. */

@@ -331,6 +331,53 @@ static void test_disconnect_reason_fin_and_reset(void **state)
 	}
 }
 
+/*
+ * Guards against a bug the live fuzzer (tests/fuzz/fuzz_live.c) found,
+ * "disconnect waits out a peer that already left": while NdkDisconnect
+ * waited for the peer's FIN, a Terminate or a reset from the peer went
+ * unnoticed, so the disconnect completed only at NDK_CM_TIMEOUT_MS (10 s)
+ * with STATUS_IO_TIMEOUT. It completes at once now, and flushes.
+ */
+static void test_disconnect_ends_on_terminate_or_reset(void **state)
+{
+	int reset;
+
+	for (reset = 0; reset < 2; reset++) {
+		struct dp_raw_server r;
+		NDK_RESULT_EX res[4];
+		struct cm_req d;
+		uint8_t b[64];
+		size_t n;
+		int i;
+
+		print_message("case: %s\n", reset ? "reset" : "Terminate");
+		connect_with_receives(&r);
+		cm_req_init(&d);
+		assert_int_equal(A.conn->Dispatch->NdkDisconnect(
+					 A.conn, cm_req_done, &d),
+				 STATUS_PENDING);
+		assert_int_equal(raw_wait_event(r.fd, WAIT_MS), RAW_EOF);
+		if (reset) {
+			raw_close_rst(r.fd);
+			r.fd = -1;
+		} else {
+			n = fpdu_terminate(b, 0, 2, 0x07);
+			raw_send(r.fd, b, n);
+		}
+		assert_int_equal(cm_req_wait(&d, 5000), STATUS_SUCCESS);
+		assert_int_equal(poll_cq(cli.cq, res, 3), 3);
+		for (i = 0; i < 3; i++)
+			expect_result(&res[i], (uintptr_t)(i + 1),
+				      NdkOperationTypeReceive,
+				      STATUS_CANCELLED);
+		/* Our own disconnect: no disconnect event. */
+		assert_int_equal(atomic_load(&A.disc), 0);
+		cm_close_connector(A.conn);
+		assert_cq_quiet(cli.cq);
+		dp_raw_server_close(&r);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -348,6 +395,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_disconnect_reason_fin_and_reset, dp_setup_hosts,
 			dp_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_disconnect_ends_on_terminate_or_reset,
+			dp_setup_hosts, dp_teardown),
 	};
 
 	dp_set_env();
