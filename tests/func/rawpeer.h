@@ -161,7 +161,8 @@ int raw_listen(struct sockaddr_in *addr, int rcvbuf);
 int raw_accept(int lfd, unsigned int ms);
 
 void raw_send(int fd, const void *buf, size_t len);
-/* One byte at a time, 1 ms apart: every split of the stream. */
+/* One byte per send, pausing 2 ms after each quarter: the reader meets
+ * the frame in pieces (and short enough for the tests' CM timeout). */
 void raw_send_bytewise(int fd, const uint8_t *buf, size_t len);
 /* Closes with an RST instead of a FIN (SO_LINGER 0). */
 void raw_close_rst(int fd);
