@@ -37,9 +37,9 @@
  * most once and the disconnect event comes at most once, and only after a
  * successful Accept; every request the server posted completes exactly
  * once; nothing is written outside the MR and the posted buffers (guard
- * bytes around and between them stay intact); the number of open file
- * descriptors returns to where it was. libFuzzer's -rss_limit_mb covers
- * unbounded memory growth.
+ * bytes around and between them stay intact); the number of open
+ * sockets and epoll/eventfd/timerfd descriptors returns to where it was.
+ * libFuzzer's -rss_limit_mb covers unbounded memory growth.
  */
 #include <arpa/inet.h>
 #include <dirent.h>

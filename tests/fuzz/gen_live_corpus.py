@@ -8,7 +8,9 @@ the handshake FPDUs with CRC off (the CRC field is not checked then),
 aimed at the target's MR (token 0x101 at 0x7e9000000000) and at its
 posted receives: Sends, Writes, Read Requests (one for 4 GiB, more than
 IRD), Read Responses for the server's own Read, zero-length FPDUs,
-Terminates, MSN and MO far ahead. Run from the project root."""
+Terminates, MSN and MO far ahead. The found_* files beside them are
+inputs a libFuzzer run added (-merge=1), not written here. Run from the
+project root."""
 import os
 import struct
 
