@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <ndk/ndk.h>
 #include "front/adapter.h"
+#include "fuzzlib.h"
 #include "qp/qp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -65,38 +66,16 @@ static void cq_notify(PVOID ctx, NTSTATUS status)
 
 static NDK_MR *reg(void *p, size_t len, ULONG flags)
 {
-	NDK_MR *mr;
-	PMDL mdl;
+	NDK_MR *mr = fuzz_reg(pd, p, len, flags);
 
-	if (pd->Dispatch->NdkCreateMr(pd, FALSE, NULL, NULL, &mr))
-		fail("NdkCreateMr");
-	mdl = IoAllocateMdl(p, (ULONG)len, FALSE, FALSE, NULL);
-	if (!mdl ||
-	    mr->Dispatch->NdkRegisterMr(mr, mdl, len, flags, NULL, NULL))
-		fail("NdkRegisterMr");
-	IoFreeMdl(mdl);
+	if (!mr)
+		fail("registering an MR");
 	return mr;
 }
 
 /* Where the MR's first byte goes: in the application range of a plain,
  * an ASan and a TSan process on x86-64. */
 #define FIXED_VA 0x7e9000000000ull
-
-static uint8_t *alloc_mem(size_t len, uintptr_t at)
-{
-	void *p = MAP_FAILED;
-
-#ifdef MAP_FIXED_NOREPLACE
-	if (at)
-		p = mmap((void *)at, len, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
-			 0);
-#endif
-	if (p == MAP_FAILED)
-		p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
 
 static void setup(void)
 {
@@ -108,8 +87,8 @@ static void setup(void)
 	    ad->Dispatch->NdkCreateCq(ad, 4096, cq_notify, NULL, NULL, NULL,
 				      NULL, &cq))
 		fail("setup");
-	mem = alloc_mem(MEM + 2 * GUARD, FIXED_VA - GUARD);
-	recv_mem = alloc_mem(RECV_MEM + 2 * GUARD, 0);
+	mem = fuzz_map(MEM + 2 * GUARD, FIXED_VA - GUARD);
+	recv_mem = fuzz_map(RECV_MEM + 2 * GUARD, 0);
 	if (!mem || !recv_mem)
 		fail("memory");
 	mr = reg(mem + GUARD, MEM,

@@ -59,6 +59,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <ndk/ndk.h>
+#include "fuzzlib.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -318,32 +319,19 @@ static void cq_notify(PVOID ctx, NTSTATUS status)
 
 static uint8_t *alloc_mem(size_t len, uintptr_t at)
 {
-	void *p = MAP_FAILED;
+	uint8_t *p = fuzz_map(len, at);
 
-#ifdef MAP_FIXED_NOREPLACE
-	p = mmap((void *)at, len, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-#endif
-	if (p == MAP_FAILED)
-		p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
+	if (!p)
 		fail("mmap");
 	return p;
 }
 
 static UINT32 reg(void *p, size_t len, ULONG flags, bool remote)
 {
-	NDK_MR *mr;
-	PMDL mdl;
+	NDK_MR *mr = fuzz_reg(pd, p, len, flags);
 
-	if (pd->Dispatch->NdkCreateMr(pd, FALSE, NULL, NULL, &mr))
-		fail("NdkCreateMr");
-	mdl = IoAllocateMdl(p, (ULONG)len, FALSE, FALSE, NULL);
-	if (!mdl ||
-	    mr->Dispatch->NdkRegisterMr(mr, mdl, len, flags, NULL, NULL))
-		fail("NdkRegisterMr");
-	IoFreeMdl(mdl);
+	if (!mr)
+		fail("registering an MR");
 	return remote ? mr->Dispatch->NdkGetRemoteTokenFromMr(mr)
 		      : mr->Dispatch->NdkGetLocalTokenFromMr(mr);
 }
