@@ -17,6 +17,8 @@
 # figures are about correctness, not speed.
 #
 # usage: tests/reliability/guest-netem.sh BUILD_DIR [SECONDS] [OUT_DIR]
+#   MAX_SIZE: the largest Write or Read (default 4m, as in faults.sh;
+#   CTest's short form uses 64k, the emulated CPU being slow).
 # Exit 0 pass, 1 fail, 77 skip (no harness, no image, no tc).
 set -euo pipefail
 
@@ -26,6 +28,7 @@ build=$(cd "${1:?usage: guest-netem.sh BUILD_DIR [SECONDS] [OUT_DIR]}" && pwd)
 secs=${2:-60}
 out=${3:-$(mktemp -d /tmp/ndk-guest-netem.XXXXXX)}
 port=18617
+max_size=${MAX_SIZE:-4m}
 . "$top/tests/interop/siw-lib.sh"
 siw_find_harness "$top"
 
@@ -62,7 +65,7 @@ mkdir -p /dev/shm
 /opt/ndk/tc qdisc add dev eth0 root netem delay 20ms 5ms reorder 25% 50%
 /opt/ndk/tc qdisc show dev eth0
 echo STRESS-BEGIN
-/opt/ndk/ndkstress -j -t $secs -m 64k 10.0.2.2:$port
+/opt/ndk/ndkstress -j -t $secs -m $max_size 10.0.2.2:$port
 echo STRESS-RC \$?"
 rc=0
 "$SIW_PEER" run --timeout $((secs + 600)) --console-log "$out/console.log" \
