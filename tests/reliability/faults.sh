@@ -88,14 +88,10 @@ echo "|---|---|---|---|---|---|---|---|"
 run "none, MTU 1500" clean ""
 run "MTU 1280" clean "ip -n $NSA link set vA mtu 1280; ip -n $NSB link set vB mtu 1280"
 run "MTU 9000" clean "ip -n $NSA link set vA mtu 9000; ip -n $NSB link set vB mtu 9000"
-run "loss 5% each way" clean \
-	"nft_in $NSA vA 'numgen random mod 100 < 5 drop'; nft_in $NSB vB 'numgen random mod 100 < 5 drop'"
-run "duplicates 2% each way" clean \
-	"nft_out $NSA vA 'numgen random mod 100 < 2 dup to vA'; nft_out $NSB vB 'numgen random mod 100 < 2 dup to vB'"
-run "corruption past the TCP checksum, CRC on" terminates \
-	"nft_in $NSB vB '$CORRUPT'; nft_in $NSA vA '$CORRUPT'"
-CRC=0 run "control: the same corruption, CRC off" blind \
-	"nft_in $NSB vB '$CORRUPT'; nft_in $NSA vA '$CORRUPT'"
+run "loss 5% each way" clean "fault_apply loss"
+run "duplicates 2% each way" clean "fault_apply dup"
+run "corruption past the TCP checksum, CRC on" terminates "fault_apply corrupt"
+CRC=0 run "control: the same corruption, CRC off" blind "fault_apply corrupt"
 
 # The link goes down for 5 s in the middle and comes back: TCP rides it
 # out (NDK_PEER_TIMEOUT_MS is 30 s).
@@ -145,7 +141,7 @@ PEER_TIMEOUT=10000 server_start
 sleep 0.5
 fd0=$(ls /proc/$SRV/fd | wc -l)
 rss0=$(awk '/^VmRSS/ {print $2}' /proc/$SRV/status)
-nft_in "$NSB" vB 'tcp flags & (syn|rst) == 0 meta length > 400 numgen random mod 100 < 2 reject with tcp reset'
+fault_apply resets
 client 600 -c "$FAULTED" -m 64k
 faults_clear
 waited=0

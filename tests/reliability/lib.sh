@@ -108,3 +108,33 @@ nft_out() { nft_hook "$1" egress "$2" "$3"; }
 # checksum fixed up: only the MPA CRC can tell.
 CORRUPT='meta length > 400 numgen random mod 100 < 1 @th,512,32 set 0xdeadbeef'
 
+# fault_apply NAME: one fault, the previous one cleared first. loss 5% and
+# duplicates 2% each way, corruption (above) each way, a 2 s link flap,
+# resets injected toward the client into 2% of its data segments (the
+# server's side is left half-open), or none.
+fault_apply() {
+	faults_clear
+	case $1 in
+	loss)
+		nft_in "$NSA" vA 'numgen random mod 100 < 5 drop'
+		nft_in "$NSB" vB 'numgen random mod 100 < 5 drop'
+		;;
+	dup)
+		nft_out "$NSA" vA 'numgen random mod 100 < 2 dup to vA'
+		nft_out "$NSB" vB 'numgen random mod 100 < 2 dup to vB'
+		;;
+	corrupt)
+		nft_in "$NSA" vA "$CORRUPT"
+		nft_in "$NSB" vB "$CORRUPT"
+		;;
+	flap)
+		ip -n "$NSA" link set vA down
+		sleep 2
+		ip -n "$NSA" link set vA up
+		;;
+	resets)
+		nft_in "$NSB" vB 'tcp flags & (syn|rst) == 0 meta length > 400 numgen random mod 100 < 2 reject with tcp reset'
+		;;
+	esac
+}
+

@@ -31,33 +31,8 @@ RSS_SLACK_KIB=${RSS_SLACK_KIB:-65536}
 [ -n "$OUT" ] || OUT=$(mktemp -d)
 mkdir -p "$OUT"
 
-# One fault from the list, at random; the previous one is cleared first.
+# The faults a random one is drawn from (lib.sh's fault_apply).
 FAULTS=(none loss dup corrupt flap resets)
-fault_apply() {
-	faults_clear
-	case $1 in
-	loss)
-		nft_in "$NSA" vA 'numgen random mod 100 < 5 drop'
-		nft_in "$NSB" vB 'numgen random mod 100 < 5 drop'
-		;;
-	dup)
-		nft_out "$NSA" vA 'numgen random mod 100 < 2 dup to vA'
-		nft_out "$NSB" vB 'numgen random mod 100 < 2 dup to vB'
-		;;
-	corrupt)
-		nft_in "$NSA" vA "$CORRUPT"
-		nft_in "$NSB" vB "$CORRUPT"
-		;;
-	flap)
-		ip -n "$NSA" link set vA down
-		sleep 2
-		ip -n "$NSA" link set vA up
-		;;
-	resets)
-		nft_in "$NSB" vB 'tcp flags & (syn|rst) == 0 meta length > 400 numgen random mod 100 < 2 reject with tcp reset'
-		;;
-	esac
-}
 
 sample() { # T: one row of soak.csv
 	local t=$1 cpid

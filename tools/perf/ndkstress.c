@@ -534,8 +534,68 @@ static void slot_maybe_done(struct slot *sl)
 	}
 }
 
-/* One completion; false when the connection is failing. */
-static bool client_result(struct client_conn *cc, const NDK_RESULT *r,
+/* An acknowledgement arrived in ACK receive i (ctx): its slot's bytes
+ * were checked by the server; the receive is posted again. */
+static void ack_result(struct client_conn *cc, const NDK_RESULT *r,
+		       uint64_t ctx, bool failing)
+{
+	unsigned int i = (unsigned int)(ctx - ACK_CTX(0)), n;
+	struct msg_hdr h;
+
+	if (r->Status != STATUS_SUCCESS)
+		return;
+	if (!hdr_get(cc->ack.mem + i * HDR_LEN, r->BytesTransferred, &h) ||
+	    h.kind != MSG_ACK) {
+		st.unknown++;
+		return;
+	}
+	for (n = 0; n < SLOTS; n++) {
+		struct slot *sl = &cc->slots[n];
+
+		if (sl->busy && sl->ack_due && sl->seq == h.seq) {
+			sl->ack_due = false;
+			if (!h.ok)
+				st.mismatches++;
+			else
+				st.bytes_verified += sl->len;
+			slot_maybe_done(sl);
+			break;
+		}
+	}
+	if (n == SLOTS)
+		st.unknown++;
+	if (!failing && !post_recv(cc->qp, ctx, cc->ack.mem + i * HDR_LEN,
+				   HDR_LEN, cc->ack.ltok)) {
+		st.posted++;
+		cc->outstanding++;
+	}
+}
+
+/* A request of slot ctx >> 8 (part ctx & 0xff) completed; a Read's bytes
+ * are checked here. */
+static void op_result(struct client_conn *cc, const NDK_RESULT *r, uint64_t ctx)
+{
+	unsigned int n = (unsigned int)(ctx >> 8), part = ctx & 0xff;
+	struct slot *sl = n < SLOTS ? &cc->slots[n] : NULL;
+
+	if (!sl || !sl->busy || part < 1 || part > 2 || !(sl->pending & part)) {
+		/* Completed twice, or never posted. */
+		st.unknown++;
+		return;
+	}
+	sl->pending &= ~part;
+	if (r->Status == STATUS_SUCCESS && sl->kind == OP_READ) {
+		if (pattern_ok(cc->dst.mem + (size_t)n * MAX_RDMA, sl->len,
+			       READ_SEED, sl->read_off))
+			st.bytes_verified += sl->len;
+		else
+			st.mismatches++;
+	}
+	slot_maybe_done(sl);
+}
+
+/* One completion, counted; an error or flush sets *failing. */
+static void client_result(struct client_conn *cc, const NDK_RESULT *r,
 			  bool *failing)
 {
 	uint64_t ctx = (uint64_t)(uintptr_t)r->RequestContext;
@@ -549,63 +609,10 @@ static bool client_result(struct client_conn *cc, const NDK_RESULT *r,
 			st.errors++;
 		*failing = true;
 	}
-	if (ctx >= ACK_CTX(0) && ctx < ACK_CTX(ACK_RECVS)) {
-		unsigned int i = (unsigned int)(ctx - ACK_CTX(0)), n;
-		struct msg_hdr h;
-
-		if (r->Status != STATUS_SUCCESS)
-			return true;
-		if (!hdr_get(cc->ack.mem + i * HDR_LEN, r->BytesTransferred,
-			     &h) ||
-		    h.kind != MSG_ACK) {
-			st.unknown++;
-			return true;
-		}
-		for (n = 0; n < SLOTS; n++) {
-			struct slot *sl = &cc->slots[n];
-
-			if (sl->busy && sl->ack_due && sl->seq == h.seq) {
-				sl->ack_due = false;
-				if (!h.ok)
-					st.mismatches++;
-				else
-					st.bytes_verified += sl->len;
-				slot_maybe_done(sl);
-				break;
-			}
-		}
-		if (n == SLOTS)
-			st.unknown++;
-		/* Repost: this receive is free again. */
-		if (!*failing &&
-		    !post_recv(cc->qp, ctx, cc->ack.mem + i * HDR_LEN, HDR_LEN,
-			       cc->ack.ltok)) {
-			st.posted++;
-			cc->outstanding++;
-		}
-		return true;
-	}
-	{
-		unsigned int n = (unsigned int)(ctx >> 8), part = ctx & 0xff;
-		struct slot *sl = n < SLOTS ? &cc->slots[n] : NULL;
-
-		if (!sl || !sl->busy || part < 1 || part > 2 ||
-		    !(sl->pending & part)) {
-			/* Completed twice, or never posted. */
-			st.unknown++;
-			return true;
-		}
-		sl->pending &= ~part;
-		if (r->Status == STATUS_SUCCESS && sl->kind == OP_READ) {
-			if (pattern_ok(cc->dst.mem + (size_t)n * MAX_RDMA,
-				       sl->len, READ_SEED, sl->read_off))
-				st.bytes_verified += sl->len;
-			else
-				st.mismatches++;
-		}
-		slot_maybe_done(sl);
-	}
-	return true;
+	if (ctx >= ACK_CTX(0) && ctx < ACK_CTX(ACK_RECVS))
+		ack_result(cc, r, ctx, *failing);
+	else
+		op_result(cc, r, ctx);
 }
 
 static unsigned int reason_index(ULONG reason)
