@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+/*
+ * NVMe over Fabrics RDMA wire formats (nvme_wire.h). Byte offsets are those
+ * of the NVMe Base and NVMe over Fabrics specifications: SQE byte 0 opcode,
+ * 1 flags, 2 command identifier, 4 NSID (Fabrics: command type), 24 data
+ * pointer (SGL descriptor, type in byte 39), 40-63 CDW10-15.
+ */
+#include <string.h>
+
+#include "nvme_wire.h"
+
+#define SQE_DPTR 24
+#define SQE_CDW10 40
+#define CQE_STATUS 14
+
+void nvme_sqe_encode(uint8_t out[NVME_SQE_SIZE], const struct nvme_sqe *c)
+{
+	uint8_t *d = out + SQE_DPTR;
+	int i;
+
+	memset(out, 0, NVME_SQE_SIZE);
+	out[0] = c->opcode;
+	out[1] = c->flags;
+	nvme_put16(out + 2, c->command_id);
+	if (c->opcode == NVME_FABRICS_COMMAND)
+		out[4] = c->fctype;
+	else
+		nvme_put32(out + 4, c->nsid);
+	nvme_put64(d, c->sgl_addr);
+	if ((c->sgl_type & 0xf0) == NVME_SGL_KEYED_DATA_BLOCK) {
+		/* Keyed: 3-byte length, then the 4-byte key. */
+		d[8] = (uint8_t)c->sgl_length;
+		d[9] = (uint8_t)(c->sgl_length >> 8);
+		d[10] = (uint8_t)(c->sgl_length >> 16);
+		nvme_put32(d + 11, c->sgl_key);
+	} else {
+		nvme_put32(d + 8, c->sgl_length);
+	}
+	d[15] = c->sgl_type;
+	for (i = 0; i < 6; i++)
+		nvme_put32(out + SQE_CDW10 + 4 * i, c->cdw[i]);
+}
+
+void nvme_sqe_decode(const uint8_t in[NVME_SQE_SIZE], struct nvme_sqe *c)
+{
+	const uint8_t *d = in + SQE_DPTR;
+	int i;
+
+	memset(c, 0, sizeof(*c));
+	c->opcode = in[0];
+	c->flags = in[1];
+	c->command_id = nvme_get16(in + 2);
+	c->nsid = nvme_get32(in + 4);
+	c->fctype = in[4];
+	c->sgl_addr = nvme_get64(d);
+	c->sgl_type = d[15];
+	if ((c->sgl_type & 0xf0) == NVME_SGL_KEYED_DATA_BLOCK) {
+		c->sgl_length = d[8] | (d[9] << 8) | ((uint32_t)d[10] << 16);
+		c->sgl_key = nvme_get32(d + 11);
+	} else {
+		c->sgl_length = nvme_get32(d + 8);
+	}
+	for (i = 0; i < 6; i++)
+		c->cdw[i] = nvme_get32(in + SQE_CDW10 + 4 * i);
+}
+
+void nvme_cqe_encode(uint8_t out[NVME_CQE_SIZE], const struct nvme_cqe *c)
+{
+	nvme_put64(out, c->result);
+	nvme_put16(out + 8, c->sq_head);
+	nvme_put16(out + 10, c->sq_id);
+	nvme_put16(out + 12, c->command_id);
+	nvme_put16(out + CQE_STATUS, (uint16_t)(c->status << 1));
+}
+
+void nvme_cqe_decode(const uint8_t in[NVME_CQE_SIZE], struct nvme_cqe *c)
+{
+	c->result = nvme_get64(in);
+	c->sq_head = nvme_get16(in + 8);
+	c->sq_id = nvme_get16(in + 10);
+	c->command_id = nvme_get16(in + 12);
+	c->status = nvme_get16(in + CQE_STATUS) >> 1;
+}
+
+/* Connect: byte 40 recfmt, 42 qid, 44 sqsize, 46 cattr, 48 kato. */
+void nvme_connect_cmd(struct nvme_sqe *c, uint16_t command_id, uint16_t qid,
+		      uint16_t sqsize, uint32_t kato_ms)
+{
+	memset(c, 0, sizeof(*c));
+	c->opcode = NVME_FABRICS_COMMAND;
+	c->fctype = NVME_FCTYPE_CONNECT;
+	c->command_id = command_id;
+	c->cdw[0] = (uint32_t)qid << 16; /* recfmt 0 */
+	c->cdw[1] = sqsize;
+	c->cdw[2] = kato_ms;
+}
+
+uint16_t nvme_connect_qid(const struct nvme_sqe *c)
+{
+	return (uint16_t)(c->cdw[0] >> 16);
+}
+
+uint16_t nvme_connect_sqsize(const struct nvme_sqe *c)
+{
+	return (uint16_t)c->cdw[1];
+}
+
+uint32_t nvme_connect_kato(const struct nvme_sqe *c)
+{
+	return c->cdw[2];
+}
+
+/* Connect data: 0 HOSTID, 16 CNTLID, 256 SUBNQN, 512 HOSTNQN. */
+void nvme_connect_data_encode(uint8_t out[NVME_CONNECT_DATA_SIZE],
+			      const struct nvme_connect_data *d)
+{
+	memset(out, 0, NVME_CONNECT_DATA_SIZE);
+	memcpy(out, d->hostid, 16);
+	nvme_put16(out + 16, d->cntlid);
+	strncpy((char *)out + 256, d->subsysnqn, NVME_NQN_SIZE - 1);
+	strncpy((char *)out + 512, d->hostnqn, NVME_NQN_SIZE - 1);
+}
+
+bool nvme_connect_data_decode(const uint8_t in[NVME_CONNECT_DATA_SIZE],
+			      struct nvme_connect_data *d)
+{
+	memcpy(d->hostid, in, 16);
+	d->cntlid = nvme_get16(in + 16);
+	if (!memchr(in + 256, 0, NVME_NQN_SIZE) ||
+	    !memchr(in + 512, 0, NVME_NQN_SIZE))
+		return false;
+	memcpy(d->subsysnqn, in + 256, NVME_NQN_SIZE);
+	memcpy(d->hostnqn, in + 512, NVME_NQN_SIZE);
+	return true;
+}
+
+/* Property Get/Set: byte 40 attrib (0: 4 bytes, 1: 8), 44 offset, 48 value. */
+void nvme_property_get_cmd(struct nvme_sqe *c, uint16_t command_id,
+			   uint32_t offset, unsigned int size)
+{
+	memset(c, 0, sizeof(*c));
+	c->opcode = NVME_FABRICS_COMMAND;
+	c->fctype = NVME_FCTYPE_PROPERTY_GET;
+	c->command_id = command_id;
+	c->cdw[0] = size == 8 ? 1 : 0;
+	c->cdw[1] = offset;
+}
+
+void nvme_property_set_cmd(struct nvme_sqe *c, uint16_t command_id,
+			   uint32_t offset, unsigned int size, uint64_t value)
+{
+	nvme_property_get_cmd(c, command_id, offset, size);
+	c->fctype = NVME_FCTYPE_PROPERTY_SET;
+	c->cdw[2] = (uint32_t)value;
+	c->cdw[3] = (uint32_t)(value >> 32);
+}
+
+unsigned int nvme_property_size(const struct nvme_sqe *c)
+{
+	return (c->cdw[0] & 0x7) == 1 ? 8 : 4;
+}
+
+uint32_t nvme_property_offset(const struct nvme_sqe *c)
+{
+	return c->cdw[1];
+}
+
+uint64_t nvme_property_value(const struct nvme_sqe *c)
+{
+	return c->cdw[2] | ((uint64_t)c->cdw[3] << 32);
+}
+
+void nvme_rdma_cm_req_encode(uint8_t out[NVME_RDMA_CM_REQ_SIZE],
+			     const struct nvme_rdma_cm_req *r)
+{
+	memset(out, 0, NVME_RDMA_CM_REQ_SIZE);
+	nvme_put16(out, r->recfmt);
+	nvme_put16(out + 2, r->qid);
+	nvme_put16(out + 4, r->hrqsize);
+	nvme_put16(out + 6, r->hsqsize);
+}
+
+int nvme_rdma_cm_req_decode(const uint8_t *in, size_t len,
+			    struct nvme_rdma_cm_req *r)
+{
+	/* Linux hosts send 32 bytes; the first 8 carry every field. */
+	if (!in || len < 8)
+		return NVME_RDMA_CM_INVALID_LEN;
+	r->recfmt = nvme_get16(in);
+	r->qid = nvme_get16(in + 2);
+	r->hrqsize = nvme_get16(in + 4);
+	r->hsqsize = nvme_get16(in + 6);
+	if (r->recfmt != 0)
+		return NVME_RDMA_CM_INVALID_RECFMT;
+	return 0;
+}
+
+void nvme_rdma_cm_rep_encode(uint8_t out[NVME_RDMA_CM_REP_SIZE],
+			     uint16_t crqsize)
+{
+	memset(out, 0, NVME_RDMA_CM_REP_SIZE);
+	nvme_put16(out + 2, crqsize);
+}
+
+bool nvme_rdma_cm_rep_decode(const uint8_t *in, size_t len,
+			     uint16_t *crqsize)
+{
+	if (!in || len < 4 || nvme_get16(in) != 0)
+		return false;
+	*crqsize = nvme_get16(in + 2);
+	return true;
+}
+
+void nvme_rdma_cm_rej_encode(uint8_t out[NVME_RDMA_CM_REJ_SIZE],
+			     uint16_t status)
+{
+	nvme_put16(out, 0);
+	nvme_put16(out + 2, status);
+}
+
+bool nvme_rdma_cm_rej_decode(const uint8_t *in, size_t len, uint16_t *status)
+{
+	if (!in || len < NVME_RDMA_CM_REJ_SIZE || nvme_get16(in) != 0)
+		return false;
+	*status = nvme_get16(in + 2);
+	return true;
+}
+
+const char *nvme_status_name(uint16_t status)
+{
+	switch (status & 0x7ff) {
+	case NVME_SC_SUCCESS:
+		return "success";
+	case NVME_SC_INVALID_OPCODE:
+		return "invalid command opcode";
+	case NVME_SC_INVALID_FIELD:
+		return "invalid field in command";
+	case NVME_SC_DATA_XFER_ERROR:
+		return "data transfer error";
+	case NVME_SC_INTERNAL:
+		return "internal error";
+	case NVME_SC_INVALID_NS:
+		return "invalid namespace or format";
+	case NVME_SC_SGL_INVALID_DATA:
+		return "SGL data block descriptor invalid";
+	case NVME_SC_SGL_INVALID_TYPE:
+		return "SGL descriptor type invalid";
+	case NVME_SC_SGL_INVALID_OFFSET:
+		return "SGL offset invalid";
+	case NVME_SC_LBA_RANGE:
+		return "LBA out of range";
+	case NVME_SC_CAP_EXCEEDED:
+		return "capacity exceeded";
+	case NVME_SC_QID_INVALID:
+		return "invalid queue identifier";
+	case NVME_SC_QUEUE_SIZE:
+		return "invalid queue size";
+	case NVME_SC_CONNECT_INVALID_PARAM:
+		return "connect invalid parameters";
+	case NVME_SC_CONNECT_INVALID_HOST:
+		return "connect invalid host";
+	default:
+		return "other status";
+	}
+}
