@@ -9,8 +9,8 @@
 
 #include "nvme_wire.h"
 
-#define SQE_DPTR 24
-#define SQE_CDW10 40
+#define SQE_DPTR   24
+#define SQE_CDW10  40
 #define CQE_STATUS 14
 
 void nvme_sqe_encode(uint8_t out[NVME_SQE_SIZE], const struct nvme_sqe *c)
@@ -117,8 +117,10 @@ void nvme_connect_data_encode(uint8_t out[NVME_CONNECT_DATA_SIZE],
 	memset(out, 0, NVME_CONNECT_DATA_SIZE);
 	memcpy(out, d->hostid, 16);
 	nvme_put16(out + 16, d->cntlid);
-	strncpy((char *)out + 256, d->subsysnqn, NVME_NQN_SIZE - 1);
-	strncpy((char *)out + 512, d->hostnqn, NVME_NQN_SIZE - 1);
+	/* The fields stay NUL-terminated: at most 255 bytes of each NQN. */
+	memcpy(out + 256, d->subsysnqn,
+	       strnlen(d->subsysnqn, NVME_NQN_SIZE - 1));
+	memcpy(out + 512, d->hostnqn, strnlen(d->hostnqn, NVME_NQN_SIZE - 1));
 }
 
 bool nvme_connect_data_decode(const uint8_t in[NVME_CONNECT_DATA_SIZE],
@@ -202,8 +204,7 @@ void nvme_rdma_cm_rep_encode(uint8_t out[NVME_RDMA_CM_REP_SIZE],
 	nvme_put16(out + 2, crqsize);
 }
 
-bool nvme_rdma_cm_rep_decode(const uint8_t *in, size_t len,
-			     uint16_t *crqsize)
+bool nvme_rdma_cm_rep_decode(const uint8_t *in, size_t len, uint16_t *crqsize)
 {
 	if (!in || len < 4 || nvme_get16(in) != 0)
 		return false;

@@ -13,12 +13,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NVME_SQE_SIZE 64
-#define NVME_CQE_SIZE 16
+#define NVME_SQE_SIZE	       64
+#define NVME_CQE_SIZE	       16
 #define NVME_CONNECT_DATA_SIZE 1024
-#define NVME_IDENTIFY_SIZE 4096
-#define NVME_NQN_SIZE 256
-#define NVME_DISCOVERY_NQN "nqn.2014-08.org.nvmexpress.discovery"
+#define NVME_IDENTIFY_SIZE     4096
+#define NVME_NQN_SIZE	       256
+#define NVME_DISCOVERY_NQN     "nqn.2014-08.org.nvmexpress.discovery"
 
 /* Admin opcodes. */
 enum nvme_admin_opcode {
@@ -59,9 +59,9 @@ enum nvme_property {
 	NVME_PROP_CSTS = 0x1c,
 };
 
-#define NVME_CC_ENABLE 0x1u
-#define NVME_CC_SHN_MASK (0x3u << 14)
-#define NVME_CSTS_READY 0x1u
+#define NVME_CC_ENABLE		0x1u
+#define NVME_CC_SHN_MASK	(0x3u << 14)
+#define NVME_CSTS_READY		0x1u
 #define NVME_CSTS_SHST_COMPLETE (0x2u << 2)
 
 /* Identify CNS values. */
@@ -84,36 +84,36 @@ enum nvme_feature {
  * Status field of the CQE (bits 15:1; bit 0 is the phase tag, unused on
  * fabrics): SCT in bits 10:8 of the value, SC in 7:0, DNR bit 14.
  */
-#define NVME_SC_SUCCESS 0x000
-#define NVME_SC_INVALID_OPCODE 0x001
-#define NVME_SC_INVALID_FIELD 0x002
-#define NVME_SC_DATA_XFER_ERROR 0x004
-#define NVME_SC_INTERNAL 0x006
-#define NVME_SC_SGL_INVALID_DATA 0x00f
-#define NVME_SC_SGL_INVALID_TYPE 0x011
-#define NVME_SC_SGL_INVALID_OFFSET 0x016
-#define NVME_SC_LBA_RANGE 0x080
-#define NVME_SC_CAP_EXCEEDED 0x081
-#define NVME_SC_NS_NOT_READY 0x082
-#define NVME_SC_INVALID_NS 0x00b
-#define NVME_SC_FEATURE_NOT_SAVEABLE 0x10d
-#define NVME_SC_QID_INVALID 0x101
-#define NVME_SC_QUEUE_SIZE 0x102
-#define NVME_SC_CONNECT_FORMAT 0x180
-#define NVME_SC_CONNECT_CTRL_BUSY 0x181
+#define NVME_SC_SUCCESS		      0x000
+#define NVME_SC_INVALID_OPCODE	      0x001
+#define NVME_SC_INVALID_FIELD	      0x002
+#define NVME_SC_DATA_XFER_ERROR	      0x004
+#define NVME_SC_INTERNAL	      0x006
+#define NVME_SC_SGL_INVALID_DATA      0x00f
+#define NVME_SC_SGL_INVALID_TYPE      0x011
+#define NVME_SC_SGL_INVALID_OFFSET    0x016
+#define NVME_SC_LBA_RANGE	      0x080
+#define NVME_SC_CAP_EXCEEDED	      0x081
+#define NVME_SC_NS_NOT_READY	      0x082
+#define NVME_SC_INVALID_NS	      0x00b
+#define NVME_SC_FEATURE_NOT_SAVEABLE  0x10d
+#define NVME_SC_QID_INVALID	      0x101
+#define NVME_SC_QUEUE_SIZE	      0x102
+#define NVME_SC_CONNECT_FORMAT	      0x180
+#define NVME_SC_CONNECT_CTRL_BUSY     0x181
 #define NVME_SC_CONNECT_INVALID_PARAM 0x182
-#define NVME_SC_CONNECT_RESTART_DISC 0x183
-#define NVME_SC_CONNECT_INVALID_HOST 0x184
-#define NVME_SC_DNR 0x4000
+#define NVME_SC_CONNECT_RESTART_DISC  0x183
+#define NVME_SC_CONNECT_INVALID_HOST  0x184
+#define NVME_SC_DNR		      0x4000
 
 /*
  * SGL descriptor type byte (SQE byte 39): descriptor type in the high
  * nibble, subtype in the low one.
  */
-#define NVME_SGL_DATA_BLOCK 0x00 /* in-capsule data, offset subtype */
-#define NVME_SGL_SUBTYPE_OFFSET 0x01
-#define NVME_SGL_KEYED_DATA_BLOCK 0x40
-#define NVME_SGL_SUBTYPE_ADDRESS 0x00
+#define NVME_SGL_DATA_BLOCK	    0x00 /* in-capsule data, offset subtype */
+#define NVME_SGL_SUBTYPE_OFFSET	    0x01
+#define NVME_SGL_KEYED_DATA_BLOCK   0x40
+#define NVME_SGL_SUBTYPE_ADDRESS    0x00
 #define NVME_SGL_SUBTYPE_INVALIDATE 0x0f
 /* SQE flags: PSDT = 01b, SGL for the data pointer. */
 #define NVME_CMD_PSDT_SGL 0x40
@@ -247,12 +247,10 @@ int nvme_rdma_cm_req_decode(const uint8_t *in, size_t len,
 void nvme_rdma_cm_rep_encode(uint8_t out[NVME_RDMA_CM_REP_SIZE],
 			     uint16_t crqsize);
 /* false when too short or of another record format. */
-bool nvme_rdma_cm_rep_decode(const uint8_t *in, size_t len,
-			     uint16_t *crqsize);
+bool nvme_rdma_cm_rep_decode(const uint8_t *in, size_t len, uint16_t *crqsize);
 void nvme_rdma_cm_rej_encode(uint8_t out[NVME_RDMA_CM_REJ_SIZE],
 			     uint16_t status);
-bool nvme_rdma_cm_rej_decode(const uint8_t *in, size_t len,
-			     uint16_t *status);
+bool nvme_rdma_cm_rej_decode(const uint8_t *in, size_t len, uint16_t *status);
 
 /* "Invalid Field in Command" and friends, for messages. */
 const char *nvme_status_name(uint16_t status);
