@@ -22,7 +22,7 @@
 #include "front/adapter.h"
 #include "front/address.h"
 #include "front/endpoint.h"
-#include "front/provider.h"
+#include "cm/provider.h"
 
 static const char *const conn_state_names[NDK_CONN_STATE_COUNT] = {
 	[NDK_CONN_IDLE] = "IDLE",

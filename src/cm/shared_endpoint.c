@@ -10,7 +10,7 @@
 #include "front/address.h"
 #include "cm/shared_endpoint.h"
 #include "front/adapter.h"
-#include "front/provider.h"
+#include "cm/provider.h"
 
 static void sep_destroy(struct ndk_obj *obj)
 {

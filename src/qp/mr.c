@@ -6,7 +6,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "front/adapter.h"
-#include "front/provider.h"
+#include "qp/adapter.h"
+#include "qp/provider.h"
 #include "qp/mr.h"
 #include "qp/pd.h"
 #include "qp/stag.h"
@@ -287,12 +288,13 @@ NTSTATUS ndk_create_mr(NDK_PD *pNdkPd, BOOLEAN FastRegister,
 	if (!mr)
 		return STATUS_INSUFFICIENT_RESOURCES;
 	ndk_lock_init(&mr->lock, NDK_LOCK_MR);
-	mr->stags = ad->stags;
+	mr->stags = ndk_sw_stags(ad);
 	mr->pd_id = pd->id;
 	mr->fast = FastRegister != FALSE;
 	/* The index is taken now so registration cannot run out of them. */
-	if (ndk_stag_alloc(ad->stags, mr->fast ? NDK_STAG_FRMR : NDK_STAG_MR,
-			   pd->id, &stag)) {
+	if (ndk_stag_alloc(ndk_sw_stags(ad),
+			   mr->fast ? NDK_STAG_FRMR : NDK_STAG_MR, pd->id,
+			   &stag)) {
 		ndk_lock_destroy(&mr->lock);
 		free(mr);
 		return STATUS_INSUFFICIENT_RESOURCES;
