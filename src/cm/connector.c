@@ -118,12 +118,6 @@ static const bool conn_transition_ok[NDK_CONN_STATE_COUNT]
 	},
 };
 
-uint64_t ndk_cm_timeout_ms(void)
-{
-	/* Linux siw waits 10 s for the MPA Reply (MPA_TIMEOUT). */
-	return ndk_config_u64("NDK_CM_TIMEOUT_MS", 10000, 1, 3600000);
-}
-
 uint64_t ndk_accept_grace_ms(void)
 {
 	return ndk_config_u64("NDK_ACCEPT_GRACE_MS", 50, 0, 60000);

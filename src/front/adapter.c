@@ -178,6 +178,10 @@ NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 	snprintf(thread_name, sizeof(thread_name), "ndk-%s", name);
 	if (ndk_engine_start(&ad->engine, thread_name))
 		goto fail;
+	if (provider->adapter_start && provider->adapter_start(ad)) {
+		ndk_engine_stop(&ad->engine);
+		goto fail;
+	}
 	*ppNdkAdapter = &ad->obj.pub.adapter;
 	ndk_info(
 		"opened adapter %s (ifindex %u) at NDKPI %u.%u, %s provider%s%s",

@@ -16,8 +16,8 @@ static const struct ndk_provider_ops *const providers[] = {
 };
 
 /* 0 if p serves the interface, else a negative errno (probe's). */
-static int provider_probe(const struct ndk_provider_ops *p,
-			  NET_IFINDEX ifindex, const char *ifname)
+static int provider_probe(const struct ndk_provider_ops *p, NET_IFINDEX ifindex,
+			  const char *ifname)
 {
 	int ret;
 

@@ -33,6 +33,12 @@ struct ndk_provider_ops {
 	 */
 	int (*adapter_init)(struct ndk_adapter *ad);
 	void (*adapter_fini)(struct ndk_adapter *ad);
+	/*
+	 * The engine runs: the provider registers its descriptors with it
+	 * (they stay registered until the engine stops). 0 or a negative
+	 * errno. NULL: nothing to do.
+	 */
+	int (*adapter_start)(struct ndk_adapter *ad);
 
 	/* The create slots of the adapter's dispatch table; from there on
 	 * each object's own dispatch table leads into the provider. */

@@ -46,6 +46,17 @@ void cm_hosts_open(struct cm_host *srv, struct cm_host *cli);
 void cm_hosts_close(struct cm_host *srv, struct cm_host *cli);
 /* A QP on h's CQ with depth receives and requests of up to sge SGEs
  * each, and inline_size inline bytes; cm_qp is a small one (16, 1, 0). */
+/* Which libndk provider serves h (NdkQueryAdapterProvider): tests of
+ * what only the software provider does (its wire, its timing) skip on
+ * others. */
+bool cm_provider_is(struct cm_host *h, const char *name);
+/*
+ * For the start of main() in tests of the software provider's own wire
+ * (raw MPA, DDP and RDMAP peers) and timing: exits 77 (CTest's skip)
+ * when the adapter on the test interface gets another provider.
+ */
+void cm_software_only(void);
+
 NDK_QP *cm_qp_sized(struct cm_host *h, ULONG depth, ULONG sge,
 		    ULONG inline_size);
 NDK_QP *cm_qp(struct cm_host *h);
@@ -60,6 +71,13 @@ void cm_listener_close(struct tool_listener *l);
  * looks). */
 NDK_CONNECTOR *cm_next_incoming(struct tool_listener *l, unsigned int ms);
 
+/*
+ * The interface and addresses the tests run on: lo, 127.0.0.1 and ::1,
+ * unless NDK_TEST_IF, NDK_TEST_ADDR4 and NDK_TEST_ADDR6 name others (an
+ * RDMA device's interface and its addresses, for the verbs provider:
+ * tests/interop/verbs-guest.sh).
+ */
+const char *cm_test_ifname(void);
 struct sockaddr_in cm_lo4(uint16_t port);
 struct sockaddr_in6 cm_lo6(uint16_t port);
 

@@ -449,7 +449,8 @@ static void test_sharing_violation(void **state)
 	cm_listener_close(&l);
 }
 
-/* An IPv4 address of this machine that is not on lo, if any. */
+/* An IPv4 address of this machine that is not on the test interface, if
+ * any. */
 static bool other_address(struct sockaddr_in *out)
 {
 	struct ifaddrs *list, *i;
@@ -459,7 +460,7 @@ static bool other_address(struct sockaddr_in *out)
 		return false;
 	for (i = list; i && !found; i = i->ifa_next) {
 		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
-		    !strcmp(i->ifa_name, "lo"))
+		    !strcmp(i->ifa_name, cm_test_ifname()))
 			continue;
 		memcpy(out, i->ifa_addr, sizeof(*out));
 		found = true;
@@ -606,7 +607,7 @@ static void test_insufficient_resources(void **state)
 		int fd;
 
 		/* The parent's engine threads do not exist after fork. */
-		cm_host_open(&h, "lo");
+		cm_host_open(&h, cm_test_ifname());
 		c = cm_connector(&h);
 		qp = cm_qp(&h);
 		/* Use up every file descriptor, then connect. */

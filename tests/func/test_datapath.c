@@ -539,6 +539,9 @@ static void test_inline_send(void **state)
 	NDK_SGE rs = sge(P.buf, 4096, P.ltok);
 	NDK_RESULT_EX res[1];
 
+	/* 256 inline bytes: more than some devices take (siw: 80). */
+	if (cli.info.MaxInlineDataSize < 256)
+		skip();
 	memset(msg, 'i', sizeof(msg));
 	assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, NULL, &rs, 1),
 			 STATUS_SUCCESS);
@@ -665,8 +668,9 @@ static NDIS_NDK_PERFORMANCE_COUNTERS lo_counters(void)
 	NDIS_NDK_STATISTICS_INFO si;
 	ULONG written;
 
-	assert_int_equal(NdkQueryOid(if_nametoindex("lo"), OID_NDK_STATISTICS,
-				     &si, sizeof(si), &written, NULL),
+	assert_int_equal(NdkQueryOid(if_nametoindex(cm_test_ifname()),
+				     OID_NDK_STATISTICS, &si, sizeof(si),
+				     &written, NULL),
 			 NDIS_STATUS_SUCCESS);
 	return si.CounterSet;
 }

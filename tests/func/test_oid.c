@@ -331,7 +331,7 @@ static void test_one_process(void **state)
 	int n;
 
 	before = statistics();
-	cm_host_open(&h, "lo");
+	cm_host_open(&h, cm_test_ifname());
 	assert_int_equal(local_endpoints(v, 16), 0);
 	assert_int_equal(cm_listen(&h, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
@@ -450,7 +450,7 @@ static int child_main(uint16_t parent_port)
 	struct cm_req r;
 	char ch;
 
-	cm_host_open(&h, "lo");
+	cm_host_open(&h, cm_test_ifname());
 	if (cm_listen(&h, &l, (struct sockaddr *)&any) != STATUS_SUCCESS)
 		return 2;
 	sep = shared_endpoint(&h);
@@ -548,7 +548,7 @@ static void test_three_processes(void **state)
 	int i, n, wstatus;
 
 	before = statistics();
-	cm_host_open(&h, "lo");
+	cm_host_open(&h, cm_test_ifname());
 	assert_int_equal(cm_listen(&h, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
 	lport = tool_addr_port((struct sockaddr *)&l.addr);
@@ -658,7 +658,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	signal(SIGPIPE, SIG_IGN);
-	lo_index = if_nametoindex("lo");
+	lo_index = if_nametoindex(cm_test_ifname());
 	if (argc == 3 && !strcmp(argv[1], "child"))
 		return child_main((uint16_t)atoi(argv[2]));
 	if (!mkdtemp(runtime_dir))
