@@ -6,6 +6,7 @@
  */
 #include "cm/provider.h"
 #include "front/provider.h"
+#include "front/shared_endpoint.h"
 #include "qp/adapter.h"
 #include "qp/provider.h"
 

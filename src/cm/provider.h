@@ -5,12 +5,6 @@
 
 #include <ndk/ndk.h>
 
-NTSTATUS ndk_create_shared_endpoint(NDK_ADAPTER *pNdkAdapter,
-				    CONST PSOCKADDR pAddress,
-				    ULONG AddressLength,
-				    NDK_FN_CREATE_COMPLETION CreateCompletion,
-				    PVOID RequestContext,
-				    NDK_SHARED_ENDPOINT **ppNdkSharedEndpoint);
 NTSTATUS ndk_create_connector(NDK_ADAPTER *pNdkAdapter,
 			      NDK_FN_CREATE_COMPLETION CreateCompletion,
 			      PVOID RequestContext,

@@ -35,6 +35,7 @@
 #include "core/status.h"
 #include "front/adapter.h"
 #include "front/address.h"
+#include "front/shared_endpoint.h"
 #include "oid/registry.h"
 #include "verbs/connector.h"
 #include "verbs/qp.h"
@@ -120,7 +121,9 @@ struct ndk_vconn {
 	struct ndk_vjob connect_job;
 	NTSTATUS fail; /* what the next call reports once FAILED/ABANDONED */
 
-	struct ndk_endpoint *ep; /* own (Connect) or the listener's */
+	struct ndk_endpoint *ep; /* own (Connect), shared, or the listener's */
+	bool shared; /* ep is a shared endpoint's */
+	bool sep_linked; /* the shared endpoint object is an antecedent */
 	struct ndk_vqp *qp;
 	struct sockaddr_storage local, peer;
 	bool tuple_registered;
@@ -285,8 +288,7 @@ static void vconn_attempt_failed(struct ndk_vconn *c, NTSTATUS status)
 	vconn_set_state(c, VCONN_FAILED);
 	c->fail = status;
 	ndk_adapter_count(c->obj.adapter, NDK_CTR(ConnectFailure), 1);
-	ndk_req_complete(c->passive ? &c->accept_req : &c->connect_req,
-			 status);
+	ndk_req_complete(c->passive ? &c->accept_req : &c->connect_req, status);
 }
 
 /* Between handshake steps the other side gave up: the next call says. */
@@ -412,8 +414,8 @@ static void vconn_connect_job(struct ndk_vjob *job)
 	} else if (ret && c->state == VCONN_CONNECTING) {
 		ndk_info("verbs: connector %p: rdma_connect: %s", (void *)c,
 			 strerror(err));
-		vconn_attempt_failed(c, ndk_verbs_errno_status(err,
-							      NDK_VERBS_CM));
+		vconn_attempt_failed(c,
+				     ndk_verbs_errno_status(err, NDK_VERBS_CM));
 	}
 	ndk_unlock(&c->lock);
 	ndk_obj_put(&c->obj); /* the job's */
@@ -438,8 +440,19 @@ static void vconn_replied(struct ndk_vconn *c, const struct ndk_vcm_event *e)
 	ndk_req_complete(&c->connect_req, STATUS_SUCCESS);
 }
 
-static void vconn_accepted(struct ndk_vconn *c)
+static void vconn_accepted(struct ndk_vconn *c, const struct ndk_vcm_event *e)
 {
+	/*
+	 * iWARP: the device's own pair, which may be above ours (siw raises
+	 * our IRD to the initiator's ORD, its relaxed negotiation;
+	 * docs/verbs.md, Read limits). The kernel's cma reports it as
+	 * initiator_depth = IRD, responder_resources = ORD.
+	 */
+	if (vconn_vad(c)->iwarp &&
+	    (e->initiator_depth || e->responder_resources)) {
+		c->eff_ird = e->initiator_depth;
+		c->eff_ord = e->responder_resources;
+	}
 	ndk_vqp_connected(c->qp);
 	vconn_set_state(c, VCONN_ESTABLISHED);
 	ndk_adapter_count(c->obj.adapter, NDK_CTR(Accept), 1);
@@ -514,7 +527,7 @@ static void vconn_event_locked(struct ndk_vconn *c,
 		return;
 	case VCONN_ACCEPTING:
 		if (e->type == RDMA_CM_EVENT_ESTABLISHED)
-			vconn_accepted(c);
+			vconn_accepted(c, e);
 		else if (e->type == RDMA_CM_EVENT_UNREACHABLE)
 			/* The initiator never completed (NDK_FN_ACCEPT_EX). */
 			vconn_attempt_failed(c, STATUS_IO_TIMEOUT);
@@ -612,6 +625,19 @@ static NTSTATUS vconn_start(struct ndk_vconn *c, struct ndk_vqp *qp,
 		status = ndk_verbs_errno_status(errno, NDK_VERBS_CM);
 		goto fail_qp;
 	}
+	if (c->shared) {
+		/* Many ids bound to the shared address, one per
+		 * destination (rdma_cm's own port space). */
+		int one = 1;
+
+		if (rdma_set_option(c->id, RDMA_OPTION_ID,
+				    RDMA_OPTION_ID_REUSEADDR, &one,
+				    sizeof(one))) {
+			status = ndk_verbs_errno_status(errno, NDK_VERBS_CM);
+			vconn_destroy_id(c);
+			goto fail_qp;
+		}
+	}
 	ndk_req_pend(&c->connect_req, &c->obj, cb, ctx);
 	vconn_set_state(c, VCONN_RESOLVING_ADDR);
 	if (rdma_resolve_addr(c->id, (struct sockaddr *)&c->local,
@@ -621,9 +647,9 @@ static NTSTATUS vconn_start(struct ndk_vconn *c, struct ndk_vqp *qp,
 		 * route: inline (NDK_FN_CONNECT). */
 		ndk_info("verbs: connector %p: rdma_resolve_addr: %s",
 			 (void *)c, strerror(errno));
-		status = ndk_verbs_errno_status(errno, errno == EADDRINUSE
-							       ? NDK_VERBS_CM_BIND
-							       : NDK_VERBS_CM);
+		status = ndk_verbs_errno_status(
+			errno,
+			errno == EADDRINUSE ? NDK_VERBS_CM_BIND : NDK_VERBS_CM);
 		ndk_req_withdraw(&c->connect_req);
 		ndk_adapter_count(ad, NDK_CTR(ConnectFailure), 1);
 		vconn_set_state(c, VCONN_IDLE);
@@ -638,42 +664,20 @@ fail_qp:
 	return status;
 }
 
-static NTSTATUS vconn_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-			      CONST PSOCKADDR pSrcAddress,
-			      ULONG SrcAddressLength,
-			      CONST PSOCKADDR pDestAddress,
-			      ULONG DestAddressLength, ULONG InboundReadLimit,
-			      ULONG OutboundReadLimit, CONST PVOID pPrivateData,
-			      ULONG PrivateDataLength,
-			      NDK_FN_REQUEST_COMPLETION RequestCompletion,
-			      PVOID RequestContext)
+/*
+ * Common tail of NdkConnect and NdkConnectWithSharedEndpoint: c->lock
+ * held, c->ep referenced. On an inline failure the connector is IDLE
+ * again, owning nothing, so it may try again.
+ */
+static NTSTATUS vconn_begin(struct ndk_vconn *c, NDK_QP *pNdkQp,
+			    const struct sockaddr *dst, ULONG ird, ULONG ord,
+			    const void *pd, ULONG pd_len,
+			    NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
 {
-	struct ndk_vconn *c = to_vconn(pNdkConnector);
-	struct ndk_adapter *ad = c->obj.adapter;
 	NTSTATUS status;
 
-	if (!pNdkQp || ndk_addr_check(pDestAddress, DestAddressLength) ||
-	    ndk_addr_check(pSrcAddress, SrcAddressLength) ||
-	    pSrcAddress->sa_family != pDestAddress->sa_family)
-		return STATUS_INVALID_PARAMETER;
-	status = vconn_check_pd(pPrivateData, PrivateDataLength,
-				ad->info.MaxCallerData);
-	if (status)
-		return status;
-	ndk_lock(&c->lock);
-	if (c->passive || c->state != VCONN_IDLE) {
-		status = STATUS_INVALID_DEVICE_STATE;
-		goto out;
-	}
-	/* The connector's own endpoint: one reference (NDKPI Listeners,
-	 * Connectors, and Endpoints). */
-	status = ndk_local_endpoint_acquire(ad, pSrcAddress, SrcAddressLength,
-					    NDK_ENDPOINT_CONNECTOR, &c->ep);
-	if (status)
-		goto out;
-	status = vconn_start(c, to_vqp(pNdkQp), pDestAddress, InboundReadLimit,
-			     OutboundReadLimit, pPrivateData, PrivateDataLength,
-			     RequestCompletion, RequestContext);
+	status = vconn_start(c, to_vqp(pNdkQp), dst, ird, ord, pd, pd_len, cb,
+			     ctx);
 	if (status != STATUS_PENDING) {
 		if (c->tuple_registered)
 			ndk_tuple_unregister((struct sockaddr *)&c->local,
@@ -682,24 +686,107 @@ static NTSTATUS vconn_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 		ndk_endpoint_put(c->ep);
 		c->ep = NULL;
 	}
+	return status;
+}
+
+static NTSTATUS vconn_check_connect(struct ndk_vconn *c, NDK_QP *qp,
+				    const struct sockaddr *dst, ULONG dstlen,
+				    const void *pd, ULONG pdlen)
+{
+	NTSTATUS status;
+
+	if (!qp || ndk_addr_check(dst, dstlen))
+		return STATUS_INVALID_PARAMETER;
+	status = vconn_check_pd(pd, pdlen, c->obj.adapter->info.MaxCallerData);
+	if (status)
+		return status;
+	if (c->passive || c->state != VCONN_IDLE)
+		return STATUS_INVALID_DEVICE_STATE;
+	return STATUS_SUCCESS;
+}
+
+static NTSTATUS
+vconn_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+	      CONST PSOCKADDR pSrcAddress, ULONG SrcAddressLength,
+	      CONST PSOCKADDR pDestAddress, ULONG DestAddressLength,
+	      ULONG InboundReadLimit, ULONG OutboundReadLimit,
+	      CONST PVOID pPrivateData, ULONG PrivateDataLength,
+	      NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext)
+{
+	struct ndk_vconn *c = to_vconn(pNdkConnector);
+	NTSTATUS status;
+
+	ndk_lock(&c->lock);
+	status = vconn_check_connect(c, pNdkQp, pDestAddress, DestAddressLength,
+				     pPrivateData, PrivateDataLength);
+	if (!status && (ndk_addr_check(pSrcAddress, SrcAddressLength) ||
+			pSrcAddress->sa_family != pDestAddress->sa_family))
+		status = STATUS_INVALID_PARAMETER;
+	if (status)
+		goto out;
+	/* The connector's own endpoint: one reference (NDKPI Listeners,
+	 * Connectors, and Endpoints). */
+	status = ndk_local_endpoint_acquire(c->obj.adapter, pSrcAddress,
+					    SrcAddressLength,
+					    NDK_ENDPOINT_CONNECTOR, &c->ep);
+	if (!status)
+		status = vconn_begin(c, pNdkQp, pDestAddress, InboundReadLimit,
+				     OutboundReadLimit, pPrivateData,
+				     PrivateDataLength, RequestCompletion,
+				     RequestContext);
 out:
 	ndk_unlock(&c->lock);
 	return status;
 }
 
-static NTSTATUS vconn_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-				  NDK_SHARED_ENDPOINT *pNdkSharedEndpoint,
-				  CONST PSOCKADDR pDestAddress,
-				  ULONG DestAddressLength,
-				  ULONG InboundReadLimit,
-				  ULONG OutboundReadLimit,
-				  CONST PVOID pPrivateData,
-				  ULONG PrivateDataLength,
-				  NDK_FN_REQUEST_COMPLETION RequestCompletion,
-				  PVOID RequestContext)
+static NTSTATUS
+vconn_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+		  NDK_SHARED_ENDPOINT *pNdkSharedEndpoint,
+		  CONST PSOCKADDR pDestAddress, ULONG DestAddressLength,
+		  ULONG InboundReadLimit, ULONG OutboundReadLimit,
+		  CONST PVOID pPrivateData, ULONG PrivateDataLength,
+		  NDK_FN_REQUEST_COMPLETION RequestCompletion,
+		  PVOID RequestContext)
 {
-	/* Shared endpoints are not there yet (docs/verbs.md, Not yet). */
-	return STATUS_NOT_SUPPORTED;
+	struct ndk_vconn *c = to_vconn(pNdkConnector);
+	struct ndk_shared_endpoint *sep;
+	const struct sockaddr *local;
+	socklen_t len;
+	NTSTATUS status;
+
+	ndk_lock(&c->lock);
+	status = vconn_check_connect(c, pNdkQp, pDestAddress, DestAddressLength,
+				     pPrivateData, PrivateDataLength);
+	if (!status && !pNdkSharedEndpoint)
+		status = STATUS_INVALID_PARAMETER;
+	if (status)
+		goto out;
+	sep = to_ndk_shared_endpoint(pNdkSharedEndpoint);
+	local = ndk_endpoint_addr(sep->ep, &len);
+	if (local->sa_family != pDestAddress->sa_family) {
+		status = STATUS_INVALID_PARAMETER;
+		goto out;
+	}
+	/* +1 on the shared endpoint per connector; the object is the
+	 * connector's antecedent. */
+	if (!c->sep_linked) {
+		if (ndk_obj_link(&c->obj, &sep->obj)) {
+			status = STATUS_INVALID_PARAMETER;
+			goto out;
+		}
+		c->sep_linked = true;
+	}
+	ndk_endpoint_get(sep->ep);
+	c->ep = sep->ep;
+	c->shared = true;
+	status = vconn_begin(c, pNdkQp, pDestAddress, InboundReadLimit,
+			     OutboundReadLimit, pPrivateData, PrivateDataLength,
+			     RequestCompletion, RequestContext);
+	if (status != STATUS_PENDING)
+		c->shared = false;
+out:
+	ndk_unlock(&c->lock);
+	return status;
 }
 
 static NTSTATUS vconn_complete(struct ndk_vconn *c,
@@ -740,22 +827,24 @@ out:
 	return status;
 }
 
-static NTSTATUS vconn_complete_connect(
-	NDK_CONNECTOR *pNdkConnector,
-	NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
-	PVOID DisconnectEventContext,
-	NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext)
+static NTSTATUS
+vconn_complete_connect(NDK_CONNECTOR *pNdkConnector,
+		       NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
+		       PVOID DisconnectEventContext,
+		       NDK_FN_REQUEST_COMPLETION RequestCompletion,
+		       PVOID RequestContext)
 {
 	/* Completes inline: no callback (NDK_FN_REQUEST_COMPLETION). */
 	return vconn_complete(to_vconn(pNdkConnector), DisconnectEvent, NULL,
 			      DisconnectEventContext);
 }
 
-static NTSTATUS vconn_complete_connect_ex(
-	NDK_CONNECTOR *pNdkConnector,
-	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
-	PVOID DisconnectEventContext,
-	NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext)
+static NTSTATUS
+vconn_complete_connect_ex(NDK_CONNECTOR *pNdkConnector,
+			  NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
+			  PVOID DisconnectEventContext,
+			  NDK_FN_REQUEST_COMPLETION RequestCompletion,
+			  PVOID RequestContext)
 {
 	return vconn_complete(to_vconn(pNdkConnector), NULL, DisconnectEvent,
 			      DisconnectEventContext);
@@ -836,15 +925,14 @@ out:
 	return status;
 }
 
-static NTSTATUS vconn_ndk_accept(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-				 ULONG InboundReadLimit,
-				 ULONG OutboundReadLimit,
-				 CONST PVOID pPrivateData,
-				 ULONG PrivateDataLength,
-				 NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
-				 PVOID DisconnectEventContext,
-				 NDK_FN_REQUEST_COMPLETION RequestCompletion,
-				 PVOID RequestContext)
+static NTSTATUS
+vconn_ndk_accept(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+		 ULONG InboundReadLimit, ULONG OutboundReadLimit,
+		 CONST PVOID pPrivateData, ULONG PrivateDataLength,
+		 NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
+		 PVOID DisconnectEventContext,
+		 NDK_FN_REQUEST_COMPLETION RequestCompletion,
+		 PVOID RequestContext)
 {
 	return vconn_accept(to_vconn(pNdkConnector), pNdkQp, InboundReadLimit,
 			    OutboundReadLimit, pPrivateData, PrivateDataLength,

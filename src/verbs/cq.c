@@ -3,8 +3,10 @@
  * Completion queue over an ibv_cq (docs/verbs.md, Completion queues;
  * docs/ndk.md, Completion queues).
  *
- * The consumer polls the device's CQ directly: NdkGetCqResults(Ex) turn
- * work completions into NDK results through their slots (verbs/wr.h).
+ * The consumer polls the device's CQ from NdkGetCqResults(Ex): work
+ * completions become NDK results through their slots (verbs/wr.h), which
+ * release them in posting order per queue into the CQ's ready ring, and
+ * the consumer gets them from there.
  * Notifications come from the adapter's completion channel, which the
  * engine watches, so they run on the engine thread like every other
  * callback.
@@ -12,10 +14,10 @@
  * Arms. verbs arms for the next completion only, while an NDK arm is
  * satisfied at once by a matching completion that arrived since the last
  * notification and is still queued. So NdkArmCq asks the device for the
- * next completion first and then polls a few completions into a staging
- * ring: whatever it finds was queued before the arm and satisfies it at
- * once (a notification posted to the engine); anything later raises the
- * device's event. NdkGetCqResults returns the staged results first. Two
+ * next completion first and then polls what the device holds into the
+ * ready ring: a result there that is newer than the last notification
+ * satisfies the arm at once (a notification posted to the engine);
+ * anything later raises the device's event. Two
  * arms merge as NDK says (ANY over SOLICITED over ERRORS): cq->arm is the
  * NDK arm, cq->ibv_arm what the device was asked for since its last
  * event, and an arm is never downgraded. An event that finds no NDK arm
@@ -34,8 +36,7 @@
 #include "verbs/cq.h"
 #include "verbs/wr.h"
 
-#define VCQ_STAGE 16
-#define VCQ_POLL  16
+#define VCQ_POLL 16
 
 /* Ordered so that merging two arms is MAX (docs/ndk.md, Completion
  * queues). */
@@ -46,7 +47,8 @@ enum vcq_arm {
 	VCQ_ARM_ANY,
 };
 
-struct vcq_staged {
+/* A result released to the consumer, in the order it gets them. */
+struct vcq_ready {
 	NDK_RESULT_EX r;
 	bool solicited;
 	uint64_t seq;
@@ -56,16 +58,21 @@ struct ndk_vcq {
 	struct ndk_obj obj;
 	struct ibv_cq *cq;
 	uint32_t depth;
+	/* siw never marks a receive completion solicited, so its CQs are
+	 * armed for the next completion instead (docs/verbs.md). */
+	bool solicited_as_any;
 	NDK_FN_CQ_NOTIFICATION_CALLBACK notify;
 	PVOID notify_ctx;
 
 	struct ndk_lock lock; /* everything below */
 	enum vcq_arm arm; /* the NDK arm outstanding */
 	enum vcq_arm ibv_arm; /* asked of the device since its last event */
-	struct vcq_staged stage[VCQ_STAGE];
-	unsigned int stage_head, stage_count;
-	uint64_t staged; /* sequence number of the newest staged result */
-	uint64_t notified; /* staged at the last notification */
+	/* Released results not yet taken: as many as the CQ holds, grown if
+	 * a queue releases more at once. */
+	struct vcq_ready *ready;
+	uint32_t ready_cap, ready_head, ready_count;
+	uint64_t readied; /* sequence number of the newest ready result */
+	uint64_t notified; /* readied at the last notification */
 	bool closing;
 	unsigned int owed; /* notifications posted to the engine */
 	struct ndk_work notify_work;
@@ -105,7 +112,7 @@ static bool vcq_fire_locked(struct ndk_vcq *cq)
 	if (cq->closing || cq->arm == VCQ_ARM_NONE)
 		return false;
 	cq->arm = VCQ_ARM_NONE;
-	cq->notified = cq->staged;
+	cq->notified = cq->readied;
 	return true;
 }
 
@@ -160,49 +167,73 @@ void ndk_verbs_comp_event(struct ndk_io *io, uint32_t events)
 	}
 }
 
-/*
- * Lock held: polls up to max completions into out (max >= 1); returns
- * how many results came (silent successes give none). *more is false
- * once the device's CQ is empty.
- */
-static unsigned int vcq_poll_locked(struct ndk_vcq *cq, NDK_RESULT_EX *out,
-				    bool *sol, unsigned int max, bool *more)
+/* ndk_vwc_results' output: one more ready result (lock held). */
+static void vcq_ready_push(void *arg, const NDK_RESULT_EX *r, bool solicited)
+{
+	struct ndk_vcq *cq = arg;
+	struct vcq_ready *e;
+
+	NDK_ASSERT_LOCKED(&cq->lock);
+	if (cq->ready_count == cq->ready_cap) {
+		uint32_t cap = cq->ready_cap * 2, i;
+		struct vcq_ready *n = calloc(cap, sizeof(*n));
+
+		if (!n) {
+			ndk_err("verbs: cq %p: no memory for a result: lost",
+				(void *)cq);
+			return;
+		}
+		for (i = 0; i < cq->ready_count; i++)
+			n[i] = cq->ready[(cq->ready_head + i) % cq->ready_cap];
+		free(cq->ready);
+		cq->ready = n;
+		cq->ready_cap = cap;
+		cq->ready_head = 0;
+	}
+	e = &cq->ready[(cq->ready_head + cq->ready_count) % cq->ready_cap];
+	e->r = *r;
+	e->solicited = solicited;
+	e->seq = ++cq->readied;
+	cq->ready_count++;
+}
+
+/* Lock held: one poll of the device's CQ into the ready ring; true if
+ * the device may hold more. */
+static bool vcq_poll_locked(struct ndk_vcq *cq)
 {
 	struct ibv_wc wc[VCQ_POLL];
-	unsigned int want = MIN(max, VCQ_POLL);
 	int n;
 
 	NDK_ASSERT_LOCKED(&cq->lock);
-	*more = false;
-	n = ibv_poll_cq(cq->cq, (int)want, wc);
+	n = ibv_poll_cq(cq->cq, VCQ_POLL, wc);
 	if (n <= 0) {
 		if (n < 0)
 			ndk_warn("verbs: cq %p: ibv_poll_cq failed (%d)",
 				 (void *)cq, n);
-		return 0;
+		return false;
 	}
-	*more = (unsigned int)n == want;
-	return ndk_vwc_results(to_vad(cq->obj.adapter)->qps, wc,
-			       (unsigned int)n, out, sol);
+	ndk_vwc_results(to_vad(cq->obj.adapter)->qps, wc, (unsigned int)n,
+			vcq_ready_push, cq);
+	return n == VCQ_POLL;
 }
 
-/* Lock held: up to max results, staged ones first. */
+/* Lock held: up to max results, polling the device as needed. */
 static ULONG vcq_get_locked(struct ndk_vcq *cq, NDK_RESULT_EX *out, ULONG max)
 {
-	ULONG i = 0;
 	bool more = true;
+	ULONG i = 0;
 
 	NDK_ASSERT_LOCKED(&cq->lock);
-	while (i < max && cq->stage_count) {
-		out[i++] = cq->stage[cq->stage_head].r;
-		cq->stage_head = (cq->stage_head + 1) % VCQ_STAGE;
-		cq->stage_count--;
+	for (;;) {
+		while (i < max && cq->ready_count) {
+			out[i++] = cq->ready[cq->ready_head].r;
+			cq->ready_head = (cq->ready_head + 1) % cq->ready_cap;
+			cq->ready_count--;
+		}
+		if (i == max || !more)
+			return i;
+		more = vcq_poll_locked(cq);
 	}
-	while (i < max && more)
-		i += vcq_poll_locked(cq, out + i, NULL,
-				     (unsigned int)MIN(max - i, VCQ_POLL),
-				     &more);
-	return i;
 }
 
 /*
@@ -270,49 +301,24 @@ static ULONG vcq_get_results(NDK_CQ *pNdkCq, NDK_RESULT Results[],
 	return done;
 }
 
-/* Lock held: does a staged result newer than the last notification
+/* Lock held: does a ready result newer than the last notification
  * satisfy the arm? */
-static bool vcq_staged_match_locked(struct ndk_vcq *cq)
+static bool vcq_ready_match_locked(struct ndk_vcq *cq)
 {
-	unsigned int i;
+	uint32_t i;
 
 	NDK_ASSERT_LOCKED(&cq->lock);
-	for (i = 0; i < cq->stage_count; i++) {
-		const struct vcq_staged *s =
-			&cq->stage[(cq->stage_head + i) % VCQ_STAGE];
+	for (i = 0; i < cq->ready_count; i++) {
+		const struct vcq_ready *e =
+			&cq->ready[(cq->ready_head + i) % cq->ready_cap];
 
-		if (s->seq <= cq->notified)
+		if (e->seq <= cq->notified)
 			continue;
 		if (cq->arm == VCQ_ARM_ANY ||
-		    (cq->arm == VCQ_ARM_SOLICITED && s->solicited))
+		    (cq->arm == VCQ_ARM_SOLICITED && e->solicited))
 			return true;
 	}
 	return false;
-}
-
-/* Lock held: fills the staging ring from the device's CQ. */
-static void vcq_stage_locked(struct ndk_vcq *cq)
-{
-	NDK_RESULT_EX r[VCQ_STAGE];
-	bool sol[VCQ_STAGE];
-	unsigned int room, n, i;
-	bool more;
-
-	NDK_ASSERT_LOCKED(&cq->lock);
-	room = VCQ_STAGE - cq->stage_count;
-	if (!room)
-		return;
-	n = vcq_poll_locked(cq, r, sol, room, &more);
-	for (i = 0; i < n; i++) {
-		struct vcq_staged *s =
-			&cq->stage[(cq->stage_head + cq->stage_count) %
-				   VCQ_STAGE];
-
-		s->r = r[i];
-		s->solicited = sol[i];
-		s->seq = ++cq->staged;
-		cq->stage_count++;
-	}
 }
 
 static VOID vcq_arm(NDK_CQ *pNdkCq, ULONG Type)
@@ -347,13 +353,16 @@ static VOID vcq_arm(NDK_CQ *pNdkCq, ULONG Type)
 	/* Errors come as the device's asynchronous CQ event, not as
 	 * completions: nothing to ask for (docs/verbs.md). */
 	if (cq->arm >= VCQ_ARM_SOLICITED && cq->ibv_arm < cq->arm) {
-		ret = ibv_req_notify_cq(cq->cq, cq->arm == VCQ_ARM_SOLICITED);
+		ret = ibv_req_notify_cq(cq->cq, cq->arm == VCQ_ARM_SOLICITED &&
+							!cq->solicited_as_any);
 		if (!ret)
 			cq->ibv_arm = cq->arm;
 	}
 	if (cq->arm >= VCQ_ARM_SOLICITED) {
-		vcq_stage_locked(cq);
-		if (vcq_staged_match_locked(cq) && vcq_fire_locked(cq)) {
+		/* What the device holds from before the arm. */
+		while (cq->ready_count < cq->ready_cap && vcq_poll_locked(cq))
+			;
+		if (vcq_ready_match_locked(cq) && vcq_fire_locked(cq)) {
 			cq->owed++;
 			kick = true;
 		}
@@ -418,8 +427,8 @@ static void vcq_close_end(struct ndk_obj *obj)
 
 	ret = cq->cq ? ibv_destroy_cq(cq->cq) : 0;
 	if (ret)
-		ndk_warn("verbs: cq %p: ibv_destroy_cq failed (%d)",
-			 (void *)cq, ret);
+		ndk_warn("verbs: cq %p: ibv_destroy_cq failed (%d)", (void *)cq,
+			 ret);
 	cq->cq = NULL;
 }
 
@@ -431,6 +440,7 @@ static void vcq_destroy(struct ndk_obj *obj)
 	if (cq->cq)
 		ibv_destroy_cq(cq->cq);
 	ndk_lock_destroy(&cq->lock);
+	free(cq->ready);
 	free(cq);
 }
 
@@ -474,7 +484,14 @@ NTSTATUS ndk_verbs_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
 		return STATUS_INSUFFICIENT_RESOURCES;
 	ndk_lock_init(&cq->lock, NDK_LOCK_CQ);
 	ndk_work_init(&cq->notify_work, vcq_notify_work);
+	cq->ready_cap = MAX(CqDepth, 16u);
+	cq->ready = calloc(cq->ready_cap, sizeof(*cq->ready));
+	if (!cq->ready) {
+		vcq_destroy(&cq->obj);
+		return STATUS_INSUFFICIENT_RESOURCES;
+	}
 	cq->depth = CqDepth;
+	cq->solicited_as_any = to_vad(ad)->siw;
 	cq->notify = CqNotification;
 	cq->notify_ctx = CqNotificationContext;
 	cq->yield_every =
@@ -483,6 +500,8 @@ NTSTATUS ndk_verbs_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
 	cq->cq = ibv_create_cq(to_vad(ad)->ctx, (int)CqDepth, cq,
 			       to_vad(ad)->comp, 0);
 	if (!cq->cq) {
+		ndk_info("verbs: ibv_create_cq(%u): %s", (unsigned int)CqDepth,
+			 strerror(errno));
 		status = ndk_verbs_errno_status(errno, NDK_VERBS_CREATE);
 		vcq_destroy(&cq->obj);
 		return status;

@@ -260,8 +260,9 @@ static uint32_t probe_max_inline(struct ndk_vadapter *v)
 
 		if (!qp)
 			continue;
-		best = a.cap.max_inline_data >= sizes[i] ? sizes[i]
-							 : a.cap.max_inline_data;
+		best = a.cap.max_inline_data >= sizes[i]
+			       ? sizes[i]
+			       : a.cap.max_inline_data;
 		ibv_destroy_qp(qp);
 		break;
 	}
@@ -303,8 +304,8 @@ static void verbs_adapter_info(struct ndk_vadapter *v, NDK_ADAPTER_INFO *info)
 {
 	const struct ibv_device_attr *d = &v->dev_attr;
 	NDK_VERSION version = info->Version;
-	bool soft = d->vendor_id == SIW_VENDOR_ID ||
-		    d->vendor_id == RXE_VENDOR_ID;
+	bool soft =
+		d->vendor_id == SIW_VENDOR_ID || d->vendor_id == RXE_VENDOR_ID;
 
 	memset(info, 0, sizeof(*info));
 	info->Version = version;
@@ -380,8 +381,7 @@ int ndk_verbs_adapter_init(struct ndk_adapter *ad)
 	memcpy(v->dev_name, dp.name, sizeof(v->dev_name));
 	v->devs = rdma_get_devices(&n);
 	for (i = 0; v->devs && i < n; i++)
-		if (!strcmp(ibv_get_device_name(v->devs[i]->device),
-			    dp.name))
+		if (!strcmp(ibv_get_device_name(v->devs[i]->device), dp.name))
 			v->ctx = v->devs[i];
 	if (!v->ctx) {
 		ndk_warn("verbs: rdma_cm does not know device %s", dp.name);

@@ -72,8 +72,7 @@ static void vlis_refuse(struct rdma_cm_id *id)
 	rdma_destroy_id(id);
 }
 
-static void vlis_request(struct ndk_vlistener *l,
-			 const struct ndk_vcm_event *e)
+static void vlis_request(struct ndk_vlistener *l, const struct ndk_vcm_event *e)
 {
 	struct ndk_endpoint *ep = NULL;
 	struct ndk_vconn *c = NULL;
@@ -276,8 +275,8 @@ NTSTATUS ndk_verbs_create_listener(NDK_ADAPTER *pNdkAdapter,
 	l->connect_event_ctx = ConnectEventContext;
 	l->state = VLIS_IDLE;
 	ndk_lock_init(&l->lock, NDK_LOCK_LISTENER);
-	status = ndk_obj_setup(&l->obj, ad, &vlis_ops, &vlis_dispatch, antes,
-			       1);
+	status =
+		ndk_obj_setup(&l->obj, ad, &vlis_ops, &vlis_dispatch, antes, 1);
 	if (status)
 		return status;
 	*ppNdkListener = &l->obj.pub.listener;

@@ -53,11 +53,12 @@ static NTSTATUS pd_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth,
 	return STATUS_NOT_SUPPORTED;
 }
 
-static NTSTATUS pd_create_qp_with_srq(
-	NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq, NDK_SRQ *pSrq,
-	PVOID QPContext, ULONG InitiatorQueueDepth, ULONG MaxInitiatorRequestSge,
-	ULONG InlineDataSize, NDK_FN_CREATE_COMPLETION CreateCompletion,
-	PVOID RequestContext, NDK_QP **ppNdkQp)
+static NTSTATUS
+pd_create_qp_with_srq(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq,
+		      NDK_SRQ *pSrq, PVOID QPContext, ULONG InitiatorQueueDepth,
+		      ULONG MaxInitiatorRequestSge, ULONG InlineDataSize,
+		      NDK_FN_CREATE_COMPLETION CreateCompletion,
+		      PVOID RequestContext, NDK_QP **ppNdkQp)
 {
 	return STATUS_NOT_SUPPORTED;
 }

@@ -2,23 +2,17 @@
 /*
  * The verbs provider as the front end sees it (front/provider.h): it
  * serves an interface that an RDMA device's port is attached to.
- * Shared endpoints and logical address mappings are not there yet
+ * Shared endpoints are the front end's; logical address mappings are not
+ * there yet
  * (docs/verbs.md, Not yet).
  */
 #include "front/provider.h"
+#include "front/shared_endpoint.h"
 #include "verbs/connector.h"
 #include "verbs/cq.h"
 #include "verbs/listener.h"
 #include "verbs/pd.h"
 #include "verbs/verbs.h"
-
-static NTSTATUS verbs_create_shared_endpoint(
-	NDK_ADAPTER *pNdkAdapter, CONST PSOCKADDR pAddress, ULONG AddressLength,
-	NDK_FN_CREATE_COMPLETION CreateCompletion, PVOID RequestContext,
-	NDK_SHARED_ENDPOINT **ppNdkSharedEndpoint)
-{
-	return STATUS_NOT_SUPPORTED;
-}
 
 static NTSTATUS verbs_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl,
 				SIZE_T Length,
@@ -43,7 +37,7 @@ const struct ndk_provider_ops ndk_verbs_provider = {
 	.adapter_start = ndk_verbs_adapter_start,
 	.create_cq = ndk_verbs_create_cq,
 	.create_pd = ndk_verbs_create_pd,
-	.create_shared_endpoint = verbs_create_shared_endpoint,
+	.create_shared_endpoint = ndk_create_shared_endpoint,
 	.create_connector = ndk_verbs_create_connector,
 	.create_listener = ndk_verbs_create_listener,
 	.build_lam = verbs_build_lam,

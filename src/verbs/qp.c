@@ -216,7 +216,7 @@ static NTSTATUS vqp_receive(NDK_QP *pNdkQp, PVOID RequestContext,
 	ret = ibv_post_recv(qp->qp, &wr, &bad);
 	if (ret)
 		return ndk_verbs_errno_status(ret, NDK_VERBS_POST);
-	ndk_vwq_commit(&qp->rq);
+	ndk_vwq_commit(&qp->rq, s, true);
 	return STATUS_SUCCESS;
 }
 
@@ -230,6 +230,7 @@ static NTSTATUS vqp_post(struct ndk_vqp *qp, struct ibv_send_wr *wr,
 	struct ibv_sge sge[VQP_MAX_SGE];
 	struct ibv_send_wr *bad;
 	struct ndk_vslot *s;
+	bool signaled;
 	uint64_t len;
 	int ret;
 
@@ -250,7 +251,8 @@ static NTSTATUS vqp_post(struct ndk_vqp *qp, struct ibv_send_wr *wr,
 	wr->wr_id = ndk_vwq_wr_id(&qp->sq, s);
 	wr->sg_list = sge;
 	wr->num_sge = (int)nsge;
-	if (ndk_vwq_signal(&qp->sq, flags))
+	signaled = ndk_vwq_signal(&qp->sq, flags);
+	if (signaled)
 		wr->send_flags |= IBV_SEND_SIGNALED;
 	if (inl)
 		wr->send_flags |= IBV_SEND_INLINE;
@@ -259,7 +261,7 @@ static NTSTATUS vqp_post(struct ndk_vqp *qp, struct ibv_send_wr *wr,
 	ret = ibv_post_send(qp->qp, wr, &bad);
 	if (ret)
 		return ndk_verbs_errno_status(ret, NDK_VERBS_POST);
-	ndk_vwq_commit(&qp->sq);
+	ndk_vwq_commit(&qp->sq, s, signaled);
 	return STATUS_SUCCESS;
 }
 
@@ -321,10 +323,10 @@ static NTSTATUS vqp_read(NDK_QP *pNdkQp, PVOID RequestContext,
 	wr.opcode = IBV_WR_RDMA_READ;
 	wr.wr.rdma.remote_addr = RemoteAddress;
 	wr.wr.rdma.rkey = RemoteToken;
-	return vqp_post(qp, &wr, NdkOperationTypeRead, RequestContext, pSgl,
-			nSge, Flags,
-			MIN(qp->max_send_sge,
-			    qp->obj.adapter->info.MaxReadRequestSge));
+	return vqp_post(
+		qp, &wr, NdkOperationTypeRead, RequestContext, pSgl, nSge,
+		Flags,
+		MIN(qp->max_send_sge, qp->obj.adapter->info.MaxReadRequestSge));
 }
 
 /* Memory windows and fast registration are not there yet
@@ -379,8 +381,8 @@ static void vqp_close_end(struct ndk_obj *obj)
 	qp->mapped = false;
 	ret = qp->qp ? ibv_destroy_qp(qp->qp) : 0;
 	if (ret)
-		ndk_warn("verbs: qp %p: ibv_destroy_qp failed (%d)",
-			 (void *)qp, ret);
+		ndk_warn("verbs: qp %p: ibv_destroy_qp failed (%d)", (void *)qp,
+			 ret);
 	qp->qp = NULL;
 }
 
@@ -488,14 +490,15 @@ NTSTATUS ndk_verbs_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
 	ia.recv_cq = ndk_vcq_ibv(rcq);
 	ia.cap.max_send_wr = InitiatorQueueDepth;
 	ia.cap.max_recv_wr = ReceiveQueueDepth;
-	ia.cap.max_send_sge = MaxInitiatorRequestSge ? MaxInitiatorRequestSge
-						     : 1;
+	ia.cap.max_send_sge =
+		MaxInitiatorRequestSge ? MaxInitiatorRequestSge : 1;
 	ia.cap.max_recv_sge = MaxReceiveRequestSge ? MaxReceiveRequestSge : 1;
 	ia.cap.max_inline_data = InlineDataSize;
 	ia.qp_type = IBV_QPT_RC;
 	ia.sq_sig_all = 0;
 	qp->qp = ibv_create_qp(pd->pd, &ia);
 	if (!qp->qp) {
+		ndk_info("verbs: ibv_create_qp: %s", strerror(errno));
 		status = ndk_verbs_errno_status(errno, NDK_VERBS_CREATE);
 		vqp_destroy(&qp->obj);
 		return status;

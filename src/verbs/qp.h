@@ -70,8 +70,8 @@ NTSTATUS ndk_verbs_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
  */
 int ndk_vqp_bind(struct ndk_vqp *qp);
 void ndk_vqp_unbind(struct ndk_vqp *qp);
-int ndk_vqp_ib_ready(struct ndk_vqp *qp, struct rdma_cm_id *id,
-		     uint8_t ird, uint8_t ord);
+int ndk_vqp_ib_ready(struct ndk_vqp *qp, struct rdma_cm_id *id, uint8_t ird,
+		     uint8_t ord);
 void ndk_vqp_connected(struct ndk_vqp *qp);
 void ndk_vqp_ended(struct ndk_vqp *qp, bool flush);
 /* NdkFlush's work: the verbs error state. */

@@ -51,6 +51,7 @@ NTSTATUS ndk_verbs_wc_status(enum ibv_wc_status st)
 		/* A Send larger than the receive it landed in. */
 		return STATUS_BUFFER_OVERFLOW;
 	case IBV_WC_LOC_PROT_ERR:
+	case IBV_WC_LOC_ACCESS_ERR:
 	case IBV_WC_MW_BIND_ERR:
 		/* A local SGE outside registered memory or its access. */
 		return STATUS_ACCESS_VIOLATION;

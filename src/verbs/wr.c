@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/compiler.h"
 #include "oid/registry.h"
 #include "verbs/wr.h"
 
@@ -66,8 +67,7 @@ static int map_grow_locked(struct ndk_vqpmap *m)
 	return 0;
 }
 
-int ndk_vqpmap_add(struct ndk_vqpmap *m, struct ndk_vwq *sq,
-		   struct ndk_vwq *rq)
+int ndk_vqpmap_add(struct ndk_vqpmap *m, struct ndk_vwq *sq, struct ndk_vwq *rq)
 {
 	struct ndk_vqpmap_entry n = { .sq = sq, .rq = rq };
 	uint32_t i;
@@ -97,8 +97,7 @@ static struct ndk_vqpmap_entry *map_find(struct ndk_vqpmap *m, uint32_t key)
 {
 	uint32_t i;
 
-	for (i = map_hash(key, m->cap); m->e[i].key;
-	     i = (i + 1) & (m->cap - 1))
+	for (i = map_hash(key, m->cap); m->e[i].key; i = (i + 1) & (m->cap - 1))
 		if (m->e[i].key == key)
 			return &m->e[i];
 	return NULL;
@@ -167,8 +166,9 @@ struct ndk_vslot *ndk_vwq_slot(struct ndk_vwq *wq)
 	return s;
 }
 
-void ndk_vwq_commit(struct ndk_vwq *wq)
+void ndk_vwq_commit(struct ndk_vwq *wq, struct ndk_vslot *s, bool signaled)
 {
+	s->signaled = signaled;
 	wq->tail++;
 }
 
@@ -208,24 +208,26 @@ static void count(struct ndk_adapter *ad, uint16_t type, uint32_t len)
 	}
 }
 
-/* Map lock held: the result of one completion; false if none. */
-static bool wc_result(struct ndk_vqpmap *m, const struct ibv_wc *wc,
-		      NDK_RESULT_EX *r, bool *sol)
+/* Map lock held: records one completion in its slot; the queue, or NULL
+ * if its QP is gone. */
+static struct ndk_vwq *wc_record(struct ndk_vqpmap *m, const struct ibv_wc *wc)
 {
 	struct ndk_vqpmap_entry *e = map_find(m, (uint32_t)(wc->wr_id >> 32));
 	bool ok = wc->status == IBV_WC_SUCCESS;
+	NDK_RESULT_EX *r;
 	struct ndk_vslot *s;
 	struct ndk_vwq *wq;
 	uint32_t index, len;
 	uint16_t type;
 
 	if (!e)
-		return false; /* its QP is gone */
+		return NULL; /* its QP is gone */
 	wq = wc->wr_id & WR_RECV_BIT ? e->rq : e->sq;
 	index = (uint32_t)(wc->wr_id & (WR_RECV_BIT - 1));
 	if (index >= wq->depth)
-		return false;
+		return NULL;
 	s = &wq->slots[index];
+	r = &s->res;
 	type = s->type;
 	len = s->len;
 	memset(r, 0, sizeof(*r));
@@ -236,37 +238,73 @@ static bool wc_result(struct ndk_vqpmap *m, const struct ibv_wc *wc,
 			r->TypeSpecificCompletionOutput = wc->invalidated_rkey;
 		}
 	}
-	/* This slot and every unsignaled one before it are done. */
-	atomic_store_explicit(&wq->head, s->seq + 1, memory_order_release);
 	if (ok)
 		count(wq->ad, type, len);
+	s->done = true;
+	if (s->seq + 1 - wq->done_end < 0x80000000u)
+		wq->done_end = s->seq + 1;
 	/* verbs does not say whether a receive was solicited. */
-	*sol = !ok || wq->recv;
-	if (ok && (s->flags & VSLOT_SILENT))
-		return false;
+	s->solicited = !ok || wq->recv;
+	s->report = !ok || !(s->flags & VSLOT_SILENT);
 	r->Status = ndk_verbs_wc_status(wc->status);
 	r->BytesTransferred = ok ? len : 0;
 	r->QPContext = wq->qp_context;
 	r->RequestContext = s->ctx;
 	r->Type = (NDK_OPERATION_TYPE)type;
 	r->ProviderErrorCode = ok ? 0 : (ULONG)wc->status;
-	return true;
+	return wq;
 }
 
-unsigned int ndk_vwc_results(struct ndk_vqpmap *m, const struct ibv_wc *wc,
-			     unsigned int n, NDK_RESULT_EX *out, bool *sol)
+/*
+ * Releases what is ready at the head of wq: completed slots, and the
+ * unsignaled ones before a completed slot (they succeeded).
+ */
+static void wq_release(struct ndk_vwq *wq,
+		       void (*out)(void *arg, const NDK_RESULT_EX *r,
+				   bool solicited),
+		       void *arg)
 {
-	unsigned int i, got = 0;
-	bool s;
+	uint32_t head = atomic_load_explicit(&wq->head, memory_order_relaxed);
+
+	while (head != wq->tail) {
+		struct ndk_vslot *s = &wq->slots[head % wq->depth];
+
+		uint32_t ahead = wq->done_end - 1 - head;
+
+		if (s->done) {
+			if (s->report)
+				out(arg, &s->res, s->solicited);
+		} else if (s->signaled || !ahead || ahead >= 0x80000000u) {
+			break; /* still running, or nothing behind it done */
+		}
+		head++;
+	}
+	atomic_store_explicit(&wq->head, head, memory_order_release);
+}
+
+void ndk_vwc_results(struct ndk_vqpmap *m, const struct ibv_wc *wc,
+		     unsigned int n,
+		     void (*out)(void *arg, const NDK_RESULT_EX *r,
+				 bool solicited),
+		     void *arg)
+{
+	struct ndk_vwq *touched[16];
+	unsigned int i, j, nt = 0;
 
 	ndk_read_lock(&m->lock);
 	for (i = 0; i < n; i++) {
-		if (!wc_result(m, &wc[i], &out[got], &s))
+		struct ndk_vwq *wq = wc_record(m, &wc[i]);
+
+		if (!wq)
 			continue;
-		if (sol)
-			sol[got] = s;
-		got++;
+		for (j = 0; j < nt && touched[j] != wq; j++)
+			;
+		if (j == nt && nt < ARRAY_SIZE(touched))
+			touched[nt++] = wq;
+		else if (j == nt)
+			wq_release(wq, out, arg);
 	}
+	for (j = 0; j < nt; j++)
+		wq_release(touched[j], out, arg);
 	ndk_rw_unlock(&m->lock);
-	return got;
 }

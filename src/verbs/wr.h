@@ -12,11 +12,14 @@
  *
  * Slots form a ring per queue, as deep as the queue. The poster (one
  * thread at a time per queue, NDKPI Work Request Posting Requirements)
- * moves tail; whoever polls the CQ moves head past each completed slot.
- * Completions of one queue come in order, and every request that fails
- * or is flushed completes even when posted unsignaled (verbs requires it;
- * siw and rxe do it), so a completion at slot k also ends every
- * unsignaled slot before k: they all succeeded.
+ * moves tail; whoever polls the queue's CQ releases results in posting
+ * order and moves head past them. siw completes a Read when its response
+ * arrives but a later Send or Write when it is sent, so a queue's work
+ * completions can come out of order: a slot keeps its result until every
+ * slot before it is released (docs/ndk.md, Work requests: in posting
+ * order). Every request that fails or is flushed completes even when
+ * posted unsignaled (verbs requires it; siw and rxe do it), so an
+ * unsignaled slot before one that completed has succeeded.
  */
 #ifndef NDK_VERBS_WR_H
 #define NDK_VERBS_WR_H
@@ -37,13 +40,19 @@ struct ndk_vslot {
 	uint32_t len; /* bytes, for initiator requests */
 	uint16_t type; /* NDK_OPERATION_TYPE */
 	uint8_t flags;
+	bool signaled; /* posted to complete */
+	bool done; /* its work completion came */
+	bool report; /* ... and gives the consumer a result */
+	bool solicited;
+	NDK_RESULT_EX res;
 };
 
 struct ndk_vwq {
 	struct ndk_vslot *slots;
 	uint32_t depth;
 	uint32_t tail; /* poster only */
-	_Atomic uint32_t head; /* slots before it are free */
+	_Atomic uint32_t head; /* slots before it are released, free */
+	uint32_t done_end; /* seq + 1 of the newest completed slot */
 	/* Unsignaled requests in a row: one in every half queue is
 	 * signaled, so the device can reuse their entries. */
 	uint32_t unsignaled;
@@ -75,20 +84,26 @@ void ndk_vwq_fini(struct ndk_vwq *wq);
 
 /* The next free slot (not yet posted), or NULL if the queue is full. */
 struct ndk_vslot *ndk_vwq_slot(struct ndk_vwq *wq);
-/* The slot from ndk_vwq_slot was posted. */
-void ndk_vwq_commit(struct ndk_vwq *wq);
+/* The slot from ndk_vwq_slot was posted, signaled or not. */
+void ndk_vwq_commit(struct ndk_vwq *wq, struct ndk_vslot *s, bool signaled);
 /* Whether an initiator request with these NDK flags must be signaled. */
 bool ndk_vwq_signal(struct ndk_vwq *wq, ULONG flags);
 uint64_t ndk_vwq_wr_id(const struct ndk_vwq *wq, const struct ndk_vslot *s);
 
 /*
- * The NDK results of n work completions, into out; returns how many
- * there are. None comes for a SILENT_SUCCESS request that succeeded, or
- * for a completion of a QP that no longer exists. sol[i] (if sol) says
- * whether out[i] satisfies an NDK_CQ_NOTIFY_SOLICITED arm as far as
- * verbs tells (docs/verbs.md, Completion queues).
+ * Takes n work completions of one CQ and hands every NDK result they
+ * release to out(), in posting order per queue: none for a
+ * SILENT_SUCCESS request that succeeded or for a completion of a QP that
+ * no longer exists, several when a late Read lets the requests behind it
+ * go. solicited says whether the result satisfies an
+ * NDK_CQ_NOTIFY_SOLICITED arm as far as verbs tells (docs/verbs.md,
+ * Completion queues). The CQ's lock is held: the queues of one CQ are
+ * released by one thread at a time.
  */
-unsigned int ndk_vwc_results(struct ndk_vqpmap *m, const struct ibv_wc *wc,
-			     unsigned int n, NDK_RESULT_EX *out, bool *sol);
+void ndk_vwc_results(struct ndk_vqpmap *m, const struct ibv_wc *wc,
+		     unsigned int n,
+		     void (*out)(void *arg, const NDK_RESULT_EX *r,
+				 bool solicited),
+		     void *arg);
 
 #endif /* NDK_VERBS_WR_H */

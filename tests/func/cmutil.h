@@ -56,6 +56,15 @@ bool cm_provider_is(struct cm_host *h, const char *name);
  * when the adapter on the test interface gets another provider.
  */
 void cm_software_only(void);
+/* Skips the test when the adapter lacks what (NDK_ADAPTER_INFO says so:
+ * a device limit, docs/verbs.md). */
+#define cm_require(have, what)                                        \
+	do {                                                          \
+		if (!(have)) {                                        \
+			print_message("skipped: no %s here\n", what); \
+			skip();                                       \
+		}                                                     \
+	} while (0)
 
 NDK_QP *cm_qp_sized(struct cm_host *h, ULONG depth, ULONG sge,
 		    ULONG inline_size);

@@ -151,6 +151,7 @@ static void test_disconnect_event_does_not_flush(void **state)
 	NDK_RESULT_EX res[4];
 	NDK_SGE sge = { 0 };
 	char buf[16];
+	ULONG n;
 
 	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
@@ -176,17 +177,21 @@ static void test_disconnect_event_does_not_flush(void **state)
 			 STATUS_SUCCESS);
 	assert_int_equal(pqp->Dispatch->NdkReceive(pqp, (PVOID)2, NULL, 0),
 			 STATUS_SUCCESS);
-	/* The peer goes: the event fires once, nothing is flushed. */
+	/* The peer goes: the event fires once, nothing is flushed (an
+	 * iWARP device's kernel flushes a QP whose stream closed:
+	 * docs/verbs.md, Disconnect). */
 	cm_close_connector(c);
 	assert_true(tu_wait_until(disc_seen, &pd, 5000));
 	tu_sleep_ms(50);
-	assert_int_equal(srv.cq->Dispatch->NdkGetCqResultsEx(srv.cq, res, 4),
-			 0);
+	n = srv.cq->Dispatch->NdkGetCqResultsEx(srv.cq, res, 4);
+	if (cm_provider_is(&srv, "software"))
+		assert_int_equal(n, 0);
 	/* Our NdkDisconnect then flushes: both receives, in order. */
 	assert_int_equal(in->Dispatch->NdkDisconnect(in, NULL, NULL),
 			 STATUS_SUCCESS);
-	assert_int_equal(srv.cq->Dispatch->NdkGetCqResultsEx(srv.cq, res, 4),
-			 2);
+	tu_sleep_ms(50);
+	n += srv.cq->Dispatch->NdkGetCqResultsEx(srv.cq, res + n, 4 - n);
+	assert_int_equal(n, 2);
 	assert_int_equal(res[0].Status, STATUS_CANCELLED);
 	assert_ptr_equal(res[0].RequestContext, (PVOID)1);
 	assert_ptr_equal(res[1].RequestContext, (PVOID)2);

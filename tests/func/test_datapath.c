@@ -211,11 +211,15 @@ static void test_defer_chain(void **state)
 			A.qp->Dispatch->NdkSend(A.qp, (PVOID)(uintptr_t)i, NULL,
 						0, NDK_OP_FLAG_DEFER),
 			STATUS_SUCCESS);
-	tu_sleep_ms(100);
-	assert_int_equal(srv.cq->Dispatch->NdkGetCqResultsEx(srv.cq, res, 8),
-			 0);
-	assert_int_equal(cli.cq->Dispatch->NdkGetCqResultsEx(cli.cq, res, 8),
-			 0);
+	/* The verbs provider ignores the hint, as NDK allows
+	 * (docs/verbs.md, Queue pairs): its requests go at once. */
+	if (cm_provider_is(&cli, "software")) {
+		tu_sleep_ms(100);
+		assert_int_equal(
+			srv.cq->Dispatch->NdkGetCqResultsEx(srv.cq, res, 8), 0);
+		assert_int_equal(
+			cli.cq->Dispatch->NdkGetCqResultsEx(cli.cq, res, 8), 0);
+	}
 	/* The end of the chain. */
 	assert_int_equal(
 		A.qp->Dispatch->NdkSend(A.qp, (PVOID)(uintptr_t)3, NULL, 0, 0),
@@ -407,6 +411,7 @@ static void test_window_bind_and_invalidate(void **state)
 	NDK_RESULT_EX res[2];
 	NDK_SGE s = sge(A.buf, 32, A.ltok);
 
+	cm_require(cli.info.MaxWindowSize > 0, "memory windows");
 	assert_int_equal(srv.pd->Dispatch->NdkCreateMw(srv.pd, NULL, NULL, &mw),
 			 STATUS_SUCCESS);
 	/* Outside the MR: refused inline, no completion. */
@@ -454,6 +459,7 @@ static void test_local_invalidate(void **state)
 	NDK_MW *mw;
 	NDK_RESULT_EX res[2];
 
+	cm_require(cli.info.FRMRPageCount > 0, "fast registration");
 	assert_int_equal(srv.pd->Dispatch->NdkCreateMw(srv.pd, NULL, NULL, &mw),
 			 STATUS_SUCCESS);
 	assert_int_equal(P.qp->Dispatch->NdkBind(P.qp, (PVOID)1, P.mr, mw,
@@ -491,6 +497,7 @@ static void test_fast_register(void **state)
 	NDK_RESULT_EX res[1];
 	NDK_SGE s = sge(A.buf, 3 * PAGE_SIZE, A.ltok);
 
+	cm_require(cli.info.FRMRPageCount > 0, "fast registration");
 	assert_int_equal(
 		srv.pd->Dispatch->NdkCreateMr(srv.pd, TRUE, NULL, NULL, &fr),
 		STATUS_SUCCESS);
