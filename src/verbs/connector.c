@@ -264,6 +264,19 @@ static void vconn_qp_failed(struct ndk_vconn *c)
 
 static void vconn_timer_fn(struct ndk_timer *t);
 
+/* Arms the one timer: a connect attempt's or NdkDisconnect's limit. */
+static void vconn_arm_timer(struct ndk_vconn *c, uint64_t ms)
+{
+	NDK_ASSERT_LOCKED(&c->lock);
+	if (c->timer_set)
+		return;
+	ndk_obj_get(&c->obj);
+	if (ndk_timer_start(c->obj.domain->engine, &c->timer, ms))
+		ndk_obj_put(&c->obj); /* not the last: the caller holds one */
+	else
+		c->timer_set = true;
+}
+
 static void vconn_stop_timer(struct ndk_vconn *c)
 {
 	NDK_ASSERT_LOCKED(&c->lock);
@@ -280,6 +293,7 @@ static void vconn_stop_timer(struct ndk_vconn *c)
 /* A pending Connect (active) or Accept (passive) fails with status. */
 static void vconn_attempt_failed(struct ndk_vconn *c, NTSTATUS status)
 {
+	vconn_stop_timer(c);
 	ndk_info("verbs: connector %p: %s failed in %s: %s", (void *)c,
 		 c->passive ? "accept" : "connect", vconn_state_names[c->state],
 		 NdkStatusName(status));
@@ -294,6 +308,7 @@ static void vconn_attempt_failed(struct ndk_vconn *c, NTSTATUS status)
 /* Between handshake steps the other side gave up: the next call says. */
 static void vconn_abandon(struct ndk_vconn *c, NTSTATUS status)
 {
+	vconn_stop_timer(c);
 	vconn_qp_failed(c);
 	vconn_destroy_id(c);
 	ndk_adapter_count(c->obj.adapter, NDK_CTR(ConnectFailure), 1);
@@ -435,6 +450,7 @@ static void vconn_replied(struct ndk_vconn *c, const struct ndk_vcm_event *e)
 {
 	bool iwarp = vconn_vad(c)->iwarp;
 
+	vconn_stop_timer(c);
 	vconn_note_peer(c, e, iwarp);
 	vconn_set_state(c, VCONN_REPLIED);
 	ndk_req_complete(&c->connect_req, STATUS_SUCCESS);
@@ -567,6 +583,23 @@ void ndk_vconn_event(struct ndk_vcm_ref *ref, const struct ndk_vcm_event *e)
 	ndk_unlock(&c->lock);
 }
 
+/*
+ * The device found the QP broken (a Terminate, a remote access error):
+ * for the consumer, the connection ended as if the peer had aborted it.
+ */
+static void vconn_qp_fatal(struct ndk_obj *obj)
+{
+	struct ndk_vconn *c = container_of(obj, struct ndk_vconn, obj);
+	struct ndk_vcm_event e = {
+		.type = RDMA_CM_EVENT_DISCONNECTED,
+		.status = -ECONNABORTED,
+	};
+
+	ndk_lock(&c->lock);
+	vconn_event_locked(c, &e);
+	ndk_unlock(&c->lock);
+}
+
 /* ------------------------------------------------------------------ */
 /* Active side                                                        */
 
@@ -606,7 +639,7 @@ static NTSTATUS vconn_start(struct ndk_vconn *c, struct ndk_vqp *qp,
 	if (ret)
 		return ndk_status_from_errno(ret, NDK_SITE_CONNECT);
 	c->tuple_registered = true;
-	ret = ndk_vqp_bind(qp);
+	ret = ndk_vqp_bind(qp, vconn_qp_fatal, &c->obj);
 	if (ret)
 		return ret == -EBUSY ? STATUS_CONNECTION_ACTIVE
 				     : STATUS_INVALID_DEVICE_STATE;
@@ -640,6 +673,9 @@ static NTSTATUS vconn_start(struct ndk_vconn *c, struct ndk_vqp *qp,
 	}
 	ndk_req_pend(&c->connect_req, &c->obj, cb, ctx);
 	vconn_set_state(c, VCONN_RESOLVING_ADDR);
+	/* The whole attempt, as for the software provider (siw's own MPA
+	 * timer is longer). */
+	vconn_arm_timer(c, ndk_cm_timeout_ms());
 	if (rdma_resolve_addr(c->id, (struct sockaddr *)&c->local,
 			      (struct sockaddr *)dst,
 			      (int)ndk_cm_timeout_ms())) {
@@ -883,7 +919,7 @@ static NTSTATUS vconn_accept(struct ndk_vconn *c, NDK_QP *pNdkQp, ULONG ird,
 		status = STATUS_CONNECTION_INVALID;
 		goto out;
 	}
-	ret = ndk_vqp_bind(qp);
+	ret = ndk_vqp_bind(qp, vconn_qp_fatal, &c->obj);
 	if (ret) {
 		status = ret == -EBUSY ? STATUS_CONNECTION_ACTIVE
 				       : STATUS_INVALID_DEVICE_STATE;
@@ -970,10 +1006,13 @@ static NTSTATUS vconn_reject(NDK_CONNECTOR *pNdkConnector,
 	switch (c->state) {
 	case VCONN_REQUESTED:
 		if (rdma_reject(c->id, pPrivateData,
-				(uint8_t)PrivateDataLength))
-			ndk_info("verbs: connector %p: rdma_reject failed (%d)",
-				 (void *)c, errno);
-		vconn_abandon(c, STATUS_CONNECTION_INVALID);
+				(uint8_t)PrivateDataLength)) {
+			/* The initiator is gone already (NDK_FN_REJECT). */
+			ndk_info("verbs: connector %p: rdma_reject: %s",
+				 (void *)c, strerror(errno));
+			status = STATUS_CONNECTION_ABORTED;
+		}
+		vconn_abandon(c, status ? status : STATUS_CONNECTION_INVALID);
 		break;
 	case VCONN_REPLIED:
 		/*
@@ -1011,13 +1050,23 @@ static void vconn_timer_fn(struct ndk_timer *t)
 
 	ndk_lock(&c->lock);
 	c->timer_set = false;
-	if (c->state == VCONN_DISCONNECTING) {
+	switch (c->state) {
+	case VCONN_RESOLVING_ADDR:
+	case VCONN_RESOLVING_ROUTE:
+	case VCONN_CONNECTING:
+		/* No answer within NDK_CM_TIMEOUT_MS (NDK_FN_CONNECT). */
+		vconn_attempt_failed(c, STATUS_IO_TIMEOUT);
+		break;
+	case VCONN_DISCONNECTING:
 		/* NdkDisconnect was never answered. */
 		ndk_vqp_ended(c->qp, true);
 		vconn_destroy_id(c);
 		vconn_set_state(c, VCONN_CLOSED);
 		c->fail = STATUS_CONNECTION_INVALID;
 		ndk_req_complete(&c->disconnect_req, STATUS_IO_TIMEOUT);
+		break;
+	default:
+		break;
 	}
 	ndk_unlock(&c->lock);
 	ndk_obj_put(&c->obj); /* the timer's reference */
@@ -1044,12 +1093,7 @@ static NTSTATUS vconn_disconnect(NDK_CONNECTOR *pNdkConnector,
 		ndk_req_pend(&c->disconnect_req, &c->obj, RequestCompletion,
 			     RequestContext);
 		vconn_set_state(c, VCONN_DISCONNECTING);
-		ndk_obj_get(&c->obj);
-		if (ndk_timer_start(c->obj.domain->engine, &c->timer,
-				    ndk_cm_timeout_ms()))
-			ndk_obj_put(&c->obj);
-		else
-			c->timer_set = true;
+		vconn_arm_timer(c, ndk_cm_timeout_ms());
 		status = STATUS_PENDING;
 		break;
 	case VCONN_PEER_CLOSED:

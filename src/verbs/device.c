@@ -23,6 +23,7 @@
 #include "core/log.h"
 #include "verbs/cm.h"
 #include "verbs/cq.h"
+#include "verbs/qp.h"
 #include "verbs/verbs.h"
 #include "verbs/wr.h"
 
@@ -31,6 +32,15 @@
 #define RXE_VENDOR_ID 0xffffff
 
 #define NL_BUF 32768
+
+/*
+ * Every verbs adapter of the process. Adapters on one device share
+ * rdma_cm's context and so its asynchronous event queue: whichever
+ * engine reads an event finds the QP's adapter here.
+ */
+static struct list_head verbs_adapters = LIST_HEAD_INIT(verbs_adapters);
+static struct ndk_lock verbs_adapters_lock =
+	NDK_LOCK_INITIALIZER(NDK_LOCK_VERBS_DEVS);
 
 /* Where an interface's device was found. */
 struct dev_port {
@@ -363,6 +373,8 @@ static int set_nonblock(int fd)
 	return 0;
 }
 
+static void async_io_fn(struct ndk_io *io, uint32_t events);
+
 int ndk_verbs_adapter_init(struct ndk_adapter *ad)
 {
 	struct ndk_vadapter *v;
@@ -410,11 +422,75 @@ int ndk_verbs_adapter_init(struct ndk_adapter *ad)
 	v->comp_io.fn = ndk_verbs_comp_event;
 	v->cm_io.fd = v->cm->fd;
 	v->cm_io.fn = ndk_verbs_cm_event;
+	/* rdma_cm's context: nobody else in the process reads its events. */
+	ret = set_nonblock(v->ctx->async_fd);
+	if (ret)
+		return ret;
+	v->async_io.fd = v->ctx->async_fd;
+	v->async_io.fn = async_io_fn;
+	ndk_lock(&verbs_adapters_lock);
+	list_add_tail(&v->entry, &verbs_adapters);
+	ndk_unlock(&verbs_adapters_lock);
 
 	verbs_adapter_info(v, &ad->info);
 	snprintf(ad->device, sizeof(ad->device), "%.40s port %u", dp.name,
 		 dp.port);
 	return 0;
+}
+
+/* A QP's asynchronous event: to its adapter, whichever it is. */
+static void async_event(struct ndk_vadapter *v, struct ibv_async_event *ev)
+{
+	struct list_head *pos;
+	bool found = false;
+
+	ndk_lock(&verbs_adapters_lock);
+	list_for_each (pos, &verbs_adapters) {
+		struct ndk_vadapter *o =
+			list_entry(pos, struct ndk_vadapter, entry);
+
+		if (o->ctx == v->ctx &&
+		    ndk_vqpmap_with_ibv(o->qps, ev->element.qp, ndk_vqp_async,
+					&ev->event_type)) {
+			found = true;
+			break;
+		}
+	}
+	ndk_unlock(&verbs_adapters_lock);
+	if (!found)
+		ndk_dbg("verbs: %s for a QP that is not ours",
+			ibv_event_type_str(ev->event_type));
+}
+
+static void async_io_fn(struct ndk_io *io, uint32_t events)
+{
+	struct ndk_vadapter *v =
+		container_of(io, struct ndk_vadapter, async_io);
+	unsigned int n;
+
+	for (n = 0; n < 64; n++) {
+		struct ibv_async_event ev;
+
+		if (ibv_get_async_event(v->ctx, &ev))
+			break; /* EAGAIN: none, or another engine took it */
+		switch (ev.event_type) {
+		case IBV_EVENT_QP_FATAL:
+		case IBV_EVENT_QP_REQ_ERR:
+		case IBV_EVENT_QP_ACCESS_ERR:
+		case IBV_EVENT_COMM_EST:
+		case IBV_EVENT_SQ_DRAINED:
+		case IBV_EVENT_QP_LAST_WQE_REACHED:
+			async_event(v, &ev);
+			break;
+		default:
+			/* CQ overruns, port and device events: logged only
+			 * (docs/verbs.md, Not yet). */
+			ndk_info("verbs: %s: %s", v->dev_name,
+				 ibv_event_type_str(ev.event_type));
+			break;
+		}
+		ibv_ack_async_event(&ev);
+	}
 }
 
 int ndk_verbs_adapter_start(struct ndk_adapter *ad)
@@ -425,6 +501,8 @@ int ndk_verbs_adapter_start(struct ndk_adapter *ad)
 	ret = ndk_engine_add_fd(&ad->engine, &v->comp_io, EPOLLIN);
 	if (!ret)
 		ret = ndk_engine_add_fd(&ad->engine, &v->cm_io, EPOLLIN);
+	if (!ret)
+		ret = ndk_engine_add_fd(&ad->engine, &v->async_io, EPOLLIN);
 	if (!ret)
 		ret = ndk_vworker_start(&v->worker);
 	return ret;
@@ -438,6 +516,11 @@ void ndk_verbs_adapter_fini(struct ndk_adapter *ad)
 	if (!v)
 		return;
 	ndk_vworker_stop(&v->worker);
+	if (v->entry.next) {
+		ndk_lock(&verbs_adapters_lock);
+		list_del(&v->entry);
+		ndk_unlock(&verbs_adapters_lock);
+	}
 	if (v->cm)
 		rdma_destroy_event_channel(v->cm);
 	if (v->comp)

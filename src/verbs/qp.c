@@ -79,7 +79,8 @@ void ndk_vqp_flush(struct ndk_vqp *qp)
 	ndk_unlock(&qp->lock);
 }
 
-int ndk_vqp_bind(struct ndk_vqp *qp)
+int ndk_vqp_bind(struct ndk_vqp *qp, void (*fatal)(struct ndk_obj *conn),
+		 struct ndk_obj *conn)
 {
 	int ret;
 
@@ -89,6 +90,10 @@ int ndk_vqp_bind(struct ndk_vqp *qp)
 		ret = qp->flushed || !ndk_obj_is_open(&qp->obj)
 			      ? -EINVAL
 			      : vqp_set_state(qp, VQP_CONNECTING);
+		if (!ret) {
+			qp->fatal = fatal;
+			qp->fatal_conn = conn;
+		}
 		break;
 	case VQP_CONNECTING:
 	case VQP_CONNECTED:
@@ -107,6 +112,8 @@ void ndk_vqp_unbind(struct ndk_vqp *qp)
 	ndk_lock(&qp->lock);
 	if (ndk_vqp_state(qp) == VQP_CONNECTING)
 		vqp_set_state(qp, VQP_IDLE);
+	qp->fatal = NULL;
+	qp->fatal_conn = NULL;
 	ndk_unlock(&qp->lock);
 }
 
@@ -161,6 +168,8 @@ void ndk_vqp_ended(struct ndk_vqp *qp, bool flush)
 	ndk_lock(&qp->lock);
 	if (ndk_vqp_state(qp) != VQP_DISCONNECTED)
 		vqp_set_state(qp, VQP_DISCONNECTED);
+	qp->fatal = NULL;
+	qp->fatal_conn = NULL;
 	if (flush)
 		vqp_modify_err_locked(qp);
 	ndk_unlock(&qp->lock);
@@ -353,6 +362,53 @@ static NTSTATUS vqp_invalidate(NDK_QP *pNdkQp, PVOID RequestContext,
 	return STATUS_NOT_SUPPORTED;
 }
 
+/*
+ * The device found the QP broken (IBV_EVENT_QP_FATAL and friends: a
+ * Terminate sent or received, a remote access error): its connection is
+ * over, which the connector reports as a disconnect event. Engine
+ * thread; the event's reference is dropped here.
+ */
+static void vqp_fatal_work(struct ndk_work *w)
+{
+	struct ndk_vqp *qp = container_of(w, struct ndk_vqp, fatal_work);
+	void (*fatal)(struct ndk_obj * conn);
+	struct ndk_obj *conn;
+
+	ndk_lock(&qp->lock);
+	fatal = qp->fatal;
+	conn = qp->fatal_conn;
+	/* The connector clears the hook before it can go: a reference
+	 * taken under the lock keeps it. */
+	if (conn)
+		ndk_obj_get(conn);
+	ndk_unlock(&qp->lock);
+	if (fatal) {
+		fatal(conn);
+		ndk_obj_put(conn);
+	}
+	ndk_obj_put(&qp->obj);
+}
+
+/* Map lock held (verbs/wr.h): the device's event for this QP. */
+void ndk_vqp_async(void *owner, void *arg)
+{
+	struct ndk_vqp *qp = owner;
+	enum ibv_event_type type = *(enum ibv_event_type *)arg;
+
+	ndk_info("verbs: qp %p: %s", (void *)qp, ibv_event_type_str(type));
+	switch (type) {
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+		ndk_obj_get(&qp->obj);
+		if (!ndk_engine_post(qp->obj.domain->engine, &qp->fatal_work))
+			ndk_obj_put(&qp->obj); /* one is queued already */
+		break;
+	default:
+		break;
+	}
+}
+
 static VOID vqp_ndk_flush(NDK_QP *pNdkQp)
 {
 	ndk_vqp_flush(to_vqp(pNdkQp));
@@ -474,6 +530,7 @@ NTSTATUS ndk_verbs_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
 	if (!qp)
 		return STATUS_INSUFFICIENT_RESOURCES;
 	ndk_lock_init(&qp->lock, NDK_LOCK_QP);
+	ndk_work_init(&qp->fatal_work, vqp_fatal_work);
 	atomic_init(&qp->state, VQP_IDLE);
 	qp->vad = to_vad(ad);
 	qp->pd = pd;
@@ -508,7 +565,8 @@ NTSTATUS ndk_verbs_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
 	qp->max_inline = InlineDataSize;
 	ret = vqp_to_init(qp);
 	if (!ret)
-		ret = ndk_vqpmap_add(qp->vad->qps, &qp->sq, &qp->rq);
+		ret = ndk_vqpmap_add(qp->vad->qps, &qp->sq, &qp->rq, qp->qp,
+				     qp);
 	if (ret) {
 		status = ndk_verbs_errno_status(ret, NDK_VERBS_CREATE);
 		vqp_destroy(&qp->obj);

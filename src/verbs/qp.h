@@ -33,6 +33,10 @@ struct ndk_vqp {
 	_Atomic(enum ndk_vqp_state) state;
 	bool flushed; /* moved to the verbs error state */
 	bool mapped; /* its key is in the adapter's map */
+	/* The connector's handler of a broken QP, while it is bound. */
+	void (*fatal)(struct ndk_obj *conn);
+	struct ndk_obj *fatal_conn;
+	struct ndk_work fatal_work;
 
 	struct ndk_vwq sq, rq;
 	uint32_t max_send_sge, max_recv_sge, max_inline;
@@ -63,12 +67,15 @@ NTSTATUS ndk_verbs_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
  * attempt that never touched the QP. ib_ready: for IB and RoCE, the
  * QP's INIT attributes from the rdma_cm id, then RTR and RTS with the
  * effective read limits (iWARP: the kernel's iw_cm does it). connected:
- * CONNECTING -> CONNECTED. ended: the connection is over or failed
+ * CONNECTING -> CONNECTED. fatal is called (engine thread, a reference
+ * on conn held) when the device finds the QP broken, until unbind or
+ * ended. ended: the connection is over or failed
  * after the QP was made ready (-> DISCONNECTED); with flush the QP goes
  * to the verbs error state, so every outstanding request completes with
  * STATUS_CANCELLED.
  */
-int ndk_vqp_bind(struct ndk_vqp *qp);
+int ndk_vqp_bind(struct ndk_vqp *qp, void (*fatal)(struct ndk_obj *conn),
+		 struct ndk_obj *conn);
 void ndk_vqp_unbind(struct ndk_vqp *qp);
 int ndk_vqp_ib_ready(struct ndk_vqp *qp, struct rdma_cm_id *id, uint8_t ird,
 		     uint8_t ord);
@@ -76,5 +83,8 @@ void ndk_vqp_connected(struct ndk_vqp *qp);
 void ndk_vqp_ended(struct ndk_vqp *qp, bool flush);
 /* NdkFlush's work: the verbs error state. */
 void ndk_vqp_flush(struct ndk_vqp *qp);
+/* An asynchronous event of the QP (arg: its enum ibv_event_type), from
+ * ndk_vqpmap_with_ibv. */
+void ndk_vqp_async(void *owner, void *arg);
 
 #endif /* NDK_VERBS_QP_H */

@@ -55,6 +55,10 @@ struct ndk_vadapter {
 	struct ndk_io cm_io;
 	/* rdma_connect, which blocks on iWARP (verbs/worker.h). */
 	struct ndk_vworker worker;
+	/* The device context's asynchronous events (QP errors), which every
+	 * adapter on the context watches (device.c). */
+	struct ndk_io async_io;
+	struct list_head entry; /* in the process's list of adapters */
 };
 
 static inline struct ndk_vadapter *to_vad(const struct ndk_adapter *ad)

@@ -12,6 +12,8 @@
 struct ndk_vqpmap_entry {
 	uint32_t key; /* 0: free */
 	struct ndk_vwq *sq, *rq;
+	const void *ibv;
+	void *owner;
 };
 
 int ndk_vqpmap_init(struct ndk_vqpmap *m)
@@ -67,9 +69,12 @@ static int map_grow_locked(struct ndk_vqpmap *m)
 	return 0;
 }
 
-int ndk_vqpmap_add(struct ndk_vqpmap *m, struct ndk_vwq *sq, struct ndk_vwq *rq)
+int ndk_vqpmap_add(struct ndk_vqpmap *m, struct ndk_vwq *sq, struct ndk_vwq *rq,
+		   const void *ibv, void *owner)
 {
-	struct ndk_vqpmap_entry n = { .sq = sq, .rq = rq };
+	struct ndk_vqpmap_entry n = {
+		.sq = sq, .rq = rq, .ibv = ibv, .owner = owner
+	};
 	uint32_t i;
 
 	ndk_write_lock(&m->lock);
@@ -101,6 +106,24 @@ static struct ndk_vqpmap_entry *map_find(struct ndk_vqpmap *m, uint32_t key)
 		if (m->e[i].key == key)
 			return &m->e[i];
 	return NULL;
+}
+
+bool ndk_vqpmap_with_ibv(struct ndk_vqpmap *m, const void *ibv,
+			 void (*fn)(void *owner, void *arg), void *arg)
+{
+	bool found = false;
+	uint32_t i;
+
+	/* Asynchronous events are rare: a walk is enough. */
+	ndk_read_lock(&m->lock);
+	for (i = 0; i < m->cap && !found; i++) {
+		if (m->e[i].key && m->e[i].ibv == ibv) {
+			fn(m->e[i].owner, arg);
+			found = true;
+		}
+	}
+	ndk_rw_unlock(&m->lock);
+	return found;
 }
 
 void ndk_vqpmap_del(struct ndk_vqpmap *m, uint32_t key)

@@ -72,9 +72,16 @@ struct ndk_vqpmap {
 
 int ndk_vqpmap_init(struct ndk_vqpmap *m);
 void ndk_vqpmap_fini(struct ndk_vqpmap *m);
-/* Gives the QP's queues a key (sq->key, rq->key): 0 or -ENOMEM. */
-int ndk_vqpmap_add(struct ndk_vqpmap *m, struct ndk_vwq *sq,
-		   struct ndk_vwq *rq);
+/* Gives the QP's queues a key (sq->key, rq->key): 0 or -ENOMEM. ibv and
+ * owner are the device's QP and ours, for its asynchronous events. */
+int ndk_vqpmap_add(struct ndk_vqpmap *m, struct ndk_vwq *sq, struct ndk_vwq *rq,
+		   const void *ibv, void *owner);
+/*
+ * Calls fn(owner, arg) for the QP whose device QP is ibv, under the map's
+ * lock (the owner cannot go meanwhile); false if it is not in the map.
+ */
+bool ndk_vqpmap_with_ibv(struct ndk_vqpmap *m, const void *ibv,
+			 void (*fn)(void *owner, void *arg), void *arg);
 /* Once this returns, no poller looks at the queues any more. */
 void ndk_vqpmap_del(struct ndk_vqpmap *m, uint32_t key);
 

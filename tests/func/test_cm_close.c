@@ -222,7 +222,13 @@ static void test_close_while_disconnecting(void **state)
 	assert_int_equal(c->Dispatch->NdkDisconnect(c, cm_req_done, &d),
 			 STATUS_PENDING);
 	cm_close_connector(c);
-	assert_int_equal(cm_req_wait(&d, 2000), STATUS_CANCELLED);
+	/* An iWARP device's kernel answers the FIN itself: the disconnect
+	 * may be over before the close (docs/verbs.md, Disconnect). */
+	if (cm_provider_is(&cli, "software"))
+		assert_int_equal(cm_req_wait(&d, 2000), STATUS_CANCELLED);
+	else
+		assert_true(cm_req_wait(&d, 2000) == STATUS_CANCELLED ||
+			    cm_req_wait(&d, 0) == STATUS_SUCCESS);
 	cm_close_connector(in);
 	cm_listener_close(&l);
 }

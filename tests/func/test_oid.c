@@ -355,8 +355,11 @@ static void test_one_process(void **state)
 			 STATUS_PENDING);
 	in = accept_next(&h, &l, &acc);
 	assert_int_equal(cm_req_wait(&r, 10000), STATUS_SUCCESS);
-	/* Not listed before it is established. */
-	assert_int_equal(connections(v, 16), 0);
+	/* Not listed before it is established (an iWARP device's kernel
+	 * CM establishes the passive side with its MPA Reply already:
+	 * docs/verbs.md, Connection management). */
+	if (cm_provider_is(&h, "software"))
+		assert_int_equal(connections(v, 16), 0);
 	assert_int_equal(
 		c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL),
 		STATUS_SUCCESS);
