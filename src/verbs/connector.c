@@ -231,8 +231,30 @@ static void vconn_set_state_at(struct ndk_vconn *c, enum vconn_state to,
 /* ------------------------------------------------------------------ */
 /* The id, the QP and the timer, c->lock held                         */
 
+struct vconn_destroy_job {
+	struct ndk_vjob job;
+	struct rdma_cm_id *id;
+};
+
+static void vconn_destroy_job_fn(struct ndk_vjob *job)
+{
+	struct vconn_destroy_job *d =
+		container_of(job, struct vconn_destroy_job, job);
+
+	if (rdma_destroy_id(d->id))
+		ndk_warn("verbs: rdma_destroy_id failed (%d)", errno);
+	free(d);
+}
+
+/*
+ * The id goes on the worker: siw's destroy of an id still connecting
+ * waits for its MPA timer, which must hold neither the engine nor the
+ * consumer. Its events from now on find no context and are dropped.
+ */
 static void vconn_destroy_id(struct ndk_vconn *c)
 {
+	struct vconn_destroy_job *d;
+
 	NDK_ASSERT_LOCKED(&c->lock);
 	if (!c->id)
 		return;
@@ -243,9 +265,15 @@ static void vconn_destroy_id(struct ndk_vconn *c)
 		c->id = NULL;
 		return;
 	}
-	if (rdma_destroy_id(c->id))
+	d = malloc(sizeof(*d));
+	if (d) {
+		d->id = c->id;
+		ndk_vworker_post(&vconn_vad(c)->worker, &d->job,
+				 vconn_destroy_job_fn);
+	} else if (rdma_destroy_id(c->id)) {
 		ndk_warn("verbs: connector %p: rdma_destroy_id failed (%d)",
 			 (void *)c, errno);
+	}
 	c->id = NULL;
 }
 
@@ -253,10 +281,9 @@ static void vconn_destroy_id(struct ndk_vconn *c)
 static void vconn_qp_failed(struct ndk_vconn *c)
 {
 	NDK_ASSERT_LOCKED(&c->lock);
-	if (!c->qp)
-		return;
-	if (ndk_vqp_state(c->qp) == VQP_CONNECTING && !c->passive &&
-	    c->state != VCONN_REPLIED)
+	if (!c->qp || ndk_vqp_state(c->qp) != VQP_CONNECTING)
+		return; /* released already, or never bound */
+	if (!c->passive && c->state != VCONN_REPLIED)
 		ndk_vqp_unbind(c->qp); /* untouched: may connect again */
 	else
 		ndk_vqp_ended(c->qp, true);
@@ -650,7 +677,8 @@ static NTSTATUS vconn_start(struct ndk_vconn *c, struct ndk_vqp *qp,
 	c->qp = qp;
 	c->req_ird = vconn_cap(ird, ad->info.MaxInboundReadLimit);
 	c->req_ord = vconn_cap(ord, ad->info.MaxOutboundReadLimit);
-	memcpy(c->pd, pd, pd_len);
+	if (pd_len)
+		memcpy(c->pd, pd, pd_len);
 	c->pd_len = (uint16_t)pd_len;
 	if (rdma_create_id(vconn_vad(c)->cm, &c->id, &c->ref, RDMA_PS_TCP)) {
 		ndk_info("verbs: connector %p: rdma_create_id: %s", (void *)c,

@@ -288,11 +288,21 @@ peer_leaves:
 	cm_close_connector(c);
 	assert_int_equal(cm_req_wait(&r, 5000), STATUS_CANCELLED);
 	tu_sleep_ms(50);
-	assert_int_equal(in->Dispatch->NdkReject(in, NULL, 0),
-			 STATUS_CONNECTION_ABORTED);
-	assert_int_equal(in->Dispatch->NdkAcceptEx(in, cm_qp(&srv), 4, 4, NULL,
-						   0, NULL, NULL, NULL, NULL),
-			 STATUS_CONNECTION_ABORTED);
+	if (cm_provider_is(&srv, "software")) {
+		assert_int_equal(in->Dispatch->NdkReject(in, NULL, 0),
+				 STATUS_CONNECTION_ABORTED);
+		assert_int_equal(in->Dispatch->NdkAcceptEx(in, cm_qp(&srv), 4,
+							   4, NULL, 0, NULL,
+							   NULL, NULL, NULL),
+				 STATUS_CONNECTION_ABORTED);
+	} else {
+		/* siw learns that the initiator left only when it answers
+		 * (docs/verbs.md, Connection management). */
+		NTSTATUS st = in->Dispatch->NdkReject(in, NULL, 0);
+
+		assert_true(st == STATUS_CONNECTION_ABORTED ||
+			    st == STATUS_SUCCESS);
+	}
 	cm_close_connector(in);
 	cm_listener_close(&l);
 }
@@ -620,6 +630,10 @@ static void test_insufficient_resources(void **state)
 	/* TSan does not support threads started after fork(). */
 	skip();
 #endif
+	/* A forked child shares rdma-core's open contexts (docs/verbs.md,
+	 * Processes); and descriptors are the software provider's limit. */
+	cm_require(cm_provider_is(&cli, "software"),
+		   "adapters in a forked child");
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
