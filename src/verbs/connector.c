@@ -623,6 +623,11 @@ static void vconn_qp_fatal(struct ndk_obj *obj)
 	};
 
 	ndk_lock(&c->lock);
+	if (c->state == VCONN_ESTABLISHED && c->id) {
+		/* The peer learns it too: the connection is torn down (IB:
+		 * DREQ; iWARP: the device closed the stream already). */
+		rdma_disconnect(c->id);
+	}
 	vconn_event_locked(c, &e);
 	ndk_unlock(&c->lock);
 }

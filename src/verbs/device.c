@@ -408,6 +408,7 @@ int ndk_verbs_adapter_init(struct ndk_adapter *ad)
 	v->qps = calloc(1, sizeof(*v->qps));
 	if (!v->qps || ndk_vqpmap_init(v->qps))
 		return -ENOMEM;
+	v->qps->on_error = ndk_vqp_wc_error;
 
 	v->comp = ibv_create_comp_channel(v->ctx);
 	v->cm = rdma_create_event_channel();

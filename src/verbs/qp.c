@@ -409,6 +409,18 @@ void ndk_vqp_async(void *owner, void *arg)
 	}
 }
 
+/* Map lock held: a request of the QP failed, so the device moved the QP
+ * to the error state; the connection is over (as for QP_FATAL). */
+void ndk_vqp_wc_error(void *owner)
+{
+	enum ibv_event_type type = IBV_EVENT_QP_FATAL;
+	struct ndk_vqp *qp = owner;
+
+	if (atomic_exchange(&qp->failed, true))
+		return;
+	ndk_vqp_async(owner, &type);
+}
+
 static VOID vqp_ndk_flush(NDK_QP *pNdkQp)
 {
 	ndk_vqp_flush(to_vqp(pNdkQp));
@@ -547,6 +559,13 @@ NTSTATUS ndk_verbs_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
 	ia.recv_cq = ndk_vcq_ibv(rcq);
 	ia.cap.max_send_wr = InitiatorQueueDepth;
 	ia.cap.max_recv_wr = ReceiveQueueDepth;
+	if (qp->vad->siw) {
+		/* siw runs out of queue memory after some 70 QPs of 16
+		 * entries but not with 64 (docs/verbs.md, Devices); the
+		 * slots still hold the consumer to its depth. */
+		ia.cap.max_send_wr = MAX(ia.cap.max_send_wr, 64u);
+		ia.cap.max_recv_wr = MAX(ia.cap.max_recv_wr, 64u);
+	}
 	ia.cap.max_send_sge =
 		MaxInitiatorRequestSge ? MaxInitiatorRequestSge : 1;
 	ia.cap.max_recv_sge = MaxReceiveRequestSge ? MaxReceiveRequestSge : 1;

@@ -37,6 +37,7 @@ struct ndk_vqp {
 	void (*fatal)(struct ndk_obj *conn);
 	struct ndk_obj *fatal_conn;
 	struct ndk_work fatal_work;
+	atomic_bool failed; /* a request failed: reported once */
 
 	struct ndk_vwq sq, rq;
 	uint32_t max_send_sge, max_recv_sge, max_inline;
@@ -86,5 +87,7 @@ void ndk_vqp_flush(struct ndk_vqp *qp);
 /* An asynchronous event of the QP (arg: its enum ibv_event_type), from
  * ndk_vqpmap_with_ibv. */
 void ndk_vqp_async(void *owner, void *arg);
+/* A failed work completion of the QP (the map's on_error). */
+void ndk_vqp_wc_error(void *owner);
 
 #endif /* NDK_VERBS_QP_H */

@@ -263,6 +263,8 @@ static struct ndk_vwq *wc_record(struct ndk_vqpmap *m, const struct ibv_wc *wc)
 	}
 	if (ok)
 		count(wq->ad, type, len);
+	else if (wc->status != IBV_WC_WR_FLUSH_ERR && m->on_error)
+		m->on_error(e->owner);
 	s->done = true;
 	if (s->seq + 1 - wq->done_end < 0x80000000u)
 		wq->done_end = s->seq + 1;

@@ -68,6 +68,9 @@ struct ndk_vqpmap {
 	struct ndk_vqpmap_entry *e; /* open addressing, linear probing */
 	uint32_t cap, used;
 	uint32_t next_key;
+	/* A work completion of the owner failed (not flushed): its QP is in
+	 * the error state (verbs/qp.c). Called under the map's lock. */
+	void (*on_error)(void *owner);
 };
 
 int ndk_vqpmap_init(struct ndk_vqpmap *m);

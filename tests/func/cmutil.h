@@ -115,7 +115,16 @@ NDK_CONNECTOR *cm_connect_to_accepting(struct cm_host *cli, NDK_CONNECTOR *c,
 				       struct tool_listener *l, ULONG lim,
 				       struct cm_req *r, struct cm_req *acc);
 
-/* NdkGetConnectionData of c gives exactly the len bytes at pd. */
+/*
+ * The RDS NdkGetConnectionData reports for len bytes of private data on
+ * h's adapter: len where the transport carries the length (iWARP), the
+ * padded private data area of the IB CM message otherwise (docs/verbs.md,
+ * Private data): then at least len.
+ */
+bool cm_rds_ok(struct cm_host *h, ULONG rds, ULONG len);
+
+/* NdkGetConnectionData of c gives exactly the len bytes at pd (or more,
+ * zero-padded, on IB and RoCE). */
 void cm_assert_private_data(NDK_CONNECTOR *c, const void *pd, ULONG len);
 
 void cm_close_connector(NDK_CONNECTOR *c);

@@ -156,7 +156,8 @@ static void test_reject_with_data(void **state)
 	NDK_QP *qp = cm_qp(&cli);
 	NDK_CONNECTOR *c = cm_connector(&cli), *in;
 	struct cm_req r;
-	char buf[64];
+	/* IB and RoCE report the whole 148-byte reject area. */
+	char buf[256];
 	ULONG len, ird = 99, ord = 99;
 
 	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
@@ -179,7 +180,7 @@ static void test_reject_with_data(void **state)
 	assert_int_equal(
 		c->Dispatch->NdkGetConnectionData(c, &ird, &ord, NULL, &len),
 		STATUS_SUCCESS);
-	assert_int_equal(len, 7);
+	assert_true(cm_rds_ok(&cli, len, 7));
 	len = sizeof(buf);
 	assert_int_equal(
 		c->Dispatch->NdkGetConnectionData(c, NULL, NULL, buf, &len),
@@ -317,6 +318,9 @@ static void test_timeouts(void **state)
 	struct sockaddr_in raw_addr = cm_lo4(0);
 	socklen_t alen = sizeof(raw_addr);
 
+	/* A TCP listener stands for a peer: iWARP only (docs/verbs.md). */
+	cm_require(cli.info.RdmaTechnology == NdkiWarp,
+		   "a TCP peer (IB and RoCE connect over the IB CM)");
 	setenv("NDK_CM_TIMEOUT_MS", "300", 1);
 	/* IO_TIMEOUT: the peer accepts TCP but never answers the Request. */
 	raw = socket(AF_INET, SOCK_STREAM, 0);
@@ -672,17 +676,24 @@ static void test_many_at_once(void **state)
 {
 	enum { N = 200 };
 	struct sockaddr_in any = cm_lo4(0);
-	struct tool_listener l;
+	static struct tool_listener l;
 	static NDK_CONNECTOR *c[N];
+	static NDK_QP *aqp[N], *pqp[N];
 	static struct cm_req r[N];
 	int i, accepted = 0;
 
+	/* Every QP first: a device short of queue memory skips here, before
+	 * anything could call back (docs/verbs.md, Devices). */
+	for (i = 0; i < N; i++) {
+		aqp[i] = cm_qp(&cli);
+		pqp[i] = cm_qp(&srv);
+	}
 	setenv("NDK_LISTEN_BACKLOG", "1000", 1);
 	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
 	for (i = 0; i < N; i++) {
 		c[i] = cm_connector(&cli);
-		assert_int_equal(cm_connect(c[i], cm_qp(&cli),
+		assert_int_equal(cm_connect(c[i], aqp[i],
 					    (struct sockaddr *)&l.addr, 1, 1,
 					    NULL, 0, &r[i]),
 				 STATUS_PENDING);
@@ -691,8 +702,8 @@ static void test_many_at_once(void **state)
 		NDK_CONNECTOR *in = cm_next_incoming(&l, 10000);
 
 		assert_non_null(in);
-		assert_int_equal(in->Dispatch->NdkAccept(in, cm_qp(&srv), 1, 1,
-							 NULL, 0, NULL, NULL,
+		assert_int_equal(in->Dispatch->NdkAccept(in, pqp[accepted], 1,
+							 1, NULL, 0, NULL, NULL,
 							 NULL, NULL),
 				 STATUS_PENDING);
 		accepted++;

@@ -35,6 +35,10 @@ static void test_send_receive_sizes(void **state)
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		size_t n = sizes[i];
 		NDK_SGE rs = sge(P.buf, P.len, P.ltok);
+
+		/* rxe: 8 MiB messages at most. */
+		if (n > cli.info.MaxTransferLength)
+			continue;
 		NDK_SGE ss = sge(A.buf, n, A.ltok);
 		NDK_RESULT_EX res[2];
 
@@ -268,6 +272,9 @@ static void test_write_and_read(void **state)
 		NDK_SGE s = sge(A.buf, n, A.ltok);
 		NDK_RESULT_EX res[1];
 
+		/* rxe: 8 MiB messages at most. */
+		if (n > cli.info.MaxTransferLength)
+			continue;
 		/* Write A -> P at offset 8, P does not call in. */
 		fill(A.buf, n, (unsigned int)i + 50);
 		memset(t, 0x11, n + 16);
@@ -354,7 +361,13 @@ static void test_send_overflows_receive(void **state)
 	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, NULL, &ss, 1, 0),
 			 STATUS_SUCCESS);
 	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
-	assert_int_equal(res[0].Status, STATUS_BUFFER_OVERFLOW);
+	/* rxe reports a local QP operation error for it (docs/verbs.md,
+	 * Statuses). */
+	if (cli.info.VendorId == 0xffffff)
+		assert_true(res[0].Status == STATUS_BUFFER_OVERFLOW ||
+			    res[0].Status == STATUS_INVALID_DEVICE_REQUEST);
+	else
+		assert_int_equal(res[0].Status, STATUS_BUFFER_OVERFLOW);
 	assert_ptr_equal(res[0].RequestContext, (PVOID)5);
 	/* Nothing was written past the receive buffer. */
 	assert_int_equal(P.buf[100], 0x77);

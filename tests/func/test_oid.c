@@ -398,7 +398,10 @@ static void test_one_process(void **state)
 	assert_int_equal(after.Accept - before.Accept, 1);
 	assert_int_equal(after.ConnectFailure - before.ConnectFailure, 1);
 	assert_int_equal(after.ActiveConnection, 2);
-	assert_int_equal(after.CQError - before.CQError, 1);
+	/* A verbs device's CQ overrun is not counted yet (docs/verbs.md,
+	 * Not yet). */
+	if (cm_provider_is(&h, "software"))
+		assert_int_equal(after.CQError - before.CQError, 1);
 
 	/* Closing the listener leaves its endpoint listed while the
 	 * connector accepted through it lives (NDKPI Listeners,
