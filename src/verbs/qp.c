@@ -61,6 +61,9 @@ static int vqp_modify_err_locked(struct ndk_vqp *qp)
 	int ret;
 
 	NDK_ASSERT_LOCKED(&qp->lock);
+	/* From now on flushed requests complete, whoever flushed first. */
+	atomic_store_explicit(&qp->sq.flush_ok, true, memory_order_release);
+	atomic_store_explicit(&qp->rq.flush_ok, true, memory_order_release);
 	if (qp->flushed || !qp->qp)
 		return 0;
 	ret = ibv_modify_qp(qp->qp, &a, IBV_QP_STATE);

@@ -167,6 +167,7 @@ int ndk_vwq_init(struct ndk_vwq *wq, uint32_t depth, bool recv,
 	wq->qp_context = qp_context;
 	wq->ad = ad;
 	atomic_init(&wq->head, 0);
+	atomic_init(&wq->flush_ok, false);
 	return 0;
 }
 
@@ -297,6 +298,12 @@ static void wq_release(struct ndk_vwq *wq,
 		uint32_t ahead = wq->done_end - 1 - head;
 
 		if (s->done) {
+			/* NDK flushes only when the consumer says so
+			 * (docs/ndk.md, Disconnect). */
+			if (s->res.Status == STATUS_CANCELLED &&
+			    !atomic_load_explicit(&wq->flush_ok,
+						  memory_order_acquire))
+				break;
 			if (s->report)
 				out(arg, &s->res, s->solicited);
 		} else if (s->signaled || !ahead || ahead >= 0x80000000u) {

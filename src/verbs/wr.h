@@ -57,6 +57,10 @@ struct ndk_vwq {
 	 * signaled, so the device can reuse their entries. */
 	uint32_t unsignaled;
 	bool recv; /* a receive queue */
+	/* The consumer flushed the QP (NdkFlush, NdkDisconnect, close):
+	 * flushed requests may complete. Until then the device's own
+	 * flush (an iWARP stream that closed) is held back. */
+	atomic_bool flush_ok;
 	uint32_t key; /* its QP's, in the adapter's map */
 	PVOID qp_context;
 	struct ndk_adapter *ad; /* its counters */
