@@ -264,3 +264,93 @@ const char *nvme_status_name(uint16_t status)
 		return "other status";
 	}
 }
+
+void nvme_identify_cmd(struct nvme_sqe *c, uint8_t cns, uint32_t nsid)
+{
+	memset(c, 0, sizeof(*c));
+	c->opcode = NVME_ADMIN_IDENTIFY;
+	c->nsid = nsid;
+	c->cdw[0] = cns;
+}
+
+void nvme_set_features_cmd(struct nvme_sqe *c, uint8_t fid, uint32_t cdw11)
+{
+	memset(c, 0, sizeof(*c));
+	c->opcode = NVME_ADMIN_SET_FEATURES;
+	c->cdw[0] = fid;
+	c->cdw[1] = cdw11;
+}
+
+void nvme_keep_alive_cmd(struct nvme_sqe *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->opcode = NVME_ADMIN_KEEP_ALIVE;
+}
+
+void nvme_rw_cmd(struct nvme_sqe *c, bool write, uint32_t nsid, uint64_t slba,
+		 uint32_t nblocks)
+{
+	memset(c, 0, sizeof(*c));
+	c->opcode = write ? NVME_IO_WRITE : NVME_IO_READ;
+	c->nsid = nsid;
+	c->cdw[0] = (uint32_t)slba;
+	c->cdw[1] = (uint32_t)(slba >> 32);
+	c->cdw[2] = (nblocks - 1) & 0xffff;
+}
+
+/* Identify strings are ASCII padded with spaces. */
+static void id_string(char *out, const uint8_t *in, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		out[i] = in[i] >= 0x20 && in[i] < 0x7f ? (char)in[i] : '?';
+	while (len && out[len - 1] == ' ')
+		len--;
+	out[len] = 0;
+}
+
+/* Identify Controller: 0 VID, 4 SN, 24 MN, 64 FR, 77 MDTS, 78 CNTLID,
+ * 80 VER, 320 KAS, 512 SQES, 513 CQES, 514 MAXCMD, 516 NN, 536 SGLS,
+ * 768 SUBNQN, 1792 IOCCSZ, 1796 IORCSZ, 1800 ICDOFF, 1803 MSDBD. */
+void nvme_id_ctrl_decode(const uint8_t in[NVME_IDENTIFY_SIZE],
+			 struct nvme_id_ctrl_info *id)
+{
+	memset(id, 0, sizeof(*id));
+	id->vid = nvme_get16(in);
+	id_string(id->sn, in + 4, 20);
+	id_string(id->mn, in + 24, 40);
+	id_string(id->fr, in + 64, 8);
+	id->mdts = in[77];
+	id->cntlid = nvme_get16(in + 78);
+	id->ver = nvme_get32(in + 80);
+	id->kas = nvme_get16(in + 320);
+	id->sqes = in[512];
+	id->cqes = in[513];
+	id->maxcmd = nvme_get16(in + 514);
+	id->nn = nvme_get32(in + 516);
+	id->sgls = nvme_get32(in + 536);
+	memcpy(id->subnqn, in + 768, NVME_NQN_SIZE - 1);
+	id->ioccsz = nvme_get32(in + 1792);
+	id->iorcsz = nvme_get32(in + 1796);
+	id->icdoff = nvme_get16(in + 1800);
+	id->msdbd = in[1803];
+}
+
+/* Identify Namespace: 0 NSZE, 8 NCAP, 16 NUSE, 25 NLBAF, 26 FLBAS, 128
+ * the LBA formats (4 bytes each: MS, LBADS, RP). */
+void nvme_id_ns_decode(const uint8_t in[NVME_IDENTIFY_SIZE],
+		       struct nvme_id_ns_info *ns)
+{
+	const uint8_t *lbaf;
+
+	memset(ns, 0, sizeof(*ns));
+	ns->nsze = nvme_get64(in);
+	ns->ncap = nvme_get64(in + 8);
+	ns->nuse = nvme_get64(in + 16);
+	ns->nlbaf = in[25];
+	ns->flbas = in[26];
+	lbaf = in + 128 + 4 * (ns->flbas & 0xf);
+	ns->ms = nvme_get16(lbaf);
+	ns->lba_shift = lbaf[2];
+}

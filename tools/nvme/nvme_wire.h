@@ -255,4 +255,52 @@ bool nvme_rdma_cm_rej_decode(const uint8_t *in, size_t len, uint16_t *status);
 /* "Invalid Field in Command" and friends, for messages. */
 const char *nvme_status_name(uint16_t status);
 
+/*
+ * Host-side helpers (ndknvme): the admin and I/O commands a host builds,
+ * and the Identify fields it reads. command_id stays 0: the queue that
+ * sends the command assigns it.
+ */
+void nvme_identify_cmd(struct nvme_sqe *c, uint8_t cns, uint32_t nsid);
+/* CDW10 = feature id, CDW11 = value (Number of Queues: NCQR << 16 | NSQR,
+ * both 0's based). */
+void nvme_set_features_cmd(struct nvme_sqe *c, uint8_t fid, uint32_t cdw11);
+void nvme_keep_alive_cmd(struct nvme_sqe *c);
+/* Read or Write of nblocks (1 or more) from slba: CDW10-11 SLBA, CDW12
+ * NLB 0's based. */
+void nvme_rw_cmd(struct nvme_sqe *c, bool write, uint32_t nsid, uint64_t slba,
+		 uint32_t nblocks);
+
+/* Identify Controller (CNS 1), the fields a host uses; strings trimmed. */
+struct nvme_id_ctrl_info {
+	uint16_t vid;
+	char sn[21];
+	char mn[41];
+	char fr[9];
+	uint8_t mdts; /* 2^mdts minimum pages; 0: no limit */
+	uint16_t cntlid;
+	uint32_t ver;
+	uint16_t kas; /* keep alive granularity, 100 ms units */
+	uint8_t sqes, cqes;
+	uint16_t maxcmd;
+	uint32_t nn;
+	uint32_t sgls;
+	char subnqn[NVME_NQN_SIZE];
+	uint32_t ioccsz; /* command capsule size, 16-byte units */
+	uint32_t iorcsz;
+	uint16_t icdoff;
+	uint8_t msdbd;
+};
+void nvme_id_ctrl_decode(const uint8_t in[NVME_IDENTIFY_SIZE],
+			 struct nvme_id_ctrl_info *id);
+
+/* Identify Namespace (CNS 0): size and the LBA format in use. */
+struct nvme_id_ns_info {
+	uint64_t nsze, ncap, nuse;
+	uint8_t nlbaf, flbas;
+	uint8_t lba_shift; /* LBADS of format flbas & 0xf */
+	uint16_t ms; /* metadata bytes per block */
+};
+void nvme_id_ns_decode(const uint8_t in[NVME_IDENTIFY_SIZE],
+		       struct nvme_id_ns_info *ns);
+
 #endif
