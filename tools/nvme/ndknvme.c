@@ -786,7 +786,7 @@ static int cmd_id(struct cli *cli)
 	struct nh_ctrl *c = &cli->ctrl;
 	const struct nvme_id_ctrl_info *id = &c->id;
 	uint64_t bytes = c->ns.nsze * c->lba_size;
-	char a[80];
+	char a[80], mdts[32];
 
 	printf("%s: controller %u at %s: model \"%s\", serial \"%s\", firmware \"%s\", NVMe %u.%u.%u\n",
 	       prog, c->cntlid,
@@ -798,8 +798,13 @@ static int cmd_id(struct cli *cli)
 	       prog, id->subnqn, id->nn, c->cap,
 	       (unsigned int)(c->cap & 0xffff) + 1,
 	       (unsigned int)((c->cap >> 24) & 0xff) * 500);
+	if (id->mdts)
+		snprintf(mdts, sizeof(mdts), "%zu bytes",
+			 (size_t)4096 << ((c->cap >> 48) & 0xf) << id->mdts);
+	else
+		snprintf(mdts, sizeof(mdts), "no limit");
 	printf("%s: MDTS %u (%s), IOCCSZ %u (%u bytes in-capsule), IORCSZ %u, SGLS 0x%x, MSDBD %u, KAS %u, MAXCMD %u\n",
-	       prog, id->mdts, id->mdts ? "" : "no limit", id->ioccsz,
+	       prog, id->mdts, mdts, id->ioccsz,
 	       id->ioccsz * 16 > 64 ? id->ioccsz * 16 - 64 : 0, id->iorcsz,
 	       id->sgls, id->msdbd, id->kas, id->maxcmd);
 	printf("%s: namespace %u: %" PRIu64 " blocks of %u bytes (%" PRIu64

@@ -30,6 +30,7 @@
 #define NH_CC_SHN_NORMAL (1u << 14)
 #define NH_CSTS_CFS	 0x2u
 #define NH_CSTS_SHST	 (0x3u << 2)
+#define NH_SC_MORE	 0x2000
 
 static uint64_t now_ms(void)
 {
@@ -71,12 +72,15 @@ const char *nh_status_str(int status, char *buf, size_t len)
 		return "could not be posted";
 	}
 	name = nvme_status_name((uint16_t)status);
+	/* Bit 13 is More (an error log entry exists), 14 Do Not Retry. */
 	if (!strcmp(name, "other status"))
-		snprintf(buf, len, "0x%x (SCT %u SC 0x%02x%s)", status,
+		snprintf(buf, len, "0x%x (SCT %u SC 0x%02x%s%s)", status,
 			 (status >> 8) & 0x7, status & 0xff,
+			 status & NH_SC_MORE ? ", More" : "",
 			 status & NVME_SC_DNR ? ", DNR" : "");
 	else
-		snprintf(buf, len, "0x%x (%s%s)", status, name,
+		snprintf(buf, len, "0x%x (%s%s%s)", status, name,
+			 status & NH_SC_MORE ? ", More" : "",
 			 status & NVME_SC_DNR ? ", DNR" : "");
 	return buf;
 }
