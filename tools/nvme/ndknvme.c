@@ -1136,7 +1136,12 @@ int main(int argc, char **argv)
 	else
 		rc = cmd_badcmd(&cli);
 	if (c->failed) {
-		/* Every command outstanding at the failure has ended. */
+		/* Every command outstanding at the failure ends: a response
+		 * that was on its way, or an error once the queues are
+		 * flushed. */
+		if (!nh_drain(c))
+			printf("%s: %u commands never ended\n", prog,
+			       nh_busy(c));
 		printf("%s: lost: %u commands outstanding, %lu ended with an error, %lu completed (%s)\n",
 		       prog, c->outstanding_at_failure, c->after_fail_errors,
 		       c->after_fail_ok, c->why);

@@ -111,6 +111,8 @@ static VOID nh_on_disconnect(PVOID ctx, ULONG reason)
 	struct nh_queue *q = ctx;
 
 	atomic_store(&q->disc_reason, reason);
+	atomic_store(&q->disc_order,
+		     atomic_fetch_add(&q->ctrl->disc_count, 1) + 1);
 	atomic_store(&q->disconnected, true);
 	nh_wake(q->ctrl);
 }
@@ -561,20 +563,43 @@ static void drain_dead(struct nh_ctrl *c, uint64_t now)
 	}
 }
 
+/* ProviderDisconnectReason in words (docs/ndk.md, Disconnect). */
+static const char *disconnect_reason(NTSTATUS reason)
+{
+	switch (reason) {
+	case STATUS_SUCCESS:
+		return "the controller closed the connection";
+	case STATUS_CONNECTION_RESET:
+		return "the connection was reset";
+	case STATUS_CONNECTION_ABORTED:
+		return "the connection ended with a Terminate";
+	case STATUS_IO_TIMEOUT:
+		return "the controller stopped answering";
+	default:
+		return NdkStatusName(reason);
+	}
+}
+
 static void housekeeping(struct nh_ctrl *c)
 {
 	uint64_t ns = tool_now_ns(), now = ns / 1000000u;
+	struct nh_queue *lost = NULL;
 	unsigned int i;
 
+	/* The queue whose connection ended first names the failure. */
 	for (i = 0; !c->failed && i < queue_count(c); i++) {
 		struct nh_queue *q = queue_at(c, i);
+		unsigned int order = atomic_load(&q->disc_order);
 
-		if (atomic_load(&q->disconnected) && !q->closing)
-			nh_fail(c, "queue %u: the connection ended (%s)",
-				q->qid,
-				NdkStatusName((NTSTATUS)atomic_load(
-					&q->disc_reason)));
+		if (!order || q->closing)
+			continue;
+		if (!lost || order < atomic_load(&lost->disc_order))
+			lost = q;
 	}
+	if (lost)
+		nh_fail(c, "queue %u: %s", lost->qid,
+			disconnect_reason(
+				(NTSTATUS)atomic_load(&lost->disc_reason)));
 	if (atomic_load(&c->cq_errors))
 		nh_fail(c, "a completion queue overflowed");
 	if (now >= c->next_check) {
@@ -636,6 +661,16 @@ unsigned int nh_poll(struct nh_ctrl *c, unsigned int wait_ms)
 		pthread_mutex_unlock(&c->lock);
 	}
 	return (unsigned int)(c->completed - done0);
+}
+
+bool nh_drain(struct nh_ctrl *c)
+{
+	uint64_t until =
+		now_ms() + (uint64_t)c->o.cmd_timeout_ms + 2 * NH_DRAIN_MS;
+
+	while (nh_busy(c) && now_ms() < until)
+		nh_poll(c, 100);
+	return !nh_busy(c);
 }
 
 /* ------------------------------------------------------------------ */
@@ -770,6 +805,7 @@ static void queue_init(struct nh_ctrl *c, struct nh_queue *q, uint16_t qid,
 	memset(q, 0, sizeof(*q));
 	atomic_init(&q->disconnected, false);
 	atomic_init(&q->disc_reason, 0);
+	atomic_init(&q->disc_order, 0);
 	q->ctrl = c;
 	q->qid = qid;
 	q->size = size;
@@ -1224,6 +1260,7 @@ int nh_connect(struct nh_ctrl *c)
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	atomic_init(&c->cq_errors, 0);
+	atomic_init(&c->disc_count, 0);
 	if (!ifindex) {
 		fprintf(stderr, "%s: no interface owns %s\n", tool_prog,
 			tool_addr_str((const struct sockaddr *)&o->src, abuf,
@@ -1266,9 +1303,7 @@ void nh_disconnect(struct nh_ctrl *c)
 	unsigned int i;
 
 	/* Let what is in flight (a Keep Alive) finish. */
-	until = now_ms() + 2 * (uint64_t)c->o.cmd_timeout_ms;
-	while (nh_busy(c) && now_ms() < until)
-		nh_poll(c, 100);
+	nh_drain(c);
 	c->ka_next = 0;
 	for (i = 0; c->io && i < c->nio; i++)
 		queue_close(c, &c->io[i], !c->failed);

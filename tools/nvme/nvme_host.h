@@ -107,6 +107,7 @@ struct nh_queue {
 	uint64_t dead_since;
 	atomic_bool disconnected; /* set by the disconnect event */
 	atomic_ulong disc_reason;
+	atomic_uint disc_order; /* 1 for the first queue to go, 2 ... */
 	ULONG ird, ord; /* as negotiated */
 };
 
@@ -140,6 +141,7 @@ struct nh_ctrl {
 	pthread_cond_t cond;
 	unsigned long gen;
 	atomic_uint cq_errors;
+	atomic_uint disc_count;
 	/* What the controller said. */
 	uint16_t cntlid;
 	uint64_t cap;
@@ -197,6 +199,9 @@ int nh_exec(struct nh_queue *q, const struct nvme_sqe *cmd, void *buf,
 	    size_t len, bool to_ctrl, struct nvme_cqe *cqe);
 /* Commands in flight on every queue. */
 unsigned int nh_busy(const struct nh_ctrl *c);
+/* Polls until no command is in flight (a failed controller's end within
+ * the command timeout plus the flush's bound); false if some still are. */
+bool nh_drain(struct nh_ctrl *c);
 
 /* Marks the controller failed and flushes every queue. */
 void nh_fail(struct nh_ctrl *c, const char *fmt, ...)
