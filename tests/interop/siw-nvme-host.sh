@@ -7,17 +7,17 @@
 # memory-backed null_blk namespace (1 GiB of 512-byte blocks) on three
 # ports, each forwarded from the host:
 #
-#   4420 (host 14420)  id; write + verify of a pattern over several ranges
+#   4420 (host 24420)  id; write + verify of a pattern over several ranges
 #                      with 2 and 3 I/O queues, both memory modes
 #                      (fast-register + remote invalidate, one MR per
 #                      queue), in-capsule and keyed writes, small and large
 #                      commands; a verify with the wrong pattern must fail;
 #                      random 4 KiB and 64 KiB load with verification;
 #                      badcmd (an NVMe error status for each bad command)
-#   4421 (host 14421)  the target goes away: once a load runs there, the
+#   4421 (host 24421)  the target goes away: once a load runs there, the
 #                      guest removes the subsystem from the port (nvmet
 #                      disconnects every queue)
-#   4422 (host 14422)  the target goes silent: once a load runs there, the
+#   4422 (host 24422)  the target goes silent: once a load runs there, the
 #                      guest takes eth0 down for 20 s (no FIN, no answer):
 #                      our command timeout must end it
 #
@@ -109,8 +109,8 @@ if [[ ${NVME_HOST_CRC:-0} == 1 ]]; then
 else
 	export NDK_MPA_CRC=0
 fi
-"$NDKVM" run --timeout 900 --hostfwd 14420:4420 --hostfwd 14421:4421 \
-	--hostfwd 14422:4422 --console-log "$out/console.log" \
+"$NDKVM" run --timeout 900 --hostfwd 24420:4420 --hostfwd 24421:4421 \
+	--hostfwd 24422:4422 --console-log "$out/console.log" \
 	--pcap "$out/guest.pcap" --quiet -- "$g" >"$out/ndkvm.out" 2>&1 &
 vm=$!
 pids+=("$vm")
@@ -146,7 +146,7 @@ expect() {
 	done
 }
 
-nv id 14420 -q 2 -v id
+nv id 24420 -q 2 -v id
 expect id 0 '^ndknvme: id ok$' "namespace 1: $blocks blocks of 512 bytes" \
 	'queue 0: connected, IRD 16 ORD 0, crqsize 32' 'model "Linux"'
 
@@ -159,30 +159,30 @@ for r in "${ranges[@]}"; do
 	read -r lba cnt seed opts <<<"$r"
 	i=$((i + 1))
 	# shellcheck disable=SC2086
-	nv "write$i" 14420 $opts write "$lba" "$cnt" --pattern "$seed"
+	nv "write$i" 24420 $opts write "$lba" "$cnt" --pattern "$seed"
 	expect "write$i" 0 "^ndknvme: write ok $cnt blocks at lba $lba "
 	# Read back the other way: other queue count, other memory mode.
 	mem=global
 	[[ $opts == *global* ]] && mem=fr
-	nv "verify$i" 14420 -q 3 --mem "$mem" verify "$lba" "$cnt" --pattern "$seed"
+	nv "verify$i" 24420 -q 3 --mem "$mem" verify "$lba" "$cnt" --pattern "$seed"
 	expect "verify$i" 0 "^ndknvme: verify ok $cnt blocks at lba $lba "
 done
-nv verify-wrong 14420 -q 2 verify 0 2048 --pattern 99
+nv verify-wrong 24420 -q 2 verify 0 2048 --pattern 99
 expect verify-wrong 1 '^ndknvme: mismatch at lba [0-9]+ byte 8: expected 0x63, got 0x0b' \
 	'^ndknvme: verify FAILED: 0 blocks ok, 2048 mismatched'
-nv read1 14420 -q 2 read 0 16 --dump
+nv read1 24420 -q 2 read 0 16 --dump
 expect read1 0 '^ndknvme: read ok 16 blocks at lba 0 ' '^00 00 00 00 00 00 00 00 0b 00 00 00'
 
-nv load4k 14420 -q 2 -d 32 load --rw randrw --bs 4096 --qd 16 --time "$load_secs" --range 200000 16384
+nv load4k 24420 -q 2 -d 32 load --rw randrw --bs 4096 --qd 16 --time "$load_secs" --range 200000 16384
 expect load4k 0 '^ndknvme: load ok [1-9][0-9]* ios, [1-9][0-9]* reads verified, 0 mismatches' \
 	'lat \(usec\): min'
-nv load64k 14420 -q 2 --mem global load --rw randrw --bs 64k --qd 4 --time 4 --range 300000 8192
+nv load64k 24420 -q 2 --mem global load --rw randrw --bs 64k --qd 4 --time 4 --range 300000 8192
 expect load64k 0 '^ndknvme: load ok [1-9][0-9]* ios, [0-9]* reads verified, 0 mismatches'
 # The first range again: untouched by the loads (which ran elsewhere).
-nv verify-again 14420 -q 1 verify 0 2048 --pattern 11
+nv verify-again 24420 -q 1 verify 0 2048 --pattern 11
 expect verify-again 0 '^ndknvme: verify ok 2048 blocks'
 
-nv badcmd 14420 -q 2 badcmd
+nv badcmd 24420 -q 2 badcmd
 expect badcmd 0 '^ndknvme: badcmd ok: 4 of 4' \
 	'badcmd io-opcode-0x7c status 0x[0-9a-f]*01 \(invalid command opcode' \
 	'badcmd admin-opcode-0xf0 status 0x[0-9a-f]*01 \(invalid command opcode' \
@@ -219,8 +219,8 @@ gone() {
 	fi
 	grep -q '^ndknvme: load FAILED' "$out/$name.log" || bad "$name: no load FAILED line"
 }
-gone gone-port 14421 GUEST-GONE 20 -q 2 -t 10000 load --rw randrw --qd 16 --time 300 --range 400000 16384
-gone gone-silent 14422 GUEST-SILENT 25 -q 2 -t 4000 load --rw randrw --qd 16 --time 300 --range 500000 16384
+gone gone-port 24421 GUEST-GONE 20 -q 2 -t 10000 load --rw randrw --qd 16 --time 300 --range 400000 16384
+gone gone-silent 24422 GUEST-SILENT 25 -q 2 -t 4000 load --rw randrw --qd 16 --time 300 --range 500000 16384
 grep -h -e 'controller failed' "$out"/gone-*.err | sed 's/^/  [gone] /'
 grep -q 'controller failed: queue [0-9]*: the controller closed the connection' "$out/gone-port.err" ||
 	bad "gone-port: no lost connection reported"
