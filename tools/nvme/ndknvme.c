@@ -1116,7 +1116,7 @@ int main(int argc, char **argv)
 		printf("%s: setup failed%s%s\n", prog, c->failed ? ": " : "",
 		       c->failed ? c->why : "");
 		/* Whatever exists goes, without the graceful steps. */
-		c->failed = true;
+		nh_fail(c, "setup failed");
 		nh_disconnect(c);
 		return 2;
 	}

@@ -23,6 +23,8 @@
 #define NH_WR_PER_CMD 3
 /* How long a flushed queue may take to return every work request. */
 #define NH_DRAIN_MS 5000
+/* How long a failed controller's queues may take to disconnect. */
+#define NH_DISCONNECT_FAILED_MS 3000
 /* Timeouts are checked this often. */
 #define NH_CHECK_MS	 100
 #define NH_CC_IOSQES	 (6u << 16) /* 64-byte SQE */
@@ -1297,6 +1299,48 @@ int nh_connect(struct nh_ctrl *c)
 	return 0;
 }
 
+/*
+ * After a failure: NdkDisconnect on every queue at once, waiting at most
+ * ms for all of them. The controller gets our FIN and we read what it
+ * still sends until its own, so a connection it is closing anyway ends
+ * without a reset.
+ */
+static void disconnect_all(struct nh_ctrl *c, unsigned int ms)
+{
+	unsigned int i, n = queue_count(c);
+	struct tool_wait **w = xcalloc(n, sizeof(*w));
+	NTSTATUS *st = xcalloc(n, sizeof(*st));
+	uint64_t until = now_ms() + ms, now;
+
+	for (i = 0; i < n; i++) {
+		struct nh_queue *q = queue_at(c, i);
+
+		if (!q->conn || !q->connected || q->closing)
+			continue;
+		q->closing = true;
+		w[i] = xcalloc(1, sizeof(*w[i]));
+		tool_wait_init(w[i]);
+		st[i] = q->conn->Dispatch->NdkDisconnect(q->conn,
+							 tool_wait_done, w[i]);
+	}
+	for (i = 0; i < n; i++) {
+		if (!w[i])
+			continue;
+		now = now_ms();
+		st[i] = tool_wait_result(
+			w[i], st[i],
+			now < until ? (unsigned int)(until - now) : 1);
+		if (c->o.verbose)
+			printf("%s: queue %u: disconnect: %s\n", tool_prog,
+			       queue_at(c, i)->qid, NdkStatusName(st[i]));
+		/* One still pending completes at the close: keep its wait. */
+		if (tool_wait_count(w[i]) || st[i] != STATUS_IO_TIMEOUT)
+			free(w[i]);
+	}
+	free(w);
+	free(st);
+}
+
 void nh_disconnect(struct nh_ctrl *c)
 {
 	uint64_t csts = 0, until;
@@ -1305,6 +1349,8 @@ void nh_disconnect(struct nh_ctrl *c)
 	/* Let what is in flight (a Keep Alive) finish. */
 	nh_drain(c);
 	c->ka_next = 0;
+	if (c->failed)
+		disconnect_all(c, NH_DISCONNECT_FAILED_MS);
 	for (i = 0; c->io && i < c->nio; i++)
 		queue_close(c, &c->io[i], !c->failed);
 	if (!c->failed && c->admin.connected) {
