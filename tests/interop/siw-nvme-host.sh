@@ -7,7 +7,8 @@
 # memory-backed null_blk namespace (1 GiB of 512-byte blocks) on three
 # ports, each forwarded from the host:
 #
-#   4420 (host 24420)  id; write + verify of a pattern over several ranges
+#   4420 (host 24420)  id; the CM Reject of a too large admin queue and the
+#                      Connect error for an unknown subsystem; write + verify of a pattern over several ranges
 #                      with 2 and 3 I/O queues, both memory modes
 #                      (fast-register + remote invalidate, one MR per
 #                      queue), in-capsule and keyed writes, small and large
@@ -180,6 +181,19 @@ expect() {
 nv id 24420 -q 2 -v id
 expect id 0 '^ndknvme: id ok$' "namespace 1: $blocks blocks of 512 bytes" \
 	'queue 0: connected, IRD 16 ORD 0, crqsize 32' 'model "Linux"'
+
+# Refusals at setup: the RDMA CM Reject (an admin queue larger than
+# nvmet-rdma's 32 entries: NVME_RDMA_CM_INVALID_HSQSIZE) and a Fabrics
+# Connect to a subsystem the port does not serve.
+nv reject 24420 --admin-qsize 64 id
+expect reject 2 '^ndknvme: setup failed'
+grep -q 'queue 0: the controller rejected the connection: NVMe RDMA CM status 4 (invalid host SQ size)' \
+	"$out/reject.err" || bad "reject: no NVMe RDMA CM status 4 ($(grep ndknvme "$out/reject.err" | head -1))"
+nv badnqn 24420 -n nqn.2024-01.io.libndk:none id
+expect badnqn 2 '^ndknvme: setup failed'
+grep -q 'queue 0: Fabrics Connect: 0x4182 (connect invalid parameters, DNR)' "$out/badnqn.err" ||
+	bad "badnqn: no Connect Invalid Parameters ($(grep ndknvme "$out/badnqn.err" | head -1))"
+grep -h -e 'rejected' -e 'Fabrics Connect' "$out/reject.err" "$out/badnqn.err" | sed 's/^/  [refused] /'
 
 # Ranges: aligned and not, at both ends of the namespace, written and read
 # back through other queue counts, memory modes and command sizes.

@@ -134,6 +134,7 @@ static void usage(FILE *f)
 		"                  (default), or one MR per queue\n"
 		"  --no-incapsule  never carry write data in the command capsule\n"
 		"  --max-io BYTES  largest command (%u; less if MDTS says so)\n"
+		"  --admin-qsize N admin queue entries (%d; nvmet-rdma refuses more)\n"
 		"commands:\n"
 		"  id\n"
 		"  write LBA COUNT [--pattern SEED]\n"
@@ -143,7 +144,7 @@ static void usage(FILE *f)
 		"       [--qd N per queue] [--time S] [--range LBA COUNT] [--pattern SEED]\n"
 		"  badcmd\n",
 		prog, NVME_RDMA_PORT, NH_MAX_QUEUE_SIZE, DEFAULT_QSIZE,
-		DEFAULT_KATO_MS, DEFAULT_MAX_IO);
+		DEFAULT_KATO_MS, DEFAULT_MAX_IO, NH_ADMIN_QUEUE_SIZE);
 }
 
 static void bad_arg(const char *what, const char *arg)
@@ -833,6 +834,7 @@ enum {
 	OPT_MEM,
 	OPT_NO_INCAPSULE,
 	OPT_MAX_IO,
+	OPT_ADMIN_QSIZE,
 	OPT_PATTERN,
 	OPT_DUMP,
 	OPT_RW,
@@ -851,6 +853,7 @@ static const struct option global_opts[] = {
 	{ "mem", required_argument, NULL, OPT_MEM },
 	{ "no-incapsule", no_argument, NULL, OPT_NO_INCAPSULE },
 	{ "max-io", required_argument, NULL, OPT_MAX_IO },
+	{ "admin-qsize", required_argument, NULL, OPT_ADMIN_QSIZE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -961,6 +964,12 @@ static void parse_global(struct cli *cli, int argc, char **argv)
 			if (v < 4096 || v > (16u << 20))
 				bad_arg("--max-io (4k to 16m)", optarg);
 			o->max_io = (size_t)v;
+			break;
+		case OPT_ADMIN_QSIZE:
+			v = parse_u64("admin queue size", optarg);
+			if (v < 2 || v > NH_MAX_QUEUE_SIZE)
+				bad_arg("admin queue size", optarg);
+			o->admin_qsize = (unsigned int)v;
 			break;
 		case 'h':
 			usage(stdout);
@@ -1093,6 +1102,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	o->nioq = 1;
 	o->qsize = DEFAULT_QSIZE;
+	o->admin_qsize = NH_ADMIN_QUEUE_SIZE;
 	o->kato_ms = DEFAULT_KATO_MS;
 	o->ird = 16;
 	o->cmd_timeout_ms = 30000;

@@ -1271,7 +1271,7 @@ int nh_connect(struct nh_ctrl *c)
 	}
 	tool_host_open(&c->host, ifindex);
 	choose_memory(c);
-	queue_init(c, &c->admin, 0, NH_ADMIN_QUEUE_SIZE, NH_ADMIN_DATA);
+	queue_init(c, &c->admin, 0, o->admin_qsize, NH_ADMIN_DATA);
 	rc = queue_connect(c, &c->admin);
 	if (!rc)
 		rc = ctrl_enable(c);

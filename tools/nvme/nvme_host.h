@@ -118,6 +118,7 @@ struct nh_opts {
 	uint8_t hostid[16];
 	unsigned int nioq; /* I/O queues wanted */
 	unsigned int qsize; /* entries per I/O queue */
+	unsigned int admin_qsize; /* entries of the admin queue */
 	unsigned int kato_ms; /* 0: no keep alive */
 	unsigned int ird; /* InboundReadLimit: the target's RDMA Reads */
 	unsigned int cmd_timeout_ms;
