@@ -28,9 +28,9 @@
 # the guest NIC is checked with tshark.
 #
 # MPA CRC is off (NDK_MPA_CRC=0) unless NVME_HOST_CRC=1: siw 6.1 misreads
-# an MPA CRC that reaches it in two TCP segments (README.md, siw bug 8),
-# which our large Read Responses make likely within seconds, and
-# nvmet-rdma then crashes the guest (bug 9).
+# an MPA CRC that reaches it in two TCP segments (README.md, "NVMe host"
+# N1), which our large Read Responses make likely within seconds, and
+# nvmet-rdma then crashes the guest (N2).
 #
 #   siw-nvme-host.sh BUILD_DIR [OUT_DIR]     exit 0 pass, 1 fail, 77 skip
 set -euo pipefail
@@ -106,7 +106,7 @@ printf '%s' "$g" >"$out/guest.sh"
 
 siw_checks_begin
 if [[ ${NVME_HOST_CRC:-0} == 1 ]]; then
-	echo "MPA CRC on: siw bug 8 may end a connection and crash nvmet (bug 9)"
+	echo "MPA CRC on: siw may misread a CRC and nvmet then crash (README.md N1, N2)"
 else
 	export NDK_MPA_CRC=0
 fi
