@@ -303,11 +303,6 @@ static void test_terminate_mid_message(void **state)
 	dp_raw_server_close(&r);
 }
 
-static bool first_byte_placed(void *arg)
-{
-	return *(volatile uint8_t *)arg == 0x3c;
-}
-
 /*
  * NdkFlush on a live connection while a Send is mid-message: its first
  * segment placed into receive 1, the rest never sent (a peer that went
@@ -322,18 +317,31 @@ static void test_flush_mid_message_live(void **state)
 {
 	struct dp_raw_server r;
 	NDK_RESULT_EX res[4];
-	uint8_t u[128], b[256], *rbuf = A.buf + 4096;
+	uint8_t u[128], b[256], t[128], *rbuf = A.buf + 4096;
+	NDK_MR *mr;
 	size_t n;
 	int i;
 
-	connect_with_receives(&r);
 	memset(rbuf, 0xa5, 4096);
+	mr = reg_range(cli.pd, A.buf + 65536, 4096,
+		       NDK_MR_FLAG_ALLOW_REMOTE_READ);
+	connect_with_receives(&r);
 	ddp_untagged_hdr(u, 0x01, 0x43, 0, 1, 0);
 	memset(u + 18, 0x3c, 100);
 	n = fpdu_build(b, u, 118, true);
 	raw_send(r.fd, b, n);
-	if (!tu_wait_until(first_byte_placed, rbuf, WAIT_MS))
-		fail_msg("the first segment was not placed");
+	/* A Read Request behind it: its Response says A has taken the
+	 * segment (FPDUs are processed in order). */
+	ddp_untagged_hdr(u, 0x41, 0x41, 1, 1, 0);
+	put_be32(u + 18, 0x11223344);
+	put_be64(u + 22, 0x1000);
+	put_be32(u + 30, 16);
+	put_be32(u + 34, mr->Dispatch->NdkGetRemoteTokenFromMr(mr));
+	put_be64(u + 38, (uint64_t)(uintptr_t)(A.buf + 65536));
+	n = fpdu_build(b, u, 46, true);
+	raw_send(r.fd, b, n);
+	n = raw_read_fpdu(r.fd, t, sizeof(t), WAIT_MS);
+	assert_true(n >= 14 && t[1] == 0x42);
 	assert_cq_quiet(cli.cq);
 	A.qp->Dispatch->NdkFlush(A.qp);
 	n = poll_cq(cli.cq, res, 3);

@@ -191,7 +191,8 @@ grep -q 'queue 0: the controller rejected the connection: NVMe RDMA CM status 4 
 	"$out/reject.err" || bad "reject: no NVMe RDMA CM status 4 ($(grep ndknvme "$out/reject.err" | head -1))"
 nv badnqn 24420 -n nqn.2024-01.io.libndk:none id
 expect badnqn 2 '^ndknvme: setup failed'
-grep -q 'queue 0: Fabrics Connect: 0x4182 (connect invalid parameters, DNR)' "$out/badnqn.err" ||
+grep -q 'queue 0: Fabrics Connect: 0x4182 (connect invalid parameters, DNR): byte 256 of the Connect data' \
+	"$out/badnqn.err" ||
 	bad "badnqn: no Connect Invalid Parameters ($(grep ndknvme "$out/badnqn.err" | head -1))"
 grep -h -e 'rejected' -e 'Fabrics Connect' "$out/reject.err" "$out/badnqn.err" | sed 's/^/  [refused] /'
 
@@ -271,6 +272,11 @@ grep -q 'controller failed: queue [0-9]*: the controller closed the connection' 
 	bad "gone-port: no lost connection reported"
 grep -q 'controller failed: queue [0-9]*: command .* got no response in 4000 ms' "$out/gone-silent.err" ||
 	bad "gone-silent: no command timeout reported"
+# NdkFlush must give back every request at once, the receive a Send was
+# being placed into included (README.md, NVMe host: L1).
+if grep -h 'the flush returned nothing' "$out"/*.err; then
+	bad "a flushed queue kept requests"
+fi
 
 wait "$vm" || bad "ndkvm run: rc $?"
 tr -d '\r' <"$out/console.log" >"$out/console.txt"

@@ -892,6 +892,16 @@ static int fabrics_connect(struct nh_ctrl *c, struct nh_queue *q)
 	nvme_connect_cmd(&cmd, 0, q->qid, (uint16_t)(q->size - 1),
 			 q->qid ? 0 : c->o.kato_ms);
 	st = nh_exec(q, &cmd, data, sizeof(data), true, &cqe);
+	if (st > 0 && (st & 0x7ff) == NVME_SC_CONNECT_INVALID_PARAM) {
+		/* The result names the field: IATTR (bit 16) the Connect
+		 * data or the command, IPO its byte offset. */
+		fprintf(stderr,
+			"%s: queue %u: Fabrics Connect: %s: byte %u of the Connect %s\n",
+			tool_prog, q->qid, nh_status_str(st, buf, sizeof(buf)),
+			(unsigned int)(cqe.result & 0xffff),
+			cqe.result & 0x10000 ? "data" : "command");
+		return 2;
+	}
 	if (st) {
 		fprintf(stderr,
 			"%s: queue %u: Fabrics Connect: %s (result 0x%llx)\n",
