@@ -530,7 +530,7 @@ static void check_timeouts(struct nh_ctrl *c, uint64_t now_ns)
 			struct nh_req *r = &q->reqs[k];
 
 			if (!r->busy || !(r->wait & NH_WAIT_CQE) ||
-			    r->timed_out || now_ns - r->t_submit < limit)
+			    r->timed_out || now_ns < r->t_submit + limit)
 				continue;
 			r->timed_out = true;
 			nh_fail(c,
@@ -548,7 +548,9 @@ static void drain_dead(struct nh_ctrl *c, uint64_t now)
 
 	for (i = 0; i < queue_count(c); i++) {
 		struct nh_queue *q = queue_at(c, i);
-		bool late = now - q->dead_since > NH_DRAIN_MS;
+		/* dead_since may be later than now: nh_fail ran after now
+		 * was read. */
+		bool late = now > q->dead_since + NH_DRAIN_MS;
 
 		if (!q->dead || !q->busy || (!late && (q->wr_out || q->rx_out)))
 			continue;
