@@ -219,9 +219,10 @@ expect verify-wrong 1 '^ndknvme: mismatch at lba [0-9]+ byte 8: expected 0x63, g
 nv read1 24420 -q 2 read 0 16 --dump
 expect read1 0 '^ndknvme: read ok 16 blocks at lba 0 ' '^00 00 00 00 00 00 00 00 0b 00 00 00'
 
-nv load4k 24420 -q 2 -d 32 load --rw randrw --bs 4096 --qd 16 --time "$load_secs" --range 200000 16384
+nv load4k 24420 -q 2 -d 32 -v load --rw randrw --bs 4096 --qd 16 --time "$load_secs" --range 200000 16384
+# Keep Alive every KATO/2 (2.5 s) while the load runs, each answered.
 expect load4k 0 '^ndknvme: load ok [1-9][0-9]* ios, [1-9][0-9]* reads verified, 0 mismatches' \
-	'lat \(usec\): min'
+	'lat \(usec\): min' '^ndknvme: [2-9][0-9]* Keep Alive sent, 0 failed$'
 nv load64k 24420 -q 2 --mem global load --rw randrw --bs 64k --qd 4 --time 4 --range 300000 8192
 expect load64k 0 '^ndknvme: load ok [1-9][0-9]* ios, [0-9]* reads verified, 0 mismatches'
 # The first range again: untouched by the loads (which ran elsewhere).
