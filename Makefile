@@ -5,7 +5,11 @@
 BUILD ?= build
 CMAKE_FLAGS ?=
 DEPS := cmake ninja-build pkg-config gcc g++ clang libcmocka-dev iproute2 \
-	tshark clang-format python3 librdmacm-dev libibverbs-dev nftables
+	tshark clang-format python3 librdmacm-dev libibverbs-dev nftables \
+	$(VM_DEPS)
+# The interop guest (tests/interop/vm/ndkvm): qemu, and what builds siw.ko
+# and the image.
+VM_DEPS := qemu-system-x86 cpio kmod binutils make xz-utils libelf-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps configure build test demo format format-check clean \

@@ -81,6 +81,8 @@ int conn_attach_dp(struct ndk_connector *c)
 		.crc = c->crc,
 		.ird = c->eff.ird,
 		.ord = c->eff.ord,
+		.rtr_sent = c->passive ? MPA_RTR_NONE : c->rtr,
+		.rtr_received = c->passive ? c->rtr : MPA_RTR_NONE,
 		.unsent = c->tx + c->tx_off,
 		.unsent_len = c->tx_len - c->tx_off,
 		.end_fn = conn_dp_ended,

@@ -325,7 +325,8 @@ int ndk_dp_attach(const struct ndk_dp_qp *qp, const struct ndk_dp_socket *s,
 	if (s->unsent_len)
 		dp->sock.handover = malloc(s->unsent_len);
 	if (!dp->sq.ring || !dp->irq.ring ||
-	    (s->unsent_len && !dp->sock.handover) || ndk_dp_rx_create(dp)) {
+	    (s->unsent_len && !dp->sock.handover) ||
+	    ndk_dp_rx_create(dp, s->rtr_received)) {
 		dp_release(dp);
 		return -ENOMEM;
 	}
@@ -346,9 +347,11 @@ int ndk_dp_attach(const struct ndk_dp_qp *qp, const struct ndk_dp_socket *s,
 		mss = 1460;
 	dp->mulpdu = (uint32_t)mpa_mulpdu((size_t)mss);
 	dp->frame_overhead = dp_frame_overhead(s->family);
-	/* MSNs start at 1 on every queue (RFC 5041 5.1). */
-	dp->tx.msn_send = 1;
-	dp->tx.msn_readreq = 1;
+	/* MSNs start at 1 on every queue (RFC 5041 5.1); a Send or Read RTR
+	 * we sent took the first of its queue. */
+	dp->tx.msn_send = s->rtr_sent == MPA_RTR_SEND ? 2 : 1;
+	dp->tx.msn_readreq = s->rtr_sent == MPA_RTR_READ ? 2 : 1;
+	dp->sq.rtr_read_out = s->rtr_sent == MPA_RTR_READ;
 	dp->sock.nudge_mark_ok =
 		!ndk_tcp_bytes_received(s->fd, &dp->sock.nudge_mark);
 	ndk_work_init(&dp->rx_error_work, rx_error_work_fn);

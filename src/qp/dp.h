@@ -25,6 +25,10 @@ struct ndk_dp_socket {
 	struct ndk_engine *engine;
 	bool crc; /* MPA CRC negotiated (RFC 5044 7.1) */
 	uint32_t ird, ord; /* effective read limits */
+	/* enum mpa_rtr: the RTR this side sent (initiator) or received
+	 * (responder), or MPA_RTR_NONE. A Send or Read RTR is a message of
+	 * its queue and took MSN 1 there (RFC 6581 3, RFC 5041 5.1). */
+	unsigned int rtr_sent, rtr_received;
 	/* Handshake bytes not yet written (an RTR or a Reply the socket
 	 * took only part of): written first. Copied. */
 	const void *unsent;

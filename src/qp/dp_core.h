@@ -167,6 +167,9 @@ struct ndk_dp_sq {
 	 * NDK_OP_FLAG_DEFER and wait for the end of their chain. */
 	uint32_t rung;
 	uint32_t reads_out; /* Read Requests awaiting responses (ORQ) */
+	/* 1 while our Read RTR awaits its zero-length Response: it holds
+	 * an ORD slot like any Read (RFC 6581 3). */
+	uint32_t rtr_read_out;
 	uint32_t orq_head; /* SQ index of the oldest outstanding Read */
 };
 

@@ -226,10 +226,26 @@ static int rx_header(struct ndk_dp *dp, const struct fpdu_ev *ev)
 		return 0;
 	case RDMAP_READ_RESP: {
 		struct ndk_wqe *w;
+		bool rtr_answer;
 
 		ndk_lock(&dp->lock);
+		/* Responses come in request order: the first answers our
+		 * Read RTR, with nothing (RFC 6581 3). Its ORD slot is free. */
+		rtr_answer = dp->sq.rtr_read_out;
+		if (rtr_answer && !ev->payload_len && h->last) {
+			dp->sq.rtr_read_out = 0;
+			dp->rx_wants_tx = true;
+		}
 		w = orq_head(dp);
 		ndk_unlock(&dp->lock);
+		if (rtr_answer) {
+			if (ev->payload_len || !h->last)
+				return rx_fail(dp, TERM_LAYER_RDMAP,
+					       RDMAP_ETYPE_REMOTE_OP,
+					       RDMAP_ECODE_UNEXPECTED_OPCODE);
+			rx->target = RX_DISCARD;
+			return 0;
+		}
 		/* A response with no Read outstanding, or to the wrong sink,
 		 * is an unexpected opcode (RFC 5040). */
 		if (!w || (w->nsge && h->stag != w->sge[0].MemoryRegionToken))
@@ -789,14 +805,15 @@ next:
 /* ------------------------------------------------------------------ */
 /* Setup and teardown                                                 */
 
-int ndk_dp_rx_create(struct ndk_dp *dp)
+int ndk_dp_rx_create(struct ndk_dp *dp, unsigned int rtr_received)
 {
 	dp->rx = calloc(1, sizeof(*dp->rx));
 	if (!dp->rx)
 		return -ENOMEM;
-	/* MSNs start at 1 on every queue (RFC 5041 5.1). */
-	dp->rx->msn_send = 1;
-	dp->rx->msn_readreq = 1;
+	/* MSNs start at 1 on every queue (RFC 5041 5.1); the peer's Send or
+	 * Read RTR, read by the connector, took the first of its queue. */
+	dp->rx->msn_send = rtr_received == MPA_RTR_SEND ? 2 : 1;
+	dp->rx->msn_readreq = rtr_received == MPA_RTR_READ ? 2 : 1;
 	dp->rx->small_run = RX_SMALL_RUN;
 	fpdu_rx_init(&dp->rx->parser, dp->crc);
 	return 0;

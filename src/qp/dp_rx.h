@@ -11,7 +11,7 @@
 #include "qp/dp_core.h"
 
 /* Allocates the receive state (after dp->crc is set); 0 or -ENOMEM. */
-int ndk_dp_rx_create(struct ndk_dp *dp);
+int ndk_dp_rx_create(struct ndk_dp *dp, unsigned int rtr_received);
 void ndk_dp_rx_free(struct ndk_dp *dp);
 
 /*

@@ -279,7 +279,7 @@ static bool build_from_sq(struct ndk_dp *dp, struct ndk_wqe *w)
 		struct rdmap_read_req rr;
 
 		/* At most ORD reads in flight; later ones wait their turn. */
-		if (dp->sq.reads_out >= MAX(dp->ord, 1u))
+		if (dp->sq.reads_out + dp->sq.rtr_read_out >= MAX(dp->ord, 1u))
 			return false;
 		h.opcode = RDMAP_READ_REQ;
 		h.qn = DDP_QN_READ_REQ;

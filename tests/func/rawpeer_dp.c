@@ -3,10 +3,30 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <string.h>
 #include <unistd.h>
 #include "rawpeer_dp.h"
 
+/* A zero-length Read Response to the sink of Read Request u (ULPDU). */
+static void answer_read_rtr(int fd, const uint8_t *u)
+{
+	uint8_t resp[14], b[32];
+	size_t n;
+
+	resp[0] = 0xc1; /* tagged, last, DDP version 1 */
+	resp[1] = 0x42; /* RDMAP version 1, Read Response */
+	memcpy(resp + 2, u + 18, 12); /* sink STag and TO */
+	n = fpdu_build(b, resp, sizeof(resp), true);
+	raw_send(fd, b, n);
+}
+
 void dp_raw_server_connect(struct dp_raw_server *r, int rcvbuf)
+{
+	dp_raw_server_connect_rtr(r, rcvbuf, MPA_WRITE_RTR);
+}
+
+void dp_raw_server_connect_rtr(struct dp_raw_server *r, int rcvbuf,
+			       unsigned int rtr_type)
 {
 	struct sockaddr_in addr;
 	struct mpa_msg req;
@@ -25,13 +45,22 @@ void dp_raw_server_connect(struct dp_raw_server *r, int rcvbuf)
 	raw_read_mpa(r->fd, &req, MPA_KEY_REQ, WAIT_MS);
 	assert_true(req.hdr[16] & MPA_CRC);
 	n = mpa_frame(b, MPA_KEY_REP, MPA_IRD_ORD | MPA_CRC, 2, true,
-		      MPA_P2P | 4, MPA_WRITE_RTR | 8, NULL, 0);
+		      MPA_P2P | 4, rtr_type | 8, NULL, 0);
 	raw_send(r->fd, b, n);
 	assert_int_equal(cm_req_wait(&conn, WAIT_MS), STATUS_SUCCESS);
 	assert_int_equal(A.conn->Dispatch->NdkCompleteConnect(A.conn, on_disc,
 							      &A, NULL, NULL),
 			 STATUS_SUCCESS);
-	raw_expect_write_rtr(r->fd, rtr, WAIT_MS);
+	if (rtr_type == MPA_WRITE_RTR) {
+		raw_expect_write_rtr(r->fd, rtr, WAIT_MS);
+		return;
+	}
+	assert_int_equal(raw_read_fpdu(r->fd, rtr, sizeof(rtr), WAIT_MS), 46);
+	assert_int_equal(rtr[1], 0x41); /* Read Request */
+	assert_int_equal(get_be32(rtr + 6), 1); /* QN 1 */
+	assert_int_equal(get_be32(rtr + 10), 1); /* MSN 1 */
+	assert_int_equal(get_be32(rtr + 30), 0); /* zero length */
+	answer_read_rtr(r->fd, rtr);
 }
 
 void dp_raw_server_close(struct dp_raw_server *r)
@@ -42,6 +71,11 @@ void dp_raw_server_close(struct dp_raw_server *r)
 
 int dp_raw_client_accepted(unsigned int ord, int rcvbuf)
 {
+	return dp_raw_client_accepted_rtr(ord, rcvbuf, MPA_WRITE_RTR);
+}
+
+int dp_raw_client_accepted_rtr(unsigned int ord, int rcvbuf, unsigned int rtr)
+{
 	uint8_t b[64];
 	struct mpa_msg rep;
 	struct cm_req acc;
@@ -49,8 +83,11 @@ int dp_raw_client_accepted(unsigned int ord, int rcvbuf)
 	int fd;
 
 	fd = raw_connect_rcvbuf(&L.addr, rcvbuf);
-	n = mpa_frame(b, MPA_KEY_REQ, MPA_IRD_ORD | MPA_CRC, 2, true,
-		      MPA_P2P | 4, MPA_WRITE_RTR | MPA_READ_RTR | ord, NULL, 0);
+	n = mpa_frame(
+		b, MPA_KEY_REQ, MPA_IRD_ORD | MPA_CRC, 2, true, MPA_P2P | 4,
+		(rtr == MPA_WRITE_RTR ? MPA_WRITE_RTR | MPA_READ_RTR : rtr) |
+			ord,
+		NULL, 0);
 	raw_send(fd, b, n);
 	P.conn = cm_next_incoming(&L, WAIT_MS);
 	assert_non_null(P.conn);
@@ -64,9 +101,22 @@ int dp_raw_client_accepted(unsigned int ord, int rcvbuf)
 	assert_int_equal(rep.hdr[16] & (MPA_REJECT | MPA_MARKERS), 0);
 	assert_true(rep.hdr[16] & MPA_CRC);
 	assert_int_equal(get_be16(rep.pd + 2) & (MPA_WRITE_RTR | MPA_READ_RTR),
-			 MPA_WRITE_RTR);
-	n = fpdu_build(b, ulpdu_write_rtr, sizeof(ulpdu_write_rtr), true);
-	raw_send(fd, b, n);
+			 rtr);
+	if (rtr == MPA_WRITE_RTR) {
+		n = fpdu_build(b, ulpdu_write_rtr, sizeof(ulpdu_write_rtr),
+			       true);
+		raw_send(fd, b, n);
+	} else {
+		uint8_t want[32];
+
+		n = fpdu_build(b, ulpdu_read_rtr, sizeof(ulpdu_read_rtr), true);
+		raw_send(fd, b, n);
+		/* The zero-length Read Response to ulpdu_read_rtr's sink. */
+		assert_int_equal(raw_read_fpdu(fd, want, sizeof(want), WAIT_MS),
+				 14);
+		assert_int_equal(want[1], 0x42);
+		assert_memory_equal(want + 2, ulpdu_read_rtr + 18, 12);
+	}
 	assert_int_equal(cm_req_wait(&acc, WAIT_MS), STATUS_SUCCESS);
 	return fd;
 }

@@ -23,6 +23,11 @@ struct dp_raw_server {
  * is rcvbuf unless 0.
  */
 void dp_raw_server_connect(struct dp_raw_server *r, int rcvbuf);
+/* The same with the RTR the server chooses: MPA_WRITE_RTR, or
+ * MPA_READ_RTR, whose zero-length Read Request (QN 1, MSN 1) the server
+ * reads and answers with a zero-length Read Response. */
+void dp_raw_server_connect_rtr(struct dp_raw_server *r, int rcvbuf,
+			       unsigned int rtr);
 void dp_raw_server_close(struct dp_raw_server *r);
 
 /*
@@ -33,6 +38,10 @@ void dp_raw_server_close(struct dp_raw_server *r);
  * Returns the raw socket.
  */
 int dp_raw_client_accepted(unsigned int ord, int rcvbuf);
+/* The same with one RTR offered and sent: MPA_WRITE_RTR, or MPA_READ_RTR
+ * (ulpdu_read_rtr: QN 1, MSN 1), whose zero-length Read Response the
+ * client reads. */
+int dp_raw_client_accepted_rtr(unsigned int ord, int rcvbuf, unsigned int rtr);
 
 /* Reads one Read Request from A; checks QN 1, its MSN and the sink (STag,
  * address, size) it names. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cm_probe: one MPA v2 handshake against a real iWARP peer (Linux siw in
- * the siw-peer qemu harness), through the public NDKPI only. Not part of
+ * the interop guest), through the public NDKPI only. Not part of
  * the CMake build or CI; build it by hand (see tests/interop/README.md):
  *
  *	cc -Iinclude tests/interop/cm_probe.c -Lbuild -lndk -lpthread

@@ -7,6 +7,7 @@
 #
 #   cmatose-loopback.sh BUILD_DIR
 set -euo pipefail
+source "$(dirname "$0")/wait-lib.sh"
 
 bin=${1:?usage: cmatose-loopback.sh BUILD_DIR}/tools/interop/ndkcmatose
 out=$(mktemp -d)
@@ -23,19 +24,12 @@ bad() {
 }
 
 start_server() { # log args...
-	local log=$1 i
+	local log=$1
 	shift
-	# The log exists before the server starts: the loop below may read
-	# it before the background shell has opened it for the server.
-	: >"$log"
 	"$bin" -p 0 "$@" >"$log" 2>&1 &
 	srv=$!
-	for ((i = 0; i < 100; i++)); do
-		port=$(sed -n 's/^cmatose: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$log")
-		[[ -n $port ]] && return 0
-		sleep 0.05
-	done
-	cat "$log"
+	port=$(wait_for_value "$log" 's/^cmatose: listening on 127.0.0.1:\([0-9]*\)$/\1/p' 5 "$srv") && return 0
+	cat "$log" 2>/dev/null || true
 	return 1
 }
 

@@ -10,6 +10,7 @@
 #
 #   rping-loopback.sh BUILD_DIR
 set -euo pipefail
+source "$(dirname "$0")/wait-lib.sh"
 
 bin=${1:?usage: rping-loopback.sh BUILD_DIR}/tools/interop/ndkrping
 count=${RPING_COUNT:-100}
@@ -24,20 +25,13 @@ trap cleanup EXIT
 
 # A server on an ephemeral port; its first line names the port.
 start_server() { # log args...
-	local log=$1 i
+	local log=$1
 	shift
-	# The log exists before the server starts: the loop below may read
-	# it before the background shell has opened it for the server.
-	: >"$log"
 	"$bin" -s -a 127.0.0.1 -p 0 "$@" >"$log" 2>&1 &
 	srv=$!
-	for ((i = 0; i < 100; i++)); do
-		port=$(sed -n 's/^ndkrping: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$log")
-		[[ -n $port ]] && return 0
-		sleep 0.05
-	done
+	port=$(wait_for_value "$log" 's/^ndkrping: listening on 127.0.0.1:\([0-9]*\)$/\1/p' 5 "$srv") && return 0
 	echo "server did not start:" >&2
-	cat "$log" >&2
+	cat "$log" >&2 2>/dev/null || true
 	return 1
 }
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # ndkcmatose against rdma-core's ucmatose on Linux siw, in one boot of the
-# siw-peer guest:
+# interop guest (tests/interop/vm/ndkvm):
 #   1. guest 'ucmatose' server (forwarded 17471 -> 7471), host
 #      'ndkcmatose -s': 2 connections, 10 messages each way, our private
 #      data in the Request (checked in the capture)
@@ -54,18 +54,18 @@ pids+=("$srvp")
 "$bin" -p 17473 -x -P ndk-reject-pd -w 60 >"$out/host-reject.log" 2>&1 &
 rej=$!
 pids+=("$rej")
-"$SIW_PEER" run --timeout 300 --hostfwd 17471:7471 \
+"$NDKVM" run --timeout 300 --hostfwd 17471:7471 \
 	--console-log "$out/console.log" --pcap "$out/guest.pcap" \
-	--quiet -- "$g" >"$out/siw-peer.out" 2>&1 &
+	--quiet -- "$g" >"$out/ndkvm.out" 2>&1 &
 vm=$!
 pids+=("$vm")
-if siw_wait_lines "$out/console.log" '^SIW-PEER-LISTENING' 1 120 "$vm"; then
+if siw_wait_lines "$out/console.log" '^NDKVM-LISTENING' 1 120 "$vm"; then
 	"$bin" -s 127.0.0.1 -p 17471 -c 2 -C 10 -S 100 -P ndk-connect-pd -D "$delay" -w 60 \
 		>"$out/host-client.log" 2>&1 || bad "ndkcmatose client: rc $?"
 else
 	bad "guest ucmatose server never listened"
 fi
-wait "$vm" || bad "siw-peer run: rc $?"
+wait "$vm" || bad "ndkvm run: rc $?"
 wait "$srv" || bad "ndkcmatose server: rc $?"
 wait "$srvp" || bad "ndkcmatose server (siw p2p): rc $?"
 wait "$rej" || bad "ndkcmatose rejecting server: rc $?"

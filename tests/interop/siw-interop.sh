@@ -2,14 +2,14 @@
 # SPDX-License-Identifier: MIT
 #
 # MPA handshake of libndk against the Linux kernel's soft-iWARP (siw) in the
-# siw-peer qemu harness (shared/siw-peer), in both directions. Not run by
+# interop guest (tests/interop/vm/ndkvm), in both directions. Not run by
 # CMake or CI: see tests/interop/README.md.
 #
 #   tests/interop/siw-interop.sh [-D] [-b BUILD_DIR] [-o OUT_DIR] CASE...
 #
 # BUILD_DIR (default build-probe) holds libndk.so; cm_probe is built there
 # from tests/interop/cm_probe.c when missing or older. OUT_DIR defaults to
-# /tmp/ndk-interop. SIW_PEER overrides the path of the siw-peer tool.
+# /tmp/ndk-interop. 
 #
 # CASE is DIRECTION-VARIANT:
 #   DIRECTION  server  guest 'rping -s' on 10.0.2.15:7174 (hostfwd 17174),
@@ -49,8 +49,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 build=$top/build-probe
 out=/tmp/ndk-interop
-siw_peer=${SIW_PEER:-$top/../shared/siw-peer/siw-peer}
-[[ -x $siw_peer ]] || siw_peer=/work/shared/siw-peer/siw-peer
+siw_peer=$top/tests/interop/vm/ndkvm
 
 usage() {
 	sed -n '3,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
@@ -155,7 +154,7 @@ run_case() {
 		bgpid=$!
 		local i
 		for ((i = 0; i < 600; i++)); do
-			grep -q '^SIW-PEER-LISTENING' "$base.console" 2>/dev/null && break
+			grep -q '^NDKVM-LISTENING' "$base.console" 2>/dev/null && break
 			kill -0 "$bgpid" 2>/dev/null || break
 			sleep 0.2
 		done

@@ -1,44 +1,35 @@
 # SPDX-License-Identifier: MIT
-# Sourced by the siw interop tests: finds the siw-peer harness and its
-# image, or exits 77 (CTest SKIP) saying why. Sets SIW_PEER.
-#
-# Where the harness is looked for, in order: $SIW_PEER; shared/siw-peer
-# next to the checkout (the project workspace layout); /work/shared.
+# Sourced by the siw and NVMe interop tests: finds the interop guest
+# (tests/interop/vm/ndkvm), builds its image on first use, or exits 77
+# (CTest SKIP) saying why. Sets NDKVM.
+
+source "$(dirname "${BASH_SOURCE[0]}")/wait-lib.sh"
 
 siw_find_harness() {
-	local top=$1 c
-	for c in "${SIW_PEER:-}" "$top/../shared/siw-peer/siw-peer" \
-		/work/shared/siw-peer/siw-peer; do
-		if [[ -n $c && -x $c ]]; then
-			SIW_PEER=$c
-			break
-		fi
-	done
-	if [[ -z ${SIW_PEER:-} || ! -x $SIW_PEER ]]; then
-		echo "SKIP: siw-peer harness not found (set SIW_PEER to shared/siw-peer/siw-peer)"
-		exit 77
-	fi
-	local cache=${SIW_PEER_CACHE:-/var/tmp/siw-peer}
-	if [[ ! -s $cache/vmlinuz || ! -s $cache/initramfs.cpio.gz ]]; then
-		if [[ $(id -u) != 0 || -n ${SIW_PEER_NO_BUILD:-} ]]; then
-			echo "SKIP: no siw-peer image in $cache (run '$SIW_PEER build' as root)"
-			exit 77
-		fi
-		echo "building the siw-peer image (once, ~1.5 min)"
-		if ! "$SIW_PEER" build >"${TMPDIR:-/tmp}/siw-peer-build.log" 2>&1; then
-			tail -20 "${TMPDIR:-/tmp}/siw-peer-build.log"
-			echo "SKIP: '$SIW_PEER build' failed (network?)"
-			exit 77
-		fi
-	fi
-	command -v qemu-system-x86_64 >/dev/null || {
-		echo "SKIP: qemu-system-x86_64 missing (run '$SIW_PEER build' as root)"
+	local top=$1 log=${TMPDIR:-/tmp}/ndkvm-build.log
+	NDKVM=$top/tests/interop/vm/ndkvm
+	[[ -x $NDKVM ]] || {
+		echo "SKIP: $NDKVM is missing"
 		exit 77
 	}
+	command -v qemu-system-x86_64 >/dev/null || [[ $(id -u) == 0 ]] || {
+		echo "SKIP: qemu-system-x86_64 is not installed (make deps)"
+		exit 77
+	}
+	if ! "$NDKVM" check >/dev/null; then
+		if [[ $(id -u) != 0 || -n ${NDKVM_NO_BUILD:-} ]]; then
+			echo "SKIP: no interop guest image (run '$NDKVM build' as root)"
+			exit 77
+		fi
+		echo "building the interop guest image (once, about a minute)"
+		if ! "$NDKVM" build >"$log" 2>&1; then
+			tail -20 "$log"
+			echo "SKIP: '$NDKVM build' failed (no network for apt?)"
+			exit 77
+		fi
+	fi
 }
 
-# Waits until FILE has at least N lines matching RE; fails after S seconds
-# or when process PID has gone.
 # What every siw test script starts its checks with: the failure flag and
 # bad() that sets it, background processes (pids) killed on exit, and the
 # library's info log (the scripts read it).
@@ -57,15 +48,10 @@ siw_kill_pids() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 }
 
+# Waits until FILE has at least N lines matching RE; fails after S seconds
+# or when process PID has gone.
 siw_wait_lines() { # file re n seconds pid
-	local i n
-	for ((i = 0; i < $4 * 10; i++)); do
-		n=$(grep -c -e "$2" "$1" 2>/dev/null || true)
-		((${n:-0} >= $3)) && return 0
-		kill -0 "$5" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
+	wait_for_lines "$@"
 }
 
 # tshark checks of a capture of iWARP connections: no malformed frame, no

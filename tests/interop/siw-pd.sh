@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # Private data and read limits between libndk and Linux siw, both ways, in
-# one boot of the siw-peer guest. No rdma-core 44 tool sends private data
+# one boot of the interop guest. No rdma-core 44 tool sends private data
 # on iWARP, so the guest runs siw_pd (siw_pd.c, built here on the host
 # against librdmacm/libibverbs and copied in); the host runs ndkcmatose
 # with -S 0 (connect, exchange nothing, server disconnects):
@@ -72,19 +72,19 @@ pids+=("$srv")
 "$bin" -p 17482 -x -P ndk-reject-pd -w 60 >"$out/host-reject.log" 2>&1 &
 rej=$!
 pids+=("$rej")
-"$SIW_PEER" run --timeout 300 --hostfwd 17483:7481 --hostfwd 17484:7482 \
+"$NDKVM" run --timeout 300 --hostfwd 17483:7481 --hostfwd 17484:7482 \
 	--file "$pd_bin:/siw_pd" \
 	--console-log "$out/console.log" --pcap "$out/guest.pcap" \
-	--quiet -- "$g" >"$out/siw-peer.out" 2>&1 &
+	--quiet -- "$g" >"$out/ndkvm.out" 2>&1 &
 vm=$!
 pids+=("$vm")
-if siw_wait_lines "$out/console.log" '^SIW-PEER-LISTENING' 1 180 "$vm"; then
+if siw_wait_lines "$out/console.log" '^NDKVM-LISTENING' 1 180 "$vm"; then
 	"$bin" -s 127.0.0.1 -p 17483 -S 0 -r 6 -o 4 -P "$ours" -w 60 \
 		>"$out/host-client.log" 2>&1 || bad "ndkcmatose client: rc $?"
 else
 	bad "guest siw_pd server never listened"
 fi
-if siw_wait_lines "$out/console.log" '^SIW-PEER-LISTENING' 2 120 "$vm"; then
+if siw_wait_lines "$out/console.log" '^NDKVM-LISTENING' 2 120 "$vm"; then
 	rc=0
 	"$bin" -s 127.0.0.1 -p 17484 -S 0 -P ndk-connect-pd -w 60 \
 		>"$out/host-rejected.log" 2>&1 || rc=$?
@@ -92,7 +92,7 @@ if siw_wait_lines "$out/console.log" '^SIW-PEER-LISTENING' 2 120 "$vm"; then
 else
 	bad "guest rejecting siw_pd server never listened"
 fi
-wait "$vm" || bad "siw-peer run: rc $?"
+wait "$vm" || bad "ndkvm run: rc $?"
 # Our servers wait for their connections without a limit: once the guest
 # is gone, give them 10 s.
 for p in "$srv" "$rej"; do

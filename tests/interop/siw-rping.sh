@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # ndkrping against rdma-core's rping on Linux siw, in ONE boot of the
-# siw-peer qemu guest per direction:
+# interop guest (ndkvm) boot per direction:
 #
 #   server  guest 'rping -s' (forwarded 127.0.0.1:17174 -> guest 7174),
 #           host 'ndkrping -c': we are the MPA initiator
@@ -100,9 +100,9 @@ siw_checks_begin
 delay=${NDK_SIW_RTR_DELAY_MS:-0}
 
 if [[ $dir == server ]]; then
-	"$SIW_PEER" run --timeout 900 --hostfwd 17174:7174 \
+	"$NDKVM" run --timeout 900 --hostfwd 17174:7174 \
 		--console-log "$out/console.log" --pcap "$out/guest.pcap" \
-		--quiet -- "$g" >"$out/siw-peer.out" 2>&1 &
+		--quiet -- "$g" >"$out/ndkvm.out" 2>&1 &
 	vm=$!
 	pids+=("$vm")
 	k=0
@@ -110,7 +110,7 @@ if [[ $dir == server ]]; then
 	for c in "${cases[@]}" "${faults[@]/#/fault-}"; do
 		read -r name s <<<"$c"
 		k=$((k + 1))
-		if ! siw_wait_lines "$out/console.log" '^SIW-PEER-LISTENING' $k 300 "$vm"; then
+		if ! siw_wait_lines "$out/console.log" '^NDKVM-LISTENING' $k 300 "$vm"; then
 			bad "guest rping -s #$k ($c) never listened"
 			break
 		fi
@@ -138,7 +138,7 @@ if [[ $dir == server ]]; then
 		grep -e 'client: ' -e fault -e Terminate -e terminated -e error -e failed "$log" |
 			sed "s/^/  [$c] /" || true
 	done
-	wait "$vm" || bad "siw-peer run: rc $?"
+	wait "$vm" || bad "ndkvm run: rc $?"
 else
 	"$bin" -s -d -a 127.0.0.1 -p 17175 -V -C "$count" -n ${#cases[@]} -w 60 \
 		>"$out/host-server.log" 2>&1 &
@@ -149,9 +149,9 @@ else
 	pids+=($!)
 	fsrv=$!
 	sleep 0.3
-	"$SIW_PEER" run --timeout 900 \
+	"$NDKVM" run --timeout 900 \
 		--console-log "$out/console.log" --pcap "$out/guest.pcap" \
-		--quiet -- "$g" >"$out/siw-peer.out" 2>&1 || bad "siw-peer run: rc $?"
+		--quiet -- "$g" >"$out/ndkvm.out" 2>&1 || bad "ndkvm run: rc $?"
 	wait "$srv" || bad "ndkrping -s: rc $?"
 	wait "$fsrv" || bad "ndkrping -s -F badwrite: rc $?"
 	grep -e 'server' -e error -e failed "$out/host-server.log" | grep -v 'rdma write complete' |
@@ -164,7 +164,7 @@ fi
 tr -d '\r' <"$out/console.log" >"$out/console.txt"
 mv "$out/console.txt" "$out/console.log"
 # The guest's view: every rping run's status, and its kernel log.
-grep -E '^(SIW-PARAMS|RPING-RC|SIW-PEER-EXIT)|rping|cq completion|error' "$out/console.log" |
+grep -E '^(SIW-PARAMS|RPING-RC|NDKVM-EXIT)|rping|cq completion|error' "$out/console.log" |
 	sed 's/^/  [guest] /' | head -100 || true
 for c in "${cases[@]}"; do
 	grep -q "^RPING-RC $c 0\$" "$out/console.log" || bad "guest rping ($c) did not exit 0"

@@ -2,7 +2,7 @@
 /*
  * siw_pd: one rdma_cm connection with private data and chosen read
  * limits, for the siw interop test (siw-pd.sh). Built on the host against
- * librdmacm/libibverbs (rdma-core) and run in the siw-peer guest; no
+ * librdmacm/libibverbs (rdma-core) and run in the interop guest (ndkvm); no
  * rdma-core 44 tool sends private data on iWARP.
  *
  *   siw_pd -c ADDR -p PORT [-n N | -t TEXT] [-r IRD] [-o ORD]

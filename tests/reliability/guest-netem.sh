@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # Delay, jitter and reordering, which need netem (this host's kernel has
-# none): an ndkstress client in the siw-peer qemu guest, whose Debian
+# none): an ndkstress client in the interop guest (ndkvm), whose Debian
 # kernel has sch_netem, against an ndkstress server on the host, while
 # netem on the guest's NIC delays every packet 20 ms +- 5 ms and sends 25%
 # of them at once, out of order. Everything else of the fault matrix runs
@@ -11,9 +11,7 @@
 # The guest reaches the host as 10.0.2.2 through qemu's user-mode network
 # (slirp), which terminates the guest's TCP: netem shapes the guest's own
 # TCP stream, which is the one libndk in the guest reads and writes.
-# Carried into the guest: ndkstress and libndk.so.0 from BUILD_DIR, the
-# host's tc with its libraries, and sch_netem.ko of the guest's kernel
-# (from the harness's package cache). The guest is emulated (TCG): the
+# Carried into the guest: ndkstress and libndk.so.0 from BUILD_DIR. The guest is emulated (TCG): the
 # figures are about correctness, not speed.
 #
 # usage: tests/reliability/guest-netem.sh BUILD_DIR [SECONDS] [OUT_DIR]
@@ -35,21 +33,9 @@ siw_find_harness "$top"
 stress=$build/tools/perf/ndkstress
 lib=$(readlink -f "$build/libndk.so.0")
 [[ -x $stress && -e $lib ]] || { echo "no $stress or $lib"; exit 1; }
-tc=$(command -v tc || true)
-[[ -n $tc ]] || { echo "SKIP: no tc on the host to carry in"; exit 77; }
-cache=${SIW_PEER_CACHE:-/var/tmp/siw-peer}
-kdeb=$(ls "$cache"/debs/linux-image-*-amd64_*.deb 2>/dev/null | head -1)
-[[ -n $kdeb ]] || { echo "SKIP: no guest kernel package in $cache/debs"; exit 77; }
-mkdir -p "$out/k"
-dpkg-deb --fsys-tarfile "$kdeb" | tar -x -C "$out/k" --wildcards '*/sch_netem.ko'
-netem=$(find "$out/k" -name sch_netem.ko | head -1)
-[[ -n $netem ]] || { echo "SKIP: no sch_netem.ko in $kdeb"; exit 77; }
-
-files=(--file "$stress:/opt/ndk/ndkstress" --file "$lib:/opt/ndk/lib/libndk.so.0"
-	--file "$tc:/opt/ndk/tc" --file "$netem:/opt/ndk/sch_netem.ko")
-for l in $(ldd "$tc" | awk '/=>/ {print $3}'); do
-	files+=(--file "$(readlink -f "$l"):/opt/ndk/lib/$(basename "$l")")
-done
+# The guest has tc (iproute2) and sch_netem (modload); only the client and
+# the library are carried in.
+files=(--file "$stress:/opt/ndk/ndkstress" --file "$lib:/opt/ndk/lib/libndk.so.0")
 
 export NDK_LOG=error
 "$stress" -s -b 127.0.0.1 -p $port >"$out/server.log" 2>&1 &
@@ -59,23 +45,23 @@ sleep 0.5
 
 # The guest: netem on eth0, then the client; its JSON summary and exit
 # status go to the console between markers.
-g="insmod /opt/ndk/sch_netem.ko
+g="modload sch_netem
 export LD_LIBRARY_PATH=/opt/ndk/lib NDK_LOG=error
 mkdir -p /dev/shm
-/opt/ndk/tc qdisc add dev eth0 root netem delay 20ms 5ms reorder 25% 50%
-/opt/ndk/tc qdisc show dev eth0
+tc qdisc add dev eth0 root netem delay 20ms 5ms reorder 25% 50%
+tc qdisc show dev eth0
 echo STRESS-BEGIN
 /opt/ndk/ndkstress -j -t $secs -m $max_size 10.0.2.2:$port
 echo STRESS-RC \$?"
 rc=0
-"$SIW_PEER" run --timeout $((secs + 600)) --console-log "$out/console.log" \
-	"${files[@]}" --quiet -- "$g" >"$out/siw-peer.out" 2>&1 || rc=$?
+"$NDKVM" run --timeout $((secs + 600)) --console-log "$out/console.log" \
+	"${files[@]}" --quiet -- "$g" >"$out/ndkvm.out" 2>&1 || rc=$?
 tr -d '\r' <"$out/console.log" >"$out/console.txt"
 grep -m1 'qdisc netem' "$out/console.txt" || { echo "FAIL: netem not set up (see $out/console.txt)"; exit 1; }
 json=$(sed -n '/^STRESS-BEGIN/,/^STRESS-RC/p' "$out/console.txt" | grep '^{' | tail -1)
 src=$(sed -n 's/^STRESS-RC \([0-9]*\)$/\1/p' "$out/console.txt" | tail -1)
 echo "guest client: $json"
-echo "guest ndkstress exit: ${src:-none} (siw-peer run: $rc)"
+echo "guest ndkstress exit: ${src:-none} (ndkvm run: $rc)"
 [[ -n $json && ${src:-1} == 0 ]] || { echo "FAIL (logs in $out)"; exit 1; }
 python3 - "$json" <<'PY'
 import json, sys
