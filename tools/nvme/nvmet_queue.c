@@ -186,14 +186,15 @@ static void slot_log(struct nvmet_slot *s)
 	if (s->status && q->qid && q->t->verbose < 1)
 		return;
 	if (c->opcode == NVME_FABRICS_COMMAND)
-		snprintf(op, sizeof(op), "fabrics 0x%02x", c->fctype);
+		snprintf(op, sizeof(op), "fabrics type 0x%02x", c->fctype);
 	else
-		snprintf(op, sizeof(op), "opcode 0x%02x", c->opcode);
+		snprintf(op, sizeof(op), "opcode 0x%02x nsid %u", c->opcode,
+			 c->nsid);
 	nvmet_log(q->t,
-		  "ctrl %u %s: cid %u %s nsid %u cdw10 0x%08x cdw11 0x%08x: "
-		  "%s (0x%03x) result 0x%llx",
+		  "ctrl %u %s: cid %u %s cdw10 0x%08x cdw11 0x%08x: %s "
+		  "(0x%03x) result 0x%llx",
 		  q->ctrl ? q->ctrl->cntlid : 0, queue_name(q, qn, sizeof(qn)),
-		  c->command_id, op, c->nsid, c->cdw[0], c->cdw[1],
+		  c->command_id, op, c->cdw[0], c->cdw[1],
 		  nvme_status_name(s->status), s->status,
 		  (unsigned long long)s->result);
 }
@@ -631,14 +632,35 @@ static void queue_drain(struct nvmet_queue *q)
 			  q->qid, q->recvs_posted, busy);
 }
 
+/* Why the queue ended, before its controller's end adds a reason. */
+static const char *queue_end_reason(struct nvmet_queue *q, char *buf,
+				    size_t len)
+{
+	const char *why;
+
+	pthread_mutex_lock(&q->lock);
+	if (q->kill)
+		why = q->kill_why;
+	else if (!q->ended)
+		why = "?";
+	else if (!q->reason)
+		why = "host disconnected";
+	else
+		why = NdkStatusName((NTSTATUS)q->reason);
+	snprintf(buf, len, "%s", why);
+	pthread_mutex_unlock(&q->lock);
+	return buf;
+}
+
 static void queue_teardown(struct nvmet_queue *q, bool accepted)
 {
 	struct nvmet_target *t = q->t;
 	struct nvmet_ctrl *ctrl = q->ctrl;
 	struct tool_wait w;
-	char qn[32];
+	char qn[32], why[64];
 	NTSTATUS st;
 
+	queue_end_reason(q, why, sizeof(why));
 	if (accepted) {
 		tool_wait_init(&w);
 		st = q->conn->Dispatch->NdkDisconnect(q->conn, tool_wait_done,
@@ -662,19 +684,14 @@ static void queue_teardown(struct nvmet_queue *q, bool accepted)
 	if (ctrl)
 		nvmet_log(t,
 			  "ctrl %u: %s disconnected (%s; %llu commands, %llu "
-			  "errors%s%s)",
-			  ctrl->cntlid, queue_name(q, qn, sizeof(qn)),
-			  q->kill	   ? q->kill_why
-			  : q->reason == 0 ? "host disconnected"
-					   : NdkStatusName((NTSTATUS)q->reason),
+			  "errors%s)",
+			  ctrl->cntlid, queue_name(q, qn, sizeof(qn)), why,
 			  (unsigned long long)q->commands,
 			  (unsigned long long)q->errors,
-			  q->held ? ", pending async event requests dropped"
-				  : "",
-			  "");
+			  q->held ? "; async event requests dropped" : "");
 	else if (accepted)
-		nvmet_log(t, "%s: queue %u ended before Connect", q->peer,
-			  q->qid);
+		nvmet_log(t, "%s: queue %u ended before Connect (%s)", q->peer,
+			  q->qid, why);
 	if (q->conn)
 		TOOL_CLOSE(q->conn);
 	if (q->qp)
