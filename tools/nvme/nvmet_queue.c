@@ -656,6 +656,7 @@ static void queue_teardown(struct nvmet_queue *q, bool accepted)
 {
 	struct nvmet_target *t = q->t;
 	struct nvmet_ctrl *ctrl = q->ctrl;
+	uint16_t cntlid = ctrl ? ctrl->cntlid : 0;
 	struct tool_wait w;
 	char qn[32], why[64];
 	NTSTATUS st;
@@ -673,19 +674,20 @@ static void queue_teardown(struct nvmet_queue *q, bool accepted)
 		queue_drain(q);
 	}
 	/* AERs stay unanswered: the connection that would carry the
-	 * answer is gone. */
+	 * answer is gone. The put may free the controller. */
 	pthread_mutex_lock(&t->lock);
 	if (ctrl) {
 		if (!q->qid)
 			nvmet_ctrl_kill_locked(ctrl, "admin queue gone");
 		nvmet_ctrl_put_locked(ctrl, q);
+		q->ctrl = NULL;
 	}
 	pthread_mutex_unlock(&t->lock);
 	if (ctrl)
 		nvmet_log(t,
 			  "ctrl %u: %s disconnected (%s; %llu commands, %llu "
 			  "errors%s)",
-			  ctrl->cntlid, queue_name(q, qn, sizeof(qn)), why,
+			  cntlid, queue_name(q, qn, sizeof(qn)), why,
 			  (unsigned long long)q->commands,
 			  (unsigned long long)q->errors,
 			  q->held ? "; async event requests dropped" : "");
