@@ -604,8 +604,16 @@ static int queue_accept(struct nvmet_queue *q)
 			  NdkStatusName(st));
 		return -1;
 	}
-	nvmet_debug(t, "%s: queue %u accepted (%u entries, host receives %u)",
-		    q->peer, q->qid, q->depth, q->hrqsize);
+	if (t->verbose) {
+		ULONG ird = 0, ord = 0, len = 0;
+
+		q->conn->Dispatch->NdkGetConnectionData(q->conn, &ird, &ord,
+							NULL, &len);
+		nvmet_log(t,
+			  "%s: queue %u accepted (%u entries, host receives "
+			  "%u, IRD %u ORD %u)",
+			  q->peer, q->qid, q->depth, q->hrqsize, ird, ord);
+	}
 	return 0;
 }
 
