@@ -261,12 +261,9 @@ const char *nvme_status_name(uint16_t status);
  * the result of a Connect refused for an invalid parameter. Byte offsets
  * are those of the NVMe Base 1.4 and NVMe over Fabrics 1.1 specifications.
  */
-#define NVME_SC_CMD_SEQ_ERROR	       0x00c
-#define NVME_SC_ABORT_REQUESTED	       0x007
-#define NVME_SC_AER_LIMIT	       0x105
-#define NVME_SC_FEATURE_NOT_CHANGEABLE 0x10e
-#define NVME_SC_INVALID_LOG_PAGE       0x109
-#define NVME_NSID_ALL		       0xffffffffu
+#define NVME_SC_CMD_SEQ_ERROR 0x00c
+#define NVME_SC_AER_LIMIT     0x105
+#define NVME_NSID_ALL	      0xffffffffu
 
 #define NVME_CNS_CS_NAMESPACE  0x05
 #define NVME_CNS_CS_CONTROLLER 0x06

@@ -208,9 +208,4 @@ void nvmet_log(struct nvmet_target *t, const char *fmt, ...)
 void nvmet_debug(struct nvmet_target *t, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-static inline void nvmet_set_status(struct nvmet_slot *s, uint16_t status)
-{
-	s->status = status;
-}
-
 #endif

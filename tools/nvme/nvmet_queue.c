@@ -173,6 +173,25 @@ uint16_t nvmet_check_sgl(struct nvmet_slot *s, uint32_t len)
 	return 0;
 }
 
+/* nvme_status_name, and the statuses only a controller returns. */
+static const char *status_name(uint16_t status)
+{
+	switch (status & 0x7ff) {
+	case NVME_SC_CMD_SEQ_ERROR:
+		return "command sequence error";
+	case NVME_SC_AER_LIMIT:
+		return "asynchronous event request limit exceeded";
+	case NVME_SC_FEATURE_NOT_SAVEABLE:
+		return "feature identifier not saveable";
+	case NVME_SC_CONNECT_FORMAT:
+		return "connect incompatible format";
+	case NVME_SC_CONNECT_CTRL_BUSY:
+		return "connect controller busy";
+	default:
+		return nvme_status_name(status);
+	}
+}
+
 static void slot_log(struct nvmet_slot *s)
 {
 	struct nvmet_queue *q = s->q;
@@ -195,7 +214,7 @@ static void slot_log(struct nvmet_slot *s)
 		  "(0x%03x) result 0x%llx",
 		  q->ctrl ? q->ctrl->cntlid : 0, queue_name(q, qn, sizeof(qn)),
 		  c->command_id, op, c->cdw[0], c->cdw[1],
-		  nvme_status_name(s->status), s->status,
+		  status_name(s->status), s->status,
 		  (unsigned long long)s->result);
 }
 
