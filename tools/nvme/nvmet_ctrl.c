@@ -577,8 +577,23 @@ static enum nvmet_next get_features_cmd(struct nvmet_slot *s)
 	struct nvmet_target *t = s->q->t;
 	struct nvmet_ctrl *c = s->q->ctrl;
 	unsigned int fid = s->cmd.cdw[0] & 0xff;
+	unsigned int sel = (s->cmd.cdw[0] >> 8) & 0x7;
 	uint16_t st = 0;
 
+	/* SEL 3, supported capabilities: what Set Features may change
+	 * (bit 2); nothing is saveable or namespace specific. */
+	if (sel == 3) {
+		switch (fid) {
+		case NVME_FEAT_NUM_QUEUES:
+		case NVME_FEAT_KATO:
+		case NVME_FEAT_ASYNC_EVENT:
+		case NVME_FEAT_VOLATILE_WC:
+			s->result = 1u << 2;
+			return reply(s, 0);
+		default:
+			break;
+		}
+	}
 	pthread_mutex_lock(&t->lock);
 	switch (fid) {
 	case NVME_FEAT_NUM_QUEUES:
