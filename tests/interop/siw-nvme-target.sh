@@ -80,6 +80,7 @@ nvme flush /dev/nvme0n1; echo "NVMET-FLUSH $?"
 blkdiscard /dev/nvme0n1; echo "NVMET-DISCARD $?"
 nvme smart-log /dev/nvme0 | sed "s/^/SMART /"
 nvme get-feature -f 7 /dev/nvme0; nvme get-feature -f 0xf /dev/nvme0
+nvme get-feature -f 0xf -s 3 /dev/nvme0 | sed "s/^/NVMET-KATO-CAPS /"
 nvme error-log /dev/nvme0 >/dev/null; echo "NVMET-ERRLOG $?"
 nvme fw-log /dev/nvme0 | grep frs1
 nvme disconnect -n $N; echo "NVMET-DISCONNECT $?"
@@ -143,6 +144,7 @@ for s in WZ FLUSH DISCARD ERRLOG DISCONNECT CONNECT2; do
 done
 grep -q '^NVMET-WRONG-NQN 0$' "$c" && bad "a Connect to another subsystem succeeded"
 grep -q 'Connect to unknown subsystem' "$t" || bad "target: no refused Connect"
+grep -q '^NVMET-KATO-CAPS .*0x0*4$' "$c" || bad "get-feature -s 3: KATO not changeable"
 grep -q '^NVMET-WZ-READ ok$' "$c" || bad "Write Zeroes: the blocks do not read as zeros"
 grep -q '^NVMET-STILL-THERE' "$c" && bad "nvme0 still there after nvme disconnect"
 grep -q -e 'kernel BUG' -e 'WARNING:' -e 'Call Trace' "$c" && bad "guest kernel BUG/WARNING"
