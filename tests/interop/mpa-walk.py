@@ -3,7 +3,7 @@
 """Walks every iWARP byte stream of a capture FPDU by FPDU.
 
 tshark's MPA dissector finds FPDUs heuristically, segment by segment. When
-qemu's slirp cuts 64 KiB FPDUs (libndk on lo) into 1440-byte guest segments
+qemu's slirp cuts 32 KiB FPDUs (libndk on lo) into 1440-byte guest segments
 it loses the FPDU boundaries in bulk transfers and leaves segments
 undecoded. This reassembles each direction of each TCP connection on port
 PORT from the sequence numbers (retransmissions and overlaps counted once),

@@ -174,8 +174,8 @@ want_rd=$(((5 + 3) * mib * 1048576))
 ((rd >= want_rd)) || bad "target: $rd bytes read, expected at least $want_rd"
 
 # siw_check_pcap's tshark finds FPDUs segment by segment and loses them
-# where slirp cut our 64 KiB FPDUs (lo's MSS) into the guest's 1440-byte
-# segments: a few segments after bulk data stay undecoded. mpa-walk.py
+# where slirp cut our 32 KiB FPDUs (libndk on lo) into the guest's
+# 1440-byte segments: a few segments after bulk data stay undecoded. mpa-walk.py
 # follows the MPA lengths through every byte of every stream instead.
 pc_rc=0
 pc=$(siw_check_pcap "$out/guest.pcap") || pc_rc=$?
