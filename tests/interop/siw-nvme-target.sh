@@ -190,10 +190,13 @@ if command -v tshark >/dev/null; then
 		grep 'from the target' "$out/mpa-walk.txt" | grep -q "$op [1-9]" ||
 			bad "pcap: no $op from the target"
 	done
+	# Where tshark lost an FPDU boundary it may also call a frame
+	# malformed (a BoundError in the middle of bulk data, 0-1 per run);
+	# the walk above has followed that stream through every byte, so
+	# only a bad CRC fails here.
 	if ((pc_rc)); then
-		grep -q ': 0 malformed, .* 0 Bad CRC32' <<<"$pc" ||
-			bad "capture: malformed frames or bad CRCs"
-		echo "NOTE: tshark's heuristic left segments undecoded; mpa-walk.py accounts for every byte"
+		grep -q ', 0 Bad CRC32' <<<"$pc" || bad "capture: bad CRCs"
+		echo "NOTE: tshark's heuristic lost FPDU boundaries; mpa-walk.py accounts for every byte"
 	fi
 fi
 if ((fail)); then
