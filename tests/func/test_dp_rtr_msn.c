@@ -28,8 +28,8 @@ static void test_initiator_read_after_read_rtr(void **state)
 	(void)state;
 	memset(sink, 0, 1000);
 	dp_raw_server_connect_rtr(&r, 0, MPA_READ_RTR);
-	assert_int_equal(A.qp->Dispatch->NdkRead(A.qp, (PVOID)(uintptr_t)1,
-						 &s, 1, 0x10000, 0x77, 0),
+	assert_int_equal(A.qp->Dispatch->NdkRead(A.qp, (PVOID)(uintptr_t)1, &s,
+						 1, 0x10000, 0x77, 0),
 			 STATUS_SUCCESS);
 	dp_raw_expect_read_request(r.fd, 2, A.ltok, sink, 1000);
 

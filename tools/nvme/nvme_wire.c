@@ -265,6 +265,110 @@ const char *nvme_status_name(uint16_t status)
 	}
 }
 
+uint64_t nvme_cap_value(uint16_t mqes, uint8_t timeout_500ms)
+{
+	/* MQES 15:0, CQR 16, TO 31:24, CSS 44:37 (bit 37: NVM), MPSMIN 0
+	 * (4 KiB pages). */
+	return (uint64_t)mqes | (1ull << 16) | ((uint64_t)timeout_500ms << 24) |
+	       (1ull << 37);
+}
+
+void nvme_put_string(uint8_t *field, size_t size, const char *s)
+{
+	size_t n = s ? strnlen(s, size) : 0;
+
+	memset(field, ' ', size);
+	memcpy(field, s, n);
+}
+
+/*
+ * Identify Controller: 0 VID, 4 SN, 24 MN, 64 FR, 72 RAB, 76 CMIC, 77 MDTS,
+ * 78 CNTLID, 80 VER, 92 OAES, 96 CTRATT, 111 CNTRLTYPE, 256 OACS, 258 ACL,
+ * 259 AERL, 260 FRMW, 261 LPA, 262 ELPE, 320 KAS, 512 SQES, 513 CQES,
+ * 514 MAXCMD, 516 NN, 520 ONCS, 525 VWC, 536 SGLS, 768 SUBNQN; Fabrics:
+ * 1792 IOCCSZ, 1796 IORCSZ, 1800 ICDOFF, 1802 FCATT, 1803 MSDBD.
+ */
+void nvme_id_ctrl_build(uint8_t out[NVME_IDENTIFY_SIZE],
+			const struct nvme_id_ctrl_fields *f)
+{
+	memset(out, 0, NVME_IDENTIFY_SIZE);
+	nvme_put_string(out + 4, 20, f->serial);
+	nvme_put_string(out + 24, 40, f->model);
+	nvme_put_string(out + 64, 8, f->firmware);
+	out[72] = 6; /* RAB: 64 commands per arbitration burst */
+	out[76] = f->cmic;
+	out[77] = f->mdts;
+	nvme_put16(out + 78, f->cntlid);
+	nvme_put32(out + 80, f->version);
+	nvme_put32(out + 92, f->oaes);
+	nvme_put32(out + 96, f->ctratt);
+	out[111] = f->cntrltype;
+	nvme_put16(out + 256, f->oacs);
+	out[258] = f->acl;
+	out[259] = f->aerl;
+	out[260] = f->frmw;
+	out[261] = f->lpa;
+	out[262] = f->elpe;
+	nvme_put16(out + 320, f->kas);
+	out[512] = 0x66; /* SQES: 64-byte entries, required and maximum */
+	out[513] = 0x44; /* CQES: 16 bytes */
+	nvme_put16(out + 514, f->maxcmd);
+	nvme_put32(out + 516, f->nn);
+	nvme_put16(out + 520, f->oncs);
+	out[525] = f->vwc;
+	nvme_put32(out + 536, f->sgls);
+	if (f->subnqn)
+		memcpy(out + 768, f->subnqn,
+		       strnlen(f->subnqn, NVME_NQN_SIZE - 1));
+	nvme_put32(out + 1792, f->ioccsz);
+	nvme_put32(out + 1796, f->iorcsz);
+	out[1803] = f->msdbd;
+}
+
+/*
+ * Identify Namespace: 0 NSZE, 8 NCAP, 16 NUSE, 25 NLBAF (0's based),
+ * 26 FLBAS, 30 NMIC, 104 NGUID, 128 LBAF0 (2 MS, then LBADS in byte 130).
+ */
+void nvme_id_ns_build(uint8_t out[NVME_IDENTIFY_SIZE],
+		      const struct nvme_id_ns_fields *f)
+{
+	memset(out, 0, NVME_IDENTIFY_SIZE);
+	nvme_put64(out, f->blocks);
+	nvme_put64(out + 8, f->blocks);
+	nvme_put64(out + 16, f->blocks);
+	out[30] = f->nmic;
+	memcpy(out + 104, f->nguid, 16);
+	out[130] = f->lba_shift;
+}
+
+/* Each descriptor: NIDT, NIDL, two reserved bytes, then NIDL bytes. */
+static uint8_t *ns_desc_put(uint8_t *p, uint8_t type, const uint8_t *id,
+			    uint8_t len)
+{
+	p[0] = type;
+	p[1] = len;
+	memcpy(p + 4, id, len);
+	return p + 4 + len;
+}
+
+void nvme_ns_desc_list_build(uint8_t out[NVME_IDENTIFY_SIZE],
+			     const uint8_t nguid[16], const uint8_t uuid[16])
+{
+	static const uint8_t csi_nvm = 0;
+	uint8_t *p = out;
+
+	memset(out, 0, NVME_IDENTIFY_SIZE);
+	p = ns_desc_put(p, NVME_NIDT_NGUID, nguid, 16);
+	p = ns_desc_put(p, NVME_NIDT_UUID, uuid, 16);
+	ns_desc_put(p, NVME_NIDT_CSI, &csi_nvm, 1);
+}
+
+uint32_t nvme_connect_invalid_param(bool in_data, uint16_t offset)
+{
+	/* IATTR (bit 16: the Connect data) and IPO (the byte offset). */
+	return (in_data ? 1u << 16 : 0) | offset;
+}
+
 void nvme_identify_cmd(struct nvme_sqe *c, uint8_t cns, uint32_t nsid)
 {
 	memset(c, 0, sizeof(*c));
