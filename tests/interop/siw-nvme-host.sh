@@ -94,10 +94,11 @@ if waitconns 4422 3; then
 	sleep 3
 	echo "GUEST-SILENT port 4422 with $(conns 4422) connections"
 	ip link set eth0 down
-	sleep 20
+	# ndknvme gives up 4 s after its oldest command (-t 4000).
+	sleep 12
 	ip link set eth0 up
 	echo "GUEST-BACK"
-	sleep 8
+	sleep 4
 fi
 echo "==== dmesg"
 dmesg | grep -e nvmet -e "kernel BUG" -e "WARNING:" -e "Call Trace" -e "siw" -e "nullb0" | grep -v -e "SoftiWARP attached" -e "loading out-of-tree" -e "module verification"
