@@ -201,6 +201,9 @@ grep -h -e 'rejected' -e 'Fabrics Connect' "$out/reject.err" "$out/badnqn.err" |
 # back through other queue counts, memory modes and command sizes.
 ranges=("0 2048 11 -q 2" "100003 777 12 -q 3 --mem global"
 	"$((blocks - 300)) 300 13 -q 2 --no-incapsule" "5000 1000 14 -q 2 --max-io 4k")
+# NVME_RANGES: how many of them (make test runs the first 2: one queue
+# count and memory mode each way).
+ranges=("${ranges[@]:0:${NVME_RANGES:-${#ranges[@]}}}")
 i=0
 for r in "${ranges[@]}"; do
 	read -r lba cnt seed opts <<<"$r"
