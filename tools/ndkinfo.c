@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ndkinfo: the NDK adapter of every network interface, like PowerShell's
- * Get-NetAdapterRdma: opens it (NDKPI 2.1), prints its NDK_ADAPTER_INFO
- * with the adapter flags by name, and closes it. An interface whose
+ * Get-NetAdapterRdma: opens it (NDKPI 2.1), prints which libndk provider
+ * serves it and on what device, its NDK_ADAPTER_INFO with the adapter
+ * flags by name, and closes it. An interface whose
  * adapter cannot be opened is listed with the reason (a down interface
  * is "not ready"). Public API only.
  *
@@ -64,6 +65,7 @@ struct adapter {
 	NTSTATUS status; /* NdkOpenAdapter's, or NdkQueryAdapterInfo's */
 	bool opened; /* NdkOpenAdapter succeeded */
 	NDK_ADAPTER_INFO info;
+	NDK_PROVIDER_INFO provider;
 };
 
 static void usage(FILE *f)
@@ -142,12 +144,15 @@ static void probe(struct adapter *a)
 	ULONG size = sizeof(a->info);
 
 	memset(&a->info, 0, sizeof(a->info));
+	memset(&a->provider, 0, sizeof(a->provider));
 	a->opened = false;
 	a->status = NdkOpenAdapter(v, a->ifindex, &ad);
 	if (!NT_SUCCESS(a->status))
 		return;
 	a->opened = true;
 	a->status = ad->Dispatch->NdkQueryAdapterInfo(ad, &a->info, &size);
+	if (a->status == STATUS_SUCCESS)
+		a->status = NdkQueryAdapterProvider(ad, &a->provider);
 	NdkCloseAdapter(ad);
 }
 
@@ -170,6 +175,13 @@ static void print_text(const struct adapter *a)
 		return;
 	}
 	printf(LABEL "%s\n", "Status", status_text(a));
+	printf(LABEL "%s\n", "Provider", a->provider.Provider);
+	if (a->provider.Device[0]) {
+		char dev[sizeof(a->provider.Device) * 4];
+
+		text_printable(a->provider.Device, dev, sizeof(dev));
+		printf(LABEL "%s\n", "Device", dev);
+	}
 	printf(LABEL "%u.%u\n", "NdkVersion", i->Version.Major,
 	       i->Version.Minor);
 	printf(LABEL "0x%08x\n", "VendorId", i->VendorId);
@@ -208,6 +220,8 @@ static void print_json(struct json *j, const struct adapter *a)
 		snprintf(text, sizeof(text), "%u.%u", i->Version.Major,
 			 i->Version.Minor);
 		json_string(j, "NdkVersion", text);
+		json_string(j, "Provider", a->provider.Provider);
+		json_string(j, "Device", a->provider.Device);
 		json_uint(j, "VendorId", i->VendorId);
 		json_uint(j, "DeviceId", i->DeviceId);
 		json_string(j, "RdmaTechnology",

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libndk: the Windows Network Direct Kernel Provider Interface (NDKPI 2.1)
- * on Linux, over software iWARP (MPA v2 / DDP / RDMAP over TCP).
+ * on Linux, over software iWARP (MPA v2 / DDP / RDMAP over TCP) or an RDMA
+ * device through rdma-core verbs.
  *
  * Include this one header. Besides the NDKPI surface (ndkpi.h), libndk has
  * a few Linux entry points modelled on WskOpenNdkAdapter /
@@ -30,7 +31,8 @@ extern "C" {
  * lowest acceptable minor; the adapter runs at the highest minor libndk has
  * for that major (1.2 or 2.1). Returns STATUS_SUCCESS,
  * NDIS_STATUS_BAD_VERSION, NDIS_STATUS_ADAPTER_NOT_FOUND (no such
- * interface), NDIS_STATUS_ADAPTER_NOT_READY (interface down) or
+ * interface, or NDK_PROVIDER names a provider that does not serve it),
+ * NDIS_STATUS_ADAPTER_NOT_READY (interface down) or
  * STATUS_INSUFFICIENT_RESOURCES.
  */
 NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
@@ -50,6 +52,22 @@ VOID NdkCloseAdapter(NDK_ADAPTER *pNdkAdapter);
 NDIS_STATUS NdkQueryOid(NET_IFINDEX IfIndex, NDIS_OID Oid,
 			PVOID InformationBuffer, ULONG InformationBufferLength,
 			PULONG BytesWritten, PULONG BytesNeeded);
+
+/*
+ * Which libndk provider implements an adapter (libndk only; ndkinfo shows
+ * it): Provider is "software" (iWARP over TCP sockets) or "verbs" (an RDMA
+ * device through rdma-core); Device names the verbs device and port
+ * ("siw0 port 1"), empty for the software provider. NDK_PROVIDER chooses
+ * at NdkOpenAdapter (README, Configuration). STATUS_INVALID_PARAMETER for
+ * a NULL argument.
+ */
+typedef struct _NDK_PROVIDER_INFO {
+	CHAR Provider[16];
+	CHAR Device[64];
+} NDK_PROVIDER_INFO;
+
+NTSTATUS NdkQueryAdapterProvider(NDK_ADAPTER *pNdkAdapter,
+				 NDK_PROVIDER_INFO *pInfo);
 
 /* "STATUS_IO_TIMEOUT" for STATUS_IO_TIMEOUT; "0xC0001234" if unknown. */
 PCSTR NdkStatusName(NTSTATUS Status);

@@ -22,7 +22,7 @@
 #include "front/adapter.h"
 #include "front/address.h"
 #include "front/endpoint.h"
-#include "front/provider.h"
+#include "cm/provider.h"
 
 static const char *const conn_state_names[NDK_CONN_STATE_COUNT] = {
 	[NDK_CONN_IDLE] = "IDLE",
@@ -117,12 +117,6 @@ static const bool conn_transition_ok[NDK_CONN_STATE_COUNT]
 		[NDK_CONN_CLOSED] = true,
 	},
 };
-
-uint64_t ndk_cm_timeout_ms(void)
-{
-	/* Linux siw waits 10 s for the MPA Reply (MPA_TIMEOUT). */
-	return ndk_config_u64("NDK_CM_TIMEOUT_MS", 10000, 1, 3600000);
-}
 
 uint64_t ndk_accept_grace_ms(void)
 {

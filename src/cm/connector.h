@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "core/config.h"
 #include "front/object.h"
 
 struct ndk_adapter;
@@ -55,8 +56,8 @@ int ndk_connector_new_passive(const struct ndk_passive_request *r,
  */
 void ndk_connector_handed_over(NDK_CONNECTOR *conn, bool delivered);
 
-/* Timeouts, from the environment (README: Configuration). */
-uint64_t ndk_cm_timeout_ms(void);
+/* Timeouts, from the environment (README: Configuration); the connection
+ * setup timeout is core/config.h's ndk_cm_timeout_ms. */
 /* NDK_ACCEPT_GRACE_MS: how long a non-P2P Accept waits after its Reply
  * for the initiator's first FPDU before it completes anyway. */
 uint64_t ndk_accept_grace_ms(void);

@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include "cm/connector.h"
 #include "cm/connector_int.h"
-#include "cm/shared_endpoint.h"
+#include "front/shared_endpoint.h"
 #include "cm/sockopt.h"
 #include "core/log.h"
 #include "core/status.h"

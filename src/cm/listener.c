@@ -26,7 +26,7 @@
 #include "front/adapter.h"
 #include "front/address.h"
 #include "front/endpoint.h"
-#include "front/provider.h"
+#include "cm/provider.h"
 
 static const char *const listener_state_names[NDK_LISTENER_STATE_COUNT] = {
 	[NDK_LISTENER_IDLE] = "IDLE",

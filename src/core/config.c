@@ -40,3 +40,9 @@ bool ndk_config_bool(const char *name, bool def)
 	ndk_warn("%s=%s is not a boolean; using %d", name, v, def);
 	return def;
 }
+
+uint64_t ndk_cm_timeout_ms(void)
+{
+	/* Linux siw waits 10 s for the MPA Reply (MPA_TIMEOUT). */
+	return ndk_config_u64("NDK_CM_TIMEOUT_MS", 10000, 1, 3600000);
+}

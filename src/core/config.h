@@ -12,5 +12,8 @@
 uint64_t ndk_config_u64(const char *name, uint64_t def, uint64_t min,
 			uint64_t max);
 bool ndk_config_bool(const char *name, bool def);
+/* NDK_CM_TIMEOUT_MS: how long a connection step may take (README,
+ * Configuration), for every provider. */
+uint64_t ndk_cm_timeout_ms(void);
 
 #endif /* NDK_CORE_CONFIG_H */

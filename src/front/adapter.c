@@ -36,43 +36,6 @@ int ndk_negotiate_version(NDK_VERSION requested, NDK_VERSION *result)
 	return -EPROTONOSUPPORT;
 }
 
-/*
- * The limits are what the software provider really enforces. Read limits
- * are 128 like siw; private data is MPA's 256-byte cap minus the 4-byte
- * IRD/ORD block of MPA v2 (docs/wire.md, Private data limits).
- */
-void ndk_adapter_default_info(NDK_ADAPTER_INFO *info, NDK_VERSION version)
-{
-	memset(info, 0, sizeof(*info));
-	info->Version = version;
-	info->VendorId = 0; /* software provider: no OUI */
-	info->DeviceId = 0x4e444b; /* "NDK" */
-	info->MaxRegistrationSize = (SIZE_T)1 << 40;
-	info->MaxWindowSize = (SIZE_T)1 << 40;
-	info->FRMRPageCount = 256;
-	info->MaxInitiatorRequestSge = 16;
-	info->MaxReceiveRequestSge = 16;
-	info->MaxReadRequestSge = 16;
-	info->MaxTransferLength = 1u << 30;
-	info->MaxInlineDataSize = 1024;
-	info->MaxInboundReadLimit = 128;
-	info->MaxOutboundReadLimit = 128;
-	info->MaxReceiveQueueDepth = 16384;
-	info->MaxInitiatorQueueDepth = 16384;
-	info->MaxSrqDepth = 16384;
-	info->MaxCqDepth = 65536;
-	info->LargeRequestThreshold = 64 * 1024;
-	info->MaxCallerData = 252;
-	info->MaxCalleeData = 252;
-	info->AdapterFlags =
-		NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED |
-		NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED |
-		NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED |
-		NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED |
-		NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED;
-	info->RdmaTechnology = NdkiWarp;
-}
-
 int ndk_adapter_has_addr(struct ndk_adapter *ad, const struct sockaddr *addr)
 {
 	return ndk_ifaddr_has(&ad->addrs, addr);
@@ -97,17 +60,22 @@ static NTSTATUS ndk_query_adapter_info(NDK_ADAPTER *pNdkAdapter,
 	return STATUS_SUCCESS;
 }
 
-static const NDK_ADAPTER_DISPATCH adapter_dispatch = {
-	.NdkQueryExtension = ndk_query_extension,
-	.NdkQueryAdapterInfo = ndk_query_adapter_info,
-	.NdkCreateCq = ndk_create_cq,
-	.NdkCreatePd = ndk_create_pd,
-	.NdkCreateSharedEndpoint = ndk_create_shared_endpoint,
-	.NdkCreateConnector = ndk_create_connector,
-	.NdkCreateListener = ndk_create_listener,
-	.NdkBuildLAM = ndk_build_lam,
-	.NdkReleaseLAM = ndk_release_lam,
-};
+/* The adapter's dispatch table: the front end answers queries, the
+ * provider creates the objects. */
+static void adapter_fill_dispatch(NDK_ADAPTER_DISPATCH *d,
+				  const struct ndk_provider_ops *p)
+{
+	memset(d, 0, sizeof(*d));
+	d->NdkQueryExtension = ndk_query_extension;
+	d->NdkQueryAdapterInfo = ndk_query_adapter_info;
+	d->NdkCreateCq = p->create_cq;
+	d->NdkCreatePd = p->create_pd;
+	d->NdkCreateSharedEndpoint = p->create_shared_endpoint;
+	d->NdkCreateConnector = p->create_connector;
+	d->NdkCreateListener = p->create_listener;
+	d->NdkBuildLAM = p->build_lam;
+	d->NdkReleaseLAM = p->release_lam;
+}
 
 static void adapter_destroy(struct ndk_obj *obj)
 {
@@ -144,7 +112,7 @@ static int interface_state(NET_IFINDEX ifindex, char *name)
 static void adapter_free(struct ndk_adapter *ad)
 {
 	ndk_reg_counters_close(ad->counters);
-	ndk_provider_adapter_fini(ad);
+	ad->provider->adapter_fini(ad);
 	ndk_ifaddr_fini(&ad->addrs);
 	pthread_cond_destroy(&ad->objects.cond);
 	ndk_lock_destroy(&ad->objects.lock);
@@ -154,6 +122,7 @@ static void adapter_free(struct ndk_adapter *ad)
 NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 				   NDK_ADAPTER **ppNdkAdapter)
 {
+	const struct ndk_provider_ops *provider;
 	struct ndk_adapter *ad;
 	NDK_VERSION run;
 	char name[IF_NAMESIZE];
@@ -172,23 +141,36 @@ NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 		return NDIS_STATUS_ADAPTER_NOT_READY;
 	if (ret)
 		return STATUS_INSUFFICIENT_RESOURCES;
+	/* NDK_PROVIDER=verbs with no RDMA device on the interface is an
+	 * adapter that does not exist (README, Configuration). */
+	if (ndk_provider_select(IfIndex, name, &provider))
+		return NDIS_STATUS_ADAPTER_NOT_FOUND;
 
 	ad = calloc(1, sizeof(*ad));
 	if (!ad)
 		return STATUS_INSUFFICIENT_RESOURCES;
 	ad->ifindex = IfIndex;
 	memcpy(ad->ifname, name, sizeof(ad->ifname));
+	ad->provider = provider;
 	ad->objects.version = run;
 	ad->objects.engine = &ad->engine;
-	ndk_adapter_default_info(&ad->info, run);
+	ad->info.Version = run;
+	adapter_fill_dispatch(&ad->dispatch, provider);
 	ndk_lock_init(&ad->objects.lock, NDK_LOCK_DOMAIN);
 	pthread_cond_init(&ad->objects.cond, NULL);
 	list_init(&ad->objects.objects);
-	ndk_obj_init(&ad->obj, ad, &ad->objects, &adapter_ops,
-		     &adapter_dispatch);
+	ndk_obj_init(&ad->obj, ad, &ad->objects, &adapter_ops, &ad->dispatch);
 
 	ndk_ifaddr_init(&ad->addrs, name, IfIndex);
-	if (ndk_provider_adapter_init(ad))
+	ret = provider->adapter_init(ad);
+	/* The provider's limits are for this version's structure. */
+	ad->info.Version = run;
+	if (ret == -ENODEV) {
+		/* The device went between the probe and here. */
+		adapter_free(ad);
+		return NDIS_STATUS_ADAPTER_NOT_FOUND;
+	}
+	if (ret)
 		goto fail;
 	/* The interface is named by namespace + ifindex (registry.h). */
 	ad->netns = ndk_reg_netns_self();
@@ -196,13 +178,34 @@ NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 	snprintf(thread_name, sizeof(thread_name), "ndk-%s", name);
 	if (ndk_engine_start(&ad->engine, thread_name))
 		goto fail;
+	if (provider->adapter_start && provider->adapter_start(ad)) {
+		ndk_engine_stop(&ad->engine);
+		goto fail;
+	}
 	*ppNdkAdapter = &ad->obj.pub.adapter;
-	ndk_info("opened adapter %s (ifindex %u) at NDKPI %u.%u", name,
-		 (unsigned int)IfIndex, run.Major, run.Minor);
+	ndk_info(
+		"opened adapter %s (ifindex %u) at NDKPI %u.%u, %s provider%s%s",
+		name, (unsigned int)IfIndex, run.Major, run.Minor,
+		provider->name, ad->device[0] ? " on " : "", ad->device);
 	return STATUS_SUCCESS;
 fail:
 	adapter_free(ad);
 	return STATUS_INSUFFICIENT_RESOURCES;
+}
+
+NDK_EXPORT NTSTATUS NdkQueryAdapterProvider(NDK_ADAPTER *pNdkAdapter,
+					    NDK_PROVIDER_INFO *pInfo)
+{
+	struct ndk_adapter *ad;
+
+	if (!pNdkAdapter || !pInfo)
+		return STATUS_INVALID_PARAMETER;
+	ad = to_ndk_adapter(pNdkAdapter);
+	memset(pInfo, 0, sizeof(*pInfo));
+	snprintf(pInfo->Provider, sizeof(pInfo->Provider), "%s",
+		 ad->provider->name);
+	snprintf(pInfo->Device, sizeof(pInfo->Device), "%s", ad->device);
+	return STATUS_SUCCESS;
 }
 
 NDK_EXPORT VOID NdkCloseAdapter(NDK_ADAPTER *pNdkAdapter)

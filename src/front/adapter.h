@@ -13,20 +13,30 @@
 #include "engine/engine.h"
 #include "oid/registry.h"
 
-struct ndk_stag_table;
+struct ndk_provider_ops;
+
+/* "siw0 port 1": the device of a hardware provider, for ndkinfo. */
+#define NDK_ADAPTER_DEVICE_MAX 64
 
 struct ndk_adapter {
 	struct ndk_obj obj; /* NDK_ADAPTER; never closed through Dispatch */
 	NET_IFINDEX ifindex;
 	char ifname[IF_NAMESIZE];
-	NDK_ADAPTER_INFO info;
+	NDK_ADAPTER_INFO info; /* filled by the provider's adapter_init */
+
+	/* The provider that implements the objects (front/provider.h), its
+	 * adapter-wide state and its device ("" for software). */
+	const struct ndk_provider_ops *provider;
+	void *priv;
+	char device[NDK_ADAPTER_DEVICE_MAX];
+	/* obj's Dispatch: the front end's slots and the provider's creates. */
+	NDK_ADAPTER_DISPATCH dispatch;
 
 	/* Every object created on it (object.h); its lock is never held
 	 * across a consumer callback. */
 	struct ndk_obj_domain objects;
 
 	struct ndk_engine engine;
-	struct ndk_stag_table *stags; /* memory tokens, see qp/stag.h */
 	struct ndk_ifaddr_cache addrs; /* the interface's addresses */
 
 	/* Where the adapter lives (registry.h): its network namespace and
@@ -56,9 +66,6 @@ static inline struct ndk_adapter *to_ndk_adapter(NDK_ADAPTER *a)
  * addresses must carry the interface's scope id.
  */
 int ndk_adapter_has_addr(struct ndk_adapter *ad, const struct sockaddr *addr);
-
-/* Fills info for an adapter running at version. */
-void ndk_adapter_default_info(NDK_ADAPTER_INFO *info, NDK_VERSION version);
 
 /* Version negotiation: 0 and the version to run at, or -EPROTONOSUPPORT. */
 int ndk_negotiate_version(NDK_VERSION requested, NDK_VERSION *result);

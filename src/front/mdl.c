@@ -4,10 +4,13 @@
  * pages; here it describes a virtually contiguous buffer of this process,
  * which is all the NDK functions that take one need.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "core/compiler.h"
-#include <ndk/ndk.h>
+#include "front/mdl.h"
 
 NDK_EXPORT PMDL IoAllocateMdl(PVOID VirtualAddress, ULONG Length,
 			      BOOLEAN SecondaryBuffer, BOOLEAN ChargeQuota,
@@ -53,4 +56,60 @@ NDK_EXPORT PVOID MmGetMdlVirtualAddress(PMDL Mdl)
 NDK_EXPORT ULONG MmGetMdlByteCount(PMDL Mdl)
 {
 	return Mdl->ByteCount;
+}
+
+int ndk_mdl_range(const MDL *mdl, uint64_t length, uint64_t *va)
+{
+	uint64_t start, next, total = 0;
+	unsigned int n = 0;
+	const MDL *m;
+
+	if (!mdl || !length)
+		return -EINVAL;
+	start = (uintptr_t)mdl->StartVa + mdl->ByteOffset;
+	/* Zero-based virtual addresses are not supported
+	 * (NDK_FN_REGISTER_MR). */
+	if (!start)
+		return -EINVAL;
+	next = start;
+	for (m = mdl; m; m = m->Next) {
+		uint64_t mva = (uintptr_t)m->StartVa + m->ByteOffset;
+
+		if (++n > NDK_MDL_CHAIN_MAX || m->ByteOffset >= PAGE_SIZE)
+			return -EINVAL;
+		/* "Not virtually contiguous" (NdkRegisterMr, NdkBuildLAM). */
+		if (mva != next || m->ByteCount > UINT64_MAX - mva)
+			return -EINVAL;
+		next = mva + m->ByteCount;
+		total += m->ByteCount;
+	}
+	if (length > total)
+		return -EINVAL;
+	*va = start;
+	return 0;
+}
+
+int ndk_mem_check_mapped(uint64_t va, uint64_t len)
+{
+	/* mincore works in system pages, which may exceed PAGE_SIZE. */
+	uint64_t psz = (uint64_t)sysconf(_SC_PAGESIZE);
+	unsigned char vec[4096];
+	uint64_t p, end, chunk;
+
+	if (!len)
+		return 0;
+	if (va > UINT64_MAX - (len - 1) || va + (len - 1) > UINT64_MAX - psz)
+		return -EINVAL;
+	p = va & ~(psz - 1);
+	end = (va + len + psz - 1) & ~(psz - 1);
+	while (p < end) {
+		chunk = end - p;
+		if (chunk > sizeof(vec) * psz)
+			chunk = sizeof(vec) * psz;
+		/* ENOMEM: part of the range is not mapped. */
+		if (mincore((void *)(uintptr_t)p, chunk, vec))
+			return errno == ENOMEM ? -EFAULT : -errno;
+		p += chunk;
+	}
+	return 0;
 }

@@ -121,16 +121,21 @@ static void close_kick_locked(struct ndk_obj *obj)
 	ndk_engine_post(obj->domain->engine, &obj->close_work);
 }
 
-/* Drops every antecedent link and the consumer's reference. */
+/*
+ * Releases the object's resources, then drops every antecedent link and
+ * the consumer's reference: an antecedent's close cannot complete while
+ * a successor still holds what it gave it (a verbs QP keeps its PD and
+ * CQs busy until it is destroyed).
+ */
 static void close_finish(struct ndk_obj *obj)
 {
 	unsigned int i;
 
+	if (obj->ops->close_end)
+		obj->ops->close_end(obj);
 	for (i = 0; i < NDK_OBJ_MAX_ANTECEDENTS; i++)
 		if (obj->antecedents[i])
 			ndk_obj_unlink(obj, obj->antecedents[i]);
-	if (obj->ops->close_end)
-		obj->ops->close_end(obj);
 	ndk_obj_put(obj);
 }
 

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The seam between the NDK front end (src/front: adapter, object model,
- * close rules, endpoint table) and the provider that implements the
- * objects (today the software iWARP provider: src/cm, src/qp, src/iwarp).
- * The front end calls only what is declared here; docs/design.md has the
- * layers.
+ * close rules, endpoint table) and the providers that implement the
+ * objects: the software iWARP provider (src/qp, src/cm, src/iwarp) and,
+ * when rdma-core was found at build time, the verbs provider (src/verbs).
+ * Each adapter has one provider, chosen at NdkOpenAdapter
+ * (docs/design.md, Front end and provider); the front end reaches it only
+ * through its struct ndk_provider_ops.
  */
 #ifndef NDK_FRONT_PROVIDER_H
 #define NDK_FRONT_PROVIDER_H
@@ -13,75 +15,58 @@
 
 struct ndk_adapter;
 
+struct ndk_provider_ops {
+	/* What NDK_PROVIDER names it, and ndkinfo shows: "software". */
+	const char *name;
+	/*
+	 * 0 if the provider can serve the interface, -ENODEV if not (auto
+	 * selection then tries the next one), another negative errno if it
+	 * could not tell. NULL: serves every interface.
+	 */
+	int (*probe)(NET_IFINDEX ifindex, const char *ifname);
+	/*
+	 * The provider's adapter-wide state, set up after the adapter's own
+	 * fields (ifindex, ifname, Version in info) and before its engine
+	 * starts: fills ad->info (every member but Version), ad->device and
+	 * ad->priv. Returns 0 or a negative errno. fini takes a partly set
+	 * up adapter too, and runs after the engine stopped.
+	 */
+	int (*adapter_init)(struct ndk_adapter *ad);
+	void (*adapter_fini)(struct ndk_adapter *ad);
+	/*
+	 * The engine runs: the provider registers its descriptors with it
+	 * (they stay registered until the engine stops). 0 or a negative
+	 * errno. NULL: nothing to do.
+	 */
+	int (*adapter_start)(struct ndk_adapter *ad);
+
+	/* The create slots of the adapter's dispatch table; from there on
+	 * each object's own dispatch table leads into the provider. */
+	NDK_FN_CREATE_CQ create_cq;
+	NDK_FN_CREATE_PD create_pd;
+	NDK_FN_CREATE_SHARED_ENDPOINT create_shared_endpoint;
+	NDK_FN_CREATE_CONNECTOR create_connector;
+	NDK_FN_CREATE_LISTENER create_listener;
+	NDK_FN_BUILD_LAM build_lam;
+	NDK_FN_RELEASE_LAM release_lam;
+};
+
+/* The providers linked in (front/provider.c lists them in the order auto
+ * selection tries them). */
+extern const struct ndk_provider_ops ndk_software_provider;
+#ifdef NDK_HAVE_VERBS
+extern const struct ndk_provider_ops ndk_verbs_provider;
+#endif
+
 /*
- * The provider's adapter-wide state (the software provider: its STag
- * table), set up after the adapter's own fields and before its engine
- * starts. Returns 0 or a negative errno. fini takes a partly set up
- * adapter too.
+ * The provider for an interface, following NDK_PROVIDER: "auto" (or
+ * unset) takes the first provider whose probe accepts the interface (the
+ * verbs provider when an RDMA device serves it, else the software one);
+ * "software" or "verbs" takes that one if it serves the interface.
+ * Returns 0, or -ENODEV when the provider named does not exist in this
+ * build or does not serve the interface, -EINVAL for an unknown name.
  */
-int ndk_provider_adapter_init(struct ndk_adapter *ad);
-void ndk_provider_adapter_fini(struct ndk_adapter *ad);
-
-/* Entry points of the adapter's and the PD's dispatch tables: each is
- * implemented with the object it creates. */
-
-NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
-		       NDK_FN_CQ_NOTIFICATION_CALLBACK CqNotification,
-		       PVOID CqNotificationContext, GROUP_AFFINITY *Affinity,
-		       NDK_FN_CREATE_COMPLETION CreateCompletion,
-		       PVOID RequestContext, NDK_CQ **ppNdkCq);
-NTSTATUS ndk_create_pd(NDK_ADAPTER *pNdkAdapter,
-		       NDK_FN_CREATE_COMPLETION CreateCompletion,
-		       PVOID RequestContext, NDK_PD **ppNdkPd);
-NTSTATUS ndk_create_shared_endpoint(NDK_ADAPTER *pNdkAdapter,
-				    CONST PSOCKADDR pAddress,
-				    ULONG AddressLength,
-				    NDK_FN_CREATE_COMPLETION CreateCompletion,
-				    PVOID RequestContext,
-				    NDK_SHARED_ENDPOINT **ppNdkSharedEndpoint);
-NTSTATUS ndk_create_connector(NDK_ADAPTER *pNdkAdapter,
-			      NDK_FN_CREATE_COMPLETION CreateCompletion,
-			      PVOID RequestContext,
-			      NDK_CONNECTOR **ppNdkConnector);
-NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter,
-			     NDK_FN_CONNECT_EVENT_CALLBACK ConnectEvent,
-			     PVOID ConnectEventContext,
-			     NDK_FN_CREATE_COMPLETION CreateCompletion,
-			     PVOID RequestContext,
-			     NDK_LISTENER **ppNdkListener);
-NTSTATUS ndk_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
-		       NDK_FN_REQUEST_COMPLETION RequestCompletion,
-		       PVOID RequestContext,
-		       NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM, ULONG *pLAMSize,
-		       ULONG *pFBO);
-VOID ndk_release_lam(NDK_ADAPTER *pNdkAdapter,
-		     NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM);
-
-/* Created by the PD. */
-NTSTATUS ndk_create_mr(NDK_PD *pNdkPd, BOOLEAN FastRegister,
-		       NDK_FN_CREATE_COMPLETION CreateCompletion,
-		       PVOID RequestContext, NDK_MR **ppNdkMr);
-NTSTATUS ndk_create_mw(NDK_PD *pNdkPd,
-		       NDK_FN_CREATE_COMPLETION CreateCompletion,
-		       PVOID RequestContext, NDK_MW **ppNdkMw);
-NTSTATUS ndk_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth,
-			ULONG MaxReceiveRequestSge, ULONG NotifyThreshold,
-			NDK_FN_SRQ_NOTIFICATION_CALLBACK SrqNotification,
-			PVOID SrqNotificationContext, GROUP_AFFINITY *Affinity,
-			NDK_FN_CREATE_COMPLETION CreateCompletion,
-			PVOID RequestContext, NDK_SRQ **ppNdkSrq);
-NTSTATUS ndk_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq,
-		       PVOID QPContext, ULONG ReceiveQueueDepth,
-		       ULONG InitiatorQueueDepth, ULONG MaxReceiveRequestSge,
-		       ULONG MaxInitiatorRequestSge, ULONG InlineDataSize,
-		       NDK_FN_CREATE_COMPLETION CreateCompletion,
-		       PVOID RequestContext, NDK_QP **ppNdkQp);
-NTSTATUS ndk_create_qp_with_srq(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
-				NDK_CQ *pInitiatorCq, NDK_SRQ *pSrq,
-				PVOID QPContext, ULONG InitiatorQueueDepth,
-				ULONG MaxInitiatorRequestSge,
-				ULONG InlineDataSize,
-				NDK_FN_CREATE_COMPLETION CreateCompletion,
-				PVOID RequestContext, NDK_QP **ppNdkQp);
+int ndk_provider_select(NET_IFINDEX ifindex, const char *ifname,
+			const struct ndk_provider_ops **out);
 
 #endif /* NDK_FRONT_PROVIDER_H */

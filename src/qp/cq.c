@@ -37,7 +37,7 @@
 #include "core/lock.h"
 #include "front/adapter.h"
 #include "core/log.h"
-#include "front/provider.h"
+#include "qp/provider.h"
 #include "qp/cq.h"
 
 #define CQ_MAXULONG 0xffffffffu

@@ -26,6 +26,7 @@
 #include "iwarp/mpa.h"
 #include "qp/dp_rx.h"
 #include "qp/rq.h"
+#include "qp/adapter.h"
 #include "qp/stag.h"
 
 /* What the FPDU being received is placed into. */
@@ -227,8 +228,8 @@ static int rx_header(struct ndk_dp *dp, const struct fpdu_ev *ev)
 			rx->target = RX_DISCARD;
 			return 0;
 		}
-		ret = ndk_stag_lookup(dp->ad->stags, h->stag, dp->qp.pd_id,
-				      h->to, ev->payload_len,
+		ret = ndk_stag_lookup(ndk_sw_stags(dp->ad), h->stag,
+				      dp->qp.pd_id, h->to, ev->payload_len,
 				      NDK_ACCESS_REMOTE_WRITE, &rx->ref, &addr);
 		if (ret)
 			return rx_fail_stag(dp, ret, false);
@@ -276,10 +277,10 @@ static int rx_header(struct ndk_dp *dp, const struct fpdu_ev *ev)
 		rx->msn_readreq++;
 		/* Checked at the data source before anything is sent. */
 		if (rr->size) {
-			ret = ndk_stag_lookup(dp->ad->stags, rr->src_stag,
-					      dp->qp.pd_id, rr->src_to,
-					      rr->size, NDK_ACCESS_REMOTE_READ,
-					      NULL, &addr);
+			ret = ndk_stag_lookup(
+				ndk_sw_stags(dp->ad), rr->src_stag,
+				dp->qp.pd_id, rr->src_to, rr->size,
+				NDK_ACCESS_REMOTE_READ, NULL, &addr);
 			if (ret)
 				return rx_fail_stag(dp, ret, true);
 		}
@@ -333,7 +334,8 @@ static int place_sgl(struct ndk_dp *dp, const NDK_SGE *sge, uint32_t nsge,
 		}
 		n = MIN((uint64_t)sge[i].Length - off, (uint64_t)len);
 		ret = ndk_stag_sge_lookup(
-			dp->ad->stags, dp->qp.pd_id, sge[i].MemoryRegionToken,
+			ndk_sw_stags(dp->ad), dp->qp.pd_id,
+			sge[i].MemoryRegionToken,
 			(uint64_t)(uintptr_t)sge[i].VirtualAddress + off, n,
 			NDK_ACCESS_LOCAL_WRITE, &ref, &addr);
 		if (ret)
@@ -489,7 +491,7 @@ static int rx_end(struct ndk_dp *dp, const struct fpdu_ev *ev)
 					     ? STATUS_BUFFER_OVERFLOW
 					     : STATUS_ACCESS_VIOLATION;
 			if (inv && st == STATUS_SUCCESS)
-				ret = ndk_stag_invalidate(dp->ad->stags,
+				ret = ndk_stag_invalidate(ndk_sw_stags(dp->ad),
 							  rx->hdr.inv_stag,
 							  dp->qp.pd_id);
 			ndk_rq_complete(
@@ -659,7 +661,7 @@ static bool direct_add_sgl(struct ndk_dp *dp, struct rx_direct *d,
 		}
 		n = MIN((uint64_t)sge[i].Length - off, len);
 		if (ndk_stag_sge_lookup(
-			    dp->ad->stags, dp->qp.pd_id,
+			    ndk_sw_stags(dp->ad), dp->qp.pd_id,
 			    sge[i].MemoryRegionToken,
 			    (uint64_t)(uintptr_t)sge[i].VirtualAddress + off, n,
 			    NDK_ACCESS_LOCAL_WRITE, &d->ref[d->nref], &addr))

@@ -21,6 +21,7 @@
 #include "qp/dp_tx.h"
 #include "qp/mr.h"
 #include "qp/mw.h"
+#include "qp/adapter.h"
 #include "qp/stag.h"
 
 /* ------------------------------------------------------------------ */
@@ -204,7 +205,7 @@ static void fpdu_finish(struct ndk_dp *dp, int first, bool fin,
 static long fpdu_add_sges(struct ndk_dp *dp, int first, const struct ndk_wqe *w,
 			  uint32_t off, uint32_t len)
 {
-	struct ndk_stag_table *t = dp->ad->stags;
+	struct ndk_stag_table *t = ndk_sw_stags(dp->ad);
 	uint32_t i, skip = off, added = 0;
 	/* One iovec is left for the trailer. */
 	const int max_iov = first + NDK_TX_FPDU_IOV - 1;
@@ -363,8 +364,8 @@ static bool build_read_response(struct ndk_dp *dp)
 	if (n) {
 		/* Checked when the request arrived; if the source was
 		 * invalidated since, the response stops there. */
-		if (ndk_stag_lookup(dp->ad->stags, e->src_stag, dp->qp.pd_id,
-				    e->src_to + e->sent, n,
+		if (ndk_stag_lookup(ndk_sw_stags(dp->ad), e->src_stag,
+				    dp->qp.pd_id, e->src_to + e->sent, n,
 				    NDK_ACCESS_REMOTE_READ, &ref, &addr)) {
 			dp->tx.iovcnt = first;
 			return false;
@@ -527,7 +528,7 @@ void ndk_dp_kick(struct ndk_dp *dp)
 static bool sgl_valid(struct ndk_dp *dp, const NDK_SGE *sgl, ULONG nsge,
 		      uint32_t access)
 {
-	struct ndk_stag_table *t = dp->ad->stags;
+	struct ndk_stag_table *t = ndk_sw_stags(dp->ad);
 	ULONG i;
 
 	for (i = 0; i < nsge; i++) {

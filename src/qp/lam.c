@@ -18,7 +18,8 @@
 #include <stddef.h>
 #include "front/adapter.h"
 #include "core/log.h"
-#include "front/provider.h"
+#include "qp/adapter.h"
+#include "qp/provider.h"
 #include "qp/mr.h"
 #include "qp/stag.h"
 
@@ -53,7 +54,7 @@ NTSTATUS ndk_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
 		*pLAMSize = (ULONG)need;
 		return STATUS_BUFFER_TOO_SMALL;
 	}
-	if (ndk_stag_lam_add(ad->stags, first, first + count * PAGE_SIZE,
+	if (ndk_stag_lam_add(ndk_sw_stags(ad), first, first + count * PAGE_SIZE,
 			     &cookie))
 		return STATUS_INSUFFICIENT_RESOURCES;
 	pNdkLAM->AdapterContext = (PVOID)(uintptr_t)cookie;
@@ -77,7 +78,7 @@ VOID ndk_release_lam(NDK_ADAPTER *pNdkAdapter,
 	ad = to_ndk_adapter(pNdkAdapter);
 	if (pNdkLAM->AdapterPageCount)
 		start = (uint64_t)pNdkLAM->AdapterPageArray[0].QuadPart;
-	if (ndk_stag_lam_remove(ad->stags, start,
+	if (ndk_stag_lam_remove(ndk_sw_stags(ad), start,
 				(uintptr_t)pNdkLAM->AdapterContext)) {
 		ndk_warn("NdkReleaseLAM: %p is not a live LAM of adapter %s",
 			 (void *)pNdkLAM, ad->ifname);

@@ -6,68 +6,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "front/adapter.h"
-#include "front/provider.h"
+#include "qp/adapter.h"
+#include "qp/provider.h"
 #include "qp/mr.h"
 #include "qp/pd.h"
 #include "qp/stag.h"
 
 #define PAGE_MASK ((uint64_t)PAGE_SIZE - 1)
-
-int ndk_mdl_range(const MDL *mdl, uint64_t length, uint64_t *va)
-{
-	uint64_t start, next, total = 0;
-	unsigned int n = 0;
-	const MDL *m;
-
-	if (!mdl || !length)
-		return -EINVAL;
-	start = (uintptr_t)mdl->StartVa + mdl->ByteOffset;
-	/* Zero-based virtual addresses are not supported
-	 * (NDK_FN_REGISTER_MR). */
-	if (!start)
-		return -EINVAL;
-	next = start;
-	for (m = mdl; m; m = m->Next) {
-		uint64_t mva = (uintptr_t)m->StartVa + m->ByteOffset;
-
-		if (++n > NDK_MDL_CHAIN_MAX || m->ByteOffset >= PAGE_SIZE)
-			return -EINVAL;
-		/* "Not virtually contiguous" (NdkRegisterMr, NdkBuildLAM). */
-		if (mva != next || m->ByteCount > UINT64_MAX - mva)
-			return -EINVAL;
-		next = mva + m->ByteCount;
-		total += m->ByteCount;
-	}
-	if (length > total)
-		return -EINVAL;
-	*va = start;
-	return 0;
-}
-
-int ndk_mem_check_mapped(uint64_t va, uint64_t len)
-{
-	/* mincore works in system pages, which may exceed PAGE_SIZE. */
-	uint64_t psz = (uint64_t)sysconf(_SC_PAGESIZE);
-	unsigned char vec[4096];
-	uint64_t p, end, chunk;
-
-	if (!len)
-		return 0;
-	if (va > UINT64_MAX - (len - 1) || va + (len - 1) > UINT64_MAX - psz)
-		return -EINVAL;
-	p = va & ~(psz - 1);
-	end = (va + len + psz - 1) & ~(psz - 1);
-	while (p < end) {
-		chunk = end - p;
-		if (chunk > sizeof(vec) * psz)
-			chunk = sizeof(vec) * psz;
-		/* ENOMEM: part of the range is not mapped. */
-		if (mincore((void *)(uintptr_t)p, chunk, vec))
-			return errno == ENOMEM ? -EFAULT : -errno;
-		p += chunk;
-	}
-	return 0;
-}
 
 int ndk_mr_access_from_flags(ULONG flags, uint32_t *access)
 {
@@ -287,12 +232,13 @@ NTSTATUS ndk_create_mr(NDK_PD *pNdkPd, BOOLEAN FastRegister,
 	if (!mr)
 		return STATUS_INSUFFICIENT_RESOURCES;
 	ndk_lock_init(&mr->lock, NDK_LOCK_MR);
-	mr->stags = ad->stags;
+	mr->stags = ndk_sw_stags(ad);
 	mr->pd_id = pd->id;
 	mr->fast = FastRegister != FALSE;
 	/* The index is taken now so registration cannot run out of them. */
-	if (ndk_stag_alloc(ad->stags, mr->fast ? NDK_STAG_FRMR : NDK_STAG_MR,
-			   pd->id, &stag)) {
+	if (ndk_stag_alloc(ndk_sw_stags(ad),
+			   mr->fast ? NDK_STAG_FRMR : NDK_STAG_MR, pd->id,
+			   &stag)) {
 		ndk_lock_destroy(&mr->lock);
 		free(mr);
 		return STATUS_INSUFFICIENT_RESOURCES;

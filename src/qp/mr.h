@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include "core/lock.h"
+#include "front/mdl.h"
 #include "front/object.h"
 
 struct ndk_adapter;
@@ -38,9 +39,6 @@ struct ndk_stag_table;
  * STATUS_IMPLEMENTATION_LIMIT.
  */
 #define NDK_MR_FR_MAX_PAGES (1u << 18)
-
-/* Longest MDL chain walked; a longer (or cyclic) chain is refused. */
-#define NDK_MDL_CHAIN_MAX 65536u
 
 struct ndk_mr {
 	struct ndk_obj obj;
@@ -112,19 +110,5 @@ int ndk_mr_fast_register(struct ndk_mr *mr, const NDK_LOGICAL_ADDRESS *pages,
  * through the old token is in flight.
  */
 int ndk_mr_invalidate(struct ndk_mr *mr);
-
-/*
- * MDL helpers shared with NdkBuildLAM. ndk_mdl_range checks that the
- * chain is virtually contiguous (each MDL starts where the previous one
- * ends), non-NULL, and that 0 < length <= its total byte count; *va is
- * the first byte. -EINVAL otherwise.
- */
-int ndk_mdl_range(const MDL *mdl, uint64_t length, uint64_t *va);
-/*
- * 0 if every page of [va, va + len) is mapped in this process (mincore),
- * -EFAULT if one is not, -EINVAL if the range wraps. Protection is not
- * checked: the consumer owns and has locked the buffer.
- */
-int ndk_mem_check_mapped(uint64_t va, uint64_t len);
 
 #endif /* NDK_QP_MR_H */

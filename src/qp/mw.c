@@ -4,7 +4,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "front/adapter.h"
-#include "front/provider.h"
+#include "qp/adapter.h"
+#include "qp/provider.h"
 #include "qp/mr.h"
 #include "qp/mw.h"
 #include "qp/pd.h"
@@ -70,9 +71,9 @@ NTSTATUS ndk_create_mw(NDK_PD *pNdkPd,
 	if (!mw)
 		return STATUS_INSUFFICIENT_RESOURCES;
 	ndk_lock_init(&mw->lock, NDK_LOCK_MW);
-	mw->stags = ad->stags;
+	mw->stags = ndk_sw_stags(ad);
 	mw->pd_id = pd->id;
-	if (ndk_stag_alloc(ad->stags, NDK_STAG_MW, pd->id, &stag)) {
+	if (ndk_stag_alloc(ndk_sw_stags(ad), NDK_STAG_MW, pd->id, &stag)) {
 		ndk_lock_destroy(&mw->lock);
 		free(mw);
 		return STATUS_INSUFFICIENT_RESOURCES;

@@ -3,7 +3,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include "front/adapter.h"
-#include "front/provider.h"
+#include "qp/provider.h"
 #include "qp/pd.h"
 
 static atomic_uint next_pd_id = 1;

@@ -9,7 +9,7 @@
 #include <string.h>
 #include "front/adapter.h"
 #include "core/log.h"
-#include "front/provider.h"
+#include "qp/provider.h"
 #include "qp/cq.h"
 #include "qp/dp.h"
 #include "qp/dp_tx.h"

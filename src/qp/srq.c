@@ -5,7 +5,7 @@
 #include <string.h>
 #include "front/adapter.h"
 #include "core/log.h"
-#include "front/provider.h"
+#include "qp/provider.h"
 #include "qp/pd.h"
 #include "qp/srq.h"
 

@@ -46,6 +46,26 @@ void cm_hosts_open(struct cm_host *srv, struct cm_host *cli);
 void cm_hosts_close(struct cm_host *srv, struct cm_host *cli);
 /* A QP on h's CQ with depth receives and requests of up to sge SGEs
  * each, and inline_size inline bytes; cm_qp is a small one (16, 1, 0). */
+/* Which libndk provider serves h (NdkQueryAdapterProvider): tests of
+ * what only the software provider does (its wire, its timing) skip on
+ * others. */
+bool cm_provider_is(struct cm_host *h, const char *name);
+/*
+ * For the start of main() in tests of the software provider's own wire
+ * (raw MPA, DDP and RDMAP peers) and timing: exits 77 (CTest's skip)
+ * when the adapter on the test interface gets another provider.
+ */
+void cm_software_only(void);
+/* Skips the test when the adapter lacks what (NDK_ADAPTER_INFO says so:
+ * a device limit, docs/verbs.md). */
+#define cm_require(have, what)                                        \
+	do {                                                          \
+		if (!(have)) {                                        \
+			print_message("skipped: no %s here\n", what); \
+			skip();                                       \
+		}                                                     \
+	} while (0)
+
 NDK_QP *cm_qp_sized(struct cm_host *h, ULONG depth, ULONG sge,
 		    ULONG inline_size);
 NDK_QP *cm_qp(struct cm_host *h);
@@ -60,6 +80,13 @@ void cm_listener_close(struct tool_listener *l);
  * looks). */
 NDK_CONNECTOR *cm_next_incoming(struct tool_listener *l, unsigned int ms);
 
+/*
+ * The interface and addresses the tests run on: lo, 127.0.0.1 and ::1,
+ * unless NDK_TEST_IF, NDK_TEST_ADDR4 and NDK_TEST_ADDR6 name others (an
+ * RDMA device's interface and its addresses, for the verbs provider:
+ * tests/interop/verbs-guest.sh).
+ */
+const char *cm_test_ifname(void);
 struct sockaddr_in cm_lo4(uint16_t port);
 struct sockaddr_in6 cm_lo6(uint16_t port);
 
@@ -88,7 +115,16 @@ NDK_CONNECTOR *cm_connect_to_accepting(struct cm_host *cli, NDK_CONNECTOR *c,
 				       struct tool_listener *l, ULONG lim,
 				       struct cm_req *r, struct cm_req *acc);
 
-/* NdkGetConnectionData of c gives exactly the len bytes at pd. */
+/*
+ * The RDS NdkGetConnectionData reports for len bytes of private data on
+ * h's adapter: len where the transport carries the length (iWARP), the
+ * padded private data area of the IB CM message otherwise (docs/verbs.md,
+ * Private data): then at least len.
+ */
+bool cm_rds_ok(struct cm_host *h, ULONG rds, ULONG len);
+
+/* NdkGetConnectionData of c gives exactly the len bytes at pd (or more,
+ * zero-padded, on IB and RoCE). */
 void cm_assert_private_data(NDK_CONNECTOR *c, const void *pd, ULONG len);
 
 void cm_close_connector(NDK_CONNECTOR *c);

@@ -69,7 +69,9 @@ static void reg(struct cm_host *h, struct side *s, size_t len)
 
 NDK_QP *big_qp(struct cm_host *h)
 {
-	return cm_qp_sized(h, 256, 4, 256);
+	/* Within what the device takes (siw: 80 inline bytes). */
+	return cm_qp_sized(h, 256, MIN(4, h->info.MaxInitiatorRequestSge),
+			   MIN(256, h->info.MaxInlineDataSize));
 }
 
 void connect_sides(struct side *a, struct side *p)

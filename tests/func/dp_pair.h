@@ -49,7 +49,8 @@ NDK_MR *reg_range(NDK_PD *pd, void *p, size_t len, ULONG flags);
 /* A local-write-only MR over [p, p + len) on h's PD: its local token. */
 UINT32 local_mr_token(struct cm_host *h, void *p, size_t len);
 /* A QP on h's CQ: 256 receives and 256 requests of up to 4 SGEs, 256
- * inline bytes. */
+ * inline bytes, or less where the adapter's limits are lower (a verbs
+ * device: tests that need more skip). */
 NDK_QP *big_qp(struct cm_host *h);
 /* Connects a->qp (on cli) to p->qp (on srv) through L, IRD/ORD 8. */
 void connect_sides(struct side *a, struct side *p);

@@ -75,6 +75,9 @@ static void test_close_while_tcp_connecting(void **state)
 	uint64_t t0;
 	int i;
 
+	/* A TCP listener stands for a peer: iWARP only (docs/verbs.md). */
+	cm_require(cli.info.RdmaTechnology == NdkiWarp,
+		   "a TCP peer (IB and RoCE connect over the IB CM)");
 	/* Fill the accept queue (backlog 0 holds one more) for sure. */
 	for (i = 1; i < 3; i++) {
 		filler[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
@@ -109,6 +112,8 @@ static void test_close_awaiting_reply(void **state)
 	struct cm_req r;
 	char buf[64];
 
+	cm_require(cli.info.RdmaTechnology == NdkiWarp,
+		   "a TCP peer (IB and RoCE connect over the IB CM)");
 	assert_int_equal(bind(lfd, (struct sockaddr *)&addr, sizeof(addr)), 0);
 	assert_int_equal(listen(lfd, 4), 0);
 	getsockname(lfd, (struct sockaddr *)&addr, &len);
@@ -151,6 +156,7 @@ static void test_disconnect_event_does_not_flush(void **state)
 	NDK_RESULT_EX res[4];
 	NDK_SGE sge = { 0 };
 	char buf[16];
+	ULONG n;
 
 	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
@@ -176,17 +182,21 @@ static void test_disconnect_event_does_not_flush(void **state)
 			 STATUS_SUCCESS);
 	assert_int_equal(pqp->Dispatch->NdkReceive(pqp, (PVOID)2, NULL, 0),
 			 STATUS_SUCCESS);
-	/* The peer goes: the event fires once, nothing is flushed. */
+	/* The peer goes: the event fires once, nothing is flushed (an
+	 * iWARP device's kernel flushes a QP whose stream closed:
+	 * docs/verbs.md, Disconnect). */
 	cm_close_connector(c);
 	assert_true(tu_wait_until(disc_seen, &pd, 5000));
 	tu_sleep_ms(50);
-	assert_int_equal(srv.cq->Dispatch->NdkGetCqResultsEx(srv.cq, res, 4),
-			 0);
+	n = srv.cq->Dispatch->NdkGetCqResultsEx(srv.cq, res, 4);
+	if (cm_provider_is(&srv, "software"))
+		assert_int_equal(n, 0);
 	/* Our NdkDisconnect then flushes: both receives, in order. */
 	assert_int_equal(in->Dispatch->NdkDisconnect(in, NULL, NULL),
 			 STATUS_SUCCESS);
-	assert_int_equal(srv.cq->Dispatch->NdkGetCqResultsEx(srv.cq, res, 4),
-			 2);
+	tu_sleep_ms(50);
+	n += srv.cq->Dispatch->NdkGetCqResultsEx(srv.cq, res + n, 4 - n);
+	assert_int_equal(n, 2);
 	assert_int_equal(res[0].Status, STATUS_CANCELLED);
 	assert_ptr_equal(res[0].RequestContext, (PVOID)1);
 	assert_ptr_equal(res[1].RequestContext, (PVOID)2);
@@ -217,7 +227,13 @@ static void test_close_while_disconnecting(void **state)
 	assert_int_equal(c->Dispatch->NdkDisconnect(c, cm_req_done, &d),
 			 STATUS_PENDING);
 	cm_close_connector(c);
-	assert_int_equal(cm_req_wait(&d, 2000), STATUS_CANCELLED);
+	/* An iWARP device's kernel answers the FIN itself: the disconnect
+	 * may be over before the close (docs/verbs.md, Disconnect). */
+	if (cm_provider_is(&cli, "software"))
+		assert_int_equal(cm_req_wait(&d, 2000), STATUS_CANCELLED);
+	else
+		assert_true(cm_req_wait(&d, 2000) == STATUS_CANCELLED ||
+			    cm_req_wait(&d, 0) == STATUS_SUCCESS);
 	cm_close_connector(in);
 	cm_listener_close(&l);
 }
@@ -256,9 +272,11 @@ static void test_listener_states(void **state)
 						    sizeof(any), NULL, NULL),
 			 STATUS_INVALID_DEVICE_STATE);
 	raw = socket(AF_INET, SOCK_STREAM, 0);
-	assert_int_equal(connect(raw, (struct sockaddr *)&l.addr,
-				 sizeof(struct sockaddr_in)),
-			 0);
+	/* IB and RoCE listen in the IB CM, not on a TCP port. */
+	if (srv.info.RdmaTechnology == NdkiWarp)
+		assert_int_equal(connect(raw, (struct sockaddr *)&l.addr,
+					 sizeof(struct sockaddr_in)),
+				 0);
 	tu_sleep_ms(50);
 	st = l.lis->Dispatch->NdkCloseListener(&l.lis->Header, on_closed, &cl);
 	if (st == STATUS_PENDING)

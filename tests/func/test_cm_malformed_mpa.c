@@ -507,6 +507,7 @@ int main(void)
 		RAWCM_TEST(test_active_extra_bytes_later),
 	};
 
+	cm_software_only();
 	rawcm_set_timers();
 	return cmocka_run_group_tests_name("cm_malformed_mpa", tests,
 					   rawcm_open_registry, NULL);

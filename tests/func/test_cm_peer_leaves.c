@@ -392,6 +392,7 @@ int main(void)
 		RAWCM_TEST(test_active_no_complete),
 	};
 
+	cm_software_only();
 	rawcm_set_timers();
 	return cmocka_run_group_tests_name("cm_peer_leaves", tests,
 					   rawcm_open_registry, NULL);

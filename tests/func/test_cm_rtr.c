@@ -417,6 +417,7 @@ int main(void)
 		RAWCM_TEST(test_nudge_between_libndk),
 	};
 
+	cm_software_only();
 	rawcm_set_timers();
 	return cmocka_run_group_tests_name("cm_rtr", tests, rawcm_open_registry,
 					   NULL);

@@ -35,6 +35,10 @@ static void test_send_receive_sizes(void **state)
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		size_t n = sizes[i];
 		NDK_SGE rs = sge(P.buf, P.len, P.ltok);
+
+		/* rxe: 8 MiB messages at most. */
+		if (n > cli.info.MaxTransferLength)
+			continue;
 		NDK_SGE ss = sge(A.buf, n, A.ltok);
 		NDK_RESULT_EX res[2];
 
@@ -211,11 +215,15 @@ static void test_defer_chain(void **state)
 			A.qp->Dispatch->NdkSend(A.qp, (PVOID)(uintptr_t)i, NULL,
 						0, NDK_OP_FLAG_DEFER),
 			STATUS_SUCCESS);
-	tu_sleep_ms(100);
-	assert_int_equal(srv.cq->Dispatch->NdkGetCqResultsEx(srv.cq, res, 8),
-			 0);
-	assert_int_equal(cli.cq->Dispatch->NdkGetCqResultsEx(cli.cq, res, 8),
-			 0);
+	/* The verbs provider ignores the hint, as NDK allows
+	 * (docs/verbs.md, Queue pairs): its requests go at once. */
+	if (cm_provider_is(&cli, "software")) {
+		tu_sleep_ms(100);
+		assert_int_equal(
+			srv.cq->Dispatch->NdkGetCqResultsEx(srv.cq, res, 8), 0);
+		assert_int_equal(
+			cli.cq->Dispatch->NdkGetCqResultsEx(cli.cq, res, 8), 0);
+	}
 	/* The end of the chain. */
 	assert_int_equal(
 		A.qp->Dispatch->NdkSend(A.qp, (PVOID)(uintptr_t)3, NULL, 0, 0),
@@ -264,6 +272,9 @@ static void test_write_and_read(void **state)
 		NDK_SGE s = sge(A.buf, n, A.ltok);
 		NDK_RESULT_EX res[1];
 
+		/* rxe: 8 MiB messages at most. */
+		if (n > cli.info.MaxTransferLength)
+			continue;
 		/* Write A -> P at offset 8, P does not call in. */
 		fill(A.buf, n, (unsigned int)i + 50);
 		memset(t, 0x11, n + 16);
@@ -350,7 +361,13 @@ static void test_send_overflows_receive(void **state)
 	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, NULL, &ss, 1, 0),
 			 STATUS_SUCCESS);
 	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
-	assert_int_equal(res[0].Status, STATUS_BUFFER_OVERFLOW);
+	/* rxe reports a local QP operation error for it (docs/verbs.md,
+	 * Statuses). */
+	if (cli.info.VendorId == 0xffffff)
+		assert_true(res[0].Status == STATUS_BUFFER_OVERFLOW ||
+			    res[0].Status == STATUS_INVALID_DEVICE_REQUEST);
+	else
+		assert_int_equal(res[0].Status, STATUS_BUFFER_OVERFLOW);
 	assert_ptr_equal(res[0].RequestContext, (PVOID)5);
 	/* Nothing was written past the receive buffer. */
 	assert_int_equal(P.buf[100], 0x77);
@@ -407,6 +424,7 @@ static void test_window_bind_and_invalidate(void **state)
 	NDK_RESULT_EX res[2];
 	NDK_SGE s = sge(A.buf, 32, A.ltok);
 
+	cm_require(cli.info.MaxWindowSize > 0, "memory windows");
 	assert_int_equal(srv.pd->Dispatch->NdkCreateMw(srv.pd, NULL, NULL, &mw),
 			 STATUS_SUCCESS);
 	/* Outside the MR: refused inline, no completion. */
@@ -454,6 +472,7 @@ static void test_local_invalidate(void **state)
 	NDK_MW *mw;
 	NDK_RESULT_EX res[2];
 
+	cm_require(cli.info.FRMRPageCount > 0, "fast registration");
 	assert_int_equal(srv.pd->Dispatch->NdkCreateMw(srv.pd, NULL, NULL, &mw),
 			 STATUS_SUCCESS);
 	assert_int_equal(P.qp->Dispatch->NdkBind(P.qp, (PVOID)1, P.mr, mw,
@@ -491,6 +510,7 @@ static void test_fast_register(void **state)
 	NDK_RESULT_EX res[1];
 	NDK_SGE s = sge(A.buf, 3 * PAGE_SIZE, A.ltok);
 
+	cm_require(cli.info.FRMRPageCount > 0, "fast registration");
 	assert_int_equal(
 		srv.pd->Dispatch->NdkCreateMr(srv.pd, TRUE, NULL, NULL, &fr),
 		STATUS_SUCCESS);
@@ -539,6 +559,9 @@ static void test_inline_send(void **state)
 	NDK_SGE rs = sge(P.buf, 4096, P.ltok);
 	NDK_RESULT_EX res[1];
 
+	/* 256 inline bytes: more than some devices take (siw: 80). */
+	if (cli.info.MaxInlineDataSize < 256)
+		skip();
 	memset(msg, 'i', sizeof(msg));
 	assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, NULL, &rs, 1),
 			 STATUS_SUCCESS);
@@ -665,8 +688,9 @@ static NDIS_NDK_PERFORMANCE_COUNTERS lo_counters(void)
 	NDIS_NDK_STATISTICS_INFO si;
 	ULONG written;
 
-	assert_int_equal(NdkQueryOid(if_nametoindex("lo"), OID_NDK_STATISTICS,
-				     &si, sizeof(si), &written, NULL),
+	assert_int_equal(NdkQueryOid(if_nametoindex(cm_test_ifname()),
+				     OID_NDK_STATISTICS, &si, sizeof(si),
+				     &written, NULL),
 			 NDIS_STATUS_SUCCESS);
 	return si.CounterSet;
 }
@@ -685,6 +709,7 @@ static void test_traffic_counters(void **state)
 	NDK_SGE ws = sge(A.buf, 1 << 20, A.ltok);
 	NDK_RESULT_EX res[3];
 	uint64_t out, in, frames;
+	bool software = cm_provider_is(&cli, "software");
 
 	before = lo_counters();
 	assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, NULL, &rs, 1),
@@ -710,6 +735,14 @@ static void test_traffic_counters(void **state)
 	frames = after.RDMAOutFrames - before.RDMAOutFrames;
 	assert_int_equal(out, in);
 	assert_int_equal(frames, after.RDMAInFrames - before.RDMAInFrames);
+	if (!software) {
+		/* A verbs device shows no frames: the counters are the
+		 * local completions, payload only (docs/verbs.md, OIDs):
+		 * the Send and the Write out, the receive and the Read in. */
+		assert_int_equal(out, 5u << 20);
+		assert_int_equal(frames, 2);
+		return;
+	}
 	/* 4 MiB sent, 1 MiB written, 1 MiB read back, a Read Request. */
 	assert_true(frames >= 4);
 	assert_true(out >= (6ull << 20) + frames * 66);

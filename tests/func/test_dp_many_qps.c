@@ -278,6 +278,16 @@ static int setup_many(void **state)
 	return 0;
 }
 
+/* siw runs out of queue memory before 16 pairs (docs/verbs.md,
+ * Devices): a device limit, not a failure. */
+static void created(NTSTATUS st)
+{
+	cm_require(st != STATUS_INSUFFICIENT_RESOURCES ||
+			   cm_provider_is(&srv, "software"),
+		   "device memory for 16 pairs of queues");
+	assert_int_equal(st, STATUS_SUCCESS);
+}
+
 static void test_many_qps(void **state)
 {
 	struct worker w[NWORKERS];
@@ -294,22 +304,18 @@ static void test_many_qps(void **state)
 		fill(q->abuf + A_WRITE, XFER, 3 * (unsigned int)i + 1);
 		fill(q->pbuf + P_READ, XFER, 3 * (unsigned int)i + 2);
 		fill(q->pbuf + P_SEND, XFER, 3 * (unsigned int)i + 77);
-		assert_int_equal(cli.ad->Dispatch->NdkCreateCq(
-					 cli.ad, 128, on_cq_quiet, NULL, NULL,
-					 NULL, NULL, &q->acq),
-				 STATUS_SUCCESS);
-		assert_int_equal(srv.ad->Dispatch->NdkCreateCq(
-					 srv.ad, 128, on_cq_quiet, NULL, NULL,
-					 NULL, NULL, &q->pcq),
-				 STATUS_SUCCESS);
-		assert_int_equal(cli.pd->Dispatch->NdkCreateQp(
-					 cli.pd, q->acq, q->acq, q, 64, 64, 2,
-					 2, 0, NULL, NULL, &q->a.qp),
-				 STATUS_SUCCESS);
-		assert_int_equal(srv.pd->Dispatch->NdkCreateQp(
-					 srv.pd, q->pcq, q->pcq, q, 64, 64, 2,
-					 2, 0, NULL, NULL, &q->p.qp),
-				 STATUS_SUCCESS);
+		created(cli.ad->Dispatch->NdkCreateCq(cli.ad, 128, on_cq_quiet,
+						      NULL, NULL, NULL, NULL,
+						      &q->acq));
+		created(srv.ad->Dispatch->NdkCreateCq(srv.ad, 128, on_cq_quiet,
+						      NULL, NULL, NULL, NULL,
+						      &q->pcq));
+		created(cli.pd->Dispatch->NdkCreateQp(cli.pd, q->acq, q->acq, q,
+						      64, 64, 2, 2, 0, NULL,
+						      NULL, &q->a.qp));
+		created(srv.pd->Dispatch->NdkCreateQp(srv.pd, q->pcq, q->pcq, q,
+						      64, 64, 2, 2, 0, NULL,
+						      NULL, &q->p.qp));
 		connect_sides(&q->a, &q->p);
 	}
 	for (i = 0; i < NWORKERS; i++) {

@@ -155,6 +155,7 @@ int main(void)
 						dp_setup_hosts, dp_teardown),
 	};
 
+	cm_software_only();
 	dp_set_env();
 	return cmocka_run_group_tests_name("dp_read_limits", tests, NULL, NULL);
 }

@@ -98,6 +98,7 @@ int main(void)
 			dp_teardown),
 	};
 
+	cm_software_only();
 	dp_set_env();
 	return cmocka_run_group_tests_name("dp_rtr_msn", tests, NULL, NULL);
 }

@@ -473,6 +473,7 @@ int main(void)
 			dp_setup_hosts, dp_teardown),
 	};
 
+	cm_software_only();
 	dp_set_env();
 	return cmocka_run_group_tests_name("dp_terminate", tests, NULL, NULL);
 }

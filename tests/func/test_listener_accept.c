@@ -33,7 +33,7 @@ static int setup(void **state)
 {
 	unsetenv("NDK_CM_TIMEOUT_MS");
 	unsetenv("NDK_LISTEN_BACKLOG");
-	cm_host_open(&srv, "lo");
+	cm_host_open(&srv, cm_test_ifname());
 	return 0;
 }
 
@@ -252,6 +252,7 @@ int main(void)
 						setup, teardown),
 	};
 
+	cm_software_only();
 	return cmocka_run_group_tests_name("listener_accept", tests, NULL,
 					   NULL);
 }

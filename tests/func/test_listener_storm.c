@@ -354,5 +354,6 @@ int main(void)
 			teardown),
 	};
 
+	cm_software_only();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

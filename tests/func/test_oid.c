@@ -331,7 +331,7 @@ static void test_one_process(void **state)
 	int n;
 
 	before = statistics();
-	cm_host_open(&h, "lo");
+	cm_host_open(&h, cm_test_ifname());
 	assert_int_equal(local_endpoints(v, 16), 0);
 	assert_int_equal(cm_listen(&h, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
@@ -355,8 +355,11 @@ static void test_one_process(void **state)
 			 STATUS_PENDING);
 	in = accept_next(&h, &l, &acc);
 	assert_int_equal(cm_req_wait(&r, 10000), STATUS_SUCCESS);
-	/* Not listed before it is established. */
-	assert_int_equal(connections(v, 16), 0);
+	/* Not listed before it is established (an iWARP device's kernel
+	 * CM establishes the passive side with its MPA Reply already:
+	 * docs/verbs.md, Connection management). */
+	if (cm_provider_is(&h, "software"))
+		assert_int_equal(connections(v, 16), 0);
 	assert_int_equal(
 		c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL),
 		STATUS_SUCCESS);
@@ -395,7 +398,10 @@ static void test_one_process(void **state)
 	assert_int_equal(after.Accept - before.Accept, 1);
 	assert_int_equal(after.ConnectFailure - before.ConnectFailure, 1);
 	assert_int_equal(after.ActiveConnection, 2);
-	assert_int_equal(after.CQError - before.CQError, 1);
+	/* A verbs device's CQ overrun is not counted yet (docs/verbs.md,
+	 * Not yet). */
+	if (cm_provider_is(&h, "software"))
+		assert_int_equal(after.CQError - before.CQError, 1);
 
 	/* Closing the listener leaves its endpoint listed while the
 	 * connector accepted through it lives (NDKPI Listeners,
@@ -450,7 +456,7 @@ static int child_main(uint16_t parent_port)
 	struct cm_req r;
 	char ch;
 
-	cm_host_open(&h, "lo");
+	cm_host_open(&h, cm_test_ifname());
 	if (cm_listen(&h, &l, (struct sockaddr *)&any) != STATUS_SUCCESS)
 		return 2;
 	sep = shared_endpoint(&h);
@@ -548,7 +554,13 @@ static void test_three_processes(void **state)
 	int i, n, wstatus;
 
 	before = statistics();
-	cm_host_open(&h, "lo");
+	cm_host_open(&h, cm_test_ifname());
+	/* Children forked while rdma-core's contexts are open would share
+	 * them (docs/verbs.md, Processes). */
+	if (!cm_provider_is(&h, "software")) {
+		cm_host_close(&h);
+		cm_require(false, "forked children on a verbs adapter");
+	}
 	assert_int_equal(cm_listen(&h, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
 	lport = tool_addr_port((struct sockaddr *)&l.addr);
@@ -658,7 +670,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	signal(SIGPIPE, SIG_IGN);
-	lo_index = if_nametoindex("lo");
+	lo_index = if_nametoindex(cm_test_ifname());
 	if (argc == 3 && !strcmp(argv[1], "child"))
 		return child_main((uint16_t)atoi(argv[2]));
 	if (!mkdtemp(runtime_dir))

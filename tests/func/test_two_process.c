@@ -40,7 +40,7 @@ static int server(int port_fd)
 	ULONG len = sizeof(pd);
 	uint16_t port;
 
-	cm_host_open(&h, "lo");
+	cm_host_open(&h, cm_test_ifname());
 	if (cm_listen(&h, &l, (struct sockaddr *)&any) != STATUS_SUCCESS)
 		return 10;
 	port = tool_addr_port((struct sockaddr *)&l.addr);
@@ -97,7 +97,7 @@ static void test_two_processes(void **state)
 	assert_int_equal(read(fds[0], &port, sizeof(port)), sizeof(port));
 	close(fds[0]);
 	dst = cm_lo4(port);
-	cm_host_open(&h, "lo");
+	cm_host_open(&h, cm_test_ifname());
 	c = cm_connector(&h);
 	assert_int_equal(cm_connect(c, cm_qp(&h), (struct sockaddr *)&dst, 8, 8,
 				    "client", 6, &r),

@@ -324,6 +324,7 @@ check_ndkinfo() {
 	awk '/^Name +: lo$/ { on = 1 } /^$/ { on = 0 } on' "$tmp/out" \
 		>"$tmp/lo"
 	for re in "IfIndex +: $lo" "Status +: operational" \
+		"Provider +: software" \
 		"NdkVersion +: 2\.1" "RdmaTechnology +: iWARP" \
 		"VendorId +: 0x[0-9a-f]{8}" "DeviceId +: 0x[0-9a-f]{8}" \
 		"MaxCallerData +: 252" "MaxCalleeData +: 252" \
@@ -332,7 +333,7 @@ check_ndkinfo() {
 		"AdapterFlags +: 0x[0-9a-f]{8} \(.*LOOPBACK_CONNECTIONS.*\)"; do
 		grep -qE "^$re\$" "$tmp/lo" || fail "lo: no '$re'"
 	done
-	[ "$(wc -l <"$tmp/lo")" = 25 ] || fail "lo: $(wc -l <"$tmp/lo") lines"
+	[ "$(wc -l <"$tmp/lo")" = 26 ] || fail "lo: $(wc -l <"$tmp/lo") lines"
 
 	run 0 "$ndkinfo" -j -I lo
 	LO=$lo json_check '
@@ -342,6 +343,7 @@ a = a[0]
 assert (a["name"], a["ifindex"], a["status"], a["ntstatus"]) == \
     ("lo", int(env["LO"]), "operational", "STATUS_SUCCESS"), a
 assert a["NdkVersion"] == "2.1" and a["RdmaTechnology"] == "iWARP", a
+assert (a["Provider"], a["Device"]) == ("software", ""), a
 for k in ("VendorId", "DeviceId", "MaxRegistrationSize", "MaxWindowSize",
           "FRMRPageCount", "MaxInitiatorRequestSge", "MaxReceiveRequestSge",
           "MaxReadRequestSge", "MaxTransferLength", "MaxInlineDataSize",

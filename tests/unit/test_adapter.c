@@ -182,6 +182,61 @@ static void test_adapter_addresses(void **state)
 	NdkCloseAdapter(a);
 }
 
+/* NDK_PROVIDER picks the provider (README, Configuration); an adapter
+ * says which one it got. */
+static void test_provider_selection(void **state)
+{
+	const char *saved = getenv("NDK_PROVIDER");
+	char *keep = saved ? strdup(saved) : NULL;
+	NDK_PROVIDER_INFO pi;
+	NDK_ADAPTER *a;
+	NTSTATUS st;
+
+	setenv("NDK_PROVIDER", "software", 1);
+	a = open_version(2, 1, &st);
+	assert_int_equal(st, STATUS_SUCCESS);
+	memset(&pi, 0xa5, sizeof(pi));
+	assert_int_equal(NdkQueryAdapterProvider(a, &pi), STATUS_SUCCESS);
+	assert_string_equal(pi.Provider, "software");
+	assert_string_equal(pi.Device, "");
+	assert_int_equal(NdkQueryAdapterProvider(a, NULL),
+			 STATUS_INVALID_PARAMETER);
+	assert_int_equal(NdkQueryAdapterProvider(NULL, &pi),
+			 STATUS_INVALID_PARAMETER);
+	NdkCloseAdapter(a);
+
+	setenv("NDK_PROVIDER", "no-such-provider", 1);
+	a = open_version(2, 1, &st);
+	assert_int_equal(st, NDIS_STATUS_ADAPTER_NOT_FOUND);
+
+	/* No RDMA device serves lo here unless one was attached to it. */
+	setenv("NDK_PROVIDER", "verbs", 1);
+	a = open_version(2, 1, &st);
+	if (st == STATUS_SUCCESS) {
+		assert_int_equal(NdkQueryAdapterProvider(a, &pi),
+				 STATUS_SUCCESS);
+		assert_string_equal(pi.Provider, "verbs");
+		assert_true(pi.Device[0] != 0);
+		NdkCloseAdapter(a);
+	} else {
+		assert_int_equal(st, NDIS_STATUS_ADAPTER_NOT_FOUND);
+	}
+
+	setenv("NDK_PROVIDER", "auto", 1);
+	a = open_version(2, 1, &st);
+	assert_int_equal(st, STATUS_SUCCESS);
+	assert_int_equal(NdkQueryAdapterProvider(a, &pi), STATUS_SUCCESS);
+	assert_true(!strcmp(pi.Provider, "software") ||
+		    !strcmp(pi.Provider, "verbs"));
+	NdkCloseAdapter(a);
+
+	if (keep)
+		setenv("NDK_PROVIDER", keep, 1);
+	else
+		unsetenv("NDK_PROVIDER");
+	free(keep);
+}
+
 static void test_status_names(void **state)
 {
 	assert_string_equal(NdkStatusName(STATUS_IO_TIMEOUT),
@@ -254,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_interface_down),
 		cmocka_unit_test(test_adapter_info),
 		cmocka_unit_test(test_adapter_addresses),
+		cmocka_unit_test(test_provider_selection),
 		cmocka_unit_test(test_status_names),
 		cmocka_unit_test(test_errno_mapping),
 		cmocka_unit_test(test_mdl),

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include "front/adapter.h"
 #include "qp/mr.h"
+#include "qp/adapter.h"
 #include "qp/pd.h"
 #include "qp/stag.h"
 #include "testutil.h"
@@ -227,9 +228,9 @@ static void test_release_leaves_mdl(void **state)
 	release(f, lam);
 	assert_memory_equal(&copy, mdl, sizeof(copy));
 	/* Released: its addresses no longer pass the SGE check. */
-	assert_int_equal(
-		ndk_stag_lam_lookup(f->ad->stags, U(f->buf + 8), 1, &addr),
-		-EFAULT);
+	assert_int_equal(ndk_stag_lam_lookup(ndk_sw_stags(f->ad), U(f->buf + 8),
+					     1, &addr),
+			 -EFAULT);
 	/* Double release and a LAM that was never built are ignored. */
 	release(f, lam);
 	memset(lam, 0, LAM_SIZE(2));
@@ -248,7 +249,7 @@ static void test_sge_check(void **state)
 	NDK_LOGICAL_ADDRESS_MAPPING *lam = lam_alloc(3);
 	PMDL mdl = IoAllocateMdl(f->buf + PAGE_SIZE + 50, 2 * PAGE_SIZE, FALSE,
 				 FALSE, NULL);
-	struct ndk_stag_table *t = f->ad->stags;
+	struct ndk_stag_table *t = ndk_sw_stags(f->ad);
 	ULONG size = LAM_SIZE(3), fbo;
 	struct ndk_stag_ref ref;
 	uint64_t la, end, contig;
@@ -321,21 +322,22 @@ static void test_overlapping(void **state)
 	assert_int_equal(build(f, m2, PAGE_SIZE, l2, &size, &fbo),
 			 STATUS_SUCCESS);
 	assert_ptr_not_equal(l1->AdapterContext, l2->AdapterContext);
-	assert_int_equal(
-		ndk_stag_lam_lookup(f->ad->stags, b, 4 * PAGE_SIZE, NULL), 0);
+	assert_int_equal(ndk_stag_lam_lookup(ndk_sw_stags(f->ad), b,
+					     4 * PAGE_SIZE, NULL),
+			 0);
 	release(f, l1);
-	assert_int_equal(ndk_stag_lam_lookup(f->ad->stags, b, 1, NULL),
+	assert_int_equal(ndk_stag_lam_lookup(ndk_sw_stags(f->ad), b, 1, NULL),
 			 -EFAULT);
-	assert_int_equal(ndk_stag_lam_lookup(f->ad->stags, b + PAGE_SIZE,
+	assert_int_equal(ndk_stag_lam_lookup(ndk_sw_stags(f->ad), b + PAGE_SIZE,
 					     PAGE_SIZE, NULL),
 			 0);
-	assert_int_equal(ndk_stag_lam_lookup(f->ad->stags, b + PAGE_SIZE,
+	assert_int_equal(ndk_stag_lam_lookup(ndk_sw_stags(f->ad), b + PAGE_SIZE,
 					     PAGE_SIZE + 1, NULL),
 			 -EFAULT);
 	release(f, l2);
-	assert_int_equal(
-		ndk_stag_lam_lookup(f->ad->stags, b + PAGE_SIZE, 1, NULL),
-		-EFAULT);
+	assert_int_equal(ndk_stag_lam_lookup(ndk_sw_stags(f->ad), b + PAGE_SIZE,
+					     1, NULL),
+			 -EFAULT);
 	IoFreeMdl(m1);
 	IoFreeMdl(m2);
 	free(l1);
@@ -419,7 +421,7 @@ static void test_lam_fast_register(void **state)
 				     base, NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
 		0);
 	assert_int_equal(
-		ndk_stag_lookup(f->ad->stags,
+		ndk_stag_lookup(ndk_sw_stags(f->ad),
 				mr->Dispatch->NdkGetRemoteTokenFromMr(mr),
 				to_ndk_pd(pd)->id, base, sizeof(data),
 				NDK_ACCESS_REMOTE_WRITE, &ref, NULL),

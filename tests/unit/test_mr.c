@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include "front/adapter.h"
 #include "qp/mr.h"
+#include "qp/adapter.h"
 #include "qp/mw.h"
 #include "qp/pd.h"
 #include "qp/stag.h"
@@ -129,8 +130,8 @@ static UINT32 ltoken(NDK_MR *mr)
 static int look(struct fixture *f, uint32_t stag, uint32_t pd, uint64_t va,
 		uint64_t len, uint32_t access, void **addr)
 {
-	return ndk_stag_lookup(f->ad->stags, stag, pd, va, len, access, NULL,
-			       addr);
+	return ndk_stag_lookup(ndk_sw_stags(f->ad), stag, pd, va, len, access,
+			       NULL, addr);
 }
 
 #define U(p) ((uint64_t)(uintptr_t)(p))
@@ -516,9 +517,10 @@ static void test_pinned_access(void **state)
 
 	assert_int_equal(reg(mr, f->buf, 3 * PAGE_SIZE, 3 * PAGE_SIZE, 0x5),
 			 STATUS_SUCCESS);
-	assert_int_equal(ndk_stag_lookup(f->ad->stags, rtoken(mr), pd_id(f->pd),
-					 U(f->buf) + 10, 2 * PAGE_SIZE,
-					 NDK_ACCESS_REMOTE_WRITE, &ref, &addr),
+	assert_int_equal(ndk_stag_lookup(ndk_sw_stags(f->ad), rtoken(mr),
+					 pd_id(f->pd), U(f->buf) + 10,
+					 2 * PAGE_SIZE, NDK_ACCESS_REMOTE_WRITE,
+					 &ref, &addr),
 			 0);
 	assert_ptr_equal(ndk_stag_ref_map(&ref, 5, &contig), f->buf + 15);
 	assert_int_equal(contig, 2 * PAGE_SIZE - 5);
@@ -562,9 +564,9 @@ static void test_dereg_waits_for_pins(void **state)
 
 	assert_int_equal(reg(mr, f->buf, PAGE_SIZE, PAGE_SIZE, 0x1),
 			 STATUS_SUCCESS);
-	assert_int_equal(ndk_stag_lookup(f->ad->stags, rtoken(mr), pd_id(f->pd),
-					 U(f->buf), 8, NDK_ACCESS_LOCAL_WRITE,
-					 &ref, NULL),
+	assert_int_equal(ndk_stag_lookup(ndk_sw_stags(f->ad), rtoken(mr),
+					 pd_id(f->pd), U(f->buf), 8,
+					 NDK_ACCESS_LOCAL_WRITE, &ref, NULL),
 			 0);
 	assert_int_equal(pthread_create(&th, NULL, dereg_thread, &arg), 0);
 	tu_sleep_ms(50);
@@ -597,9 +599,10 @@ static void *stress_reader(void *p)
 
 	while (!atomic_load(&s->stop)) {
 		uint32_t tok = rtoken(s->mr);
-		int err = ndk_stag_lookup(s->f->ad->stags, tok, pd_id(s->f->pd),
-					  U(s->f->buf) + off, 64,
-					  NDK_ACCESS_REMOTE_WRITE, &ref, NULL);
+		int err =
+			ndk_stag_lookup(ndk_sw_stags(s->f->ad), tok,
+					pd_id(s->f->pd), U(s->f->buf) + off, 64,
+					NDK_ACCESS_REMOTE_WRITE, &ref, NULL);
 
 		if (!err) {
 			ndk_stag_ref_write(&ref, 0, "0123456789abcdef", 16);
@@ -834,7 +837,7 @@ static void test_fr_scattered(void **state)
 			      NDK_ACCESS_REMOTE_READ, &addr),
 			 0);
 	assert_ptr_equal(addr, f->buf + 2 * P);
-	assert_int_equal(ndk_stag_lookup(f->ad->stags, rtoken(frp),
+	assert_int_equal(ndk_stag_lookup(ndk_sw_stags(f->ad), rtoken(frp),
 					 pd_id(f->pd), base + 50, sizeof(msg),
 					 NDK_ACCESS_REMOTE_WRITE, &ref, &addr),
 			 0);
@@ -855,21 +858,21 @@ static void test_fr_scattered(void **state)
 	assert_memory_equal(back, msg, sizeof(msg));
 	ndk_stag_put(&ref);
 	/* Remote invalidation (Send with Invalidate) of an FRMR. */
-	assert_int_equal(ndk_stag_invalidate(f->ad->stags, rtoken(frp),
+	assert_int_equal(ndk_stag_invalidate(ndk_sw_stags(f->ad), rtoken(frp),
 					     pd_id(f->pd) + 1),
 			 -EPERM);
-	assert_int_equal(ndk_stag_invalidate(f->ad->stags, rtoken(frp) ^ 0x1,
-					     pd_id(f->pd)),
+	assert_int_equal(ndk_stag_invalidate(ndk_sw_stags(f->ad),
+					     rtoken(frp) ^ 0x1, pd_id(f->pd)),
 			 -ENOENT);
-	assert_int_equal(
-		ndk_stag_invalidate(f->ad->stags, rtoken(frp), pd_id(f->pd)),
-		0);
+	assert_int_equal(ndk_stag_invalidate(ndk_sw_stags(f->ad), rtoken(frp),
+					     pd_id(f->pd)),
+			 0);
 	assert_int_equal(look(f, rtoken(frp), pd_id(f->pd), base, 1,
 			      NDK_ACCESS_REMOTE_READ, NULL),
 			 -ENOENT);
-	assert_int_equal(
-		ndk_stag_invalidate(f->ad->stags, rtoken(frp), pd_id(f->pd)),
-		-ENOENT);
+	assert_int_equal(ndk_stag_invalidate(ndk_sw_stags(f->ad), rtoken(frp),
+					     pd_id(f->pd)),
+			 -ENOENT);
 	/* Invalidated remotely: fast-register works again. */
 	assert_int_equal(ndk_mr_fast_register(fr, pa, 1, 0, P, 0, 0), 0);
 	mr_close(frp);
@@ -882,9 +885,9 @@ static void test_normal_mr_not_invalidatable(void **state)
 
 	assert_int_equal(reg(mr, f->buf, PAGE_SIZE, PAGE_SIZE, 0x7),
 			 STATUS_SUCCESS);
-	assert_int_equal(
-		ndk_stag_invalidate(f->ad->stags, rtoken(mr), pd_id(f->pd)),
-		-EOPNOTSUPP);
+	assert_int_equal(ndk_stag_invalidate(ndk_sw_stags(f->ad), rtoken(mr),
+					     pd_id(f->pd)),
+			 -EOPNOTSUPP);
 	assert_int_equal(ndk_stag_fault_of(-EOPNOTSUPP),
 			 NDK_STAG_FAULT_NO_INVALIDATE);
 	assert_int_equal(look(f, rtoken(mr), pd_id(f->pd), U(f->buf), 1,
@@ -990,7 +993,7 @@ static void test_mw_bind_rules(void **state)
 			 -ENOENT);
 	assert_int_equal(ndk_mw_bind(mw, wr, b, 16, W), 0);
 	t2 = ndk_mw_token(mw);
-	assert_int_equal(ndk_stag_invalidate(f->ad->stags, t2, pd), 0);
+	assert_int_equal(ndk_stag_invalidate(ndk_sw_stags(f->ad), t2, pd), 0);
 	assert_int_equal(look(f, t2, pd, b, 1, NDK_ACCESS_REMOTE_WRITE, NULL),
 			 -ENOENT);
 	/* Zero-length window. */
@@ -1038,7 +1041,7 @@ static void test_mw_on_frmr(void **state)
 				     base + P - 2, 4,
 				     NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
 			 0);
-	assert_int_equal(ndk_stag_lookup(f->ad->stags,
+	assert_int_equal(ndk_stag_lookup(ndk_sw_stags(f->ad),
 					 ndk_mw_token(to_ndk_mw(mwp)),
 					 pd_id(f->pd), base + P - 2, 4,
 					 NDK_ACCESS_REMOTE_WRITE, &ref, &addr),

@@ -4,13 +4,13 @@
  * outgoing connections to different destinations (NDK_SHARED_ENDPOINT;
  * NDKPI Listeners, Connectors, and Endpoints).
  * The object holds one reference on its ND endpoint; each connector that
- * connects through it will hold another.
+ * connects through it will hold another. Nothing here depends on the
+ * transport, so every provider's adapter table uses it.
  */
 #include <stdlib.h>
 #include "front/address.h"
-#include "cm/shared_endpoint.h"
+#include "front/shared_endpoint.h"
 #include "front/adapter.h"
-#include "front/provider.h"
 
 static void sep_destroy(struct ndk_obj *obj)
 {

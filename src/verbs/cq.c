@@ -1,0 +1,515 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Completion queue over an ibv_cq (docs/verbs.md, Completion queues;
+ * docs/ndk.md, Completion queues).
+ *
+ * The consumer polls the device's CQ from NdkGetCqResults(Ex): work
+ * completions become NDK results through their slots (verbs/wr.h), which
+ * release them in posting order per queue into the CQ's ready ring, and
+ * the consumer gets them from there.
+ * Notifications come from the adapter's completion channel, which the
+ * engine watches, so they run on the engine thread like every other
+ * callback.
+ *
+ * Arms. verbs arms for the next completion only, while an NDK arm is
+ * satisfied at once by a matching completion that arrived since the last
+ * notification and is still queued. So NdkArmCq asks the device for the
+ * next completion first and then polls what the device holds into the
+ * ready ring: a result there that is newer than the last notification
+ * satisfies the arm at once (a notification posted to the engine);
+ * anything later raises the device's event. Two
+ * arms merge as NDK says (ANY over SOLICITED over ERRORS): cq->arm is the
+ * NDK arm, cq->ibv_arm what the device was asked for since its last
+ * event, and an arm is never downgraded. An event that finds no NDK arm
+ * outstanding (it was satisfied by the staging) runs no callback.
+ *
+ * Lock order (core/lock.h): cq->lock, then the engine's lock (posting
+ * the notification). The adapter lock (begin_event, release) is never
+ * taken under cq->lock.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/config.h"
+#include "core/log.h"
+#include "verbs/cq.h"
+#include "verbs/wr.h"
+
+#define VCQ_POLL 16
+
+/* Ordered so that merging two arms is MAX (docs/ndk.md, Completion
+ * queues). */
+enum vcq_arm {
+	VCQ_ARM_NONE,
+	VCQ_ARM_ERRORS,
+	VCQ_ARM_SOLICITED,
+	VCQ_ARM_ANY,
+};
+
+/* A result released to the consumer, in the order it gets them. */
+struct vcq_ready {
+	NDK_RESULT_EX r;
+	bool solicited;
+	uint64_t seq;
+};
+
+struct ndk_vcq {
+	struct ndk_obj obj;
+	struct ibv_cq *cq;
+	uint32_t depth;
+	/* siw never marks a receive completion solicited, so its CQs are
+	 * armed for the next completion instead (docs/verbs.md). */
+	bool solicited_as_any;
+	NDK_FN_CQ_NOTIFICATION_CALLBACK notify;
+	PVOID notify_ctx;
+
+	struct ndk_lock lock; /* everything below */
+	enum vcq_arm arm; /* the NDK arm outstanding */
+	enum vcq_arm ibv_arm; /* asked of the device since its last event */
+	/* Released results not yet taken: as many as the CQ holds, grown if
+	 * a queue releases more at once. */
+	struct vcq_ready *ready;
+	uint32_t ready_cap, ready_head, ready_count;
+	uint64_t readied; /* sequence number of the newest ready result */
+	uint64_t notified; /* readied at the last notification */
+	bool closing;
+	unsigned int owed; /* notifications posted to the engine */
+	struct ndk_work notify_work;
+	unsigned int empty_polls, yield_every;
+};
+
+struct ndk_vcq *to_vcq(NDK_CQ *cq)
+{
+	return cq ? container_of(cq, struct ndk_vcq, obj.pub.cq) : NULL;
+}
+
+struct ibv_cq *ndk_vcq_ibv(struct ndk_vcq *cq)
+{
+	return cq->cq;
+}
+
+struct ndk_obj *ndk_vcq_obj(struct ndk_vcq *cq)
+{
+	return &cq->obj;
+}
+
+/* Runs the consumer's notification (engine thread, no lock held). */
+static void vcq_run_notify(struct ndk_vcq *cq)
+{
+	/* No event callback once the close started (NDKPI Object Lifetime
+	 * Requirements). */
+	if (!ndk_obj_begin_event(&cq->obj))
+		return;
+	cq->notify(cq->notify_ctx, STATUS_SUCCESS);
+	ndk_obj_release(&cq->obj);
+}
+
+/* Lock held: the arm is satisfied; true if the consumer is to hear. */
+static bool vcq_fire_locked(struct ndk_vcq *cq)
+{
+	NDK_ASSERT_LOCKED(&cq->lock);
+	if (cq->closing || cq->arm == VCQ_ARM_NONE)
+		return false;
+	cq->arm = VCQ_ARM_NONE;
+	cq->notified = cq->readied;
+	return true;
+}
+
+/* A notification the arm owes at once, on the engine thread. */
+static void vcq_notify_work(struct ndk_work *w)
+{
+	struct ndk_vcq *cq = container_of(w, struct ndk_vcq, notify_work);
+	bool run;
+
+	ndk_lock(&cq->lock);
+	run = cq->owed && !cq->closing;
+	cq->owed = 0;
+	ndk_unlock(&cq->lock);
+	if (run)
+		vcq_run_notify(cq);
+	ndk_obj_put(&cq->obj); /* the posting reference */
+}
+
+/* The device's event for this CQ (engine thread). */
+static void vcq_event(struct ndk_vcq *cq)
+{
+	bool run;
+
+	ndk_lock(&cq->lock);
+	cq->ibv_arm = VCQ_ARM_NONE;
+	run = vcq_fire_locked(cq);
+	ndk_unlock(&cq->lock);
+	if (run)
+		vcq_run_notify(cq);
+}
+
+void ndk_verbs_comp_event(struct ndk_io *io, uint32_t events)
+{
+	struct ndk_vadapter *v = container_of(io, struct ndk_vadapter, comp_io);
+	unsigned int n;
+
+	for (n = 0; n < 64; n++) {
+		struct ibv_cq *ibcq;
+		void *ctx;
+		struct ndk_vcq *cq;
+
+		if (ibv_get_cq_event(v->comp, &ibcq, &ctx))
+			break; /* EAGAIN: the channel is empty */
+		cq = ctx;
+		/* A close that destroys the CQ waits for this ack, so the
+		 * CQ is there until then (docs/verbs.md, Completion
+		 * queues). */
+		ndk_obj_get(&cq->obj);
+		ibv_ack_cq_events(ibcq, 1);
+		vcq_event(cq);
+		ndk_obj_put(&cq->obj);
+	}
+}
+
+/* ndk_vwc_results' output: one more ready result (lock held). */
+static void vcq_ready_push(void *arg, const NDK_RESULT_EX *r, bool solicited)
+{
+	struct ndk_vcq *cq = arg;
+	struct vcq_ready *e;
+
+	NDK_ASSERT_LOCKED(&cq->lock);
+	if (cq->ready_count == cq->ready_cap) {
+		uint32_t cap = cq->ready_cap * 2, i;
+		struct vcq_ready *n = calloc(cap, sizeof(*n));
+
+		if (!n) {
+			ndk_err("verbs: cq %p: no memory for a result: lost",
+				(void *)cq);
+			return;
+		}
+		for (i = 0; i < cq->ready_count; i++)
+			n[i] = cq->ready[(cq->ready_head + i) % cq->ready_cap];
+		free(cq->ready);
+		cq->ready = n;
+		cq->ready_cap = cap;
+		cq->ready_head = 0;
+	}
+	e = &cq->ready[(cq->ready_head + cq->ready_count) % cq->ready_cap];
+	e->r = *r;
+	e->solicited = solicited;
+	e->seq = ++cq->readied;
+	cq->ready_count++;
+}
+
+/* Lock held: one poll of the device's CQ into the ready ring; true if
+ * the device may hold more. */
+static bool vcq_poll_locked(struct ndk_vcq *cq)
+{
+	struct ibv_wc wc[VCQ_POLL];
+	int n;
+
+	NDK_ASSERT_LOCKED(&cq->lock);
+	n = ibv_poll_cq(cq->cq, VCQ_POLL, wc);
+	if (n <= 0) {
+		if (n < 0)
+			ndk_warn("verbs: cq %p: ibv_poll_cq failed (%d)",
+				 (void *)cq, n);
+		return false;
+	}
+	ndk_vwc_results(to_vad(cq->obj.adapter)->qps, wc, (unsigned int)n,
+			vcq_ready_push, cq);
+	return n == VCQ_POLL;
+}
+
+/* Lock held: up to max results, polling the device as needed. */
+static ULONG vcq_get_locked(struct ndk_vcq *cq, NDK_RESULT_EX *out, ULONG max)
+{
+	bool more = true;
+	ULONG i = 0;
+
+	NDK_ASSERT_LOCKED(&cq->lock);
+	for (;;) {
+		while (i < max && cq->ready_count) {
+			out[i++] = cq->ready[cq->ready_head].r;
+			cq->ready_head = (cq->ready_head + 1) % cq->ready_cap;
+			cq->ready_count--;
+		}
+		if (i == max || !more)
+			return i;
+		more = vcq_poll_locked(cq);
+	}
+}
+
+/*
+ * A consumer busy-polling an empty CQ yields its core now and then
+ * (NDK_POLL_YIELD, as the software provider): the device's kernel
+ * threads (siw, rxe) may need it. Lock held; true to yield after it.
+ */
+static bool vcq_note_poll_locked(struct ndk_vcq *cq, ULONG got)
+{
+	NDK_ASSERT_LOCKED(&cq->lock);
+	if (got || !cq->yield_every) {
+		cq->empty_polls = 0;
+		return false;
+	}
+	if (++cq->empty_polls < cq->yield_every)
+		return false;
+	cq->empty_polls = 0;
+	return true;
+}
+
+static ULONG vcq_get_results_ex(NDK_CQ *pNdkCq, NDK_RESULT_EX Results[],
+				ULONG nResults)
+{
+	struct ndk_vcq *cq = to_vcq(pNdkCq);
+	bool yield;
+	ULONG n;
+
+	if (!Results)
+		return 0;
+	ndk_lock(&cq->lock);
+	n = vcq_get_locked(cq, Results, nResults);
+	yield = vcq_note_poll_locked(cq, n);
+	ndk_unlock(&cq->lock);
+	if (yield)
+		sched_yield();
+	return n;
+}
+
+static ULONG vcq_get_results(NDK_CQ *pNdkCq, NDK_RESULT Results[],
+			     ULONG nResults)
+{
+	struct ndk_vcq *cq = to_vcq(pNdkCq);
+	NDK_RESULT_EX ex[VCQ_POLL];
+	ULONG done = 0, n, i;
+	bool yield;
+
+	if (!Results)
+		return 0;
+	ndk_lock(&cq->lock);
+	do {
+		n = vcq_get_locked(cq, ex, MIN(nResults - done, VCQ_POLL));
+		for (i = 0; i < n; i++) {
+			Results[done + i].Status = ex[i].Status;
+			Results[done + i].BytesTransferred =
+				ex[i].BytesTransferred;
+			Results[done + i].QPContext = ex[i].QPContext;
+			Results[done + i].RequestContext = ex[i].RequestContext;
+		}
+		done += n;
+	} while (n == VCQ_POLL && done < nResults);
+	yield = vcq_note_poll_locked(cq, done);
+	ndk_unlock(&cq->lock);
+	if (yield)
+		sched_yield();
+	return done;
+}
+
+/* Lock held: does a ready result newer than the last notification
+ * satisfy the arm? */
+static bool vcq_ready_match_locked(struct ndk_vcq *cq)
+{
+	uint32_t i;
+
+	NDK_ASSERT_LOCKED(&cq->lock);
+	for (i = 0; i < cq->ready_count; i++) {
+		const struct vcq_ready *e =
+			&cq->ready[(cq->ready_head + i) % cq->ready_cap];
+
+		if (e->seq <= cq->notified)
+			continue;
+		if (cq->arm == VCQ_ARM_ANY ||
+		    (cq->arm == VCQ_ARM_SOLICITED && e->solicited))
+			return true;
+	}
+	return false;
+}
+
+static VOID vcq_arm(NDK_CQ *pNdkCq, ULONG Type)
+{
+	struct ndk_vcq *cq = to_vcq(pNdkCq);
+	enum vcq_arm arm;
+	bool kick = false;
+	int ret = 0;
+
+	switch (Type) {
+	case NDK_CQ_NOTIFY_ERRORS:
+		arm = VCQ_ARM_ERRORS;
+		break;
+	case NDK_CQ_NOTIFY_ANY:
+		arm = VCQ_ARM_ANY;
+		break;
+	case NDK_CQ_NOTIFY_SOLICITED:
+		arm = VCQ_ARM_SOLICITED;
+		break;
+	default:
+		ndk_warn("cq %p: unknown arm type %u ignored", (void *)cq,
+			 Type);
+		return;
+	}
+	ndk_lock(&cq->lock);
+	if (cq->closing) {
+		ndk_unlock(&cq->lock);
+		return;
+	}
+	if (arm > cq->arm)
+		cq->arm = arm;
+	/* Errors come as the device's asynchronous CQ event, not as
+	 * completions: nothing to ask for (docs/verbs.md). */
+	if (cq->arm >= VCQ_ARM_SOLICITED && cq->ibv_arm < cq->arm) {
+		ret = ibv_req_notify_cq(cq->cq, cq->arm == VCQ_ARM_SOLICITED &&
+							!cq->solicited_as_any);
+		if (!ret)
+			cq->ibv_arm = cq->arm;
+	}
+	if (cq->arm >= VCQ_ARM_SOLICITED) {
+		/* What the device holds from before the arm. */
+		while (cq->ready_count < cq->ready_cap && vcq_poll_locked(cq))
+			;
+		if (vcq_ready_match_locked(cq) && vcq_fire_locked(cq)) {
+			cq->owed++;
+			kick = true;
+		}
+	}
+	ndk_unlock(&cq->lock);
+	if (ret)
+		ndk_warn("verbs: cq %p: ibv_req_notify_cq failed (%d)",
+			 (void *)cq, ret);
+	if (kick) {
+		/* Notified asynchronously: the consumer may hold locks
+		 * around NdkArmCq. */
+		ndk_obj_get(&cq->obj);
+		if (!ndk_engine_post(cq->obj.domain->engine, &cq->notify_work))
+			ndk_obj_put(&cq->obj); /* already queued */
+	}
+}
+
+static NTSTATUS vcq_resize(NDK_CQ *pNdkCq, ULONG CqDepth,
+			   NDK_FN_REQUEST_COMPLETION RequestCompletion,
+			   PVOID RequestContext)
+{
+	struct ndk_vcq *cq = to_vcq(pNdkCq);
+	int ret;
+
+	if (!CqDepth || CqDepth > cq->obj.adapter->info.MaxCqDepth)
+		return STATUS_INVALID_PARAMETER;
+	ndk_lock(&cq->lock);
+	ret = ibv_resize_cq(cq->cq, (int)CqDepth);
+	if (!ret)
+		cq->depth = CqDepth;
+	ndk_unlock(&cq->lock);
+	/* siw has no resize (CQ_RESIZE is not advertised). */
+	if (ret == EOPNOTSUPP || ret == ENOSYS)
+		return STATUS_NOT_SUPPORTED;
+	return ret ? ndk_verbs_errno_status(ret, NDK_VERBS_CREATE)
+		   : STATUS_SUCCESS;
+}
+
+static NTSTATUS vcq_control_moderation(NDK_CQ *pNdkCq, ULONG ModerationInterval,
+				       ULONG ModerationCount)
+{
+	/* Not advertised (CQ_INTERRUPT_MODERATION): siw and rxe have none. */
+	return STATUS_NOT_SUPPORTED;
+}
+
+static void vcq_close_begin(struct ndk_obj *obj)
+{
+	struct ndk_vcq *cq = container_of(obj, struct ndk_vcq, obj);
+
+	ndk_lock(&cq->lock);
+	cq->closing = true;
+	cq->arm = VCQ_ARM_NONE;
+	cq->owed = 0;
+	ndk_unlock(&cq->lock);
+}
+
+/* Its QPs are closed (they are its successors): the CQ can go. */
+static void vcq_close_end(struct ndk_obj *obj)
+{
+	struct ndk_vcq *cq = container_of(obj, struct ndk_vcq, obj);
+	int ret;
+
+	ret = cq->cq ? ibv_destroy_cq(cq->cq) : 0;
+	if (ret)
+		ndk_warn("verbs: cq %p: ibv_destroy_cq failed (%d)", (void *)cq,
+			 ret);
+	cq->cq = NULL;
+}
+
+static void vcq_destroy(struct ndk_obj *obj)
+{
+	struct ndk_vcq *cq = container_of(obj, struct ndk_vcq, obj);
+
+	/* Never set up, or its close never ran (a failed create). */
+	if (cq->cq)
+		ibv_destroy_cq(cq->cq);
+	ndk_lock_destroy(&cq->lock);
+	free(cq->ready);
+	free(cq);
+}
+
+static const struct ndk_obj_ops vcq_ops = {
+	.type = NdkObjectTypeCq,
+	.name = "cq",
+	.close_begin = vcq_close_begin,
+	.close_end = vcq_close_end,
+	.destroy = vcq_destroy,
+};
+
+static const NDK_CQ_DISPATCH vcq_dispatch = {
+	.NdkCloseCq = ndk_close_object,
+	.NdkQueryExtension = ndk_query_extension,
+	.NdkResizeCq = vcq_resize,
+	.NdkArmCq = vcq_arm,
+	.NdkGetCqResults = vcq_get_results,
+	.NdkControlCqInterruptModeration = vcq_control_moderation,
+	.NdkGetCqResultsEx = vcq_get_results_ex,
+};
+
+NTSTATUS ndk_verbs_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
+			     NDK_FN_CQ_NOTIFICATION_CALLBACK CqNotification,
+			     PVOID CqNotificationContext,
+			     GROUP_AFFINITY *Affinity,
+			     NDK_FN_CREATE_COMPLETION CreateCompletion,
+			     PVOID RequestContext, NDK_CQ **ppNdkCq)
+{
+	struct ndk_adapter *ad;
+	struct ndk_obj *antes[1];
+	struct ndk_vcq *cq;
+	NTSTATUS status;
+
+	if (!pNdkAdapter || !ppNdkCq || !CqNotification)
+		return STATUS_INVALID_PARAMETER;
+	ad = to_ndk_adapter(pNdkAdapter);
+	if (!CqDepth || CqDepth > ad->info.MaxCqDepth)
+		return STATUS_INVALID_PARAMETER;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return STATUS_INSUFFICIENT_RESOURCES;
+	ndk_lock_init(&cq->lock, NDK_LOCK_CQ);
+	ndk_work_init(&cq->notify_work, vcq_notify_work);
+	cq->ready_cap = MAX(CqDepth, 16u);
+	cq->ready = calloc(cq->ready_cap, sizeof(*cq->ready));
+	if (!cq->ready) {
+		vcq_destroy(&cq->obj);
+		return STATUS_INSUFFICIENT_RESOURCES;
+	}
+	cq->depth = CqDepth;
+	cq->solicited_as_any = to_vad(ad)->siw;
+	cq->notify = CqNotification;
+	cq->notify_ctx = CqNotificationContext;
+	cq->yield_every =
+		(unsigned int)ndk_config_u64("NDK_POLL_YIELD", 32, 0, 1000000);
+	/* Affinity is a hint: notifications run on the engine thread. */
+	cq->cq = ibv_create_cq(to_vad(ad)->ctx, (int)CqDepth, cq,
+			       to_vad(ad)->comp, 0);
+	if (!cq->cq) {
+		ndk_info("verbs: ibv_create_cq(%u): %s", (unsigned int)CqDepth,
+			 strerror(errno));
+		status = ndk_verbs_errno_status(errno, NDK_VERBS_CREATE);
+		vcq_destroy(&cq->obj);
+		return status;
+	}
+	antes[0] = &ad->obj;
+	status = ndk_obj_setup(&cq->obj, ad, &vcq_ops, &vcq_dispatch, antes, 1);
+	if (status)
+		return status; /* vcq_destroy freed it */
+	*ppNdkCq = &cq->obj.pub.cq;
+	return STATUS_SUCCESS;
+}

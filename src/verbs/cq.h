@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The verbs provider's completion queue: an ibv_cq on the adapter's
+ * completion channel (docs/verbs.md, Completion queues).
+ */
+#ifndef NDK_VERBS_CQ_H
+#define NDK_VERBS_CQ_H
+
+#include "front/object.h"
+#include "verbs/verbs.h"
+
+struct ndk_vcq;
+
+/* The private CQ behind a consumer-visible one; NULL for NULL. */
+struct ndk_vcq *to_vcq(NDK_CQ *cq);
+struct ibv_cq *ndk_vcq_ibv(struct ndk_vcq *cq);
+struct ndk_obj *ndk_vcq_obj(struct ndk_vcq *cq);
+
+NTSTATUS ndk_verbs_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
+			     NDK_FN_CQ_NOTIFICATION_CALLBACK CqNotification,
+			     PVOID CqNotificationContext,
+			     GROUP_AFFINITY *Affinity,
+			     NDK_FN_CREATE_COMPLETION CreateCompletion,
+			     PVOID RequestContext, NDK_CQ **ppNdkCq);
+
+/* The engine's handler of the adapter's completion channel. */
+void ndk_verbs_comp_event(struct ndk_io *io, uint32_t events);
+
+#endif /* NDK_VERBS_CQ_H */

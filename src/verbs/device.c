@@ -1,0 +1,536 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Which RDMA device serves an interface, and the verbs adapter built on
+ * it (docs/verbs.md, Devices).
+ *
+ * The device of a network interface is what `rdma link` shows: the RDMA
+ * netlink interface (NETLINK_RDMA, the nldev client) lists every device
+ * and, per port, the index of its net device. That works for every
+ * transport on every kernel; the GID table's net device (ibv_query_gid_ex)
+ * is empty for iWARP devices on older kernels (6.1's siw among them).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/netlink.h>
+#include <rdma/rdma_netlink.h>
+#include "core/compiler.h"
+#include "core/log.h"
+#include "verbs/cm.h"
+#include "verbs/cq.h"
+#include "verbs/qp.h"
+#include "verbs/verbs.h"
+#include "verbs/wr.h"
+
+/* Linux soft-iWARP's vendor id ("bmt"), and soft-RoCE's. */
+#define SIW_VENDOR_ID 0x626d74
+#define RXE_VENDOR_ID 0xffffff
+
+#define NL_BUF 32768
+
+/*
+ * Every verbs adapter of the process. Adapters on one device share
+ * rdma_cm's context and so its asynchronous event queue: whichever
+ * engine reads an event finds the QP's adapter here.
+ */
+static struct list_head verbs_adapters = LIST_HEAD_INIT(verbs_adapters);
+static struct ndk_lock verbs_adapters_lock =
+	NDK_LOCK_INITIALIZER(NDK_LOCK_VERBS_DEVS);
+
+/* Where an interface's device was found. */
+struct dev_port {
+	NET_IFINDEX ifindex;
+	uint32_t dev_index;
+	char name[IBV_SYSFS_NAME_MAX];
+	uint32_t port;
+	bool found;
+};
+
+/* The u32 or string attributes of one nldev reply that we read. */
+struct nl_attrs {
+	uint32_t dev_index, port_index, ndev_index;
+	bool has_dev, has_port, has_ndev;
+	char name[IBV_SYSFS_NAME_MAX];
+};
+
+static void nl_parse(const struct nlmsghdr *h, struct nl_attrs *a)
+{
+	const char *p = NLMSG_DATA(h);
+	int left = (int)h->nlmsg_len - NLMSG_HDRLEN;
+
+	memset(a, 0, sizeof(*a));
+	while (left >= (int)sizeof(struct nlattr)) {
+		const struct nlattr *na = (const struct nlattr *)p;
+		const char *v = p + NLA_HDRLEN;
+		int len = na->nla_len;
+		uint32_t u;
+
+		if (len < NLA_HDRLEN || len > left)
+			break;
+		switch (na->nla_type & NLA_TYPE_MASK) {
+		case RDMA_NLDEV_ATTR_DEV_INDEX:
+		case RDMA_NLDEV_ATTR_PORT_INDEX:
+		case RDMA_NLDEV_ATTR_NDEV_INDEX:
+			if (len < NLA_HDRLEN + (int)sizeof(u))
+				break;
+			memcpy(&u, v, sizeof(u));
+			if ((na->nla_type & NLA_TYPE_MASK) ==
+			    RDMA_NLDEV_ATTR_DEV_INDEX) {
+				a->dev_index = u;
+				a->has_dev = true;
+			} else if ((na->nla_type & NLA_TYPE_MASK) ==
+				   RDMA_NLDEV_ATTR_PORT_INDEX) {
+				a->port_index = u;
+				a->has_port = true;
+			} else {
+				a->ndev_index = u;
+				a->has_ndev = true;
+			}
+			break;
+		case RDMA_NLDEV_ATTR_DEV_NAME:
+			snprintf(a->name, sizeof(a->name), "%.*s",
+				 len - NLA_HDRLEN, v);
+			break;
+		default:
+			break;
+		}
+		p += NLA_ALIGN(len);
+		left -= NLA_ALIGN(len);
+	}
+}
+
+/*
+ * One nldev dump (RDMA_NLDEV_CMD_GET for the devices, _PORT_GET for the
+ * ports of dev_index): fn sees every reply. 0 or a negative errno.
+ */
+static int nl_dump(int fd, unsigned int cmd, const uint32_t *dev_index,
+		   void (*fn)(const struct nl_attrs *a, void *arg), void *arg)
+{
+	struct {
+		struct nlmsghdr h;
+		struct nlattr a;
+		uint32_t v;
+	} req;
+	static _Atomic uint32_t seq_next = 1;
+	uint32_t seq = atomic_fetch_add(&seq_next, 1);
+	char *buf;
+	int ret = 0;
+
+	memset(&req, 0, sizeof(req));
+	req.h.nlmsg_len = NLMSG_HDRLEN;
+	req.h.nlmsg_type = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, cmd);
+	req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	req.h.nlmsg_seq = seq;
+	if (dev_index) {
+		req.a.nla_len = NLA_HDRLEN + sizeof(req.v);
+		req.a.nla_type = RDMA_NLDEV_ATTR_DEV_INDEX;
+		req.v = *dev_index;
+		req.h.nlmsg_len += NLA_ALIGN(req.a.nla_len);
+	}
+	if (send(fd, &req, req.h.nlmsg_len, 0) < 0)
+		return -errno;
+	buf = malloc(NL_BUF);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n = recv(fd, buf, NL_BUF, 0);
+		struct nlmsghdr *h;
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = -errno;
+			break;
+		}
+		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
+		     h = NLMSG_NEXT(h, n)) {
+			struct nl_attrs a;
+
+			if (h->nlmsg_seq != seq)
+				continue;
+			if (h->nlmsg_type == NLMSG_DONE)
+				goto out;
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+
+				ret = e->error ? e->error : -EPROTO;
+				goto out;
+			}
+			nl_parse(h, &a);
+			fn(&a, arg);
+		}
+	}
+out:
+	free(buf);
+	return ret;
+}
+
+struct dev_list {
+	uint32_t index[64];
+	char name[64][IBV_SYSFS_NAME_MAX];
+	unsigned int n;
+};
+
+static void collect_device(const struct nl_attrs *a, void *arg)
+{
+	struct dev_list *l = arg;
+
+	if (!a->has_dev || l->n == ARRAY_SIZE(l->index))
+		return;
+	l->index[l->n] = a->dev_index;
+	memcpy(l->name[l->n], a->name, sizeof(l->name[0]));
+	l->n++;
+}
+
+static void match_port(const struct nl_attrs *a, void *arg)
+{
+	struct dev_port *dp = arg;
+
+	if (dp->found || !a->has_port || !a->has_ndev ||
+	    a->ndev_index != dp->ifindex)
+		return;
+	dp->port = a->port_index;
+	dp->found = true;
+}
+
+/* The first device port whose net device is ifindex: 0 or -ENODEV. */
+static int find_device(NET_IFINDEX ifindex, struct dev_port *out)
+{
+	struct dev_list *l;
+	unsigned int i;
+	int fd, ret;
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA);
+	if (fd < 0)
+		return -ENODEV; /* no RDMA core in this kernel */
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		close(fd);
+		return -ENOMEM;
+	}
+	memset(out, 0, sizeof(*out));
+	out->ifindex = ifindex;
+	ret = nl_dump(fd, RDMA_NLDEV_CMD_GET, NULL, collect_device, l);
+	for (i = 0; !ret && i < l->n && !out->found; i++) {
+		ret = nl_dump(fd, RDMA_NLDEV_CMD_PORT_GET, &l->index[i],
+			      match_port, out);
+		if (out->found) {
+			out->dev_index = l->index[i];
+			memcpy(out->name, l->name[i], sizeof(out->name));
+		}
+	}
+	free(l);
+	close(fd);
+	if (ret)
+		ndk_dbg("verbs: RDMA netlink query failed: %d", ret);
+	return out->found ? 0 : -ENODEV;
+}
+
+int ndk_verbs_probe(NET_IFINDEX ifindex, const char *ifname)
+{
+	struct dev_port dp;
+	int ret = find_device(ifindex, &dp);
+
+	if (!ret)
+		ndk_dbg("verbs: %s is served by %s port %u", ifname, dp.name,
+			dp.port);
+	return ret;
+}
+
+/*
+ * The largest inline size an RC QP of this device takes: devices do not
+ * report it (siw takes 80 bytes, rxe more), so a throwaway QP is created
+ * with decreasing sizes.
+ */
+static uint32_t probe_max_inline(struct ndk_vadapter *v)
+{
+	static const uint32_t sizes[] = { 1024, 512, 256, 128, 80, 64, 32 };
+	struct ibv_pd *pd = ibv_alloc_pd(v->ctx);
+	struct ibv_cq *cq = pd ? ibv_create_cq(v->ctx, 4, NULL, NULL, 0) : NULL;
+	uint32_t best = 0;
+	size_t i;
+
+	for (i = 0; cq && i < ARRAY_SIZE(sizes); i++) {
+		struct ibv_qp_init_attr a = {
+			.send_cq = cq,
+			.recv_cq = cq,
+			.cap = { .max_send_wr = 1,
+				 .max_recv_wr = 1,
+				 .max_send_sge = 1,
+				 .max_recv_sge = 1,
+				 .max_inline_data = sizes[i] },
+			.qp_type = IBV_QPT_RC,
+		};
+		struct ibv_qp *qp = ibv_create_qp(pd, &a);
+
+		if (!qp)
+			continue;
+		best = a.cap.max_inline_data >= sizes[i]
+			       ? sizes[i]
+			       : a.cap.max_inline_data;
+		ibv_destroy_qp(qp);
+		break;
+	}
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (pd)
+		ibv_dealloc_pd(pd);
+	return best;
+}
+
+static NDK_RDMA_TECHNOLOGY technology(struct ndk_vadapter *v)
+{
+	struct ibv_gid_entry e;
+	int i;
+
+	if (v->iwarp)
+		return NdkiWarp;
+	if (v->port_attr.link_layer != IBV_LINK_LAYER_ETHERNET)
+		return NdkInfiniBand;
+	for (i = 0; i < v->port_attr.gid_tbl_len && i < 64; i++) {
+		if (ibv_query_gid_ex(v->ctx, v->port, (uint32_t)i, &e, 0))
+			continue;
+		if (e.gid_type == IBV_GID_TYPE_ROCE_V2)
+			return NdkRoCEv2;
+	}
+	return NdkRoCE;
+}
+
+static ULONG clamp_ulong(uint64_t v)
+{
+	return v > 0xffffffffu ? 0xffffffffu : (ULONG)v;
+}
+
+/*
+ * NDK_ADAPTER_INFO from the device and port attributes (docs/verbs.md,
+ * Adapter information).
+ */
+static void verbs_adapter_info(struct ndk_vadapter *v, NDK_ADAPTER_INFO *info)
+{
+	const struct ibv_device_attr *d = &v->dev_attr;
+	NDK_VERSION version = info->Version;
+	bool soft =
+		d->vendor_id == SIW_VENDOR_ID || d->vendor_id == RXE_VENDOR_ID;
+
+	memset(info, 0, sizeof(*info));
+	info->Version = version;
+	info->VendorId = d->vendor_id;
+	info->DeviceId = d->vendor_part_id;
+	info->MaxRegistrationSize = (SIZE_T)d->max_mr_size;
+	info->MaxWindowSize = 0; /* memory windows: not yet */
+	info->FRMRPageCount = 0; /* fast registration: not yet */
+	info->MaxInitiatorRequestSge = clamp_ulong(d->max_sge);
+	info->MaxReceiveRequestSge = clamp_ulong(d->max_sge);
+	info->MaxReadRequestSge =
+		clamp_ulong(d->max_sge_rd ? d->max_sge_rd : d->max_sge);
+	info->MaxTransferLength = clamp_ulong(v->port_attr.max_msg_sz);
+	info->MaxInlineDataSize = v->max_inline;
+	/* rdma_cm carries them in 8 bits. */
+	info->MaxInboundReadLimit = clamp_ulong(MIN(d->max_qp_rd_atom, 255));
+	info->MaxOutboundReadLimit =
+		clamp_ulong(MIN(d->max_qp_init_rd_atom, 255));
+	info->MaxReceiveQueueDepth = clamp_ulong(d->max_qp_wr);
+	info->MaxInitiatorQueueDepth = clamp_ulong(d->max_qp_wr);
+	info->MaxSrqDepth = 0; /* shared receive queues: not yet */
+	info->MaxCqDepth = clamp_ulong(d->max_cqe);
+	info->LargeRequestThreshold = 64 * 1024;
+	if (v->iwarp) {
+		/* MPA's 256 bytes less the 4-byte IRD/ORD block, less one:
+		 * siw sends 252 with a wrapped length (README,
+		 * Interoperability). */
+		info->MaxCallerData = 251;
+		info->MaxCalleeData = 251;
+		v->max_reject_data = 251;
+	} else {
+		/* IB CM private data less rdma_cm's header. */
+		info->MaxCallerData = 56;
+		info->MaxCalleeData = 196;
+		v->max_reject_data = 148;
+	}
+	info->AdapterFlags = NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED;
+	/* Software devices copy in order; hardware need not. */
+	if (soft)
+		info->AdapterFlags |= NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED;
+	/* An iWARP Read Response is a tagged write into the sink, which
+	 * iWARP hardware checks for remote write; siw does not. */
+	if (!v->iwarp || v->siw)
+		info->AdapterFlags |=
+			NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED;
+	info->RdmaTechnology = technology(v);
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+static void async_io_fn(struct ndk_io *io, uint32_t events);
+
+int ndk_verbs_adapter_init(struct ndk_adapter *ad)
+{
+	struct ndk_vadapter *v;
+	struct dev_port dp;
+	int i, n = 0, ret;
+
+	ret = find_device(ad->ifindex, &dp);
+	if (ret)
+		return ret;
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	ad->priv = v;
+	v->ad = ad;
+	v->port = (uint8_t)dp.port;
+	memcpy(v->dev_name, dp.name, sizeof(v->dev_name));
+	v->devs = rdma_get_devices(&n);
+	for (i = 0; v->devs && i < n; i++)
+		if (!strcmp(ibv_get_device_name(v->devs[i]->device), dp.name))
+			v->ctx = v->devs[i];
+	if (!v->ctx) {
+		ndk_warn("verbs: rdma_cm does not know device %s", dp.name);
+		return -ENODEV;
+	}
+	if (ibv_query_device(v->ctx, &v->dev_attr) ||
+	    ibv_query_port(v->ctx, v->port, &v->port_attr))
+		return -ENODEV;
+	v->iwarp = v->ctx->device->transport_type == IBV_TRANSPORT_IWARP;
+	v->siw = v->dev_attr.vendor_id == SIW_VENDOR_ID;
+	v->max_inline = probe_max_inline(v);
+	v->qps = calloc(1, sizeof(*v->qps));
+	if (!v->qps || ndk_vqpmap_init(v->qps))
+		return -ENOMEM;
+	v->qps->on_error = ndk_vqp_wc_error;
+
+	v->comp = ibv_create_comp_channel(v->ctx);
+	v->cm = rdma_create_event_channel();
+	if (!v->comp || !v->cm)
+		return -errno ? -errno : -ENOMEM;
+	ret = set_nonblock(v->comp->fd);
+	if (!ret)
+		ret = set_nonblock(v->cm->fd);
+	if (ret)
+		return ret;
+	v->comp_io.fd = v->comp->fd;
+	v->comp_io.fn = ndk_verbs_comp_event;
+	v->cm_io.fd = v->cm->fd;
+	v->cm_io.fn = ndk_verbs_cm_event;
+	/* rdma_cm's context: nobody else in the process reads its events. */
+	ret = set_nonblock(v->ctx->async_fd);
+	if (ret)
+		return ret;
+	v->async_io.fd = v->ctx->async_fd;
+	v->async_io.fn = async_io_fn;
+	ndk_lock(&verbs_adapters_lock);
+	list_add_tail(&v->entry, &verbs_adapters);
+	ndk_unlock(&verbs_adapters_lock);
+
+	verbs_adapter_info(v, &ad->info);
+	snprintf(ad->device, sizeof(ad->device), "%.40s port %u", dp.name,
+		 dp.port);
+	return 0;
+}
+
+/* A QP's asynchronous event: to its adapter, whichever it is. */
+static void async_event(struct ndk_vadapter *v, struct ibv_async_event *ev)
+{
+	struct list_head *pos;
+	bool found = false;
+
+	ndk_lock(&verbs_adapters_lock);
+	list_for_each (pos, &verbs_adapters) {
+		struct ndk_vadapter *o =
+			list_entry(pos, struct ndk_vadapter, entry);
+
+		if (o->ctx == v->ctx &&
+		    ndk_vqpmap_with_ibv(o->qps, ev->element.qp, ndk_vqp_async,
+					&ev->event_type)) {
+			found = true;
+			break;
+		}
+	}
+	ndk_unlock(&verbs_adapters_lock);
+	if (!found)
+		ndk_dbg("verbs: %s for a QP that is not ours",
+			ibv_event_type_str(ev->event_type));
+}
+
+static void async_io_fn(struct ndk_io *io, uint32_t events)
+{
+	struct ndk_vadapter *v =
+		container_of(io, struct ndk_vadapter, async_io);
+	unsigned int n;
+
+	for (n = 0; n < 64; n++) {
+		struct ibv_async_event ev;
+
+		if (ibv_get_async_event(v->ctx, &ev))
+			break; /* EAGAIN: none, or another engine took it */
+		switch (ev.event_type) {
+		case IBV_EVENT_QP_FATAL:
+		case IBV_EVENT_QP_REQ_ERR:
+		case IBV_EVENT_QP_ACCESS_ERR:
+		case IBV_EVENT_COMM_EST:
+		case IBV_EVENT_SQ_DRAINED:
+		case IBV_EVENT_QP_LAST_WQE_REACHED:
+			async_event(v, &ev);
+			break;
+		default:
+			/* CQ overruns, port and device events: logged only
+			 * (docs/verbs.md, Not yet). */
+			ndk_info("verbs: %s: %s", v->dev_name,
+				 ibv_event_type_str(ev.event_type));
+			break;
+		}
+		ibv_ack_async_event(&ev);
+	}
+}
+
+int ndk_verbs_adapter_start(struct ndk_adapter *ad)
+{
+	struct ndk_vadapter *v = to_vad(ad);
+	int ret;
+
+	ret = ndk_engine_add_fd(&ad->engine, &v->comp_io, EPOLLIN);
+	if (!ret)
+		ret = ndk_engine_add_fd(&ad->engine, &v->cm_io, EPOLLIN);
+	if (!ret)
+		ret = ndk_engine_add_fd(&ad->engine, &v->async_io, EPOLLIN);
+	if (!ret)
+		ret = ndk_vworker_start(&v->worker);
+	return ret;
+}
+
+/* After the engine stopped: every CQ and rdma_cm id is gone. */
+void ndk_verbs_adapter_fini(struct ndk_adapter *ad)
+{
+	struct ndk_vadapter *v = to_vad(ad);
+
+	if (!v)
+		return;
+	ndk_vworker_stop(&v->worker);
+	if (v->entry.next) {
+		ndk_lock(&verbs_adapters_lock);
+		list_del(&v->entry);
+		ndk_unlock(&verbs_adapters_lock);
+	}
+	if (v->cm)
+		rdma_destroy_event_channel(v->cm);
+	if (v->comp)
+		ibv_destroy_comp_channel(v->comp);
+	if (v->devs)
+		rdma_free_devices(v->devs);
+	if (v->qps && v->qps->e)
+		ndk_vqpmap_fini(v->qps);
+	free(v->qps);
+	free(v);
+	ad->priv = NULL;
+}

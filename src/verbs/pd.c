@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Protection domain. NdkCreateMw, NdkCreateSrq and NdkCreateQpWithSrq are
+ * not supported yet (MaxWindowSize and MaxSrqDepth are 0); the privileged
+ * token is 0, which names no registration: logical addresses from
+ * NdkBuildLAM need the LAM support that is not there yet
+ * (docs/verbs.md, Not yet).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include "core/log.h"
+#include "verbs/mr.h"
+#include "verbs/pd.h"
+#include "verbs/qp.h"
+
+static void pd_destroy(struct ndk_obj *obj)
+{
+	struct ndk_vpd *pd = container_of(obj, struct ndk_vpd, obj);
+
+	if (pd->pd && ibv_dealloc_pd(pd->pd))
+		ndk_warn("verbs: pd %p: ibv_dealloc_pd failed (%d)", (void *)pd,
+			 errno);
+	free(pd);
+}
+
+static const struct ndk_obj_ops pd_ops = {
+	.type = NdkObjectTypePd,
+	.name = "pd",
+	.destroy = pd_destroy,
+};
+
+static VOID pd_get_privileged_token(NDK_PD *pNdkPd, UINT32 *pToken)
+{
+	if (pToken)
+		*pToken = 0;
+}
+
+static NTSTATUS pd_create_mw(NDK_PD *pNdkPd,
+			     NDK_FN_CREATE_COMPLETION CreateCompletion,
+			     PVOID RequestContext, NDK_MW **ppNdkMw)
+{
+	return STATUS_NOT_SUPPORTED;
+}
+
+static NTSTATUS pd_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth,
+			      ULONG MaxReceiveRequestSge, ULONG NotifyThreshold,
+			      NDK_FN_SRQ_NOTIFICATION_CALLBACK SrqNotification,
+			      PVOID SrqNotificationContext,
+			      GROUP_AFFINITY *Affinity,
+			      NDK_FN_CREATE_COMPLETION CreateCompletion,
+			      PVOID RequestContext, NDK_SRQ **ppNdkSrq)
+{
+	return STATUS_NOT_SUPPORTED;
+}
+
+static NTSTATUS
+pd_create_qp_with_srq(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq,
+		      NDK_SRQ *pSrq, PVOID QPContext, ULONG InitiatorQueueDepth,
+		      ULONG MaxInitiatorRequestSge, ULONG InlineDataSize,
+		      NDK_FN_CREATE_COMPLETION CreateCompletion,
+		      PVOID RequestContext, NDK_QP **ppNdkQp)
+{
+	return STATUS_NOT_SUPPORTED;
+}
+
+static const NDK_PD_DISPATCH pd_dispatch = {
+	.NdkClosePd = ndk_close_object,
+	.NdkQueryExtension = ndk_query_extension,
+	.NdkCreateMr = ndk_verbs_create_mr,
+	.NdkCreateMw = pd_create_mw,
+	.NdkCreateSrq = pd_create_srq,
+	.NdkCreateQp = ndk_verbs_create_qp,
+	.NdkCreateQpWithSrq = pd_create_qp_with_srq,
+	.NdkGetPrivilegedMemoryRegionToken = pd_get_privileged_token,
+};
+
+NTSTATUS ndk_verbs_create_pd(NDK_ADAPTER *pNdkAdapter,
+			     NDK_FN_CREATE_COMPLETION CreateCompletion,
+			     PVOID RequestContext, NDK_PD **ppNdkPd)
+{
+	struct ndk_adapter *ad = to_ndk_adapter(pNdkAdapter);
+	struct ndk_obj *antes[] = { &ad->obj };
+	struct ndk_vpd *pd;
+	NTSTATUS status;
+
+	if (!ppNdkPd)
+		return STATUS_INVALID_PARAMETER;
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return STATUS_INSUFFICIENT_RESOURCES;
+	pd->pd = ibv_alloc_pd(to_vad(ad)->ctx);
+	if (!pd->pd) {
+		status = ndk_verbs_errno_status(errno, NDK_VERBS_CREATE);
+		free(pd);
+		return status;
+	}
+	status = ndk_obj_setup(&pd->obj, ad, &pd_ops, &pd_dispatch, antes, 1);
+	if (status)
+		return status; /* pd_destroy freed it */
+	*ppNdkPd = &pd->obj.pub.pd;
+	return STATUS_SUCCESS;
+}

@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: MIT */
+/* Work request slots, their completions and the QP key map (verbs/wr.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/compiler.h"
+#include "oid/registry.h"
+#include "verbs/wr.h"
+
+#define WR_RECV_BIT (1ull << 31)
+
+struct ndk_vqpmap_entry {
+	uint32_t key; /* 0: free */
+	struct ndk_vwq *sq, *rq;
+	const void *ibv;
+	void *owner;
+};
+
+int ndk_vqpmap_init(struct ndk_vqpmap *m)
+{
+	memset(m, 0, sizeof(*m));
+	ndk_rwlock_init(&m->lock, NDK_LOCK_QPMAP);
+	m->cap = 64;
+	m->e = calloc(m->cap, sizeof(*m->e));
+	m->next_key = 1;
+	return m->e ? 0 : -ENOMEM;
+}
+
+void ndk_vqpmap_fini(struct ndk_vqpmap *m)
+{
+	free(m->e);
+	m->e = NULL;
+	ndk_rwlock_destroy(&m->lock);
+}
+
+static uint32_t map_hash(uint32_t key, uint32_t cap)
+{
+	return (key * 2654435761u) & (cap - 1);
+}
+
+/* Write lock held, room for one more. */
+static void map_put_locked(struct ndk_vqpmap *m,
+			   const struct ndk_vqpmap_entry *n)
+{
+	uint32_t i = map_hash(n->key, m->cap);
+
+	while (m->e[i].key)
+		i = (i + 1) & (m->cap - 1);
+	m->e[i] = *n;
+	m->used++;
+}
+
+static int map_grow_locked(struct ndk_vqpmap *m)
+{
+	struct ndk_vqpmap_entry *old = m->e;
+	uint32_t cap = m->cap, i;
+
+	m->e = calloc(cap * 2, sizeof(*m->e));
+	if (!m->e) {
+		m->e = old;
+		return -ENOMEM;
+	}
+	m->cap = cap * 2;
+	m->used = 0;
+	for (i = 0; i < cap; i++)
+		if (old[i].key)
+			map_put_locked(m, &old[i]);
+	free(old);
+	return 0;
+}
+
+int ndk_vqpmap_add(struct ndk_vqpmap *m, struct ndk_vwq *sq, struct ndk_vwq *rq,
+		   const void *ibv, void *owner)
+{
+	struct ndk_vqpmap_entry n = {
+		.sq = sq, .rq = rq, .ibv = ibv, .owner = owner
+	};
+	uint32_t i;
+
+	ndk_write_lock(&m->lock);
+	if ((m->used + 1) * 2 > m->cap && map_grow_locked(m)) {
+		ndk_rw_unlock(&m->lock);
+		return -ENOMEM;
+	}
+	/* Keys are not reused until 2^32 QPs later, and never 0. */
+	do {
+		n.key = m->next_key++;
+		for (i = map_hash(n.key, m->cap); n.key && m->e[i].key;
+		     i = (i + 1) & (m->cap - 1))
+			if (m->e[i].key == n.key)
+				n.key = 0;
+	} while (!n.key);
+	map_put_locked(m, &n);
+	ndk_rw_unlock(&m->lock);
+	sq->key = n.key;
+	rq->key = n.key;
+	return 0;
+}
+
+/* Lock held: the entry of key, or NULL. */
+static struct ndk_vqpmap_entry *map_find(struct ndk_vqpmap *m, uint32_t key)
+{
+	uint32_t i;
+
+	for (i = map_hash(key, m->cap); m->e[i].key; i = (i + 1) & (m->cap - 1))
+		if (m->e[i].key == key)
+			return &m->e[i];
+	return NULL;
+}
+
+bool ndk_vqpmap_with_ibv(struct ndk_vqpmap *m, const void *ibv,
+			 void (*fn)(void *owner, void *arg), void *arg)
+{
+	bool found = false;
+	uint32_t i;
+
+	/* Asynchronous events are rare: a walk is enough. */
+	ndk_read_lock(&m->lock);
+	for (i = 0; i < m->cap && !found; i++) {
+		if (m->e[i].key && m->e[i].ibv == ibv) {
+			fn(m->e[i].owner, arg);
+			found = true;
+		}
+	}
+	ndk_rw_unlock(&m->lock);
+	return found;
+}
+
+void ndk_vqpmap_del(struct ndk_vqpmap *m, uint32_t key)
+{
+	struct ndk_vqpmap_entry *hole;
+	uint32_t i, j, h;
+
+	ndk_write_lock(&m->lock);
+	hole = key ? map_find(m, key) : NULL;
+	if (hole) {
+		/* Backward shift: later entries of the probe run move up,
+		 * so lookups never stop at a hole. */
+		i = (uint32_t)(hole - m->e);
+		j = i;
+		for (;;) {
+			j = (j + 1) & (m->cap - 1);
+			if (!m->e[j].key)
+				break;
+			h = map_hash(m->e[j].key, m->cap);
+			if ((j > i && (h <= i || h > j)) ||
+			    (j < i && (h <= i && h > j))) {
+				m->e[i] = m->e[j];
+				i = j;
+			}
+		}
+		memset(&m->e[i], 0, sizeof(m->e[i]));
+		m->used--;
+	}
+	ndk_rw_unlock(&m->lock);
+}
+
+int ndk_vwq_init(struct ndk_vwq *wq, uint32_t depth, bool recv,
+		 PVOID qp_context, struct ndk_adapter *ad)
+{
+	memset(wq, 0, sizeof(*wq));
+	wq->slots = calloc(depth ? depth : 1, sizeof(*wq->slots));
+	if (!wq->slots)
+		return -ENOMEM;
+	wq->depth = depth;
+	wq->recv = recv;
+	wq->qp_context = qp_context;
+	wq->ad = ad;
+	atomic_init(&wq->head, 0);
+	return 0;
+}
+
+void ndk_vwq_fini(struct ndk_vwq *wq)
+{
+	free(wq->slots);
+	wq->slots = NULL;
+}
+
+struct ndk_vslot *ndk_vwq_slot(struct ndk_vwq *wq)
+{
+	uint32_t head = atomic_load_explicit(&wq->head, memory_order_acquire);
+	struct ndk_vslot *s;
+
+	if (wq->tail - head >= wq->depth)
+		return NULL;
+	s = &wq->slots[wq->tail % wq->depth];
+	memset(s, 0, sizeof(*s));
+	s->seq = wq->tail;
+	return s;
+}
+
+void ndk_vwq_commit(struct ndk_vwq *wq, struct ndk_vslot *s, bool signaled)
+{
+	s->signaled = signaled;
+	wq->tail++;
+}
+
+bool ndk_vwq_signal(struct ndk_vwq *wq, ULONG flags)
+{
+	if (!(flags & NDK_OP_FLAG_SILENT_SUCCESS) ||
+	    ++wq->unsignaled > wq->depth / 2) {
+		wq->unsignaled = 0;
+		return true;
+	}
+	return false;
+}
+
+uint64_t ndk_vwq_wr_id(const struct ndk_vwq *wq, const struct ndk_vslot *s)
+{
+	return (uint64_t)wq->key << 32 | (wq->recv ? WR_RECV_BIT : 0) |
+	       (uint64_t)(s - wq->slots);
+}
+
+/* Successful data moves, for OID_NDK_STATISTICS (docs/verbs.md, OIDs). */
+static void count(struct ndk_adapter *ad, uint16_t type, uint32_t len)
+{
+	switch (type) {
+	case NdkOperationTypeSend:
+	case NdkOperationTypeWrite:
+		ndk_adapter_count(ad, NDK_CTR(RDMAOutOctets), len);
+		ndk_adapter_count(ad, NDK_CTR(RDMAOutFrames), 1);
+		break;
+	case NdkOperationTypeReceive:
+	case NdkOperationTypeReceiveAndInvalidate:
+	case NdkOperationTypeRead:
+		ndk_adapter_count(ad, NDK_CTR(RDMAInOctets), len);
+		ndk_adapter_count(ad, NDK_CTR(RDMAInFrames), 1);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Map lock held: records one completion in its slot; the queue, or NULL
+ * if its QP is gone. */
+static struct ndk_vwq *wc_record(struct ndk_vqpmap *m, const struct ibv_wc *wc)
+{
+	struct ndk_vqpmap_entry *e = map_find(m, (uint32_t)(wc->wr_id >> 32));
+	bool ok = wc->status == IBV_WC_SUCCESS;
+	NDK_RESULT_EX *r;
+	struct ndk_vslot *s;
+	struct ndk_vwq *wq;
+	uint32_t index, len;
+	uint16_t type;
+
+	if (!e)
+		return NULL; /* its QP is gone */
+	wq = wc->wr_id & WR_RECV_BIT ? e->rq : e->sq;
+	index = (uint32_t)(wc->wr_id & (WR_RECV_BIT - 1));
+	if (index >= wq->depth)
+		return NULL;
+	s = &wq->slots[index];
+	r = &s->res;
+	type = s->type;
+	len = s->len;
+	memset(r, 0, sizeof(*r));
+	if (wq->recv && ok) {
+		len = wc->byte_len;
+		if (wc->wc_flags & IBV_WC_WITH_INV) {
+			type = NdkOperationTypeReceiveAndInvalidate;
+			r->TypeSpecificCompletionOutput = wc->invalidated_rkey;
+		}
+	}
+	if (ok)
+		count(wq->ad, type, len);
+	else if (wc->status != IBV_WC_WR_FLUSH_ERR && m->on_error)
+		m->on_error(e->owner);
+	s->done = true;
+	if (s->seq + 1 - wq->done_end < 0x80000000u)
+		wq->done_end = s->seq + 1;
+	/* verbs does not say whether a receive was solicited. */
+	s->solicited = !ok || wq->recv;
+	s->report = !ok || !(s->flags & VSLOT_SILENT);
+	r->Status = ndk_verbs_wc_status(wc->status);
+	r->BytesTransferred = ok ? len : 0;
+	r->QPContext = wq->qp_context;
+	r->RequestContext = s->ctx;
+	r->Type = (NDK_OPERATION_TYPE)type;
+	r->ProviderErrorCode = ok ? 0 : (ULONG)wc->status;
+	return wq;
+}
+
+/*
+ * Releases what is ready at the head of wq: completed slots, and the
+ * unsignaled ones before a completed slot (they succeeded).
+ */
+static void wq_release(struct ndk_vwq *wq,
+		       void (*out)(void *arg, const NDK_RESULT_EX *r,
+				   bool solicited),
+		       void *arg)
+{
+	uint32_t head = atomic_load_explicit(&wq->head, memory_order_relaxed);
+
+	while (head != wq->tail) {
+		struct ndk_vslot *s = &wq->slots[head % wq->depth];
+
+		uint32_t ahead = wq->done_end - 1 - head;
+
+		if (s->done) {
+			if (s->report)
+				out(arg, &s->res, s->solicited);
+		} else if (s->signaled || !ahead || ahead >= 0x80000000u) {
+			break; /* still running, or nothing behind it done */
+		}
+		head++;
+	}
+	atomic_store_explicit(&wq->head, head, memory_order_release);
+}
+
+void ndk_vwc_results(struct ndk_vqpmap *m, const struct ibv_wc *wc,
+		     unsigned int n,
+		     void (*out)(void *arg, const NDK_RESULT_EX *r,
+				 bool solicited),
+		     void *arg)
+{
+	struct ndk_vwq *touched[16];
+	unsigned int i, j, nt = 0;
+
+	ndk_read_lock(&m->lock);
+	for (i = 0; i < n; i++) {
+		struct ndk_vwq *wq = wc_record(m, &wc[i]);
+
+		if (!wq)
+			continue;
+		for (j = 0; j < nt && touched[j] != wq; j++)
+			;
+		if (j == nt && nt < ARRAY_SIZE(touched))
+			touched[nt++] = wq;
+		else if (j == nt)
+			wq_release(wq, out, arg);
+	}
+	for (j = 0; j < nt; j++)
+		wq_release(touched[j], out, arg);
+	ndk_rw_unlock(&m->lock);
+}

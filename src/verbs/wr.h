@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Work requests of the verbs provider (docs/verbs.md, Completions).
+ *
+ * Each request posted to a QP's initiator or receive queue has a slot
+ * that remembers what NDK needs and verbs does not give back (the
+ * RequestContext, the operation type and length, SILENT_SUCCESS). Its
+ * wr_id is the QP's key, the queue and the slot's index, never a
+ * pointer: siw and rxe leave the completions of a destroyed QP in its
+ * CQ, and the key of a destroyed QP is found in no map, so they are
+ * dropped instead of read from freed memory.
+ *
+ * Slots form a ring per queue, as deep as the queue. The poster (one
+ * thread at a time per queue, NDKPI Work Request Posting Requirements)
+ * moves tail; whoever polls the queue's CQ releases results in posting
+ * order and moves head past them. siw completes a Read when its response
+ * arrives but a later Send or Write when it is sent, so a queue's work
+ * completions can come out of order: a slot keeps its result until every
+ * slot before it is released (docs/ndk.md, Work requests: in posting
+ * order). Every request that fails or is flushed completes even when
+ * posted unsignaled (verbs requires it; siw and rxe do it), so an
+ * unsignaled slot before one that completed has succeeded.
+ */
+#ifndef NDK_VERBS_WR_H
+#define NDK_VERBS_WR_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "core/lock.h"
+#include "verbs/verbs.h"
+
+enum {
+	VSLOT_SILENT = 1, /* NDK_OP_FLAG_SILENT_SUCCESS */
+};
+
+struct ndk_vslot {
+	PVOID ctx; /* the consumer's RequestContext */
+	uint32_t seq; /* the queue's tail when posted */
+	uint32_t len; /* bytes, for initiator requests */
+	uint16_t type; /* NDK_OPERATION_TYPE */
+	uint8_t flags;
+	bool signaled; /* posted to complete */
+	bool done; /* its work completion came */
+	bool report; /* ... and gives the consumer a result */
+	bool solicited;
+	NDK_RESULT_EX res;
+};
+
+struct ndk_vwq {
+	struct ndk_vslot *slots;
+	uint32_t depth;
+	uint32_t tail; /* poster only */
+	_Atomic uint32_t head; /* slots before it are released, free */
+	uint32_t done_end; /* seq + 1 of the newest completed slot */
+	/* Unsignaled requests in a row: one in every half queue is
+	 * signaled, so the device can reuse their entries. */
+	uint32_t unsignaled;
+	bool recv; /* a receive queue */
+	uint32_t key; /* its QP's, in the adapter's map */
+	PVOID qp_context;
+	struct ndk_adapter *ad; /* its counters */
+};
+
+/* The adapter's map from QP keys to their two queues. */
+struct ndk_vqpmap {
+	struct ndk_rwlock lock;
+	struct ndk_vqpmap_entry *e; /* open addressing, linear probing */
+	uint32_t cap, used;
+	uint32_t next_key;
+	/* A work completion of the owner failed (not flushed): its QP is in
+	 * the error state (verbs/qp.c). Called under the map's lock. */
+	void (*on_error)(void *owner);
+};
+
+int ndk_vqpmap_init(struct ndk_vqpmap *m);
+void ndk_vqpmap_fini(struct ndk_vqpmap *m);
+/* Gives the QP's queues a key (sq->key, rq->key): 0 or -ENOMEM. ibv and
+ * owner are the device's QP and ours, for its asynchronous events. */
+int ndk_vqpmap_add(struct ndk_vqpmap *m, struct ndk_vwq *sq, struct ndk_vwq *rq,
+		   const void *ibv, void *owner);
+/*
+ * Calls fn(owner, arg) for the QP whose device QP is ibv, under the map's
+ * lock (the owner cannot go meanwhile); false if it is not in the map.
+ */
+bool ndk_vqpmap_with_ibv(struct ndk_vqpmap *m, const void *ibv,
+			 void (*fn)(void *owner, void *arg), void *arg);
+/* Once this returns, no poller looks at the queues any more. */
+void ndk_vqpmap_del(struct ndk_vqpmap *m, uint32_t key);
+
+int ndk_vwq_init(struct ndk_vwq *wq, uint32_t depth, bool recv,
+		 PVOID qp_context, struct ndk_adapter *ad);
+void ndk_vwq_fini(struct ndk_vwq *wq);
+
+/* The next free slot (not yet posted), or NULL if the queue is full. */
+struct ndk_vslot *ndk_vwq_slot(struct ndk_vwq *wq);
+/* The slot from ndk_vwq_slot was posted, signaled or not. */
+void ndk_vwq_commit(struct ndk_vwq *wq, struct ndk_vslot *s, bool signaled);
+/* Whether an initiator request with these NDK flags must be signaled. */
+bool ndk_vwq_signal(struct ndk_vwq *wq, ULONG flags);
+uint64_t ndk_vwq_wr_id(const struct ndk_vwq *wq, const struct ndk_vslot *s);
+
+/*
+ * Takes n work completions of one CQ and hands every NDK result they
+ * release to out(), in posting order per queue: none for a
+ * SILENT_SUCCESS request that succeeded or for a completion of a QP that
+ * no longer exists, several when a late Read lets the requests behind it
+ * go. solicited says whether the result satisfies an
+ * NDK_CQ_NOTIFY_SOLICITED arm as far as verbs tells (docs/verbs.md,
+ * Completion queues). The CQ's lock is held: the queues of one CQ are
+ * released by one thread at a time.
+ */
+void ndk_vwc_results(struct ndk_vqpmap *m, const struct ibv_wc *wc,
+		     unsigned int n,
+		     void (*out)(void *arg, const NDK_RESULT_EX *r,
+				 bool solicited),
+		     void *arg);
+
+#endif /* NDK_VERBS_WR_H */
