@@ -469,11 +469,12 @@ bool ndk_dp_nudge(struct ndk_dp *dp)
 }
 
 /*
- * A receive taken for a message that will never finish (the stream
- * ended mid-message) completes as cancelled, so it and every receive
- * behind it flush (NDK_FN_DISCONNECT_EVENT_CALLBACK). Only once the
- * stream is over: rx_lock waits for a receive pass in progress, and no
- * pass starts after the end.
+ * The receive the data path is filling completes as cancelled, so it and
+ * every receive behind it flush: whether the stream ended mid-message
+ * (NDK_FN_DISCONNECT_EVENT_CALLBACK) or goes on, where a peer that
+ * stopped mid-Send would otherwise hold them for as long as it says
+ * nothing (docs/ndk.md, Flush). rx_lock waits for a receive pass in
+ * progress; on a live connection the rest of that Send is dropped.
  */
 static void dp_release_rx(struct ndk_dp *dp)
 {
@@ -481,7 +482,7 @@ static void dp_release_rx(struct ndk_dp *dp)
 
 	ndk_lock(&dp->rx_lock);
 	ndk_lock(&dp->lock);
-	if (!ndk_dp_attached(dp))
+	if (dp->rx)
 		rqe = ndk_dp_rx_release(dp);
 	ndk_unlock(&dp->lock);
 	ndk_unlock(&dp->rx_lock);

@@ -37,6 +37,7 @@ enum rx_target {
 	RX_READ_RESP, /* the oldest outstanding Read's SGE list */
 	RX_TERMINATE, /* collected, then parsed */
 	RX_DISCARD, /* zero-length RTR leftovers */
+	RX_SEND_DROP, /* the rest of a Send whose receive NdkFlush cancelled */
 };
 
 struct ndk_dp_rx {
@@ -50,6 +51,7 @@ struct ndk_dp_rx {
 	uint64_t recv_len; /* capacity of rqe */
 	uint32_t recv_bytes; /* message bytes so far */
 	bool recv_overflow;
+	bool send_dropped; /* the Send in progress lost its receive */
 	/* Write / Read Response placement. */
 	struct ndk_stag_ref ref;
 	bool have_ref;
@@ -188,6 +190,15 @@ static int rx_header(struct ndk_dp *dp, const struct fpdu_ev *ev)
 		if (h->msn != rx->msn_send)
 			return rx_fail(dp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
 				       DDP_UNTAGGED_MSN_RANGE);
+		if (rx->send_dropped) {
+			/* Its segments still come in order; none is placed. */
+			if (h->mo != rx->recv_bytes)
+				return rx_fail(dp, TERM_LAYER_DDP,
+					       DDP_ETYPE_UNTAGGED,
+					       DDP_UNTAGGED_INVALID_MO);
+			rx->target = RX_SEND_DROP;
+			return 0;
+		}
 		if (h->mo == 0 && !rx->rqe) {
 			uint32_t i;
 
@@ -498,6 +509,13 @@ static int rx_end(struct ndk_dp *dp, const struct fpdu_ev *ev)
 				return rx_fail(dp, TERM_LAYER_DDP,
 					       DDP_ETYPE_UNTAGGED,
 					       DDP_UNTAGGED_TOO_LONG);
+		}
+		return 0;
+	case RX_SEND_DROP:
+		rx->recv_bytes = rx->hdr.mo + (uint32_t)rx->parser.payload_len;
+		if (ev->last) {
+			rx->send_dropped = false;
+			rx->msn_send++;
 		}
 		return 0;
 	case RX_READ_RESP:
@@ -833,8 +851,16 @@ void ndk_dp_rx_free(struct ndk_dp *dp)
 
 struct ndk_rqe *ndk_dp_rx_release(struct ndk_dp *dp)
 {
-	struct ndk_rqe *rqe = dp->rx->rqe;
+	struct ndk_dp_rx *rx = dp->rx;
+	struct ndk_rqe *rqe = rx->rqe;
 
-	dp->rx->rqe = NULL;
+	rx->rqe = NULL;
+	if (rqe && ndk_dp_attached(dp)) {
+		/* The connection goes on: the rest of this Send still
+		 * arrives, and goes nowhere. */
+		rx->send_dropped = true;
+		if (rx->target == RX_SEND)
+			rx->target = RX_SEND_DROP;
+	}
 	return rqe;
 }

@@ -26,8 +26,10 @@ void ndk_dp_rx_free(struct ndk_dp *dp);
 #define NDK_DP_RX_TX 1
 int ndk_dp_rx_pass(struct ndk_dp *dp, int *budget, bool *got);
 
-/* Takes back the receive being filled, if any (the connection ended
- * mid-message); rx_lock held. */
+/* Takes back the receive being filled, if any: the connection ended
+ * mid-message, or NdkFlush cancels it on a connection that goes on (the
+ * rest of that Send is then received and dropped); rx_lock and dp->lock
+ * held. */
 struct ndk_rqe *ndk_dp_rx_release(struct ndk_dp *dp);
 
 #endif /* NDK_QP_DP_RX_H */

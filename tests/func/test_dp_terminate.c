@@ -5,7 +5,7 @@
  * offending headers quoted; and a Terminate we receive (also with a
  * Send stuck half written, or mid-message): one disconnect event, no
  * flush until NdkDisconnect or NdkFlush, then STATUS_CANCELLED exactly
- * once.
+ * once; and NdkFlush mid-message on a connection that stays up.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -303,6 +303,77 @@ static void test_terminate_mid_message(void **state)
 	dp_raw_server_close(&r);
 }
 
+/*
+ * NdkFlush on a live connection while a Send is mid-message: its first
+ * segment placed into receive 1, the rest never sent (a peer that went
+ * silent). Every receive completes cancelled at once, the one in
+ * progress included; the rest of that Send, arriving after the flush,
+ * lands nowhere, and the next Send finds the receive posted after it.
+ * Guards against a fixed bug: the flush waited behind the receive in
+ * progress for as long as the peer said nothing (ndknvme against a
+ * silent nvmet, tests/interop/README.md).
+ */
+static void test_flush_mid_message_live(void **state)
+{
+	struct dp_raw_server r;
+	NDK_RESULT_EX res[4];
+	uint8_t u[128], b[256], t[128], *rbuf = A.buf + 4096;
+	NDK_MR *mr;
+	size_t n;
+	int i;
+
+	memset(rbuf, 0xa5, 4096);
+	mr = reg_range(cli.pd, A.buf + 65536, 4096,
+		       NDK_MR_FLAG_ALLOW_REMOTE_READ);
+	connect_with_receives(&r);
+	ddp_untagged_hdr(u, 0x01, 0x43, 0, 1, 0);
+	memset(u + 18, 0x3c, 100);
+	n = fpdu_build(b, u, 118, true);
+	raw_send(r.fd, b, n);
+	/* A Read Request behind it: its Response says A has taken the
+	 * segment (FPDUs are processed in order). */
+	ddp_untagged_hdr(u, 0x41, 0x41, 1, 1, 0);
+	put_be32(u + 18, 0x11223344);
+	put_be64(u + 22, 0x1000);
+	put_be32(u + 30, 16);
+	put_be32(u + 34, mr->Dispatch->NdkGetRemoteTokenFromMr(mr));
+	put_be64(u + 38, (uint64_t)(uintptr_t)(A.buf + 65536));
+	n = fpdu_build(b, u, 46, true);
+	raw_send(r.fd, b, n);
+	n = raw_read_fpdu(r.fd, t, sizeof(t), WAIT_MS);
+	assert_true(n >= 14 && t[1] == 0x42);
+	assert_cq_quiet(cli.cq);
+	A.qp->Dispatch->NdkFlush(A.qp);
+	n = poll_cq(cli.cq, res, 3);
+	if (n != 3)
+		fail_msg("%zu of 3 receives completed after NdkFlush", n);
+	for (i = 0; i < 3; i++)
+		expect_result(&res[i], (uintptr_t)i + 1,
+			      NdkOperationTypeReceive, STATUS_CANCELLED);
+	/* The last segment of that Send, late: dropped, the connection
+	 * goes on. */
+	ddp_untagged_hdr(u, 0x41, 0x43, 0, 1, 100);
+	memset(u + 18, 0x5a, 100);
+	n = fpdu_build(b, u, 118, true);
+	raw_send(r.fd, b, n);
+	/* The next Send (MSN 2) lands in a receive posted after the flush. */
+	post_recv(A.qp, 4, A.buf + 4 * 4096, 4096, A.ltok);
+	ddp_untagged_hdr(u, 0x41, 0x43, 0, 2, 0);
+	memset(u + 18, 0x77, 50);
+	n = fpdu_build(b, u, 68, true);
+	raw_send(r.fd, b, n);
+	assert_int_equal(poll_cq(cli.cq, res, 1), 1);
+	expect_received(&res[0], 4, A.buf + 4 * 4096, u + 18, 50);
+	assert_all(rbuf + 100, 4096 - 100, 0xa5, "after the flush");
+	assert_cq_quiet(cli.cq);
+	assert_int_equal(atomic_load(&A.disc), 0);
+	dp_raw_server_close(&r);
+	if (!tu_wait_until(disc_seen, &A, WAIT_MS))
+		fail_msg("no disconnect event");
+	disconnect(A.conn);
+	assert_cq_quiet(cli.cq);
+}
+
 /* How the peer left is the disconnect event's reason: a FIN 0, a reset
  * STATUS_CONNECTION_RESET (docs/ndk.md, Disconnect). */
 static void test_disconnect_reason_fin_and_reset(void **state)
@@ -391,6 +462,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_terminate_while_sending,
 						dp_setup_hosts, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_terminate_mid_message,
+						dp_setup_hosts, dp_teardown),
+		cmocka_unit_test_setup_teardown(test_flush_mid_message_live,
 						dp_setup_hosts, dp_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_disconnect_reason_fin_and_reset, dp_setup_hosts,

@@ -264,3 +264,197 @@ const char *nvme_status_name(uint16_t status)
 		return "other status";
 	}
 }
+
+uint64_t nvme_cap_value(uint16_t mqes, uint8_t timeout_500ms)
+{
+	/* MQES 15:0, CQR 16, TO 31:24, CSS 44:37 (bit 37: NVM), MPSMIN 0
+	 * (4 KiB pages). */
+	return (uint64_t)mqes | (1ull << 16) | ((uint64_t)timeout_500ms << 24) |
+	       (1ull << 37);
+}
+
+void nvme_put_string(uint8_t *field, size_t size, const char *s)
+{
+	size_t n = s ? strnlen(s, size) : 0;
+
+	memset(field, ' ', size);
+	memcpy(field, s, n);
+}
+
+/*
+ * Identify Controller: 0 VID, 4 SN, 24 MN, 64 FR, 72 RAB, 76 CMIC, 77 MDTS,
+ * 78 CNTLID, 80 VER, 92 OAES, 96 CTRATT, 111 CNTRLTYPE, 256 OACS, 258 ACL,
+ * 259 AERL, 260 FRMW, 261 LPA, 262 ELPE, 320 KAS, 512 SQES, 513 CQES,
+ * 514 MAXCMD, 516 NN, 520 ONCS, 525 VWC, 536 SGLS, 768 SUBNQN; Fabrics:
+ * 1792 IOCCSZ, 1796 IORCSZ, 1800 ICDOFF, 1802 FCATT, 1803 MSDBD.
+ */
+void nvme_id_ctrl_build(uint8_t out[NVME_IDENTIFY_SIZE],
+			const struct nvme_id_ctrl_fields *f)
+{
+	memset(out, 0, NVME_IDENTIFY_SIZE);
+	nvme_put_string(out + 4, 20, f->serial);
+	nvme_put_string(out + 24, 40, f->model);
+	nvme_put_string(out + 64, 8, f->firmware);
+	out[72] = 6; /* RAB: 64 commands per arbitration burst */
+	out[76] = f->cmic;
+	out[77] = f->mdts;
+	nvme_put16(out + 78, f->cntlid);
+	nvme_put32(out + 80, f->version);
+	nvme_put32(out + 92, f->oaes);
+	nvme_put32(out + 96, f->ctratt);
+	out[111] = f->cntrltype;
+	nvme_put16(out + 256, f->oacs);
+	out[258] = f->acl;
+	out[259] = f->aerl;
+	out[260] = f->frmw;
+	out[261] = f->lpa;
+	out[262] = f->elpe;
+	nvme_put16(out + 320, f->kas);
+	out[512] = 0x66; /* SQES: 64-byte entries, required and maximum */
+	out[513] = 0x44; /* CQES: 16 bytes */
+	nvme_put16(out + 514, f->maxcmd);
+	nvme_put32(out + 516, f->nn);
+	nvme_put16(out + 520, f->oncs);
+	out[525] = f->vwc;
+	nvme_put32(out + 536, f->sgls);
+	if (f->subnqn)
+		memcpy(out + 768, f->subnqn,
+		       strnlen(f->subnqn, NVME_NQN_SIZE - 1));
+	nvme_put32(out + 1792, f->ioccsz);
+	nvme_put32(out + 1796, f->iorcsz);
+	out[1803] = f->msdbd;
+}
+
+/*
+ * Identify Namespace: 0 NSZE, 8 NCAP, 16 NUSE, 25 NLBAF (0's based),
+ * 26 FLBAS, 30 NMIC, 104 NGUID, 128 LBAF0 (2 MS, then LBADS in byte 130).
+ */
+void nvme_id_ns_build(uint8_t out[NVME_IDENTIFY_SIZE],
+		      const struct nvme_id_ns_fields *f)
+{
+	memset(out, 0, NVME_IDENTIFY_SIZE);
+	nvme_put64(out, f->blocks);
+	nvme_put64(out + 8, f->blocks);
+	nvme_put64(out + 16, f->blocks);
+	out[30] = f->nmic;
+	memcpy(out + 104, f->nguid, 16);
+	out[130] = f->lba_shift;
+}
+
+/* Each descriptor: NIDT, NIDL, two reserved bytes, then NIDL bytes. */
+static uint8_t *ns_desc_put(uint8_t *p, uint8_t type, const uint8_t *id,
+			    uint8_t len)
+{
+	p[0] = type;
+	p[1] = len;
+	memcpy(p + 4, id, len);
+	return p + 4 + len;
+}
+
+void nvme_ns_desc_list_build(uint8_t out[NVME_IDENTIFY_SIZE],
+			     const uint8_t nguid[16], const uint8_t uuid[16])
+{
+	static const uint8_t csi_nvm = 0;
+	uint8_t *p = out;
+
+	memset(out, 0, NVME_IDENTIFY_SIZE);
+	p = ns_desc_put(p, NVME_NIDT_NGUID, nguid, 16);
+	p = ns_desc_put(p, NVME_NIDT_UUID, uuid, 16);
+	ns_desc_put(p, NVME_NIDT_CSI, &csi_nvm, 1);
+}
+
+uint32_t nvme_connect_invalid_param(bool in_data, uint16_t offset)
+{
+	/* IATTR (bit 16: the Connect data) and IPO (the byte offset). */
+	return (in_data ? 1u << 16 : 0) | offset;
+}
+
+void nvme_identify_cmd(struct nvme_sqe *c, uint8_t cns, uint32_t nsid)
+{
+	memset(c, 0, sizeof(*c));
+	c->opcode = NVME_ADMIN_IDENTIFY;
+	c->nsid = nsid;
+	c->cdw[0] = cns;
+}
+
+void nvme_set_features_cmd(struct nvme_sqe *c, uint8_t fid, uint32_t cdw11)
+{
+	memset(c, 0, sizeof(*c));
+	c->opcode = NVME_ADMIN_SET_FEATURES;
+	c->cdw[0] = fid;
+	c->cdw[1] = cdw11;
+}
+
+void nvme_keep_alive_cmd(struct nvme_sqe *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->opcode = NVME_ADMIN_KEEP_ALIVE;
+}
+
+void nvme_rw_cmd(struct nvme_sqe *c, bool write, uint32_t nsid, uint64_t slba,
+		 uint32_t nblocks)
+{
+	memset(c, 0, sizeof(*c));
+	c->opcode = write ? NVME_IO_WRITE : NVME_IO_READ;
+	c->nsid = nsid;
+	c->cdw[0] = (uint32_t)slba;
+	c->cdw[1] = (uint32_t)(slba >> 32);
+	c->cdw[2] = (nblocks - 1) & 0xffff;
+}
+
+/* Identify strings are ASCII padded with spaces. */
+static void id_string(char *out, const uint8_t *in, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		out[i] = in[i] >= 0x20 && in[i] < 0x7f ? (char)in[i] : '?';
+	while (len && out[len - 1] == ' ')
+		len--;
+	out[len] = 0;
+}
+
+/* Identify Controller: 0 VID, 4 SN, 24 MN, 64 FR, 77 MDTS, 78 CNTLID,
+ * 80 VER, 320 KAS, 512 SQES, 513 CQES, 514 MAXCMD, 516 NN, 536 SGLS,
+ * 768 SUBNQN, 1792 IOCCSZ, 1796 IORCSZ, 1800 ICDOFF, 1803 MSDBD. */
+void nvme_id_ctrl_decode(const uint8_t in[NVME_IDENTIFY_SIZE],
+			 struct nvme_id_ctrl_info *id)
+{
+	memset(id, 0, sizeof(*id));
+	id->vid = nvme_get16(in);
+	id_string(id->sn, in + 4, 20);
+	id_string(id->mn, in + 24, 40);
+	id_string(id->fr, in + 64, 8);
+	id->mdts = in[77];
+	id->cntlid = nvme_get16(in + 78);
+	id->ver = nvme_get32(in + 80);
+	id->kas = nvme_get16(in + 320);
+	id->sqes = in[512];
+	id->cqes = in[513];
+	id->maxcmd = nvme_get16(in + 514);
+	id->nn = nvme_get32(in + 516);
+	id->sgls = nvme_get32(in + 536);
+	memcpy(id->subnqn, in + 768, NVME_NQN_SIZE - 1);
+	id->ioccsz = nvme_get32(in + 1792);
+	id->iorcsz = nvme_get32(in + 1796);
+	id->icdoff = nvme_get16(in + 1800);
+	id->msdbd = in[1803];
+}
+
+/* Identify Namespace: 0 NSZE, 8 NCAP, 16 NUSE, 25 NLBAF, 26 FLBAS, 128
+ * the LBA formats (4 bytes each: MS, LBADS, RP). */
+void nvme_id_ns_decode(const uint8_t in[NVME_IDENTIFY_SIZE],
+		       struct nvme_id_ns_info *ns)
+{
+	const uint8_t *lbaf;
+
+	memset(ns, 0, sizeof(*ns));
+	ns->nsze = nvme_get64(in);
+	ns->ncap = nvme_get64(in + 8);
+	ns->nuse = nvme_get64(in + 16);
+	ns->nlbaf = in[25];
+	ns->flbas = in[26];
+	lbaf = in + 128 + 4 * (ns->flbas & 0xf);
+	ns->ms = nvme_get16(lbaf);
+	ns->lba_shift = lbaf[2];
+}

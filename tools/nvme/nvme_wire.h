@@ -255,4 +255,161 @@ bool nvme_rdma_cm_rej_decode(const uint8_t *in, size_t len, uint16_t *status);
 /* "Invalid Field in Command" and friends, for messages. */
 const char *nvme_status_name(uint16_t status);
 
+/*
+ * What a controller returns: Identify Controller (CNS 1) and Namespace
+ * (CNS 0) data, the Namespace Identification Descriptor list (CNS 3), and
+ * the result of a Connect refused for an invalid parameter. Byte offsets
+ * are those of the NVMe Base 1.4 and NVMe over Fabrics 1.1 specifications.
+ */
+#define NVME_SC_CMD_SEQ_ERROR 0x00c
+#define NVME_SC_AER_LIMIT     0x105
+#define NVME_NSID_ALL	      0xffffffffu
+
+#define NVME_CNS_CS_NAMESPACE  0x05
+#define NVME_CNS_CS_CONTROLLER 0x06
+
+/* Log page identifiers. */
+enum nvme_log_page {
+	NVME_LOG_ERROR = 0x01,
+	NVME_LOG_SMART = 0x02,
+	NVME_LOG_FW_SLOT = 0x03,
+	NVME_LOG_CHANGED_NS = 0x04,
+	NVME_LOG_CMD_EFFECTS = 0x05,
+};
+
+/* More feature identifiers. */
+enum nvme_feature_more {
+	NVME_FEAT_POWER_MGMT = 0x02,
+	NVME_FEAT_TEMP_THRESH = 0x04,
+	NVME_FEAT_ERR_RECOVERY = 0x05,
+	NVME_FEAT_VOLATILE_WC = 0x06,
+	NVME_FEAT_IRQ_COALESCE = 0x08,
+	NVME_FEAT_IRQ_CONFIG = 0x09,
+	NVME_FEAT_WRITE_ATOMIC = 0x0a,
+	NVME_FEAT_TIMESTAMP = 0x0e,
+	NVME_FEAT_HOST_ID = 0x81,
+};
+
+/* CC fields beyond EN and SHN, CSTS fields beyond RDY and SHST. */
+#define NVME_CC_CSS(cc)	    (((cc) >> 4) & 0x7)
+#define NVME_CC_MPS(cc)	    (((cc) >> 7) & 0xf)
+#define NVME_CC_AMS(cc)	    (((cc) >> 11) & 0x7)
+#define NVME_CC_IOSQES(cc)  (((cc) >> 16) & 0xf)
+#define NVME_CC_IOCQES(cc)  (((cc) >> 20) & 0xf)
+#define NVME_CSTS_CFS	    0x2u
+#define NVME_CSTS_SHST_MASK (0x3u << 2)
+
+/* CAP: MQES (0's based), CQR, TO (500 ms units), the NVM command set. */
+uint64_t nvme_cap_value(uint16_t mqes, uint8_t timeout_500ms);
+
+struct nvme_id_ctrl_fields {
+	const char *serial; /* at most 20 characters, space padded */
+	const char *model; /* 40 */
+	const char *firmware; /* 8 */
+	const char *subnqn;
+	uint16_t cntlid;
+	uint32_t version; /* VER: 0x00010300 is 1.3.0 */
+	uint8_t mdts; /* log2 of the largest transfer in 4 KiB pages */
+	uint8_t cmic;
+	uint32_t oaes;
+	uint32_t ctratt;
+	uint8_t cntrltype; /* 1 I/O, 2 discovery */
+	uint16_t oacs;
+	uint8_t acl, aerl, frmw, lpa, elpe;
+	uint16_t kas; /* 100 ms units */
+	uint16_t maxcmd;
+	uint32_t nn;
+	uint16_t oncs;
+	uint8_t vwc;
+	uint32_t sgls;
+	uint32_t ioccsz, iorcsz; /* 16-byte units */
+	uint8_t msdbd;
+};
+void nvme_id_ctrl_build(uint8_t out[NVME_IDENTIFY_SIZE],
+			const struct nvme_id_ctrl_fields *f);
+
+struct nvme_id_ns_fields {
+	uint64_t blocks; /* NSZE = NCAP = NUSE */
+	uint8_t lba_shift; /* LBADS of the one format: 9 or 12 */
+	uint8_t nmic; /* bit 0: may be attached to several controllers */
+	uint8_t nguid[16];
+};
+void nvme_id_ns_build(uint8_t out[NVME_IDENTIFY_SIZE],
+		      const struct nvme_id_ns_fields *f);
+
+/* Descriptor types of CNS 3. */
+#define NVME_NIDT_EUI64 0x01
+#define NVME_NIDT_NGUID 0x02
+#define NVME_NIDT_UUID	0x03
+#define NVME_NIDT_CSI	0x04
+
+/*
+ * CNS 3: an NGUID, a UUID and the command set (CSI 0, NVM) descriptor,
+ * then zeros to the end of the 4096 bytes.
+ */
+void nvme_ns_desc_list_build(uint8_t out[NVME_IDENTIFY_SIZE],
+			     const uint8_t nguid[16], const uint8_t uuid[16]);
+
+/*
+ * The CQE result of NVME_SC_CONNECT_INVALID_PARAM: which byte was wrong,
+ * in the Connect data (in_data) or in the command (SQE offset).
+ */
+uint32_t nvme_connect_invalid_param(bool in_data, uint16_t offset);
+#define NVME_CONNECT_DATA_CNTLID_OFF  16
+#define NVME_CONNECT_DATA_SUBNQN_OFF  256
+#define NVME_CONNECT_DATA_HOSTNQN_OFF 512
+#define NVME_CONNECT_SQE_QID_OFF      42
+#define NVME_CONNECT_SQE_SQSIZE_OFF   44
+
+/* A space-padded Identify string field. */
+void nvme_put_string(uint8_t *field, size_t size, const char *s);
+
+/*
+ * Host-side helpers (ndknvme): the admin and I/O commands a host builds,
+ * and the Identify fields it reads. command_id stays 0: the queue that
+ * sends the command assigns it.
+ */
+void nvme_identify_cmd(struct nvme_sqe *c, uint8_t cns, uint32_t nsid);
+/* CDW10 = feature id, CDW11 = value (Number of Queues: NCQR << 16 | NSQR,
+ * both 0's based). */
+void nvme_set_features_cmd(struct nvme_sqe *c, uint8_t fid, uint32_t cdw11);
+void nvme_keep_alive_cmd(struct nvme_sqe *c);
+/* Read or Write of nblocks (1 or more) from slba: CDW10-11 SLBA, CDW12
+ * NLB 0's based. */
+void nvme_rw_cmd(struct nvme_sqe *c, bool write, uint32_t nsid, uint64_t slba,
+		 uint32_t nblocks);
+
+/* Identify Controller (CNS 1), the fields a host uses; strings trimmed. */
+struct nvme_id_ctrl_info {
+	uint16_t vid;
+	char sn[21];
+	char mn[41];
+	char fr[9];
+	uint8_t mdts; /* 2^mdts minimum pages; 0: no limit */
+	uint16_t cntlid;
+	uint32_t ver;
+	uint16_t kas; /* keep alive granularity, 100 ms units */
+	uint8_t sqes, cqes;
+	uint16_t maxcmd;
+	uint32_t nn;
+	uint32_t sgls;
+	char subnqn[NVME_NQN_SIZE];
+	uint32_t ioccsz; /* command capsule size, 16-byte units */
+	uint32_t iorcsz;
+	uint16_t icdoff;
+	uint8_t msdbd;
+};
+void nvme_id_ctrl_decode(const uint8_t in[NVME_IDENTIFY_SIZE],
+			 struct nvme_id_ctrl_info *id);
+
+/* Identify Namespace (CNS 0): size and the LBA format in use. */
+struct nvme_id_ns_info {
+	uint64_t nsze, ncap, nuse;
+	uint8_t nlbaf, flbas;
+	uint8_t lba_shift; /* LBADS of format flbas & 0xf */
+	uint16_t ms; /* metadata bytes per block */
+};
+void nvme_id_ns_decode(const uint8_t in[NVME_IDENTIFY_SIZE],
+		       struct nvme_id_ns_info *ns);
+
 #endif
