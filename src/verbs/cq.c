@@ -23,6 +23,18 @@
  * event, and an arm is never downgraded. An event that finds no NDK arm
  * outstanding (it was satisfied by the staging) runs no callback.
  *
+ * Watch. A failed work completion ends its QP's connection (verbs/qp.c),
+ * but verbs shows it only to whoever polls the CQ: IB and RoCE have no
+ * Terminate, so a consumer that waits for the disconnect event before
+ * polling would wait forever. So the device's CQ is kept armed for any
+ * completion even when the consumer has no arm out; its event makes the
+ * engine poll what the device holds into the ready ring (failures end
+ * their connections there), and the next such arm follows
+ * NDK_VERBS_CQ_WATCH_MS later (a timer), so a busy CQ costs the engine
+ * at most one poll per period. An event notifies the consumer only if a
+ * result in the ready ring satisfies its arm; an arm left outstanding is
+ * asked of the device again.
+ *
  * Lock order (core/lock.h): cq->lock, then the engine's lock (posting
  * the notification). The adapter lock (begin_event, release) is never
  * taken under cq->lock.
@@ -77,6 +89,10 @@ struct ndk_vcq {
 	unsigned int owed; /* notifications posted to the engine */
 	struct ndk_work notify_work;
 	unsigned int empty_polls, yield_every;
+	/* The watch's next arm (a reference on the CQ while set). */
+	struct ndk_timer watch;
+	bool watch_set;
+	unsigned int watch_ms; /* 0: no watch */
 };
 
 struct ndk_vcq *to_vcq(NDK_CQ *cq)
@@ -131,17 +147,101 @@ static void vcq_notify_work(struct ndk_work *w)
 	ndk_obj_put(&cq->obj); /* the posting reference */
 }
 
+static bool vcq_poll_locked(struct ndk_vcq *cq);
+static bool vcq_ready_match_locked(struct ndk_vcq *cq);
+
+/* Lock held: asks the device for an event on the next completion that
+ * satisfies arm, unless it was asked already. */
+static void vcq_ibv_arm_locked(struct ndk_vcq *cq, enum vcq_arm arm)
+{
+	int ret;
+
+	NDK_ASSERT_LOCKED(&cq->lock);
+	if (arm < VCQ_ARM_SOLICITED || cq->ibv_arm >= arm)
+		return;
+	ret = ibv_req_notify_cq(cq->cq, arm == VCQ_ARM_SOLICITED &&
+						!cq->solicited_as_any);
+	if (ret)
+		ndk_warn("verbs: cq %p: ibv_req_notify_cq failed (%d)",
+			 (void *)cq, ret);
+	else
+		cq->ibv_arm = arm;
+}
+
+/* Lock held: everything the device holds into the ready ring. */
+static void vcq_drain_locked(struct ndk_vcq *cq)
+{
+	unsigned int n;
+
+	NDK_ASSERT_LOCKED(&cq->lock);
+	for (n = 0; n < 64 && vcq_poll_locked(cq); n++)
+		;
+}
+
+/* Lock held: the watch's next arm, watch_ms from now. */
+static void vcq_watch_later_locked(struct ndk_vcq *cq)
+{
+	NDK_ASSERT_LOCKED(&cq->lock);
+	if (!cq->watch_ms || cq->watch_set || cq->closing)
+		return;
+	ndk_obj_get(&cq->obj);
+	if (ndk_timer_start(cq->obj.domain->engine, &cq->watch, cq->watch_ms))
+		ndk_obj_put(&cq->obj); /* not the last: the caller has one */
+	else
+		cq->watch_set = true;
+}
+
 /* The device's event for this CQ (engine thread). */
 static void vcq_event(struct ndk_vcq *cq)
 {
-	bool run;
+	bool run = false;
 
 	ndk_lock(&cq->lock);
 	cq->ibv_arm = VCQ_ARM_NONE;
-	run = vcq_fire_locked(cq);
+	if (cq->closing) {
+		ndk_unlock(&cq->lock);
+		return;
+	}
+	vcq_drain_locked(cq);
+	if (vcq_ready_match_locked(cq))
+		run = vcq_fire_locked(cq);
+	/* An arm still out: the device must tell us again; then what came
+	 * between its event and the new arm. */
+	vcq_ibv_arm_locked(cq, cq->arm);
+	if (cq->arm >= VCQ_ARM_SOLICITED) {
+		vcq_drain_locked(cq);
+		if (vcq_ready_match_locked(cq))
+			run = vcq_fire_locked(cq);
+	}
+	vcq_watch_later_locked(cq);
 	ndk_unlock(&cq->lock);
 	if (run)
 		vcq_run_notify(cq);
+}
+
+static void vcq_kick(struct ndk_vcq *cq);
+
+/* The watch's timer: the device is armed for any completion again. */
+static void vcq_watch_fn(struct ndk_timer *t)
+{
+	struct ndk_vcq *cq = container_of(t, struct ndk_vcq, watch);
+	bool kick = false;
+
+	ndk_lock(&cq->lock);
+	cq->watch_set = false;
+	if (!cq->closing) {
+		vcq_ibv_arm_locked(cq, VCQ_ARM_ANY);
+		/* What came before the arm raises no event. */
+		vcq_drain_locked(cq);
+		if (vcq_ready_match_locked(cq) && vcq_fire_locked(cq)) {
+			cq->owed++;
+			kick = true;
+		}
+	}
+	ndk_unlock(&cq->lock);
+	if (kick)
+		vcq_kick(cq);
+	ndk_obj_put(&cq->obj); /* the timer's reference */
 }
 
 void ndk_verbs_comp_event(struct ndk_io *io, uint32_t events)
@@ -321,12 +421,20 @@ static bool vcq_ready_match_locked(struct ndk_vcq *cq)
 	return false;
 }
 
+/* Posts a notification the arm owes (no lock held): asynchronously, as
+ * the consumer may hold locks around NdkArmCq or NdkFlush. */
+static void vcq_kick(struct ndk_vcq *cq)
+{
+	ndk_obj_get(&cq->obj);
+	if (!ndk_engine_post(cq->obj.domain->engine, &cq->notify_work))
+		ndk_obj_put(&cq->obj); /* already queued */
+}
+
 static VOID vcq_arm(NDK_CQ *pNdkCq, ULONG Type)
 {
 	struct ndk_vcq *cq = to_vcq(pNdkCq);
 	enum vcq_arm arm;
 	bool kick = false;
-	int ret = 0;
 
 	switch (Type) {
 	case NDK_CQ_NOTIFY_ERRORS:
@@ -352,12 +460,7 @@ static VOID vcq_arm(NDK_CQ *pNdkCq, ULONG Type)
 		cq->arm = arm;
 	/* Errors come as the device's asynchronous CQ event, not as
 	 * completions: nothing to ask for (docs/verbs.md). */
-	if (cq->arm >= VCQ_ARM_SOLICITED && cq->ibv_arm < cq->arm) {
-		ret = ibv_req_notify_cq(cq->cq, cq->arm == VCQ_ARM_SOLICITED &&
-							!cq->solicited_as_any);
-		if (!ret)
-			cq->ibv_arm = cq->arm;
-	}
+	vcq_ibv_arm_locked(cq, cq->arm);
 	if (cq->arm >= VCQ_ARM_SOLICITED) {
 		/* What the device holds from before the arm. */
 		while (cq->ready_count < cq->ready_cap && vcq_poll_locked(cq))
@@ -368,16 +471,23 @@ static VOID vcq_arm(NDK_CQ *pNdkCq, ULONG Type)
 		}
 	}
 	ndk_unlock(&cq->lock);
-	if (ret)
-		ndk_warn("verbs: cq %p: ibv_req_notify_cq failed (%d)",
-			 (void *)cq, ret);
-	if (kick) {
-		/* Notified asynchronously: the consumer may hold locks
-		 * around NdkArmCq. */
-		ndk_obj_get(&cq->obj);
-		if (!ndk_engine_post(cq->obj.domain->engine, &cq->notify_work))
-			ndk_obj_put(&cq->obj); /* already queued */
+	if (kick)
+		vcq_kick(cq);
+}
+
+void ndk_vcq_release_held(struct ndk_vcq *cq, struct ndk_vwq *wq)
+{
+	bool kick = false;
+
+	ndk_lock(&cq->lock);
+	ndk_vwq_release_held(wq, vcq_ready_push, cq);
+	if (vcq_ready_match_locked(cq) && vcq_fire_locked(cq)) {
+		cq->owed++;
+		kick = true;
 	}
+	ndk_unlock(&cq->lock);
+	if (kick)
+		vcq_kick(cq);
 }
 
 static NTSTATUS vcq_resize(NDK_CQ *pNdkCq, ULONG CqDepth,
@@ -412,11 +522,20 @@ static void vcq_close_begin(struct ndk_obj *obj)
 {
 	struct ndk_vcq *cq = container_of(obj, struct ndk_vcq, obj);
 
+	bool put = false;
+
 	ndk_lock(&cq->lock);
 	cq->closing = true;
 	cq->arm = VCQ_ARM_NONE;
 	cq->owed = 0;
+	if (cq->watch_set &&
+	    ndk_timer_cancel(cq->obj.domain->engine, &cq->watch)) {
+		cq->watch_set = false;
+		put = true;
+	}
 	ndk_unlock(&cq->lock);
+	if (put)
+		ndk_obj_put(&cq->obj); /* not the last: the close holds one */
 }
 
 /* Its QPs are closed (they are its successors): the CQ can go. */
@@ -496,6 +615,9 @@ NTSTATUS ndk_verbs_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
 	cq->notify_ctx = CqNotificationContext;
 	cq->yield_every =
 		(unsigned int)ndk_config_u64("NDK_POLL_YIELD", 32, 0, 1000000);
+	cq->watch_ms = (unsigned int)ndk_config_u64("NDK_VERBS_CQ_WATCH_MS", 10,
+						    0, 60000);
+	ndk_timer_init(&cq->watch, vcq_watch_fn);
 	/* Affinity is a hint: notifications run on the engine thread. */
 	cq->cq = ibv_create_cq(to_vad(ad)->ctx, (int)CqDepth, cq,
 			       to_vad(ad)->comp, 0);
@@ -510,6 +632,11 @@ NTSTATUS ndk_verbs_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
 	status = ndk_obj_setup(&cq->obj, ad, &vcq_ops, &vcq_dispatch, antes, 1);
 	if (status)
 		return status; /* vcq_destroy freed it */
+	if (cq->watch_ms) {
+		ndk_lock(&cq->lock);
+		vcq_ibv_arm_locked(cq, VCQ_ARM_ANY);
+		ndk_unlock(&cq->lock);
+	}
 	*ppNdkCq = &cq->obj.pub.cq;
 	return STATUS_SUCCESS;
 }

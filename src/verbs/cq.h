@@ -23,6 +23,13 @@ NTSTATUS ndk_verbs_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
 			     NDK_FN_CREATE_COMPLETION CreateCompletion,
 			     PVOID RequestContext, NDK_CQ **ppNdkCq);
 
+/*
+ * The consumer flushed a QP (verbs/qp.c): results of wq, one of the CQ's
+ * queues, that waited for it become ready, and a matching arm fires.
+ */
+struct ndk_vwq;
+void ndk_vcq_release_held(struct ndk_vcq *cq, struct ndk_vwq *wq);
+
 /* The engine's handler of the adapter's completion channel. */
 void ndk_verbs_comp_event(struct ndk_io *io, uint32_t events);
 

@@ -61,9 +61,13 @@ static int vqp_modify_err_locked(struct ndk_vqp *qp)
 	int ret;
 
 	NDK_ASSERT_LOCKED(&qp->lock);
-	/* From now on flushed requests complete, whoever flushed first. */
-	atomic_store_explicit(&qp->sq.flush_ok, true, memory_order_release);
-	atomic_store_explicit(&qp->rq.flush_ok, true, memory_order_release);
+	/* From now on flushed requests complete, whoever flushed first;
+	 * those the device flushed before are let go now (lock order: the
+	 * QP's, then its CQs'). */
+	if (!atomic_exchange(&qp->sq.flush_ok, true) && qp->scq)
+		ndk_vcq_release_held(qp->scq, &qp->sq);
+	if (!atomic_exchange(&qp->rq.flush_ok, true) && qp->rcq)
+		ndk_vcq_release_held(qp->rcq, &qp->rq);
 	if (qp->flushed || !qp->qp)
 		return 0;
 	ret = ibv_modify_qp(qp->qp, &a, IBV_QP_STATE);
@@ -225,10 +229,12 @@ static NTSTATUS vqp_receive(NDK_QP *pNdkQp, PVOID RequestContext,
 		memset(&sge[0], 0, sizeof(sge[0]));
 		wr.num_sge = 1;
 	}
-	ret = ibv_post_recv(qp->qp, &wr, &bad);
-	if (ret)
-		return ndk_verbs_errno_status(ret, NDK_VERBS_POST);
 	ndk_vwq_commit(&qp->rq, s, true);
+	ret = ibv_post_recv(qp->qp, &wr, &bad);
+	if (ret) {
+		ndk_vwq_uncommit(&qp->rq, s);
+		return ndk_verbs_errno_status(ret, NDK_VERBS_POST);
+	}
 	return STATUS_SUCCESS;
 }
 
@@ -270,10 +276,12 @@ static NTSTATUS vqp_post(struct ndk_vqp *qp, struct ibv_send_wr *wr,
 		wr->send_flags |= IBV_SEND_INLINE;
 	if (flags & NDK_OP_FLAG_READ_FENCE)
 		wr->send_flags |= IBV_SEND_FENCE;
-	ret = ibv_post_send(qp->qp, wr, &bad);
-	if (ret)
-		return ndk_verbs_errno_status(ret, NDK_VERBS_POST);
 	ndk_vwq_commit(&qp->sq, s, signaled);
+	ret = ibv_post_send(qp->qp, wr, &bad);
+	if (ret) {
+		ndk_vwq_uncommit(&qp->sq, s);
+		return ndk_verbs_errno_status(ret, NDK_VERBS_POST);
+	}
 	return STATUS_SUCCESS;
 }
 

@@ -24,13 +24,16 @@ NTSTATUS ndk_verbs_errno_status(int err, enum ndk_verbs_site site)
 			return STATUS_CONNECTION_INVALID;
 		return ndk_status_from_errno(err, NDK_SITE_GENERIC);
 	case NDK_VERBS_CREATE:
-		/* A size the device refuses is an invalid parameter; running
-		 * out of a device resource is not. */
+		/* A size the device refuses is an invalid parameter, an
+		 * operation it lacks is not supported; anything else is the
+		 * device refusing one more object (siw says ENOSPC when its
+		 * small queues run out, EEXIST after some hundreds of QPs in
+		 * one process; rxe ENOMEM). */
 		if (err == -EINVAL)
 			return STATUS_INVALID_PARAMETER;
-		if (err == -ENOSPC || err == -EAGAIN)
-			return STATUS_INSUFFICIENT_RESOURCES;
-		return ndk_status_from_errno(err, NDK_SITE_GENERIC);
+		if (err == -EOPNOTSUPP || err == -ENOSYS)
+			return STATUS_NOT_SUPPORTED;
+		return STATUS_INSUFFICIENT_RESOURCES;
 	case NDK_VERBS_CM_BIND:
 		/* rdma_cm's port space: another id holds the address. */
 		return ndk_status_from_errno(err, NDK_SITE_BIND);

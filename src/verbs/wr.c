@@ -167,6 +167,7 @@ int ndk_vwq_init(struct ndk_vwq *wq, uint32_t depth, bool recv,
 	wq->qp_context = qp_context;
 	wq->ad = ad;
 	atomic_init(&wq->head, 0);
+	atomic_init(&wq->tail, 0);
 	atomic_init(&wq->flush_ok, false);
 	return 0;
 }
@@ -180,20 +181,32 @@ void ndk_vwq_fini(struct ndk_vwq *wq)
 struct ndk_vslot *ndk_vwq_slot(struct ndk_vwq *wq)
 {
 	uint32_t head = atomic_load_explicit(&wq->head, memory_order_acquire);
+	uint32_t tail = atomic_load_explicit(&wq->tail, memory_order_relaxed);
 	struct ndk_vslot *s;
 
-	if (wq->tail - head >= wq->depth)
+	if (tail - head >= wq->depth)
 		return NULL;
-	s = &wq->slots[wq->tail % wq->depth];
+	s = &wq->slots[tail % wq->depth];
 	memset(s, 0, sizeof(*s));
-	s->seq = wq->tail;
+	s->seq = tail;
 	return s;
 }
 
 void ndk_vwq_commit(struct ndk_vwq *wq, struct ndk_vslot *s, bool signaled)
 {
 	s->signaled = signaled;
-	wq->tail++;
+	/* The slot is complete before a poller can see it. */
+	atomic_store_explicit(&wq->tail, s->seq + 1, memory_order_release);
+}
+
+void ndk_vwq_uncommit(struct ndk_vwq *wq, struct ndk_vslot *s)
+{
+	/*
+	 * The device refused it, so no completion comes: a poller that saw
+	 * the slot found it running and stopped there (it is the last
+	 * one), and head is not past it.
+	 */
+	atomic_store_explicit(&wq->tail, s->seq, memory_order_release);
 }
 
 bool ndk_vwq_signal(struct ndk_vwq *wq, ULONG flags)
@@ -291,8 +304,9 @@ static void wq_release(struct ndk_vwq *wq,
 		       void *arg)
 {
 	uint32_t head = atomic_load_explicit(&wq->head, memory_order_relaxed);
+	uint32_t tail = atomic_load_explicit(&wq->tail, memory_order_acquire);
 
-	while (head != wq->tail) {
+	while (head != tail) {
 		struct ndk_vslot *s = &wq->slots[head % wq->depth];
 
 		uint32_t ahead = wq->done_end - 1 - head;
@@ -312,6 +326,14 @@ static void wq_release(struct ndk_vwq *wq,
 		head++;
 	}
 	atomic_store_explicit(&wq->head, head, memory_order_release);
+}
+
+void ndk_vwq_release_held(struct ndk_vwq *wq,
+			  void (*out)(void *arg, const NDK_RESULT_EX *r,
+				      bool solicited),
+			  void *arg)
+{
+	wq_release(wq, out, arg);
 }
 
 void ndk_vwc_results(struct ndk_vqpmap *m, const struct ibv_wc *wc,

@@ -50,7 +50,10 @@ struct ndk_vslot {
 struct ndk_vwq {
 	struct ndk_vslot *slots;
 	uint32_t depth;
-	uint32_t tail; /* poster only */
+	/* Moved by the poster only, before the request goes to the device:
+	 * a poller on another thread (the engine's CQ watch) may see its
+	 * completion as soon as it is posted. */
+	_Atomic uint32_t tail;
 	_Atomic uint32_t head; /* slots before it are released, free */
 	uint32_t done_end; /* seq + 1 of the newest completed slot */
 	/* Unsignaled requests in a row: one in every half queue is
@@ -98,8 +101,11 @@ void ndk_vwq_fini(struct ndk_vwq *wq);
 
 /* The next free slot (not yet posted), or NULL if the queue is full. */
 struct ndk_vslot *ndk_vwq_slot(struct ndk_vwq *wq);
-/* The slot from ndk_vwq_slot was posted, signaled or not. */
+/* The slot from ndk_vwq_slot is about to be posted, signaled or not:
+ * called before ibv_post_send/recv, and ndk_vwq_uncommit if that
+ * failed. */
 void ndk_vwq_commit(struct ndk_vwq *wq, struct ndk_vslot *s, bool signaled);
+void ndk_vwq_uncommit(struct ndk_vwq *wq, struct ndk_vslot *s);
 /* Whether an initiator request with these NDK flags must be signaled. */
 bool ndk_vwq_signal(struct ndk_vwq *wq, ULONG flags);
 uint64_t ndk_vwq_wr_id(const struct ndk_vwq *wq, const struct ndk_vslot *s);
@@ -114,6 +120,16 @@ uint64_t ndk_vwq_wr_id(const struct ndk_vwq *wq, const struct ndk_vslot *s);
  * Completion queues). The CQ's lock is held: the queues of one CQ are
  * released by one thread at a time.
  */
+/*
+ * The consumer flushed: results that the device's own flush left held
+ * (flush_ok was false when they were polled) go to out() now, in order.
+ * The lock of the queue's CQ is held.
+ */
+void ndk_vwq_release_held(struct ndk_vwq *wq,
+			  void (*out)(void *arg, const NDK_RESULT_EX *r,
+				      bool solicited),
+			  void *arg);
+
 void ndk_vwc_results(struct ndk_vqpmap *m, const struct ibv_wc *wc,
 		     unsigned int n,
 		     void (*out)(void *arg, const NDK_RESULT_EX *r,

@@ -82,6 +82,14 @@ bool cm_provider_is(struct cm_host *h, const char *name)
 	return !strcmp(pi.Provider, name);
 }
 
+bool cm_device_is(struct cm_host *h, const char *prefix)
+{
+	NDK_PROVIDER_INFO pi;
+
+	assert_int_equal(NdkQueryAdapterProvider(h->ad, &pi), STATUS_SUCCESS);
+	return !strncmp(pi.Device, prefix, strlen(prefix));
+}
+
 void cm_software_only(void)
 {
 	NDK_VERSION v = { 2, 0 };
@@ -248,6 +256,20 @@ void cm_assert_private_data(NDK_CONNECTOR *c, const void *pd, ULONG len)
 	/* IB and RoCE pad the CM message's area with zeros. */
 	for (i = len; i < got; i++)
 		assert_int_equal(buf[i], 0);
+}
+
+bool cm_private_data_is(NDK_CONNECTOR *c, const void *pd, ULONG len)
+{
+	char buf[256];
+	ULONG got = sizeof(buf), i;
+
+	if (c->Dispatch->NdkGetConnectionData(c, NULL, NULL, buf, &got) ||
+	    got < len || memcmp(buf, pd, len))
+		return false;
+	for (i = len; i < got; i++)
+		if (buf[i])
+			return false;
+	return true;
 }
 
 void cm_close_connector(NDK_CONNECTOR *c)

@@ -50,6 +50,9 @@ void cm_hosts_close(struct cm_host *srv, struct cm_host *cli);
  * what only the software provider does (its wire, its timing) skip on
  * others. */
 bool cm_provider_is(struct cm_host *h, const char *name);
+/* Whether h's RDMA device name starts with prefix ("siw", "rxe"): a
+ * device's own limit, documented in docs/verbs.md. */
+bool cm_device_is(struct cm_host *h, const char *prefix);
 /*
  * For the start of main() in tests of the software provider's own wire
  * (raw MPA, DDP and RDMAP peers) and timing: exits 77 (CTest's skip)
@@ -126,6 +129,8 @@ bool cm_rds_ok(struct cm_host *h, ULONG rds, ULONG len);
 /* NdkGetConnectionData of c gives exactly the len bytes at pd (or more,
  * zero-padded, on IB and RoCE). */
 void cm_assert_private_data(NDK_CONNECTOR *c, const void *pd, ULONG len);
+/* The same as a test: for a forked child, where cmocka cannot fail. */
+bool cm_private_data_is(NDK_CONNECTOR *c, const void *pd, ULONG len);
 
 void cm_close_connector(NDK_CONNECTOR *c);
 void cm_close_qp(NDK_QP *qp);
