@@ -23,6 +23,7 @@ static const char *const level_names[NDK_LOCK_LEVELS] = {
 	[NDK_LOCK_CQ] = "cq",
 	[NDK_LOCK_VERBS_DEVS] = "verbs adapters",
 	[NDK_LOCK_QPMAP] = "verbs qp map",
+	[NDK_LOCK_VSRQ] = "verbs srq slots",
 	[NDK_LOCK_STAG] = "stag table",
 	[NDK_LOCK_LAM] = "lam",
 	[NDK_LOCK_ENDPOINT] = "endpoint table",

@@ -32,6 +32,7 @@ enum ndk_lock_level {
 	NDK_LOCK_CQ, /* a CQ's ring, arm and pollers */
 	NDK_LOCK_VERBS_DEVS, /* the verbs adapters of the process, by device */
 	NDK_LOCK_QPMAP, /* the verbs provider's work-request keys to QPs */
+	NDK_LOCK_VSRQ, /* a verbs SRQ's slots */
 	NDK_LOCK_STAG, /* the STag table (read-write) */
 	NDK_LOCK_LAM, /* the live LAM ranges (read-write) */
 	NDK_LOCK_ENDPOINT, /* the process-wide ND endpoint and tuple tables */

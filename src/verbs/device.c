@@ -24,6 +24,7 @@
 #include "verbs/cm.h"
 #include "verbs/cq.h"
 #include "verbs/qp.h"
+#include "verbs/srq.h"
 #include "verbs/verbs.h"
 #include "verbs/wr.h"
 
@@ -336,7 +337,7 @@ static void verbs_adapter_info(struct ndk_vadapter *v, NDK_ADAPTER_INFO *info)
 		clamp_ulong(MIN(d->max_qp_init_rd_atom, 255));
 	info->MaxReceiveQueueDepth = clamp_ulong(d->max_qp_wr);
 	info->MaxInitiatorQueueDepth = clamp_ulong(d->max_qp_wr);
-	info->MaxSrqDepth = 0; /* shared receive queues: not yet */
+	info->MaxSrqDepth = d->max_srq ? clamp_ulong(d->max_srq_wr) : 0;
 	info->MaxCqDepth = clamp_ulong(d->max_cqe);
 	info->LargeRequestThreshold = 64 * 1024;
 	if (v->iwarp) {
@@ -439,9 +440,14 @@ int ndk_verbs_adapter_init(struct ndk_adapter *ad)
 	return 0;
 }
 
-/* A QP's asynchronous event: to its adapter, whichever it is. */
+/* A QP's or an SRQ's asynchronous event: to its adapter, whichever it
+ * is. */
 static void async_event(struct ndk_vadapter *v, struct ibv_async_event *ev)
 {
+	bool srq = ev->event_type == IBV_EVENT_SRQ_LIMIT_REACHED ||
+		   ev->event_type == IBV_EVENT_SRQ_ERR;
+	const void *ibv = srq ? (const void *)ev->element.srq
+			      : (const void *)ev->element.qp;
 	struct list_head *pos;
 	bool found = false;
 
@@ -451,7 +457,8 @@ static void async_event(struct ndk_vadapter *v, struct ibv_async_event *ev)
 			list_entry(pos, struct ndk_vadapter, entry);
 
 		if (o->ctx == v->ctx &&
-		    ndk_vqpmap_with_ibv(o->qps, ev->element.qp, ndk_vqp_async,
+		    ndk_vqpmap_with_ibv(o->qps, ibv,
+					srq ? ndk_vsrq_async : ndk_vqp_async,
 					&ev->event_type)) {
 			found = true;
 			break;
@@ -459,8 +466,8 @@ static void async_event(struct ndk_vadapter *v, struct ibv_async_event *ev)
 	}
 	ndk_unlock(&verbs_adapters_lock);
 	if (!found)
-		ndk_dbg("verbs: %s for a QP that is not ours",
-			ibv_event_type_str(ev->event_type));
+		ndk_dbg("verbs: %s for a %s that is not ours",
+			ibv_event_type_str(ev->event_type), srq ? "SRQ" : "QP");
 }
 
 static void async_io_fn(struct ndk_io *io, uint32_t events)
@@ -481,6 +488,8 @@ static void async_io_fn(struct ndk_io *io, uint32_t events)
 		case IBV_EVENT_COMM_EST:
 		case IBV_EVENT_SQ_DRAINED:
 		case IBV_EVENT_QP_LAST_WQE_REACHED:
+		case IBV_EVENT_SRQ_LIMIT_REACHED:
+		case IBV_EVENT_SRQ_ERR:
 			async_event(v, &ev);
 			break;
 		default:

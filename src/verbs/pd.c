@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Protection domain. NdkCreateMw, NdkCreateSrq and NdkCreateQpWithSrq are
- * not supported yet (MaxWindowSize and MaxSrqDepth are 0); the privileged
+ * Protection domain. NdkCreateMw is not supported yet (MaxWindowSize is
+ * 0); the privileged
  * token is 0, which names no registration: logical addresses from
  * NdkBuildLAM need the LAM support that is not there yet
  * (docs/verbs.md, Not yet).
@@ -12,6 +12,7 @@
 #include "verbs/mr.h"
 #include "verbs/pd.h"
 #include "verbs/qp.h"
+#include "verbs/srq.h"
 
 static void pd_destroy(struct ndk_obj *obj)
 {
@@ -42,35 +43,14 @@ static NTSTATUS pd_create_mw(NDK_PD *pNdkPd,
 	return STATUS_NOT_SUPPORTED;
 }
 
-static NTSTATUS pd_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth,
-			      ULONG MaxReceiveRequestSge, ULONG NotifyThreshold,
-			      NDK_FN_SRQ_NOTIFICATION_CALLBACK SrqNotification,
-			      PVOID SrqNotificationContext,
-			      GROUP_AFFINITY *Affinity,
-			      NDK_FN_CREATE_COMPLETION CreateCompletion,
-			      PVOID RequestContext, NDK_SRQ **ppNdkSrq)
-{
-	return STATUS_NOT_SUPPORTED;
-}
-
-static NTSTATUS
-pd_create_qp_with_srq(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq,
-		      NDK_SRQ *pSrq, PVOID QPContext, ULONG InitiatorQueueDepth,
-		      ULONG MaxInitiatorRequestSge, ULONG InlineDataSize,
-		      NDK_FN_CREATE_COMPLETION CreateCompletion,
-		      PVOID RequestContext, NDK_QP **ppNdkQp)
-{
-	return STATUS_NOT_SUPPORTED;
-}
-
 static const NDK_PD_DISPATCH pd_dispatch = {
 	.NdkClosePd = ndk_close_object,
 	.NdkQueryExtension = ndk_query_extension,
 	.NdkCreateMr = ndk_verbs_create_mr,
 	.NdkCreateMw = pd_create_mw,
-	.NdkCreateSrq = pd_create_srq,
+	.NdkCreateSrq = ndk_verbs_create_srq,
 	.NdkCreateQp = ndk_verbs_create_qp,
-	.NdkCreateQpWithSrq = pd_create_qp_with_srq,
+	.NdkCreateQpWithSrq = ndk_verbs_create_qp_with_srq,
 	.NdkGetPrivilegedMemoryRegionToken = pd_get_privileged_token,
 };
 

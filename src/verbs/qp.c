@@ -16,9 +16,9 @@
 #include "core/log.h"
 #include "verbs/cq.h"
 #include "verbs/qp.h"
+#include "verbs/srq.h"
 
 /* SGEs per request on the stack; devices take fewer (siw 6, rxe 32). */
-#define VQP_MAX_SGE 32
 
 static const char *const vqp_state_names[VQP_STATE_COUNT] = {
 	[VQP_IDLE] = "IDLE",
@@ -182,37 +182,22 @@ void ndk_vqp_ended(struct ndk_vqp *qp, bool flush)
 	ndk_unlock(&qp->lock);
 }
 
-/* NDK SGEs to verbs ones; false if there are too many. */
-static bool vqp_sgl(struct ibv_sge *out, const NDK_SGE *sgl, ULONG nsge,
-		    uint32_t max, uint64_t *len)
-{
-	ULONG i;
-
-	*len = 0;
-	if (nsge > max || nsge > VQP_MAX_SGE || (nsge && !sgl))
-		return false;
-	for (i = 0; i < nsge; i++) {
-		out[i].addr = (uint64_t)(uintptr_t)sgl[i].VirtualAddress;
-		out[i].length = sgl[i].Length;
-		out[i].lkey = sgl[i].MemoryRegionToken;
-		*len += sgl[i].Length;
-	}
-	return true;
-}
-
 static NTSTATUS vqp_receive(NDK_QP *pNdkQp, PVOID RequestContext,
 			    CONST NDK_SGE *pSgl, ULONG nSge)
 {
 	struct ndk_vqp *qp = to_vqp(pNdkQp);
-	struct ibv_sge sge[VQP_MAX_SGE];
+	struct ibv_sge sge[NDK_VERBS_MAX_SGE];
 	struct ibv_recv_wr wr, *bad;
 	struct ndk_vslot *s;
 	uint64_t len;
 	int ret;
 
+	/* Receives of a QP with an SRQ are posted to the SRQ only. */
+	if (qp->srq)
+		return STATUS_INVALID_DEVICE_REQUEST;
 	/* No state check: receives may be posted before the connection
 	 * exists (docs/ndk.md, Work requests). */
-	if (!vqp_sgl(sge, pSgl, nSge, qp->max_recv_sge, &len))
+	if (!ndk_verbs_sgl(sge, pSgl, nSge, qp->max_recv_sge, &len))
 		return STATUS_INVALID_PARAMETER;
 	s = ndk_vwq_slot(&qp->rq);
 	if (!s)
@@ -245,7 +230,7 @@ static NTSTATUS vqp_post(struct ndk_vqp *qp, struct ibv_send_wr *wr,
 {
 	const NDK_ADAPTER_INFO *info = &qp->obj.adapter->info;
 	bool inl = flags & NDK_OP_FLAG_INLINE;
-	struct ibv_sge sge[VQP_MAX_SGE];
+	struct ibv_sge sge[NDK_VERBS_MAX_SGE];
 	struct ibv_send_wr *bad;
 	struct ndk_vslot *s;
 	bool signaled;
@@ -255,7 +240,8 @@ static NTSTATUS vqp_post(struct ndk_vqp *qp, struct ibv_send_wr *wr,
 	/* NDK_FN_SEND and friends: only on a connected QP. */
 	if (ndk_vqp_state(qp) != VQP_CONNECTED)
 		return STATUS_CONNECTION_INVALID;
-	if (!vqp_sgl(sge, sgl, nsge, inl ? VQP_MAX_SGE : max_sge, &len) ||
+	if (!ndk_verbs_sgl(sge, sgl, nsge, inl ? NDK_VERBS_MAX_SGE : max_sge,
+			   &len) ||
 	    (inl && len > qp->max_inline) || len > info->MaxTransferLength)
 		return STATUS_INVALID_PARAMETER;
 	s = ndk_vwq_slot(&qp->sq);
@@ -519,21 +505,21 @@ static int vqp_to_init(struct ndk_vqp *qp)
 				     IBV_QP_ACCESS_FLAGS);
 }
 
-NTSTATUS ndk_verbs_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
-			     NDK_CQ *pInitiatorCq, PVOID QPContext,
-			     ULONG ReceiveQueueDepth, ULONG InitiatorQueueDepth,
-			     ULONG MaxReceiveRequestSge,
-			     ULONG MaxInitiatorRequestSge, ULONG InlineDataSize,
-			     NDK_FN_CREATE_COMPLETION CreateCompletion,
-			     PVOID RequestContext, NDK_QP **ppNdkQp)
+/* NdkCreateQp and NdkCreateQpWithSrq (srq: receive depth and SGEs 0). */
+static NTSTATUS
+vqp_create(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq,
+	   struct ndk_vsrq *srq, PVOID QPContext, ULONG ReceiveQueueDepth,
+	   ULONG InitiatorQueueDepth, ULONG MaxReceiveRequestSge,
+	   ULONG MaxInitiatorRequestSge, ULONG InlineDataSize, NDK_QP **ppNdkQp)
 {
 	struct ndk_vpd *pd;
 	struct ndk_vcq *rcq = to_vcq(pReceiveCq), *scq = to_vcq(pInitiatorCq);
 	struct ndk_adapter *ad;
 	const NDK_ADAPTER_INFO *info;
 	struct ibv_qp_init_attr ia;
-	struct ndk_obj *antes[3];
+	struct ndk_obj *antes[4];
 	struct ndk_vqp *qp;
+	unsigned int n = 0;
 	NTSTATUS status;
 	int ret;
 
@@ -542,7 +528,7 @@ NTSTATUS ndk_verbs_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
 	pd = to_vpd(pNdkPd);
 	ad = pd->obj.adapter;
 	info = &ad->info;
-	if (!ReceiveQueueDepth || !InitiatorQueueDepth ||
+	if ((!srq && !ReceiveQueueDepth) || !InitiatorQueueDepth ||
 	    ReceiveQueueDepth > info->MaxReceiveQueueDepth ||
 	    InitiatorQueueDepth > info->MaxInitiatorQueueDepth ||
 	    MaxReceiveRequestSge > info->MaxReceiveRequestSge ||
@@ -559,6 +545,7 @@ NTSTATUS ndk_verbs_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
 	qp->pd = pd;
 	qp->rcq = rcq;
 	qp->scq = scq;
+	qp->srq = srq;
 	if (ndk_vwq_init(&qp->sq, InitiatorQueueDepth, false, QPContext, ad) ||
 	    ndk_vwq_init(&qp->rq, ReceiveQueueDepth, true, QPContext, ad)) {
 		vqp_destroy(&qp->obj);
@@ -575,11 +562,17 @@ NTSTATUS ndk_verbs_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
 		 * entries but not with 64 (docs/verbs.md, Devices); the
 		 * slots still hold the consumer to its depth. */
 		ia.cap.max_send_wr = MAX(ia.cap.max_send_wr, 64u);
-		ia.cap.max_recv_wr = MAX(ia.cap.max_recv_wr, 64u);
+		if (!srq)
+			ia.cap.max_recv_wr = MAX(ia.cap.max_recv_wr, 64u);
 	}
 	ia.cap.max_send_sge =
 		MaxInitiatorRequestSge ? MaxInitiatorRequestSge : 1;
 	ia.cap.max_recv_sge = MaxReceiveRequestSge ? MaxReceiveRequestSge : 1;
+	if (srq) {
+		ia.srq = srq->srq;
+		ia.cap.max_recv_wr = 0;
+		ia.cap.max_recv_sge = 0;
+	}
 	ia.cap.max_inline_data = InlineDataSize;
 	ia.qp_type = IBV_QPT_RC;
 	ia.sq_sig_all = 0;
@@ -596,7 +589,7 @@ NTSTATUS ndk_verbs_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
 	ret = vqp_to_init(qp);
 	if (!ret)
 		ret = ndk_vqpmap_add(qp->vad->qps, &qp->sq, &qp->rq, qp->qp,
-				     qp);
+				     qp->qp->qp_num, qp);
 	if (ret) {
 		status = ndk_verbs_errno_status(ret, NDK_VERBS_CREATE);
 		vqp_destroy(&qp->obj);
@@ -604,13 +597,45 @@ NTSTATUS ndk_verbs_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
 	}
 	qp->mapped = true;
 
-	antes[0] = &pd->obj;
-	antes[1] = ndk_vcq_obj(rcq);
-	antes[2] = ndk_vcq_obj(scq);
-	status = ndk_obj_setup(&qp->obj, ad, &vqp_ops, &vqp_dispatch, antes,
-			       rcq == scq ? 2 : 3);
+	antes[n++] = &pd->obj;
+	antes[n++] = ndk_vcq_obj(rcq);
+	if (scq != rcq)
+		antes[n++] = ndk_vcq_obj(scq);
+	if (srq)
+		antes[n++] = &srq->obj;
+	status = ndk_obj_setup(&qp->obj, ad, &vqp_ops, &vqp_dispatch, antes, n);
 	if (status)
 		return status;
 	*ppNdkQp = &qp->obj.pub.qp;
 	return STATUS_SUCCESS;
+}
+
+NTSTATUS ndk_verbs_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
+			     NDK_CQ *pInitiatorCq, PVOID QPContext,
+			     ULONG ReceiveQueueDepth, ULONG InitiatorQueueDepth,
+			     ULONG MaxReceiveRequestSge,
+			     ULONG MaxInitiatorRequestSge, ULONG InlineDataSize,
+			     NDK_FN_CREATE_COMPLETION CreateCompletion,
+			     PVOID RequestContext, NDK_QP **ppNdkQp)
+{
+	return vqp_create(pNdkPd, pReceiveCq, pInitiatorCq, NULL, QPContext,
+			  ReceiveQueueDepth, InitiatorQueueDepth,
+			  MaxReceiveRequestSge, MaxInitiatorRequestSge,
+			  InlineDataSize, ppNdkQp);
+}
+
+NTSTATUS ndk_verbs_create_qp_with_srq(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
+				      NDK_CQ *pInitiatorCq, NDK_SRQ *pSrq,
+				      PVOID QPContext,
+				      ULONG InitiatorQueueDepth,
+				      ULONG MaxInitiatorRequestSge,
+				      ULONG InlineDataSize,
+				      NDK_FN_CREATE_COMPLETION CreateCompletion,
+				      PVOID RequestContext, NDK_QP **ppNdkQp)
+{
+	if (!pSrq || pSrq->Header.ObjectType != NdkObjectTypeSrq)
+		return STATUS_INVALID_PARAMETER;
+	return vqp_create(pNdkPd, pReceiveCq, pInitiatorCq, to_vsrq(pSrq),
+			  QPContext, 0, InitiatorQueueDepth, 0,
+			  MaxInitiatorRequestSge, InlineDataSize, ppNdkQp);
 }

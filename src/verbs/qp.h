@@ -21,6 +21,7 @@ enum ndk_vqp_state {
 
 struct ndk_vpd;
 struct ndk_vcq;
+struct ndk_vsrq;
 
 struct ndk_vqp {
 	struct ndk_obj obj;
@@ -28,6 +29,7 @@ struct ndk_vqp {
 	struct ibv_qp *qp;
 	struct ndk_vpd *pd;
 	struct ndk_vcq *rcq, *scq;
+	struct ndk_vsrq *srq; /* its receives come from there */
 
 	struct ndk_lock lock; /* state changes (posting reads it lock-free) */
 	_Atomic(enum ndk_vqp_state) state;
@@ -60,6 +62,15 @@ NTSTATUS ndk_verbs_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
 			     ULONG MaxInitiatorRequestSge, ULONG InlineDataSize,
 			     NDK_FN_CREATE_COMPLETION CreateCompletion,
 			     PVOID RequestContext, NDK_QP **ppNdkQp);
+
+NTSTATUS ndk_verbs_create_qp_with_srq(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
+				      NDK_CQ *pInitiatorCq, NDK_SRQ *pSrq,
+				      PVOID QPContext,
+				      ULONG InitiatorQueueDepth,
+				      ULONG MaxInitiatorRequestSge,
+				      ULONG InlineDataSize,
+				      NDK_FN_CREATE_COMPLETION CreateCompletion,
+				      PVOID RequestContext, NDK_QP **ppNdkQp);
 
 /*
  * The connector's calls (docs/verbs.md, Connection management).

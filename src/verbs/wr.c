@@ -8,12 +8,20 @@
 #include "verbs/wr.h"
 
 #define WR_RECV_BIT (1ull << 31)
+#define SRQ_NONE    UINT32_MAX /* the end of an SRQ's free list */
 
 struct ndk_vqpmap_entry {
 	uint32_t key; /* 0: free */
-	struct ndk_vwq *sq, *rq;
+	struct ndk_vwq *sq, *rq; /* a QP's */
+	struct ndk_vsrqslots *srq; /* or an SRQ's */
 	const void *ibv;
 	void *owner;
+	uint32_t qpn1; /* a QP's qp_num + 1 */
+};
+
+struct ndk_vqpn {
+	uint32_t qpn1; /* 0: free */
+	uint32_t key;
 };
 
 int ndk_vqpmap_init(struct ndk_vqpmap *m)
@@ -22,20 +30,102 @@ int ndk_vqpmap_init(struct ndk_vqpmap *m)
 	ndk_rwlock_init(&m->lock, NDK_LOCK_QPMAP);
 	m->cap = 64;
 	m->e = calloc(m->cap, sizeof(*m->e));
+	m->qpn_cap = 64;
+	m->qpn = calloc(m->qpn_cap, sizeof(*m->qpn));
 	m->next_key = 1;
-	return m->e ? 0 : -ENOMEM;
+	return m->e && m->qpn ? 0 : -ENOMEM;
 }
 
 void ndk_vqpmap_fini(struct ndk_vqpmap *m)
 {
 	free(m->e);
+	free(m->qpn);
 	m->e = NULL;
+	m->qpn = NULL;
 	ndk_rwlock_destroy(&m->lock);
 }
 
 static uint32_t map_hash(uint32_t key, uint32_t cap)
 {
 	return (key * 2654435761u) & (cap - 1);
+}
+
+/*
+ * Open addressing deletion for both tables: empties slot i of base (cap
+ * elements of esz bytes, key() 0 when free) and moves later elements of
+ * its probe run up, so lookups never stop at a hole.
+ */
+static void oa_delete(void *base, size_t esz, uint32_t cap, uint32_t i,
+		      uint32_t (*key)(const void *el))
+{
+	char *b = base;
+	uint32_t j = i, h;
+
+	for (;;) {
+		j = (j + 1) & (cap - 1);
+		if (!key(b + (size_t)j * esz))
+			break;
+		h = map_hash(key(b + (size_t)j * esz), cap);
+		if ((j > i && (h <= i || h > j)) ||
+		    (j < i && (h <= i && h > j))) {
+			memcpy(b + (size_t)i * esz, b + (size_t)j * esz, esz);
+			i = j;
+		}
+	}
+	memset(b + (size_t)i * esz, 0, esz);
+}
+
+static uint32_t entry_key(const void *el)
+{
+	return ((const struct ndk_vqpmap_entry *)el)->key;
+}
+
+static uint32_t qpn_key(const void *el)
+{
+	return ((const struct ndk_vqpn *)el)->qpn1;
+}
+
+/* Write lock held, room for one more. */
+static void qpn_put_locked(struct ndk_vqpmap *m, struct ndk_vqpn n)
+{
+	uint32_t i = map_hash(n.qpn1, m->qpn_cap);
+
+	while (m->qpn[i].qpn1 && m->qpn[i].qpn1 != n.qpn1)
+		i = (i + 1) & (m->qpn_cap - 1);
+	if (!m->qpn[i].qpn1)
+		m->qpn_used++;
+	m->qpn[i] = n;
+}
+
+static int qpn_grow_locked(struct ndk_vqpmap *m)
+{
+	struct ndk_vqpn *old = m->qpn;
+	uint32_t cap = m->qpn_cap, i;
+
+	m->qpn = calloc(cap * 2, sizeof(*m->qpn));
+	if (!m->qpn) {
+		m->qpn = old;
+		return -ENOMEM;
+	}
+	m->qpn_cap = cap * 2;
+	m->qpn_used = 0;
+	for (i = 0; i < cap; i++)
+		if (old[i].qpn1)
+			qpn_put_locked(m, old[i]);
+	free(old);
+	return 0;
+}
+
+/* Lock held: the slot of qpn1, or NULL. */
+static struct ndk_vqpn *qpn_find(struct ndk_vqpmap *m, uint32_t qpn1)
+{
+	uint32_t i;
+
+	for (i = map_hash(qpn1, m->qpn_cap); m->qpn[i].qpn1;
+	     i = (i + 1) & (m->qpn_cap - 1))
+		if (m->qpn[i].qpn1 == qpn1)
+			return &m->qpn[i];
+	return NULL;
 }
 
 /* Write lock held, room for one more. */
@@ -69,18 +159,17 @@ static int map_grow_locked(struct ndk_vqpmap *m)
 	return 0;
 }
 
-int ndk_vqpmap_add(struct ndk_vqpmap *m, struct ndk_vwq *sq, struct ndk_vwq *rq,
-		   const void *ibv, void *owner)
+/* Enters n under a new key: the key, or 0 if out of memory. */
+static uint32_t map_add(struct ndk_vqpmap *m, struct ndk_vqpmap_entry n)
 {
-	struct ndk_vqpmap_entry n = {
-		.sq = sq, .rq = rq, .ibv = ibv, .owner = owner
-	};
 	uint32_t i;
 
 	ndk_write_lock(&m->lock);
-	if ((m->used + 1) * 2 > m->cap && map_grow_locked(m)) {
+	if (((m->used + 1) * 2 > m->cap && map_grow_locked(m)) ||
+	    (n.qpn1 && (m->qpn_used + 1) * 2 > m->qpn_cap &&
+	     qpn_grow_locked(m))) {
 		ndk_rw_unlock(&m->lock);
-		return -ENOMEM;
+		return 0;
 	}
 	/* Keys are not reused until 2^32 QPs later, and never 0. */
 	do {
@@ -91,9 +180,39 @@ int ndk_vqpmap_add(struct ndk_vqpmap *m, struct ndk_vwq *sq, struct ndk_vwq *rq,
 				n.key = 0;
 	} while (!n.key);
 	map_put_locked(m, &n);
+	if (n.qpn1)
+		qpn_put_locked(
+			m, (struct ndk_vqpn){ .qpn1 = n.qpn1, .key = n.key });
 	ndk_rw_unlock(&m->lock);
-	sq->key = n.key;
-	rq->key = n.key;
+	return n.key;
+}
+
+int ndk_vqpmap_add(struct ndk_vqpmap *m, struct ndk_vwq *sq, struct ndk_vwq *rq,
+		   const void *ibv, uint32_t qp_num, void *owner)
+{
+	struct ndk_vqpmap_entry n = { .sq = sq,
+				      .rq = rq,
+				      .ibv = ibv,
+				      .owner = owner,
+				      .qpn1 = qp_num + 1 };
+	uint32_t key = map_add(m, n);
+
+	if (!key)
+		return -ENOMEM;
+	sq->key = key;
+	rq->key = key;
+	return 0;
+}
+
+int ndk_vqpmap_add_srq(struct ndk_vqpmap *m, struct ndk_vsrqslots *srq,
+		       const void *ibv, void *owner)
+{
+	struct ndk_vqpmap_entry n = { .srq = srq, .ibv = ibv, .owner = owner };
+	uint32_t key = map_add(m, n);
+
+	if (!key)
+		return -ENOMEM;
+	srq->key = key;
 	return 0;
 }
 
@@ -129,30 +248,119 @@ bool ndk_vqpmap_with_ibv(struct ndk_vqpmap *m, const void *ibv,
 void ndk_vqpmap_del(struct ndk_vqpmap *m, uint32_t key)
 {
 	struct ndk_vqpmap_entry *hole;
-	uint32_t i, j, h;
+	struct ndk_vqpn *n;
 
 	ndk_write_lock(&m->lock);
 	hole = key ? map_find(m, key) : NULL;
 	if (hole) {
-		/* Backward shift: later entries of the probe run move up,
-		 * so lookups never stop at a hole. */
-		i = (uint32_t)(hole - m->e);
-		j = i;
-		for (;;) {
-			j = (j + 1) & (m->cap - 1);
-			if (!m->e[j].key)
-				break;
-			h = map_hash(m->e[j].key, m->cap);
-			if ((j > i && (h <= i || h > j)) ||
-			    (j < i && (h <= i && h > j))) {
-				m->e[i] = m->e[j];
-				i = j;
-			}
+		n = hole->qpn1 ? qpn_find(m, hole->qpn1) : NULL;
+		if (n && n->key == key) {
+			oa_delete(m->qpn, sizeof(*m->qpn), m->qpn_cap,
+				  (uint32_t)(n - m->qpn), qpn_key);
+			m->qpn_used--;
 		}
-		memset(&m->e[i], 0, sizeof(m->e[i]));
+		oa_delete(m->e, sizeof(*m->e), m->cap, (uint32_t)(hole - m->e),
+			  entry_key);
 		m->used--;
 	}
 	ndk_rw_unlock(&m->lock);
+}
+
+int ndk_vsrqslots_init(struct ndk_vsrqslots *q, uint32_t depth)
+{
+	memset(q, 0, sizeof(*q));
+	ndk_lock_init(&q->lock, NDK_LOCK_VSRQ);
+	q->free = SRQ_NONE;
+	return ndk_vsrqslots_resize(q, depth);
+}
+
+void ndk_vsrqslots_fini(struct ndk_vsrqslots *q)
+{
+	free(q->slots);
+	q->slots = NULL;
+	ndk_lock_destroy(&q->lock);
+}
+
+int ndk_vsrqslots_get(struct ndk_vsrqslots *q, PVOID ctx)
+{
+	uint32_t i;
+
+	ndk_lock(&q->lock);
+	if (q->busy >= q->depth || q->free == SRQ_NONE) {
+		ndk_unlock(&q->lock);
+		return -ENOSPC;
+	}
+	i = q->free;
+	q->free = q->slots[i].next_free;
+	q->slots[i].ctx = ctx;
+	q->slots[i].busy = true;
+	q->busy++;
+	ndk_unlock(&q->lock);
+	return (int)i;
+}
+
+/* Lock held: slot i is free again. */
+static void srqslot_free_locked(struct ndk_vsrqslots *q, uint32_t i)
+{
+	NDK_ASSERT_LOCKED(&q->lock);
+	q->slots[i].busy = false;
+	q->slots[i].next_free = q->free;
+	q->free = i;
+	q->busy--;
+}
+
+void ndk_vsrqslots_put(struct ndk_vsrqslots *q, uint32_t index)
+{
+	ndk_lock(&q->lock);
+	if (index < q->cap && q->slots[index].busy)
+		srqslot_free_locked(q, index);
+	ndk_unlock(&q->lock);
+}
+
+int ndk_vsrqslots_resize(struct ndk_vsrqslots *q, uint32_t depth)
+{
+	struct ndk_vsrqslot *n;
+	uint32_t i;
+	int ret = 0;
+
+	ndk_lock(&q->lock);
+	if (depth < q->busy) {
+		ret = -EINVAL;
+	} else if (depth > q->cap) {
+		/* Slots keep their indexes (outstanding wr_ids name them):
+		 * the array only grows, the new slots go on the free list. */
+		n = realloc(q->slots, (size_t)depth * sizeof(*n));
+		if (!n) {
+			ret = -ENOMEM;
+		} else {
+			q->slots = n;
+			for (i = depth; i-- > q->cap;) {
+				memset(&n[i], 0, sizeof(n[i]));
+				n[i].next_free = q->free;
+				q->free = i;
+			}
+			q->cap = depth;
+		}
+	}
+	if (!ret)
+		q->depth = depth;
+	ndk_unlock(&q->lock);
+	return ret;
+}
+
+uint32_t ndk_vsrqslots_busy(struct ndk_vsrqslots *q)
+{
+	uint32_t n;
+
+	ndk_lock(&q->lock);
+	n = q->busy;
+	ndk_unlock(&q->lock);
+	return n;
+}
+
+uint64_t ndk_vsrqslots_wr_id(const struct ndk_vsrqslots *q, uint32_t index)
+{
+	return (uint64_t)q->key << 32 | WR_RECV_BIT | index;
 }
 
 int ndk_vwq_init(struct ndk_vwq *wq, uint32_t depth, bool recv,
@@ -225,6 +433,23 @@ uint64_t ndk_vwq_wr_id(const struct ndk_vwq *wq, const struct ndk_vslot *s)
 	       (uint64_t)(s - wq->slots);
 }
 
+bool ndk_verbs_sgl(struct ibv_sge *out, const NDK_SGE *sgl, ULONG nsge,
+		   uint32_t max, uint64_t *len)
+{
+	ULONG i;
+
+	*len = 0;
+	if (nsge > max || nsge > NDK_VERBS_MAX_SGE || (nsge && !sgl))
+		return false;
+	for (i = 0; i < nsge; i++) {
+		out[i].addr = (uint64_t)(uintptr_t)sgl[i].VirtualAddress;
+		out[i].length = sgl[i].Length;
+		out[i].lkey = sgl[i].MemoryRegionToken;
+		*len += sgl[i].Length;
+	}
+	return true;
+}
+
 /* Successful data moves, for OID_NDK_STATISTICS (docs/verbs.md, OIDs). */
 static void count(struct ndk_adapter *ad, uint16_t type, uint32_t len)
 {
@@ -245,11 +470,61 @@ static void count(struct ndk_adapter *ad, uint16_t type, uint32_t len)
 	}
 }
 
-/* Map lock held: records one completion in its slot; the queue, or NULL
- * if its QP is gone. */
-static struct ndk_vwq *wc_record(struct ndk_vqpmap *m, const struct ibv_wc *wc)
+/*
+ * Map lock held: one completion of an SRQ receive (se is the SRQ's
+ * entry) frees its slot and goes to out() at once, with the QPContext of
+ * the QP that took it; dropped if that QP is gone.
+ */
+static void srq_complete(struct ndk_vqpmap *m, struct ndk_vqpmap_entry *se,
+			 const struct ibv_wc *wc,
+			 void (*out)(void *arg, const NDK_RESULT_EX *r,
+				     bool solicited),
+			 void *arg)
 {
-	struct ndk_vqpmap_entry *e = map_find(m, (uint32_t)(wc->wr_id >> 32));
+	struct ndk_vsrqslots *q = se->srq;
+	uint32_t index = (uint32_t)(wc->wr_id & (WR_RECV_BIT - 1));
+	bool ok = wc->status == IBV_WC_SUCCESS;
+	struct ndk_vqpmap_entry *qe;
+	struct ndk_vqpn *n;
+	NDK_RESULT_EX r;
+	PVOID ctx;
+
+	ndk_lock(&q->lock);
+	if (index >= q->cap || !q->slots[index].busy) {
+		ndk_unlock(&q->lock);
+		return;
+	}
+	ctx = q->slots[index].ctx;
+	srqslot_free_locked(q, index);
+	ndk_unlock(&q->lock);
+	n = qpn_find(m, wc->qp_num + 1);
+	qe = n ? map_find(m, n->key) : NULL;
+	if (!qe || !qe->rq)
+		return; /* its QP is gone */
+	memset(&r, 0, sizeof(r));
+	r.Type = NdkOperationTypeReceive;
+	if (ok && (wc->wc_flags & IBV_WC_WITH_INV)) {
+		r.Type = NdkOperationTypeReceiveAndInvalidate;
+		r.TypeSpecificCompletionOutput = wc->invalidated_rkey;
+	}
+	if (ok)
+		count(qe->rq->ad, (uint16_t)r.Type, wc->byte_len);
+	else if (wc->status != IBV_WC_WR_FLUSH_ERR && m->on_error)
+		m->on_error(qe->owner);
+	r.Status = ndk_verbs_wc_status(wc->status);
+	r.BytesTransferred = ok ? wc->byte_len : 0;
+	r.QPContext = qe->rq->qp_context;
+	r.RequestContext = ctx;
+	r.ProviderErrorCode = ok ? 0 : (ULONG)wc->status;
+	out(arg, &r, true);
+}
+
+/* Map lock held: records one completion of a QP's queue (entry e) in its
+ * slot; the queue, or NULL for none. */
+static struct ndk_vwq *wc_record(struct ndk_vqpmap *m,
+				 struct ndk_vqpmap_entry *e,
+				 const struct ibv_wc *wc)
+{
 	bool ok = wc->status == IBV_WC_SUCCESS;
 	NDK_RESULT_EX *r;
 	struct ndk_vslot *s;
@@ -257,8 +532,6 @@ static struct ndk_vwq *wc_record(struct ndk_vqpmap *m, const struct ibv_wc *wc)
 	uint32_t index, len;
 	uint16_t type;
 
-	if (!e)
-		return NULL; /* its QP is gone */
 	wq = wc->wr_id & WR_RECV_BIT ? e->rq : e->sq;
 	index = (uint32_t)(wc->wr_id & (WR_RECV_BIT - 1));
 	if (index >= wq->depth)
@@ -347,8 +620,17 @@ void ndk_vwc_results(struct ndk_vqpmap *m, const struct ibv_wc *wc,
 
 	ndk_read_lock(&m->lock);
 	for (i = 0; i < n; i++) {
-		struct ndk_vwq *wq = wc_record(m, &wc[i]);
+		struct ndk_vqpmap_entry *e =
+			map_find(m, (uint32_t)(wc[i].wr_id >> 32));
+		struct ndk_vwq *wq;
 
+		if (!e)
+			continue; /* its QP or SRQ is gone */
+		if (e->srq) {
+			srq_complete(m, e, &wc[i], out, arg);
+			continue;
+		}
+		wq = wc_record(m, e, &wc[i]);
 		if (!wq)
 			continue;
 		for (j = 0; j < nt && touched[j] != wq; j++)

@@ -69,12 +69,37 @@ struct ndk_vwq {
 	struct ndk_adapter *ad; /* its counters */
 };
 
-/* The adapter's map from QP keys to their two queues. */
+/*
+ * A shared receive queue's slots. Its receives complete on the CQs of the
+ * QPs that took them, interleaved, so a slot is released alone when its
+ * completion comes (a free list), not in posting order; a result's
+ * QPContext is found by the completion's qp_num.
+ */
+struct ndk_vsrqslot {
+	PVOID ctx;
+	uint32_t next_free;
+	bool busy;
+};
+
+struct ndk_vsrqslots {
+	struct ndk_lock lock; /* NDK_LOCK_VSRQ: everything below */
+	struct ndk_vsrqslot *slots;
+	uint32_t cap; /* slots: the largest depth so far */
+	uint32_t depth; /* the SRQ's */
+	uint32_t free; /* first free slot; UINT32_MAX: none */
+	uint32_t busy; /* posted and not completed */
+	uint32_t key; /* in the adapter's map */
+};
+
+/* The adapter's map from QP (and SRQ) keys to their queues. */
 struct ndk_vqpmap {
 	struct ndk_rwlock lock;
 	struct ndk_vqpmap_entry *e; /* open addressing, linear probing */
 	uint32_t cap, used;
 	uint32_t next_key;
+	/* qp_num + 1 to key, for the completions of SRQ receives. */
+	struct ndk_vqpn *qpn;
+	uint32_t qpn_cap, qpn_used;
 	/* A work completion of the owner failed (not flushed): its QP is in
 	 * the error state (verbs/qp.c). Called under the map's lock. */
 	void (*on_error)(void *owner);
@@ -85,7 +110,10 @@ void ndk_vqpmap_fini(struct ndk_vqpmap *m);
 /* Gives the QP's queues a key (sq->key, rq->key): 0 or -ENOMEM. ibv and
  * owner are the device's QP and ours, for its asynchronous events. */
 int ndk_vqpmap_add(struct ndk_vqpmap *m, struct ndk_vwq *sq, struct ndk_vwq *rq,
-		   const void *ibv, void *owner);
+		   const void *ibv, uint32_t qp_num, void *owner);
+/* The same for an SRQ (srq->key); ibv is the device's SRQ. */
+int ndk_vqpmap_add_srq(struct ndk_vqpmap *m, struct ndk_vsrqslots *srq,
+		       const void *ibv, void *owner);
 /*
  * Calls fn(owner, arg) for the QP whose device QP is ibv, under the map's
  * lock (the owner cannot go meanwhile); false if it is not in the map.
@@ -94,6 +122,18 @@ bool ndk_vqpmap_with_ibv(struct ndk_vqpmap *m, const void *ibv,
 			 void (*fn)(void *owner, void *arg), void *arg);
 /* Once this returns, no poller looks at the queues any more. */
 void ndk_vqpmap_del(struct ndk_vqpmap *m, uint32_t key);
+
+int ndk_vsrqslots_init(struct ndk_vsrqslots *q, uint32_t depth);
+void ndk_vsrqslots_fini(struct ndk_vsrqslots *q);
+/* A free slot for a receive with RequestContext ctx: its index, or
+ * -ENOSPC if depth receives are outstanding. put gives it back (the post
+ * failed). */
+int ndk_vsrqslots_get(struct ndk_vsrqslots *q, PVOID ctx);
+void ndk_vsrqslots_put(struct ndk_vsrqslots *q, uint32_t index);
+/* A new depth: -EINVAL below the receives outstanding, -ENOMEM. */
+int ndk_vsrqslots_resize(struct ndk_vsrqslots *q, uint32_t depth);
+uint32_t ndk_vsrqslots_busy(struct ndk_vsrqslots *q);
+uint64_t ndk_vsrqslots_wr_id(const struct ndk_vsrqslots *q, uint32_t index);
 
 int ndk_vwq_init(struct ndk_vwq *wq, uint32_t depth, bool recv,
 		 PVOID qp_context, struct ndk_adapter *ad);
@@ -129,6 +169,12 @@ void ndk_vwq_release_held(struct ndk_vwq *wq,
 			  void (*out)(void *arg, const NDK_RESULT_EX *r,
 				      bool solicited),
 			  void *arg);
+
+/* NDK SGEs to verbs ones, and their length; false if there are more than
+ * max (or NDK_VERBS_MAX_SGE). */
+#define NDK_VERBS_MAX_SGE 32
+bool ndk_verbs_sgl(struct ibv_sge *out, const NDK_SGE *sgl, ULONG nsge,
+		   uint32_t max, uint64_t *len);
 
 void ndk_vwc_results(struct ndk_vqpmap *m, const struct ibv_wc *wc,
 		     unsigned int n,

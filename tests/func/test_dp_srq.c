@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <stdatomic.h>
 #include <string.h>
 #include "dp_pair.h"
 #include "testutil.h"
@@ -168,12 +169,111 @@ static void test_srq_shared_by_two_qps(void **state)
 	assert_cq_quiet(srv.cq);
 }
 
+static atomic_int srq_notes;
+
+static void on_srq_note(PVOID ctx, NTSTATUS status)
+{
+	assert_int_equal(status, STATUS_SUCCESS);
+	atomic_fetch_add(&srq_notes, 1);
+}
+
+static bool notes_seen(void *arg)
+{
+	return atomic_load(&srq_notes) >= *(int *)arg;
+}
+
+/* Sends one message from A and waits for its receive at P. */
+static void one_message(void)
+{
+	NDK_RESULT_EX res[1];
+
+	post_send(A.qp, 1, A.buf, 16, A.ltok, 0);
+	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+	assert_int_equal(res[0].Status, STATUS_SUCCESS);
+	assert_int_equal(poll_cq(cli.cq, res, 1), 1);
+}
+
+/*
+ * The notification threshold: armed at create, it fires once when the
+ * receives queued drop below it; NdkModifySrq re-arms it, and an arm that
+ * finds fewer queued fires at once.
+ */
+static void test_srq_threshold(void **state)
+{
+	NDK_SRQ *srq;
+	int i, want;
+
+	cm_require(srv.info.MaxSrqDepth > 0, "shared receive queues");
+	atomic_store(&srq_notes, 0);
+	assert_int_equal(srv.pd->Dispatch->NdkCreateSrq(srv.pd, 16, 1, 3,
+							on_srq_note, NULL, NULL,
+							NULL, NULL, &srq),
+			 STATUS_SUCCESS);
+	assert_int_equal(srv.pd->Dispatch->NdkCreateQpWithSrq(
+				 srv.pd, srv.cq, srv.cq, srq, (PVOID)0x5150, 16,
+				 1, 0, NULL, NULL, &P.qp),
+			 STATUS_SUCCESS);
+	/* Receives come from the SRQ only. */
+	assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, NULL, NULL, 0),
+			 STATUS_INVALID_DEVICE_REQUEST);
+	A.qp = big_qp(&cli);
+	connect_sides(&A, &P);
+	for (i = 0; i < 4; i++) {
+		NDK_SGE s = sge(P.buf + i * 4096, 4096, P.ltok);
+
+		assert_int_equal(srq->Dispatch->NdkSrqReceive(
+					 srq, (PVOID)(uintptr_t)i, &s, 1),
+				 STATUS_SUCCESS);
+	}
+	/* 4 -> 3 queued: not below 3. */
+	one_message();
+	tu_sleep_ms(QUIET_MS);
+	assert_int_equal(atomic_load(&srq_notes), 0);
+	/* 3 -> 2: below, once. */
+	one_message();
+	want = 1;
+	assert_true(tu_wait_until(notes_seen, &want, WAIT_MS));
+	one_message();
+	tu_sleep_ms(QUIET_MS);
+	assert_int_equal(atomic_load(&srq_notes), 1);
+	/* One queued: an arm at 2 fires at once. */
+	assert_int_equal(srq->Dispatch->NdkModifySrq(srq, 0, 2, NULL, NULL),
+			 STATUS_SUCCESS);
+	want = 2;
+	assert_true(tu_wait_until(notes_seen, &want, WAIT_MS));
+	/* Refill to 5 and arm at 4: the second message takes it below. */
+	for (i = 4; i < 8; i++) {
+		NDK_SGE s = sge(P.buf + i * 4096, 4096, P.ltok);
+
+		assert_int_equal(srq->Dispatch->NdkSrqReceive(
+					 srq, (PVOID)(uintptr_t)i, &s, 1),
+				 STATUS_SUCCESS);
+	}
+	assert_int_equal(srq->Dispatch->NdkModifySrq(srq, 0, 4, NULL, NULL),
+			 STATUS_SUCCESS);
+	one_message();
+	tu_sleep_ms(QUIET_MS);
+	assert_int_equal(atomic_load(&srq_notes), 2);
+	one_message();
+	want = 3;
+	assert_true(tu_wait_until(notes_seen, &want, WAIT_MS));
+	/* A threshold above the depth, a depth below what is queued. */
+	assert_int_equal(srq->Dispatch->NdkModifySrq(srq, 0, 17, NULL, NULL),
+			 STATUS_INVALID_PARAMETER);
+	assert_int_equal(srq->Dispatch->NdkModifySrq(srq, 2, 0, NULL, NULL),
+			 STATUS_INVALID_PARAMETER);
+	tu_sleep_ms(QUIET_MS);
+	assert_int_equal(atomic_load(&srq_notes), 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_srq_in_order,
 						dp_setup_hosts, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_srq_shared_by_two_qps,
+						dp_setup_hosts, dp_teardown),
+		cmocka_unit_test_setup_teardown(test_srq_threshold,
 						dp_setup_hosts, dp_teardown),
 	};
 

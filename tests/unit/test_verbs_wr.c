@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "front/adapter.h"
@@ -62,8 +63,8 @@ static int setup(void **state)
 		ndk_vwq_init(&e->sq, DEPTH, false, (PVOID)0x51, &e->ad), 0);
 	assert_int_equal(ndk_vwq_init(&e->rq, DEPTH, true, (PVOID)0x51, &e->ad),
 			 0);
-	assert_int_equal(ndk_vqpmap_add(&e->map, &e->sq, &e->rq, &e->owner, e),
-			 0);
+	assert_int_equal(
+		ndk_vqpmap_add(&e->map, &e->sq, &e->rq, &e->owner, 7, e), 0);
 	assert_int_not_equal(e->sq.key, 0);
 	assert_int_equal(e->sq.key, e->rq.key);
 	*state = e;
@@ -302,8 +303,8 @@ static void test_gone(void **state)
 	assert_int_equal(s.n, 0);
 	assert_int_equal(e->errors, 0);
 	/* Back in the map under a new key for teardown. */
-	assert_int_equal(ndk_vqpmap_add(&e->map, &e->sq, &e->rq, &e->owner, e),
-			 0);
+	assert_int_equal(
+		ndk_vqpmap_add(&e->map, &e->sq, &e->rq, &e->owner, 7, e), 0);
 	assert_int_not_equal(e->sq.key, key);
 }
 
@@ -324,7 +325,8 @@ static void test_map(void **state)
 
 	for (i = 0; i < N; i++)
 		assert_int_equal(ndk_vqpmap_add(&e->map, &sq[i], &rq[i],
-						&ibv[i], &sq[i]),
+						&ibv[i], 100 + (uint32_t)i,
+						&sq[i]),
 				 0);
 	for (i = 0; i < N; i += 3)
 		ndk_vqpmap_del(&e->map, sq[i].key);
@@ -342,6 +344,101 @@ static void test_map(void **state)
 		if (i % 3)
 			ndk_vqpmap_del(&e->map, sq[i].key);
 	assert_int_equal(e->map.used, 1);
+	assert_int_equal(e->map.qpn_used, 1);
+}
+
+static struct ibv_wc srq_wc(const struct ndk_vsrqslots *q, int index,
+			    uint32_t qp_num, enum ibv_wc_status st,
+			    uint32_t byte_len)
+{
+	struct ibv_wc wc =
+		wc_of(ndk_vsrqslots_wr_id(q, (uint32_t)index), st, byte_len);
+
+	wc.qp_num = qp_num;
+	return wc;
+}
+
+/*
+ * An SRQ's receives: slots released one by one as their completions come,
+ * whichever QP took them (found by qp_num), up to its depth, which
+ * NdkModifySrq may change but not below the receives outstanding.
+ */
+static void test_srq_slots(void **state)
+{
+	struct env *e = *state;
+	struct ndk_vsrqslots q;
+	struct seen s = { 0 };
+	struct ibv_wc wc;
+	int ibv_srq, i, idx[4];
+
+	assert_int_equal(ndk_vsrqslots_init(&q, 4), 0);
+	assert_int_equal(ndk_vqpmap_add_srq(&e->map, &q, &ibv_srq, &q), 0);
+	assert_int_not_equal(q.key, e->sq.key);
+	for (i = 0; i < 4; i++) {
+		idx[i] = ndk_vsrqslots_get(&q, (PVOID)(uintptr_t)(i + 1));
+		assert_true(idx[i] >= 0);
+	}
+	assert_int_equal(ndk_vsrqslots_get(&q, NULL), -ENOSPC);
+	assert_int_equal(ndk_vsrqslots_busy(&q), 4);
+
+	/* The third first: the result carries the taker's QPContext. */
+	wc = srq_wc(&q, idx[2], 7, IBV_WC_SUCCESS, 10);
+	ndk_vwc_results(&e->map, &wc, 1, out, &s);
+	assert_int_equal(s.n, 1);
+	assert_ptr_equal(s.r[0].RequestContext, (PVOID)3);
+	assert_ptr_equal(s.r[0].QPContext, (PVOID)0x51);
+	assert_int_equal(s.r[0].Type, NdkOperationTypeReceive);
+	assert_int_equal(s.r[0].BytesTransferred, 10);
+	assert_true(s.solicited[0]);
+	assert_int_equal(ndk_vsrqslots_busy(&q), 3);
+	/* Its completion again (a stale wr_id) is nothing. */
+	ndk_vwc_results(&e->map, &wc, 1, out, &s);
+	assert_int_equal(s.n, 1);
+
+	/* A QP the map does not know: dropped, the slot is free again. */
+	wc = srq_wc(&q, idx[0], 99, IBV_WC_SUCCESS, 1);
+	ndk_vwc_results(&e->map, &wc, 1, out, &s);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(ndk_vsrqslots_busy(&q), 2);
+
+	/* A failure ends the taker's connection; a flush does not. */
+	wc = srq_wc(&q, idx[1], 7, IBV_WC_LOC_PROT_ERR, 0);
+	ndk_vwc_results(&e->map, &wc, 1, out, &s);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.r[1].Status, STATUS_ACCESS_VIOLATION);
+	assert_int_equal(e->errors, 1);
+	wc = srq_wc(&q, idx[3], 7, IBV_WC_WR_FLUSH_ERR, 0);
+	ndk_vwc_results(&e->map, &wc, 1, out, &s);
+	assert_int_equal(s.n, 3);
+	assert_int_equal(s.r[2].Status, STATUS_CANCELLED);
+	assert_int_equal(e->errors, 1);
+	assert_int_equal(ndk_vsrqslots_busy(&q), 0);
+
+	/* Depth: not below the outstanding, slots keep their indexes. */
+	for (i = 0; i < 3; i++)
+		idx[i] = ndk_vsrqslots_get(&q, (PVOID)(uintptr_t)(i + 10));
+	assert_int_equal(ndk_vsrqslots_resize(&q, 2), -EINVAL);
+	assert_int_equal(ndk_vsrqslots_resize(&q, 3), 0);
+	assert_int_equal(ndk_vsrqslots_get(&q, NULL), -ENOSPC);
+	assert_int_equal(ndk_vsrqslots_resize(&q, 64), 0);
+	for (i = 0; i < 61; i++)
+		assert_true(ndk_vsrqslots_get(
+				    &q, (PVOID)(uintptr_t)(i + 100)) >= 0);
+	assert_int_equal(ndk_vsrqslots_get(&q, NULL), -ENOSPC);
+	wc = srq_wc(&q, idx[1], 7, IBV_WC_SUCCESS, 5);
+	ndk_vwc_results(&e->map, &wc, 1, out, &s);
+	assert_int_equal(s.n, 4);
+	assert_ptr_equal(s.r[3].RequestContext, (PVOID)11);
+
+	/* The QP leaves the map: its SRQ completions are dropped. */
+	ndk_vqpmap_del(&e->map, e->sq.key);
+	wc = srq_wc(&q, idx[0], 7, IBV_WC_SUCCESS, 5);
+	ndk_vwc_results(&e->map, &wc, 1, out, &s);
+	assert_int_equal(s.n, 4);
+	assert_int_equal(
+		ndk_vqpmap_add(&e->map, &e->sq, &e->rq, &e->owner, 7, e), 0);
+	ndk_vqpmap_del(&e->map, q.key);
+	ndk_vsrqslots_fini(&q);
 }
 
 int main(void)
@@ -359,6 +456,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_map, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_srq_slots, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
