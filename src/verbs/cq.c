@@ -26,14 +26,15 @@
  * Watch. A failed work completion ends its QP's connection (verbs/qp.c),
  * but verbs shows it only to whoever polls the CQ: IB and RoCE have no
  * Terminate, so a consumer that waits for the disconnect event before
- * polling would wait forever. So the device's CQ is kept armed for any
- * completion even when the consumer has no arm out; its event makes the
- * engine poll what the device holds into the ready ring (failures end
- * their connections there), and the next such arm follows
- * NDK_VERBS_CQ_WATCH_MS later (a timer), so a busy CQ costs the engine
- * at most one poll per period. An event notifies the consumer only if a
- * result in the ready ring satisfies its arm; an arm left outstanding is
- * asked of the device again.
+ * polling would wait forever. So a timer polls the device into the
+ * ready ring when the consumer has not polled since the last tick
+ * (failures end their connections there), every NDK_VERBS_CQ_WATCH_MS,
+ * twice as long after each tick that found nothing, up to a hundred
+ * times that. The watch never arms the device (an arm for any completion
+ * would blur a SOLICITED arm); a result it polls satisfies an arm
+ * outstanding like any other, except that a receive it polls while the
+ * device is armed for solicited completions does not count as solicited:
+ * if it was, the device's event says so.
  *
  * Lock order (core/lock.h): cq->lock, then the engine's lock (posting
  * the notification). The adapter lock (begin_event, release) is never
@@ -89,10 +90,13 @@ struct ndk_vcq {
 	unsigned int owed; /* notifications posted to the engine */
 	struct ndk_work notify_work;
 	unsigned int empty_polls, yield_every;
-	/* The watch's next arm (a reference on the CQ while set). */
+	/* The watch's next poll (a reference on the CQ while set). */
 	struct ndk_timer watch;
 	bool watch_set;
+	bool polled; /* by the consumer since the last tick */
+	bool watching; /* the watch polls: receives' solicited unknown */
 	unsigned int watch_ms; /* 0: no watch */
+	unsigned int watch_period;
 };
 
 struct ndk_vcq *to_vcq(NDK_CQ *cq)
@@ -178,14 +182,15 @@ static void vcq_drain_locked(struct ndk_vcq *cq)
 		;
 }
 
-/* Lock held: the watch's next arm, watch_ms from now. */
+/* Lock held: the watch's next poll, one period from now. */
 static void vcq_watch_later_locked(struct ndk_vcq *cq)
 {
 	NDK_ASSERT_LOCKED(&cq->lock);
 	if (!cq->watch_ms || cq->watch_set || cq->closing)
 		return;
 	ndk_obj_get(&cq->obj);
-	if (ndk_timer_start(cq->obj.domain->engine, &cq->watch, cq->watch_ms))
+	if (ndk_timer_start(cq->obj.domain->engine, &cq->watch,
+			    cq->watch_period))
 		ndk_obj_put(&cq->obj); /* not the last: the caller has one */
 	else
 		cq->watch_set = true;
@@ -194,26 +199,28 @@ static void vcq_watch_later_locked(struct ndk_vcq *cq)
 /* The device's event for this CQ (engine thread). */
 static void vcq_event(struct ndk_vcq *cq)
 {
+	enum vcq_arm was;
 	bool run = false;
 
 	ndk_lock(&cq->lock);
+	was = cq->ibv_arm;
 	cq->ibv_arm = VCQ_ARM_NONE;
-	if (cq->closing) {
-		ndk_unlock(&cq->lock);
-		return;
-	}
-	vcq_drain_locked(cq);
-	if (vcq_ready_match_locked(cq))
-		run = vcq_fire_locked(cq);
-	/* An arm still out: the device must tell us again; then what came
-	 * between its event and the new arm. */
-	vcq_ibv_arm_locked(cq, cq->arm);
-	if (cq->arm >= VCQ_ARM_SOLICITED) {
+	if (was == VCQ_ARM_ANY && cq->arm == VCQ_ARM_SOLICITED) {
+		/* siw: asked for any completion; a receive or a failure
+		 * counts as solicited, a Send's completion does not. */
 		vcq_drain_locked(cq);
 		if (vcq_ready_match_locked(cq))
 			run = vcq_fire_locked(cq);
+		if (!run) {
+			vcq_ibv_arm_locked(cq, cq->arm);
+			vcq_drain_locked(cq);
+			if (vcq_ready_match_locked(cq))
+				run = vcq_fire_locked(cq);
+		}
+	} else {
+		/* The device tells exactly what the arm asked for. */
+		run = vcq_fire_locked(cq);
 	}
-	vcq_watch_later_locked(cq);
 	ndk_unlock(&cq->lock);
 	if (run)
 		vcq_run_notify(cq);
@@ -221,22 +228,34 @@ static void vcq_event(struct ndk_vcq *cq)
 
 static void vcq_kick(struct ndk_vcq *cq);
 
-/* The watch's timer: the device is armed for any completion again. */
+/* The watch's timer: polls the device if the consumer did not. */
 static void vcq_watch_fn(struct ndk_timer *t)
 {
 	struct ndk_vcq *cq = container_of(t, struct ndk_vcq, watch);
 	bool kick = false;
+	uint64_t before;
 
 	ndk_lock(&cq->lock);
 	cq->watch_set = false;
 	if (!cq->closing) {
-		vcq_ibv_arm_locked(cq, VCQ_ARM_ANY);
-		/* What came before the arm raises no event. */
-		vcq_drain_locked(cq);
-		if (vcq_ready_match_locked(cq) && vcq_fire_locked(cq)) {
-			cq->owed++;
-			kick = true;
+		before = cq->readied;
+		if (!cq->polled) {
+			cq->watching = cq->ibv_arm == VCQ_ARM_SOLICITED &&
+				       !cq->solicited_as_any;
+			vcq_drain_locked(cq);
+			cq->watching = false;
+			if (vcq_ready_match_locked(cq) && vcq_fire_locked(cq)) {
+				cq->owed++;
+				kick = true;
+			}
 		}
+		if (cq->polled || cq->readied != before)
+			cq->watch_period = cq->watch_ms;
+		else
+			cq->watch_period =
+				MIN(cq->watch_period * 2, cq->watch_ms * 100);
+		cq->polled = false;
+		vcq_watch_later_locked(cq);
 	}
 	ndk_unlock(&cq->lock);
 	if (kick)
@@ -274,6 +293,10 @@ static void vcq_ready_push(void *arg, const NDK_RESULT_EX *r, bool solicited)
 	struct vcq_ready *e;
 
 	NDK_ASSERT_LOCKED(&cq->lock);
+	/* Polled by the watch while the device watches for solicited
+	 * completions: the device's event tells if it was one. */
+	if (cq->watching && r->Status == STATUS_SUCCESS)
+		solicited = false;
 	if (cq->ready_count == cq->ready_cap) {
 		uint32_t cap = cq->ready_cap * 2, i;
 		struct vcq_ready *n = calloc(cap, sizeof(*n));
@@ -364,6 +387,7 @@ static ULONG vcq_get_results_ex(NDK_CQ *pNdkCq, NDK_RESULT_EX Results[],
 	if (!Results)
 		return 0;
 	ndk_lock(&cq->lock);
+	cq->polled = true;
 	n = vcq_get_locked(cq, Results, nResults);
 	yield = vcq_note_poll_locked(cq, n);
 	ndk_unlock(&cq->lock);
@@ -383,6 +407,7 @@ static ULONG vcq_get_results(NDK_CQ *pNdkCq, NDK_RESULT Results[],
 	if (!Results)
 		return 0;
 	ndk_lock(&cq->lock);
+	cq->polled = true;
 	do {
 		n = vcq_get_locked(cq, ex, MIN(nResults - done, VCQ_POLL));
 		for (i = 0; i < n; i++) {
@@ -463,8 +488,7 @@ static VOID vcq_arm(NDK_CQ *pNdkCq, ULONG Type)
 	vcq_ibv_arm_locked(cq, cq->arm);
 	if (cq->arm >= VCQ_ARM_SOLICITED) {
 		/* What the device holds from before the arm. */
-		while (cq->ready_count < cq->ready_cap && vcq_poll_locked(cq))
-			;
+		vcq_drain_locked(cq);
 		if (vcq_ready_match_locked(cq) && vcq_fire_locked(cq)) {
 			cq->owed++;
 			kick = true;
@@ -634,7 +658,8 @@ NTSTATUS ndk_verbs_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
 		return status; /* vcq_destroy freed it */
 	if (cq->watch_ms) {
 		ndk_lock(&cq->lock);
-		vcq_ibv_arm_locked(cq, VCQ_ARM_ANY);
+		cq->watch_period = cq->watch_ms;
+		vcq_watch_later_locked(cq);
 		ndk_unlock(&cq->lock);
 	}
 	*ppNdkCq = &cq->obj.pub.cq;

@@ -323,7 +323,8 @@ static void verbs_adapter_info(struct ndk_vadapter *v, NDK_ADAPTER_INFO *info)
 	info->VendorId = d->vendor_id;
 	info->DeviceId = d->vendor_part_id;
 	info->MaxRegistrationSize = (SIZE_T)d->max_mr_size;
-	info->MaxWindowSize = 0; /* memory windows: not yet */
+	/* Type 2 windows, bound on the send queue (docs/verbs.md). */
+	info->MaxWindowSize = v->mw2 ? (SIZE_T)d->max_mr_size : 0;
 	info->FRMRPageCount = 0; /* fast registration: not yet */
 	info->MaxInitiatorRequestSge = clamp_ulong(d->max_sge);
 	info->MaxReceiveRequestSge = clamp_ulong(d->max_sge);
@@ -405,6 +406,9 @@ int ndk_verbs_adapter_init(struct ndk_adapter *ad)
 		return -ENODEV;
 	v->iwarp = v->ctx->device->transport_type == IBV_TRANSPORT_IWARP;
 	v->siw = v->dev_attr.vendor_id == SIW_VENDOR_ID;
+	v->rxe = v->dev_attr.vendor_id == RXE_VENDOR_ID;
+	v->mw2 = v->dev_attr.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+						 IBV_DEVICE_MEM_WINDOW_TYPE_2B);
 	v->max_inline = probe_max_inline(v);
 	v->qps = calloc(1, sizeof(*v->qps));
 	if (!v->qps || ndk_vqpmap_init(v->qps))

@@ -12,30 +12,17 @@
 #include "front/mdl.h"
 #include "verbs/mr.h"
 
-struct ndk_vmr {
-	struct ndk_obj obj;
-	struct ndk_vpd *pd;
-	bool fast; /* created with FastRegister TRUE */
-	struct ndk_lock lock; /* registration */
-	struct ibv_mr *mr; /* NULL until NdkRegisterMr */
-	/* The tokens, read lock-free by the consumer's data path. */
-	_Atomic uint32_t lkey, rkey;
-};
-
-static inline struct ndk_vmr *to_vmr(NDK_MR *mr)
-{
-	return container_of(mr, struct ndk_vmr, obj.pub.mr);
-}
-
 /*
  * NDK_MR_FLAG_* to IBV_ACCESS_*. Remote write is 0x5 in NDK (never
  * without local write), as verbs wants it too; the bare 0x4 bit is
  * refused. RDMA_READ_SINK is remote write on iWARP (a Read Response is a
  * tagged write into the sink), nothing elsewhere.
  */
-static int mr_access(ULONG flags, bool iwarp, int *access)
+static int mr_access(ULONG flags, const struct ndk_vadapter *v, int *access)
 {
-	int a = 0;
+	bool iwarp = v->iwarp;
+	/* Windows may be bound to every MR (NDK has no flag for it). */
+	int a = v->mw2 ? IBV_ACCESS_MW_BIND : 0;
 
 	if (flags & ~(ULONG)(NDK_MR_FLAG_ALLOW_LOCAL_WRITE |
 			     NDK_MR_FLAG_ALLOW_REMOTE_READ |
@@ -94,7 +81,7 @@ static NTSTATUS mr_register(NDK_MR *pNdkMr, MDL *Mdl, SIZE_T Length,
 		status = STATUS_INVALID_DEVICE_STATE;
 		goto out;
 	}
-	if (mr_access(Flags, to_vad(ad)->iwarp, &access) || !Length ||
+	if (mr_access(Flags, to_vad(ad), &access) || !Length ||
 	    Length > ad->info.MaxRegistrationSize ||
 	    ndk_mdl_range(Mdl, Length, &va) ||
 	    ndk_mem_check_mapped(va, Length)) {
@@ -108,6 +95,7 @@ static NTSTATUS mr_register(NDK_MR *pNdkMr, MDL *Mdl, SIZE_T Length,
 	}
 	atomic_store(&mr->lkey, mr->mr->lkey);
 	atomic_store(&mr->rkey, mr->mr->rkey);
+	mr->local_write = access & IBV_ACCESS_LOCAL_WRITE;
 out:
 	ndk_unlock(&mr->lock);
 	return status;

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Protection domain. NdkCreateMw is not supported yet (MaxWindowSize is
- * 0); the privileged
+ * Protection domain. The privileged
  * token is 0, which names no registration: logical addresses from
  * NdkBuildLAM need the LAM support that is not there yet
  * (docs/verbs.md, Not yet).
@@ -10,6 +9,7 @@
 #include <stdlib.h>
 #include "core/log.h"
 #include "verbs/mr.h"
+#include "verbs/mw.h"
 #include "verbs/pd.h"
 #include "verbs/qp.h"
 #include "verbs/srq.h"
@@ -36,18 +36,11 @@ static VOID pd_get_privileged_token(NDK_PD *pNdkPd, UINT32 *pToken)
 		*pToken = 0;
 }
 
-static NTSTATUS pd_create_mw(NDK_PD *pNdkPd,
-			     NDK_FN_CREATE_COMPLETION CreateCompletion,
-			     PVOID RequestContext, NDK_MW **ppNdkMw)
-{
-	return STATUS_NOT_SUPPORTED;
-}
-
 static const NDK_PD_DISPATCH pd_dispatch = {
 	.NdkClosePd = ndk_close_object,
 	.NdkQueryExtension = ndk_query_extension,
 	.NdkCreateMr = ndk_verbs_create_mr,
-	.NdkCreateMw = pd_create_mw,
+	.NdkCreateMw = ndk_verbs_create_mw,
 	.NdkCreateSrq = ndk_verbs_create_srq,
 	.NdkCreateQp = ndk_verbs_create_qp,
 	.NdkCreateQpWithSrq = ndk_verbs_create_qp_with_srq,

@@ -15,6 +15,7 @@
 #include <string.h>
 #include "core/log.h"
 #include "verbs/cq.h"
+#include "verbs/mw.h"
 #include "verbs/qp.h"
 #include "verbs/srq.h"
 
@@ -335,13 +336,26 @@ static NTSTATUS vqp_read(NDK_QP *pNdkQp, PVOID RequestContext,
 		MIN(qp->max_send_sge, qp->obj.adapter->info.MaxReadRequestSge));
 }
 
-/* Memory windows and fast registration are not there yet
- * (docs/verbs.md, Not yet). */
+/* A type 2 window bound on the send queue (verbs/mw.h). */
 static NTSTATUS vqp_bind(NDK_QP *pNdkQp, PVOID RequestContext, NDK_MR *pMr,
 			 NDK_MW *pMw, PVOID VirtualAddress, SIZE_T Length,
 			 ULONG Flags)
 {
-	return STATUS_NOT_SUPPORTED;
+	struct ndk_vqp *qp = to_vqp(pNdkQp);
+	struct ndk_vmw_bind b;
+	struct ibv_send_wr wr;
+	NTSTATUS status;
+
+	if (ndk_vqp_state(qp) != VQP_CONNECTED)
+		return STATUS_CONNECTION_INVALID;
+	status = ndk_vmw_bind_begin(&b, pMw, pMr, qp->pd, VirtualAddress,
+				    Length, Flags, &wr);
+	if (status)
+		return status;
+	status = vqp_post(qp, &wr, NdkOperationTypeBind, RequestContext, NULL,
+			  0, Flags & ~(ULONG)NDK_OP_FLAG_INLINE, 0);
+	ndk_vmw_bind_end(&b, status);
+	return status;
 }
 
 static NTSTATUS vqp_fast_register(NDK_QP *pNdkQp, PVOID RequestContext,
@@ -353,10 +367,29 @@ static NTSTATUS vqp_fast_register(NDK_QP *pNdkQp, PVOID RequestContext,
 	return STATUS_NOT_SUPPORTED;
 }
 
+/*
+ * A window's local invalidation. MRs: fast registration is not there yet
+ * (docs/verbs.md, Not yet), and a normal MR cannot be invalidated, which
+ * is refused inline (the device would fail the QP, and a completion
+ * cannot be made up in its CQ).
+ */
 static NTSTATUS vqp_invalidate(NDK_QP *pNdkQp, PVOID RequestContext,
 			       NDK_OBJECT_HEADER *pNdkMrOrMw, ULONG Flags)
 {
-	return STATUS_NOT_SUPPORTED;
+	struct ndk_vqp *qp = to_vqp(pNdkQp);
+	struct ibv_send_wr wr;
+
+	if (!pNdkMrOrMw || (pNdkMrOrMw->ObjectType != NdkObjectTypeMr &&
+			    pNdkMrOrMw->ObjectType != NdkObjectTypeMw))
+		return STATUS_INVALID_PARAMETER;
+	if (pNdkMrOrMw->ObjectType == NdkObjectTypeMr)
+		return STATUS_INVALID_DEVICE_REQUEST;
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = IBV_WR_LOCAL_INV;
+	wr.invalidate_rkey = atomic_load_explicit(
+		&to_vmw((NDK_MW *)pNdkMrOrMw)->rkey, memory_order_acquire);
+	return vqp_post(qp, &wr, NdkOperationTypeInvalidate, RequestContext,
+			NULL, 0, Flags & ~(ULONG)NDK_OP_FLAG_INLINE, 0);
 }
 
 /*

@@ -42,6 +42,8 @@ struct ndk_vadapter {
 	struct ibv_port_attr port_attr;
 	bool iwarp; /* the transport is iWARP (else IB CM: IB or RoCE) */
 	bool siw; /* Linux soft-iWARP: its limits (docs/verbs.md) */
+	bool rxe; /* Linux soft-RoCE: its quirks (docs/verbs.md) */
+	bool mw2; /* type 2 memory windows (MaxWindowSize non-zero) */
 	uint32_t max_inline; /* found by trying, see device.c */
 	ULONG max_reject_data; /* private data of a reject */
 

@@ -471,6 +471,19 @@ static void count(struct ndk_adapter *ad, uint16_t type, uint32_t len)
 }
 
 /*
+ * Whether a receive's Send invalidated a token (SendAndInvalidate). rxe
+ * (Linux 6.1) writes the kernel's flag, IB_WC_WITH_INVALIDATE (4), into
+ * its user CQ, which is IBV_WC_IP_CSUM_OK for verbs: meaningless for an
+ * RC QP's receive, so on rxe it counts too (docs/verbs.md, Devices).
+ */
+static bool wc_invalidated(const struct ibv_wc *wc, struct ndk_adapter *ad)
+{
+	return (wc->wc_flags & IBV_WC_WITH_INV) ||
+	       ((wc->wc_flags & IBV_WC_IP_CSUM_OK) && ad && ad->priv &&
+		to_vad(ad)->rxe);
+}
+
+/*
  * Map lock held: one completion of an SRQ receive (se is the SRQ's
  * entry) frees its slot and goes to out() at once, with the QPContext of
  * the QP that took it; dropped if that QP is gone.
@@ -503,7 +516,7 @@ static void srq_complete(struct ndk_vqpmap *m, struct ndk_vqpmap_entry *se,
 		return; /* its QP is gone */
 	memset(&r, 0, sizeof(r));
 	r.Type = NdkOperationTypeReceive;
-	if (ok && (wc->wc_flags & IBV_WC_WITH_INV)) {
+	if (ok && wc_invalidated(wc, qe->rq->ad)) {
 		r.Type = NdkOperationTypeReceiveAndInvalidate;
 		r.TypeSpecificCompletionOutput = wc->invalidated_rkey;
 	}
@@ -543,7 +556,7 @@ static struct ndk_vwq *wc_record(struct ndk_vqpmap *m,
 	memset(r, 0, sizeof(*r));
 	if (wq->recv && ok) {
 		len = wc->byte_len;
-		if (wc->wc_flags & IBV_WC_WITH_INV) {
+		if (wc_invalidated(wc, wq->ad)) {
 			type = NdkOperationTypeReceiveAndInvalidate;
 			r->TypeSpecificCompletionOutput = wc->invalidated_rkey;
 		}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The verbs provider's memory window: a type 2 ibv_mw, bound and
+ * invalidated by work requests on a QP's send queue (docs/verbs.md,
+ * Memory windows).
+ */
+#ifndef NDK_VERBS_MW_H
+#define NDK_VERBS_MW_H
+
+#include <stdatomic.h>
+#include "core/lock.h"
+#include "front/object.h"
+#include "verbs/verbs.h"
+
+struct ndk_vmr;
+
+struct ndk_vmw {
+	struct ndk_obj obj;
+	struct ndk_vpd *pd;
+	struct ibv_mw *mw;
+	struct ndk_lock lock; /* mr, and a bind from begin to end */
+	struct ndk_vmr *mr; /* bound to (an antecedent), or NULL */
+	/* Its remote token: a new key at each bind (the device's key with
+	 * the next consumer byte), read lock-free. */
+	_Atomic uint32_t rkey;
+};
+
+static inline struct ndk_vmw *to_vmw(NDK_MW *mw)
+{
+	return container_of(mw, struct ndk_vmw, obj.pub.mw);
+}
+
+NTSTATUS ndk_verbs_create_mw(NDK_PD *pNdkPd,
+			     NDK_FN_CREATE_COMPLETION CreateCompletion,
+			     PVOID RequestContext, NDK_MW **ppNdkMw);
+
+/*
+ * NdkBind, in two halves around the post: begin checks the request as
+ * the software provider does (the window inside the registered MR, one
+ * PD, remote write only over local write), makes the MR the window's
+ * antecedent and fills wr; end, with the post's status, keeps the new
+ * token and link or undoes them. The window's lock is held from begin to
+ * end (begin returns with it only on success).
+ */
+struct ndk_vmw_bind {
+	struct ndk_vmw *mw;
+	struct ndk_vmr *mr;
+	bool linked;
+	uint32_t rkey;
+};
+
+NTSTATUS ndk_vmw_bind_begin(struct ndk_vmw_bind *b, NDK_MW *pMw, NDK_MR *pMr,
+			    struct ndk_vpd *qp_pd, PVOID va, SIZE_T len,
+			    ULONG flags, struct ibv_send_wr *wr);
+void ndk_vmw_bind_end(struct ndk_vmw_bind *b, NTSTATUS status);
+
+#endif /* NDK_VERBS_MW_H */
