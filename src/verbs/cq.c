@@ -87,6 +87,10 @@ struct ndk_vcq {
 	uint64_t readied; /* sequence number of the newest ready result */
 	uint64_t notified; /* readied at the last notification */
 	bool closing;
+	/* Overrun (docs/verbs.md, Completion queues): the CQ is dead; the
+	 * next arm, or the one outstanding, hears STATUS_BUFFER_OVERFLOW
+	 * once. */
+	bool error, error_reported, owed_error;
 	unsigned int owed; /* notifications posted to the engine */
 	struct ndk_work notify_work;
 	unsigned int empty_polls, yield_every;
@@ -115,13 +119,13 @@ struct ndk_obj *ndk_vcq_obj(struct ndk_vcq *cq)
 }
 
 /* Runs the consumer's notification (engine thread, no lock held). */
-static void vcq_run_notify(struct ndk_vcq *cq)
+static void vcq_run_notify(struct ndk_vcq *cq, NTSTATUS status)
 {
 	/* No event callback once the close started (NDKPI Object Lifetime
 	 * Requirements). */
 	if (!ndk_obj_begin_event(&cq->obj))
 		return;
-	cq->notify(cq->notify_ctx, STATUS_SUCCESS);
+	cq->notify(cq->notify_ctx, status);
 	ndk_obj_release(&cq->obj);
 }
 
@@ -140,14 +144,18 @@ static bool vcq_fire_locked(struct ndk_vcq *cq)
 static void vcq_notify_work(struct ndk_work *w)
 {
 	struct ndk_vcq *cq = container_of(w, struct ndk_vcq, notify_work);
+	NTSTATUS status = STATUS_SUCCESS;
 	bool run;
 
 	ndk_lock(&cq->lock);
-	run = cq->owed && !cq->closing;
+	run = (cq->owed || cq->owed_error) && !cq->closing;
+	if (cq->owed_error)
+		status = STATUS_BUFFER_OVERFLOW;
 	cq->owed = 0;
+	cq->owed_error = false;
 	ndk_unlock(&cq->lock);
 	if (run)
-		vcq_run_notify(cq);
+		vcq_run_notify(cq, status);
 	ndk_obj_put(&cq->obj); /* the posting reference */
 }
 
@@ -223,7 +231,7 @@ static void vcq_event(struct ndk_vcq *cq)
 	}
 	ndk_unlock(&cq->lock);
 	if (run)
-		vcq_run_notify(cq);
+		vcq_run_notify(cq, STATUS_SUCCESS);
 }
 
 static void vcq_kick(struct ndk_vcq *cq);
@@ -286,6 +294,46 @@ void ndk_verbs_comp_event(struct ndk_io *io, uint32_t events)
 	}
 }
 
+/*
+ * Lock held: the CQ overran (more results than its depth, or the
+ * device's CQ error). Counted once; an arm outstanding hears it now, a
+ * later one at once.
+ */
+static void vcq_error_locked(struct ndk_vcq *cq)
+{
+	NDK_ASSERT_LOCKED(&cq->lock);
+	if (!cq->error) {
+		cq->error = true;
+		ndk_warn("verbs: cq %p overrun (depth %u)", (void *)cq,
+			 cq->depth);
+		ndk_adapter_count(cq->obj.adapter, NDK_CTR(CQError), 1);
+	}
+	if (cq->closing || cq->error_reported || cq->arm == VCQ_ARM_NONE)
+		return;
+	cq->error_reported = true;
+	cq->owed_error = true;
+	cq->arm = VCQ_ARM_NONE;
+	vcq_kick(cq);
+}
+
+void ndk_vcq_drain(struct ndk_vcq *cq)
+{
+	ndk_lock(&cq->lock);
+	if (!cq->closing && cq->cq)
+		vcq_drain_locked(cq);
+	ndk_unlock(&cq->lock);
+}
+
+void ndk_vcq_async_error(struct ndk_vcq *cq)
+{
+	ndk_lock(&cq->lock);
+	/* What the device held before it overran stays the consumer's. */
+	if (!cq->error && !cq->closing && cq->cq)
+		vcq_drain_locked(cq);
+	vcq_error_locked(cq);
+	ndk_unlock(&cq->lock);
+}
+
 /* ndk_vwc_results' output: one more ready result (lock held). */
 static void vcq_ready_push(void *arg, const NDK_RESULT_EX *r, bool solicited)
 {
@@ -293,6 +341,14 @@ static void vcq_ready_push(void *arg, const NDK_RESULT_EX *r, bool solicited)
 	struct vcq_ready *e;
 
 	NDK_ASSERT_LOCKED(&cq->lock);
+	/* The consumer let more results wait than the CQ holds: it is
+	 * dead, what it held stays, nothing more comes (docs/ndk.md). */
+	if (cq->error)
+		return;
+	if (cq->ready_count >= cq->depth) {
+		vcq_error_locked(cq);
+		return;
+	}
 	/* Polled by the watch while the device watches for solicited
 	 * completions: the device's event tells if it was one. */
 	if (cq->watching && r->Status == STATUS_SUCCESS)
@@ -353,7 +409,8 @@ static ULONG vcq_get_locked(struct ndk_vcq *cq, NDK_RESULT_EX *out, ULONG max)
 			cq->ready_head = (cq->ready_head + 1) % cq->ready_cap;
 			cq->ready_count--;
 		}
-		if (i == max || !more)
+		/* An overrun CQ produces nothing more (docs/ndk.md). */
+		if (i == max || !more || cq->error)
 			return i;
 		more = vcq_poll_locked(cq);
 	}
@@ -483,6 +540,12 @@ static VOID vcq_arm(NDK_CQ *pNdkCq, ULONG Type)
 	}
 	if (arm > cq->arm)
 		cq->arm = arm;
+	if (cq->error) {
+		/* Any arm, ERRORS included, hears the overrun once. */
+		vcq_error_locked(cq);
+		ndk_unlock(&cq->lock);
+		return;
+	}
 	/* Errors come as the device's asynchronous CQ event, not as
 	 * completions: nothing to ask for (docs/verbs.md). */
 	vcq_ibv_arm_locked(cq, cq->arm);

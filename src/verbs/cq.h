@@ -30,6 +30,14 @@ NTSTATUS ndk_verbs_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
 struct ndk_vwq;
 void ndk_vcq_release_held(struct ndk_vcq *cq, struct ndk_vwq *wq);
 
+/* What the device holds into the ready ring (a QP closing: its flushed
+ * requests complete before its key leaves the map). */
+void ndk_vcq_drain(struct ndk_vcq *cq);
+
+/* The device's IBV_EVENT_CQ_ERR for this CQ (the async event's CQ
+ * context): the CQ overran. */
+void ndk_vcq_async_error(struct ndk_vcq *cq);
+
 /* The engine's handler of the adapter's completion channel. */
 void ndk_verbs_comp_event(struct ndk_io *io, uint32_t events);
 

@@ -496,9 +496,13 @@ static void async_io_fn(struct ndk_io *io, uint32_t events)
 		case IBV_EVENT_SRQ_ERR:
 			async_event(v, &ev);
 			break;
+		case IBV_EVENT_CQ_ERR:
+			/* ibv_destroy_cq waits for this event's ack, so
+			 * the CQ is there. */
+			ndk_vcq_async_error(ev.element.cq->cq_context);
+			break;
 		default:
-			/* CQ overruns, port and device events: logged only
-			 * (docs/verbs.md, Not yet). */
+			/* Port and device events: logged only. */
 			ndk_info("verbs: %s: %s", v->dev_name,
 				 ibv_event_type_str(ev.event_type));
 			break;

@@ -474,8 +474,14 @@ static void vqp_close_end(struct ndk_obj *obj)
 	struct ndk_vqp *qp = container_of(obj, struct ndk_vqp, obj);
 	int ret;
 
-	if (qp->mapped)
+	/* What the device flushed already still completes (as with the
+	 * software provider); later completions are dropped. */
+	if (qp->mapped) {
+		ndk_vcq_drain(qp->rcq);
+		if (qp->scq != qp->rcq)
+			ndk_vcq_drain(qp->scq);
 		ndk_vqpmap_del(qp->vad->qps, qp->sq.key);
+	}
 	qp->mapped = false;
 	ret = qp->qp ? ibv_destroy_qp(qp->qp) : 0;
 	if (ret)

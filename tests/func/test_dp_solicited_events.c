@@ -179,11 +179,58 @@ static void test_solicited_events(void **state)
 	assert_int_equal(atomic_load(&A.disc) + atomic_load(&P.disc), 0);
 }
 
+/*
+ * A CQ that gets more results than its depth is dead: an ERRORS arm
+ * hears STATUS_BUFFER_OVERFLOW, once; the results it held stay, nothing
+ * more comes.
+ */
+static void test_cq_overrun(void **state)
+{
+	NDK_RESULT_EX res[4];
+	NDK_CQ *ocq;
+	int i, one = 1;
+
+	memset(&N, 0, sizeof(N));
+	pthread_mutex_init(&N.lock, NULL);
+	assert_int_equal(srv.ad->Dispatch->NdkCreateCq(srv.ad, 2, on_notify, &N,
+						       NULL, NULL, NULL, &ocq),
+			 STATUS_SUCCESS);
+	N.cq = ocq;
+	assert_int_equal(srv.pd->Dispatch->NdkCreateQp(srv.pd, ocq, srv.cq,
+						       NULL, 8, 8, 1, 1, 0,
+						       NULL, NULL, &P.qp),
+			 STATUS_SUCCESS);
+	A.qp = big_qp(&cli);
+	connect_sides(&A, &P);
+	for (i = 0; i < 3; i++)
+		post_recv(P.qp, (uintptr_t)(i + 1), P.buf + i * 4096, 4096,
+			  P.ltok);
+	ocq->Dispatch->NdkArmCq(ocq, NDK_CQ_NOTIFY_ERRORS);
+	for (i = 0; i < 3; i++)
+		post_send(A.qp, (uintptr_t)(i + 10), A.buf, 100, A.ltok, 0);
+	assert_int_equal(poll_cq(cli.cq, res, 3), 3);
+	if (!tu_wait_until(notified, &one, WAIT_MS))
+		fail_msg("no overrun notification");
+	pthread_mutex_lock(&N.lock);
+	assert_int_equal(N.status, STATUS_BUFFER_OVERFLOW);
+	pthread_mutex_unlock(&N.lock);
+	assert_int_equal(ocq->Dispatch->NdkGetCqResultsEx(ocq, res, 4), 2);
+	expect_result(&res[0], 1, NdkOperationTypeReceive, STATUS_SUCCESS);
+	expect_result(&res[1], 2, NdkOperationTypeReceive, STATUS_SUCCESS);
+	assert_int_equal(ocq->Dispatch->NdkGetCqResultsEx(ocq, res, 4), 0);
+	/* Once: a later arm hears nothing more. */
+	ocq->Dispatch->NdkArmCq(ocq, NDK_CQ_NOTIFY_ANY);
+	tu_sleep_ms(QUIET_MS);
+	assert_int_equal(atomic_load(&N.calls), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_solicited_events,
 						dp_setup_hosts, dp_teardown),
+		cmocka_unit_test_setup_teardown(test_cq_overrun, dp_setup_hosts,
+						dp_teardown),
 	};
 
 	dp_set_env();
