@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "front/adapter.h"
 #include "front/address.h"
+#include "front/conndata.h"
 #include "front/endpoint.h"
 #include "cm/provider.h"
 
@@ -323,32 +324,18 @@ static NTSTATUS connector_get_connection_data(NDK_CONNECTOR *pNdkConnector,
 					      ULONG *pPrivateDataLength)
 {
 	struct ndk_connector *c = to_ndk_connector(pNdkConnector);
-	NTSTATUS status = STATUS_SUCCESS;
-	ULONG rds;
+	NTSTATUS status = ndk_conndata_check(pPrivateData, pPrivateDataLength);
 
-	if (!pPrivateDataLength)
-		return STATUS_INVALID_PARAMETER;
-	/* A NULL buffer with a non-zero length is an invalid request. */
-	if (!pPrivateData && *pPrivateDataLength)
-		return STATUS_INVALID_PARAMETER;
+	if (status)
+		return status;
 	ndk_lock(&c->lock);
-	if (!c->peer_rev) {
-		status = STATUS_CONNECTION_INVALID;
-		goto out;
-	}
-	if (pInboundReadLimit)
-		*pInboundReadLimit = c->eff.ird;
-	if (pOutboundReadLimit)
-		*pOutboundReadLimit = c->eff.ord;
 	/* RDS is exactly what the peer sent: MPA carries the length. */
-	rds = c->peer_pd_len;
-	if (pPrivateData) {
-		memcpy(pPrivateData, c->peer_pd, MIN(*pPrivateDataLength, rds));
-		if (*pPrivateDataLength < rds)
-			status = STATUS_BUFFER_TOO_SMALL;
-	}
-	*pPrivateDataLength = rds;
-out:
+	status = !c->peer_rev ? STATUS_CONNECTION_INVALID
+			      : ndk_conndata_copy_out(
+					c->eff.ird, c->eff.ord, c->peer_pd,
+					c->peer_pd_len, pInboundReadLimit,
+					pOutboundReadLimit, pPrivateData,
+					pPrivateDataLength);
 	ndk_unlock(&c->lock);
 	return status;
 }

@@ -33,10 +33,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/config.h"
 #include "core/lock.h"
 #include "front/adapter.h"
 #include "core/log.h"
+#include "core/poll_yield.h"
 #include "qp/provider.h"
 #include "qp/cq.h"
 
@@ -58,10 +58,7 @@ struct ndk_cq {
 	PVOID notify_ctx;
 
 	struct ndk_lock lock; /* everything below */
-	/* Polls in a row that found nothing (a busy-polling consumer that
-	 * waits): every CQ_EMPTY_YIELD of them, the thread yields. */
-	unsigned int empty_polls;
-	unsigned int yield_every; /* NDK_POLL_YIELD, read at create */
+	struct ndk_poll_yield yield; /* of a consumer polling an empty CQ */
 	NDK_RESULT_EX *ring;
 	uint32_t depth; /* ring slots == CqDepth */
 	uint32_t head; /* oldest entry */
@@ -496,15 +493,7 @@ static void cq_pollers_armed(struct ndk_cq *cq)
 static bool cq_note_poll_locked(struct ndk_cq *cq, ULONG got)
 {
 	NDK_ASSERT_LOCKED(&cq->lock);
-
-	if (got || !cq->yield_every) {
-		cq->empty_polls = 0;
-		return false;
-	}
-	if (++cq->empty_polls < cq->yield_every)
-		return false;
-	cq->empty_polls = 0;
-	return true;
+	return ndk_poll_yield_note(&cq->yield, got);
 }
 
 static ULONG cq_get_results(NDK_CQ *pNdkCq, NDK_RESULT Results[],
@@ -693,8 +682,7 @@ NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
 	cq->arm = CQ_ARM_NONE;
 	list_init(&cq->pollers);
 	ndk_lock_init(&cq->lock, NDK_LOCK_CQ);
-	cq->yield_every =
-		(unsigned int)ndk_config_u64("NDK_POLL_YIELD", 32, 0, 1000000);
+	ndk_poll_yield_init(&cq->yield);
 	ndk_work_init(&cq->notify_work, cq_notify_work);
 	ndk_timer_init(&cq->mod_timer, cq_timer_fn);
 

@@ -35,6 +35,7 @@
 #include "core/status.h"
 #include "front/adapter.h"
 #include "front/address.h"
+#include "front/conndata.h"
 #include "front/shared_endpoint.h"
 #include "oid/registry.h"
 #include "verbs/connector.h"
@@ -1154,33 +1155,19 @@ static NTSTATUS vconn_get_connection_data(NDK_CONNECTOR *pNdkConnector,
 					  ULONG *pPrivateDataLength)
 {
 	struct ndk_vconn *c = to_vconn(pNdkConnector);
-	NTSTATUS status = STATUS_SUCCESS;
-	ULONG rds;
+	NTSTATUS status = ndk_conndata_check(pPrivateData, pPrivateDataLength);
 
-	if (!pPrivateDataLength)
-		return STATUS_INVALID_PARAMETER;
-	/* A NULL buffer with a non-zero length is an invalid request. */
-	if (!pPrivateData && *pPrivateDataLength)
-		return STATUS_INVALID_PARAMETER;
+	if (status)
+		return status;
 	ndk_lock(&c->lock);
-	if (!c->peer_known) {
-		status = STATUS_CONNECTION_INVALID;
-		goto out;
-	}
-	if (pInboundReadLimit)
-		*pInboundReadLimit = c->eff_ird;
-	if (pOutboundReadLimit)
-		*pOutboundReadLimit = c->eff_ord;
-	/* iWARP: what the peer sent; IB: the whole private data area
-	 * (docs/verbs.md, Private data). */
-	rds = c->peer_pd_len;
-	if (pPrivateData) {
-		memcpy(pPrivateData, c->peer_pd, MIN(*pPrivateDataLength, rds));
-		if (*pPrivateDataLength < rds)
-			status = STATUS_BUFFER_TOO_SMALL;
-	}
-	*pPrivateDataLength = rds;
-out:
+	/* RDS on iWARP: what the peer sent; on IB: the whole private data
+	 * area (docs/verbs.md, Private data). */
+	status = !c->peer_known ? STATUS_CONNECTION_INVALID
+				: ndk_conndata_copy_out(
+					  c->eff_ird, c->eff_ord, c->peer_pd,
+					  c->peer_pd_len, pInboundReadLimit,
+					  pOutboundReadLimit, pPrivateData,
+					  pPrivateDataLength);
 	ndk_unlock(&c->lock);
 	return status;
 }

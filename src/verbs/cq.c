@@ -44,8 +44,8 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/config.h"
 #include "core/log.h"
+#include "core/poll_yield.h"
 #include "verbs/cq.h"
 #include "verbs/wr.h"
 
@@ -93,7 +93,7 @@ struct ndk_vcq {
 	bool error, error_reported, owed_error;
 	unsigned int owed; /* notifications posted to the engine */
 	struct ndk_work notify_work;
-	unsigned int empty_polls, yield_every;
+	struct ndk_poll_yield yield; /* of a consumer polling an empty CQ */
 	/* The watch's next poll (a reference on the CQ while set). */
 	struct ndk_timer watch;
 	bool watch_set;
@@ -424,14 +424,7 @@ static ULONG vcq_get_locked(struct ndk_vcq *cq, NDK_RESULT_EX *out, ULONG max)
 static bool vcq_note_poll_locked(struct ndk_vcq *cq, ULONG got)
 {
 	NDK_ASSERT_LOCKED(&cq->lock);
-	if (got || !cq->yield_every) {
-		cq->empty_polls = 0;
-		return false;
-	}
-	if (++cq->empty_polls < cq->yield_every)
-		return false;
-	cq->empty_polls = 0;
-	return true;
+	return ndk_poll_yield_note(&cq->yield, got);
 }
 
 static ULONG vcq_get_results_ex(NDK_CQ *pNdkCq, NDK_RESULT_EX Results[],
@@ -700,8 +693,7 @@ NTSTATUS ndk_verbs_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
 	cq->solicited_as_any = to_vad(ad)->siw;
 	cq->notify = CqNotification;
 	cq->notify_ctx = CqNotificationContext;
-	cq->yield_every =
-		(unsigned int)ndk_config_u64("NDK_POLL_YIELD", 32, 0, 1000000);
+	ndk_poll_yield_init(&cq->yield);
 	cq->watch_ms = (unsigned int)ndk_config_u64("NDK_VERBS_CQ_WATCH_MS", 10,
 						    0, 60000);
 	ndk_timer_init(&cq->watch, vcq_watch_fn);
