@@ -150,11 +150,8 @@ static bool conn_state_listed(enum ndk_conn_state s)
 
 static void conn_publish(struct ndk_connector *c)
 {
-	struct ndk_reg_entry e = {
-		.kind = NDK_REG_CONNECTION,
-		.ifindex = c->obj.adapter->ifindex,
-		.netns = c->obj.adapter->netns,
-	};
+	struct ndk_reg_entry e =
+		ndk_adapter_reg_entry(c->obj.adapter, NDK_REG_CONNECTION);
 
 	ndk_reg_sockaddr(&e.local, (const struct sockaddr *)&c->local);
 	ndk_reg_sockaddr(&e.remote, (const struct sockaddr *)&c->peer);

@@ -503,8 +503,7 @@ static NTSTATUS listener_listen(NDK_LISTENER *pNdkListener,
 	}
 	l->ep = ep;
 	listener_set_state(l, NDK_LISTENER_LISTENING);
-	ndk_endpoint_publish(ep, l->obj.adapter->ifindex,
-			     l->obj.adapter->netns);
+	ndk_endpoint_publish(ep, l->obj.adapter);
 out:
 	ndk_unlock(&l->lock);
 	return status;

@@ -54,6 +54,24 @@ static inline void ndk_adapter_count(struct ndk_adapter *ad, unsigned int index,
 	ndk_reg_count(ad->counters, index, n);
 }
 
+/* A registry entry of this adapter (registry.h): its interface, its
+ * namespace and how its technology lists endpoints (iWARP's ND ports are
+ * TCP ports). The caller fills in the addresses. */
+static inline struct ndk_reg_entry
+ndk_adapter_reg_entry(const struct ndk_adapter *ad, enum ndk_reg_kind kind)
+{
+	struct ndk_reg_entry e = {
+		.kind = kind,
+		.addressing = ad->info.RdmaTechnology == NdkiWarp
+				      ? NDK_REG_TCP_PAIRED
+				      : NDK_REG_ND_ONLY,
+		.ifindex = ad->ifindex,
+		.netns = ad->netns,
+	};
+
+	return e;
+}
+
 static inline struct ndk_adapter *to_ndk_adapter(NDK_ADAPTER *a)
 {
 	return container_of(a, struct ndk_adapter, obj.pub.adapter);

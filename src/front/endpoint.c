@@ -39,6 +39,7 @@
 #include "core/config.h"
 #include "core/list.h"
 #include "core/log.h"
+#include "front/adapter.h"
 #include "oid/registry.h"
 
 #define EP_HASH_BITS 8
@@ -400,18 +401,15 @@ void ndk_endpoint_put(struct ndk_endpoint *ep)
 	free(ep);
 }
 
-void ndk_endpoint_publish(struct ndk_endpoint *ep, uint32_t ifindex,
-			  uint64_t netns)
+void ndk_endpoint_publish(struct ndk_endpoint *ep, const struct ndk_adapter *ad)
 {
-	struct ndk_reg_entry e = {
-		.ifindex = ifindex,
-		.netns = netns,
-	};
+	struct ndk_reg_entry e;
 
 	if (ep->reg_slot >= 0 || ep->kind == NDK_ENDPOINT_CONNECTOR)
 		return;
-	e.kind = ep->kind == NDK_ENDPOINT_LISTENER ? NDK_REG_LISTENER
-						   : NDK_REG_SHARED_ENDPOINT;
+	e = ndk_adapter_reg_entry(ad, ep->kind == NDK_ENDPOINT_LISTENER
+					      ? NDK_REG_LISTENER
+					      : NDK_REG_SHARED_ENDPOINT);
 	ndk_reg_sockaddr(&e.local, &ep->addr.sa);
 	ep->reg_slot = ndk_reg_publish(&e);
 }

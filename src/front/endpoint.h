@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+struct ndk_adapter;
+
 enum ndk_endpoint_kind {
 	NDK_ENDPOINT_LISTENER, /* NdkListen: +1 listener, +1 per accepted */
 	NDK_ENDPOINT_CONNECTOR, /* NdkConnect: one reference, the connector */
@@ -73,11 +75,11 @@ void ndk_endpoint_put(struct ndk_endpoint *ep);
 
 /*
  * Lists a listener or shared endpoint in OID_NDK_LOCAL_ENDPOINTS for the
- * adapter (ifindex, netns) until its last reference is dropped. Call once
- * the endpoint is in use (a listener once it listens).
+ * adapter until its last reference is dropped. Call once the endpoint is
+ * in use (a listener once it listens).
  */
-void ndk_endpoint_publish(struct ndk_endpoint *ep, uint32_t ifindex,
-			  uint64_t netns);
+void ndk_endpoint_publish(struct ndk_endpoint *ep,
+			  const struct ndk_adapter *ad);
 
 /* The endpoint's socket, or -1 once taken. */
 int ndk_endpoint_fd(const struct ndk_endpoint *ep);

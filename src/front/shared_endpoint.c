@@ -82,7 +82,7 @@ NTSTATUS ndk_create_shared_endpoint(NDK_ADAPTER *pNdkAdapter,
 		return status;
 	}
 	sep->ep = ep;
-	ndk_endpoint_publish(ep, ad->ifindex, ad->netns);
+	ndk_endpoint_publish(ep, ad);
 	*ppNdkSharedEndpoint = &sep->obj.pub.sep;
 	return STATUS_SUCCESS;
 }

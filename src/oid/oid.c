@@ -4,10 +4,14 @@
  * OID_NDK_STATISTICS of one interface, for every process on the machine
  * (docs/ndk.md, OIDs), from the registry (registry.h).
  *
- * iWARP maps ND ports onto TCP ports (ND port = TCP port here), so both
+ * iWARP maps ND ports onto TCP ports (ND port = TCP port here), so its
  * lists set the ...MappedtoTCP... flag and carry two entries per object:
  * the ND address with every other member filled, then the TCP address
  * with the other members left untouched (NDIS_NDK_LOCAL_ENDPOINTS).
+ * RoCE and InfiniBand (the verbs provider) list each object once, flag
+ * clear. An interface with both (the software provider forced onto a RoCE
+ * interface beside verbs consumers) lists pairs; an ND-only object's
+ * second entry has all-zero addresses: there is no TCP endpoint to name.
  */
 #include <errno.h>
 #include <net/if.h>
@@ -78,6 +82,30 @@ static NDIS_STATUS oid_gather(uint64_t netns, NET_IFINDEX ifindex,
 	return NDIS_STATUS_SUCCESS;
 }
 
+/* Pairs when any object is TCP-mapped, and when there is none (iWARP,
+ * the software provider's technology, is what every interface has). */
+static bool oid_tcp_paired(const struct oid_list *l)
+{
+	size_t i;
+
+	if (!l->n)
+		return true;
+	for (i = 0; i < l->n; i++)
+		if (l->v[i].addressing == NDK_REG_TCP_PAIRED)
+			return true;
+	return false;
+}
+
+/* The TCP half of a pair: the same address for a TCP-mapped object. */
+static void oid_tcp_half(SOCKADDR_INET *tcp, const struct ndk_reg_entry *e,
+			 const SOCKADDR_INET *addr)
+{
+	if (e->addressing == NDK_REG_TCP_PAIRED)
+		*tcp = *addr; /* ND port = TCP port */
+	else
+		memset(tcp, 0, sizeof(*tcp));
+}
+
 static void oid_header(NDIS_OBJECT_HEADER *h, UCHAR revision, size_t size)
 {
 	h->Type = NDIS_OBJECT_TYPE_DEFAULT;
@@ -102,30 +130,34 @@ static NDIS_STATUS oid_local_endpoints(uint64_t netns, NET_IFINDEX ifindex,
 	};
 	NDIS_NDK_LOCAL_ENDPOINTS *out = buf;
 	NDIS_STATUS status;
-	size_t need, i;
+	size_t need, i, per;
+	bool paired;
 
 	status = oid_gather(netns, ifindex, &l);
 	if (status)
 		return status;
-	need = NDIS_SIZEOF_NDK_LOCAL_ENDPOINTS_REVISION_1(2 * l.n);
+	paired = oid_tcp_paired(&l);
+	per = paired ? 2 : 1;
+	need = NDIS_SIZEOF_NDK_LOCAL_ENDPOINTS_REVISION_1(per * l.n);
 	if (!buf || len < need) {
 		free(l.v);
 		return oid_too_short(need, BytesNeeded);
 	}
 	oid_header(&out->Header, NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1, need);
 	out->Flags = 0;
-	out->Count = (ULONG)(2 * l.n);
-	out->NDLocalEndpointsMappedtoTCPLocalEndpoints = TRUE;
+	out->Count = (ULONG)(per * l.n);
+	out->NDLocalEndpointsMappedtoTCPLocalEndpoints = paired;
 	for (i = 0; i < l.n; i++) {
-		NDIS_NDK_LOCAL_ENDPOINT_ENTRY *nd = &out->LocalEndpoints[2 * i];
-		NDIS_NDK_LOCAL_ENDPOINT_ENTRY *tcp = nd + 1;
+		NDIS_NDK_LOCAL_ENDPOINT_ENTRY *nd =
+			&out->LocalEndpoints[per * i];
 
 		nd->Local = l.v[i].local;
 		/* libndk consumers use NDKPI, the kernel-mode interface. */
 		nd->UserModeOwner = FALSE;
 		nd->Listener = l.v[i].kind == NDK_REG_LISTENER;
 		nd->OwnerPid = l.v[i].pid;
-		tcp->Local = l.v[i].local; /* ND port = TCP port */
+		if (paired)
+			oid_tcp_half(&nd[1].Local, &l.v[i], &l.v[i].local);
 	}
 	free(l.v);
 	if (BytesWritten)
@@ -140,30 +172,34 @@ static NDIS_STATUS oid_connections(uint64_t netns, NET_IFINDEX ifindex,
 	struct oid_list l = { .want = { NDK_REG_CONNECTION }, .nwant = 1 };
 	NDIS_NDK_CONNECTIONS *out = buf;
 	NDIS_STATUS status;
-	size_t need, i;
+	size_t need, i, per;
+	bool paired;
 
 	status = oid_gather(netns, ifindex, &l);
 	if (status)
 		return status;
-	need = NDIS_SIZEOF_NDK_CONNECTIONS_REVISION_1(2 * l.n);
+	paired = oid_tcp_paired(&l);
+	per = paired ? 2 : 1;
+	need = NDIS_SIZEOF_NDK_CONNECTIONS_REVISION_1(per * l.n);
 	if (!buf || len < need) {
 		free(l.v);
 		return oid_too_short(need, BytesNeeded);
 	}
 	oid_header(&out->Header, NDIS_NDK_CONNECTIONS_REVISION_1, need);
 	out->Flags = 0;
-	out->Count = (ULONG)(2 * l.n);
-	out->NDConnectionsMappedtoTCPConnections = TRUE;
+	out->Count = (ULONG)(per * l.n);
+	out->NDConnectionsMappedtoTCPConnections = paired;
 	for (i = 0; i < l.n; i++) {
-		NDIS_NDK_CONNECTION_ENTRY *nd = &out->Connections[2 * i];
-		NDIS_NDK_CONNECTION_ENTRY *tcp = nd + 1;
+		NDIS_NDK_CONNECTION_ENTRY *nd = &out->Connections[per * i];
 
 		nd->Local = l.v[i].local;
 		nd->Remote = l.v[i].remote;
 		nd->UserModeOwner = FALSE;
 		nd->OwnerPid = l.v[i].pid;
-		tcp->Local = l.v[i].local;
-		tcp->Remote = l.v[i].remote;
+		if (paired) {
+			oid_tcp_half(&nd[1].Local, &l.v[i], &l.v[i].local);
+			oid_tcp_half(&nd[1].Remote, &l.v[i], &l.v[i].remote);
+		}
 	}
 	free(l.v);
 	if (BytesWritten)

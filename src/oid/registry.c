@@ -68,7 +68,8 @@ enum {
 	W_NETNS_HI,
 	W_LOCAL, /* 7 words of SOCKADDR_INET */
 	W_REMOTE = W_LOCAL + 7,
-	W_END = W_REMOTE + 7,
+	W_ADDRESSING = W_REMOTE + 7,
+	W_END,
 };
 _Static_assert(sizeof(SOCKADDR_INET) == 28, "SOCKADDR_INET is 7 words");
 _Static_assert(W_END <= REG_SLOT_WORDS, "entry fits a slot");
@@ -208,6 +209,9 @@ static void reg_slot_write(struct reg_slot *s, const struct ndk_reg_entry *e)
 				      memory_order_release);
 		words_put(s, W_LOCAL, &e->local, sizeof(e->local));
 		words_put(s, W_REMOTE, &e->remote, sizeof(e->remote));
+		atomic_store_explicit(&s->w[W_ADDRESSING],
+				      (uint32_t)e->addressing,
+				      memory_order_release);
 	}
 	atomic_store_explicit(&s->w[W_SEQ], seq + 2, memory_order_release);
 }
@@ -243,6 +247,9 @@ static bool reg_slot_read(struct reg_slot *s, struct ndk_reg_entry *e)
 			   ((uint64_t)words[W_NETNS_HI] << 32);
 		words_get(words, W_LOCAL, &e->local, sizeof(e->local));
 		words_get(words, W_REMOTE, &e->remote, sizeof(e->remote));
+		e->addressing = words[W_ADDRESSING] == NDK_REG_ND_ONLY
+					? NDK_REG_ND_ONLY
+					: NDK_REG_TCP_PAIRED;
 		return true;
 	}
 	return false;

@@ -41,8 +41,21 @@ enum ndk_reg_kind {
 	NDK_REG_CONNECTION,
 };
 
+/*
+ * How an entry's ND address relates to a TCP endpoint (seed 004,
+ * NDIS_NDK_LOCAL_ENDPOINTS): iWARP maps ND ports onto TCP ports, so its
+ * entries are listed in pairs; RoCE and InfiniBand ports are rdma_cm's
+ * own and are listed once. 0 is the TCP pairing, which is what files
+ * written before this field existed meant.
+ */
+enum ndk_reg_addressing {
+	NDK_REG_TCP_PAIRED = 0,
+	NDK_REG_ND_ONLY,
+};
+
 struct ndk_reg_entry {
 	enum ndk_reg_kind kind;
+	enum ndk_reg_addressing addressing;
 	uint32_t ifindex;
 	uint64_t netns;
 	uint32_t pid;

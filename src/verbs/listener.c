@@ -168,7 +168,7 @@ static NTSTATUS vlis_listen(NDK_LISTENER *pNdkListener,
 	}
 	l->ep = ep;
 	l->state = VLIS_LISTENING;
-	ndk_endpoint_publish(ep, ad->ifindex, ad->netns);
+	ndk_endpoint_publish(ep, ad);
 	/* Listening now: no callback (NDK_FN_REQUEST_COMPLETION). */
 out:
 	ndk_unlock(&l->lock);

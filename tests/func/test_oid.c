@@ -3,8 +3,9 @@
  * NdkQueryOid through the public API (NDIS_NDK_LOCAL_ENDPOINTS,
  * docs/ndk.md "OIDs"): local
  * endpoints, connections and statistics of one process and of three, the
- * pairing of ND and TCP entries, header sizes, short buffers, and entries
- * disappearing after close, after the last reference and after SIGKILL.
+ * pairing of ND and TCP entries (iWARP; RoCE lists each object once),
+ * header sizes, short buffers, and entries disappearing after close,
+ * after the last reference and after SIGKILL.
  *
  * Every run uses a private NDK_RUNTIME_DIR, so the lists hold exactly
  * this test's objects and the counters start at zero.
@@ -28,6 +29,9 @@
 
 static char runtime_dir[] = "/tmp/ndk-oid-XXXXXX";
 static NET_IFINDEX lo_index;
+/* iWARP maps ND ports onto TCP ports: two entries per object. RoCE and
+ * InfiniBand (the verbs provider on rxe, say) list each object once. */
+static bool tcp_paired;
 
 /* One object as the OIDs report it, from its even (ND) entry. */
 struct listed {
@@ -70,9 +74,10 @@ static bool bytes_are(const void *p, size_t len, unsigned char v)
 
 /*
  * What both lists share (NDIS_NDK_LOCAL_ENDPOINTS): Header {DEFAULT, revision, Size =
- * 16 + entry * Count}, Flags 0, the ...MappedtoTCP... flag set and two
- * entries per object. NDIS_NDK_CONNECTIONS starts like
- * NDIS_NDK_LOCAL_ENDPOINTS (test_layout checks the offsets).
+ * 16 + entry * Count}, Flags 0, and on iWARP the ...MappedtoTCP... flag set
+ * and two entries per object (an empty list says iWARP too).
+ * NDIS_NDK_CONNECTIONS starts like NDIS_NDK_LOCAL_ENDPOINTS (test_layout
+ * checks the offsets).
  */
 static void check_list_prefix(const void *buf, ULONG len, UCHAR revision,
 			      size_t entry)
@@ -84,8 +89,10 @@ static void check_list_prefix(const void *buf, ULONG len, UCHAR revision,
 	assert_int_equal(l->Header.Size, 16 + entry * l->Count);
 	assert_int_equal(len, 16 + entry * l->Count);
 	assert_int_equal(l->Flags, 0);
-	assert_int_equal(l->NDLocalEndpointsMappedtoTCPLocalEndpoints, TRUE);
-	assert_int_equal(l->Count % 2, 0);
+	assert_int_equal(l->NDLocalEndpointsMappedtoTCPLocalEndpoints,
+			 tcp_paired || !l->Count);
+	if (l->NDLocalEndpointsMappedtoTCPLocalEndpoints)
+		assert_int_equal(l->Count % 2, 0);
 }
 
 /* Checks the NDIS_NDK_LOCAL_ENDPOINTS rules and returns the objects listed. */
@@ -98,20 +105,23 @@ static int local_endpoints(struct listed *out, int max)
 	le = query(OID_NDK_LOCAL_ENDPOINTS, &len);
 	check_list_prefix(le, len, NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1,
 			  sizeof(le->LocalEndpoints[0]));
-	for (i = 0; i < le->Count; i += 2) {
+	for (i = 0; i < le->Count; i += tcp_paired ? 2 : 1) {
 		NDIS_NDK_LOCAL_ENDPOINT_ENTRY *nd = &le->LocalEndpoints[i];
 		NDIS_NDK_LOCAL_ENDPOINT_ENTRY *tcp = nd + 1;
 
 		assert_int_equal(nd->UserModeOwner, FALSE);
 		assert_true(nd->Listener == TRUE || nd->Listener == FALSE);
 		/* ND port = TCP port; the TCP entry has only its address. */
-		assert_memory_equal(&tcp->Local, &nd->Local,
-				    sizeof(struct sockaddr_in));
-		assert_true(bytes_are(
-			&tcp->UserModeOwner,
-			sizeof(*tcp) - offsetof(NDIS_NDK_LOCAL_ENDPOINT_ENTRY,
-						UserModeOwner),
-			FILL));
+		if (tcp_paired) {
+			assert_memory_equal(&tcp->Local, &nd->Local,
+					    sizeof(struct sockaddr_in));
+			assert_true(bytes_are(
+				&tcp->UserModeOwner,
+				sizeof(*tcp) -
+					offsetof(NDIS_NDK_LOCAL_ENDPOINT_ENTRY,
+						 UserModeOwner),
+				FILL));
+		}
 		assert_int_equal(nd->Local.si_family, AF_INET);
 		assert_true(n < max);
 		out[n].pid = nd->OwnerPid;
@@ -135,20 +145,23 @@ static int connections(struct listed *out, int max)
 	cs = query(OID_NDK_CONNECTIONS, &len);
 	check_list_prefix(cs, len, NDIS_NDK_CONNECTIONS_REVISION_1,
 			  sizeof(cs->Connections[0]));
-	for (i = 0; i < cs->Count; i += 2) {
+	for (i = 0; i < cs->Count; i += tcp_paired ? 2 : 1) {
 		NDIS_NDK_CONNECTION_ENTRY *nd = &cs->Connections[i];
 		NDIS_NDK_CONNECTION_ENTRY *tcp = nd + 1;
 
 		assert_int_equal(nd->UserModeOwner, FALSE);
-		assert_memory_equal(&tcp->Local, &nd->Local,
-				    sizeof(struct sockaddr_in));
-		assert_memory_equal(&tcp->Remote, &nd->Remote,
-				    sizeof(struct sockaddr_in));
-		assert_true(bytes_are(
-			&tcp->UserModeOwner,
-			sizeof(*tcp) - offsetof(NDIS_NDK_CONNECTION_ENTRY,
-						UserModeOwner),
-			FILL));
+		if (tcp_paired) {
+			assert_memory_equal(&tcp->Local, &nd->Local,
+					    sizeof(struct sockaddr_in));
+			assert_memory_equal(&tcp->Remote, &nd->Remote,
+					    sizeof(struct sockaddr_in));
+			assert_true(bytes_are(
+				&tcp->UserModeOwner,
+				sizeof(*tcp) -
+					offsetof(NDIS_NDK_CONNECTION_ENTRY,
+						 UserModeOwner),
+				FILL));
+		}
 		assert_true(n < max);
 		out[n].pid = nd->OwnerPid;
 		out[n].listener = false;
@@ -661,6 +674,17 @@ static int remove_dir(void)
 	return rmdir(runtime_dir);
 }
 
+static bool interface_is_iwarp(void)
+{
+	struct cm_host h;
+	bool iwarp;
+
+	cm_host_open(&h, cm_test_ifname());
+	iwarp = h.info.RdmaTechnology == NdkiWarp;
+	cm_host_close(&h);
+	return iwarp;
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -677,6 +701,7 @@ int main(int argc, char **argv)
 	if (!mkdtemp(runtime_dir))
 		return 1;
 	setenv("NDK_RUNTIME_DIR", runtime_dir, 1);
+	tcp_paired = interface_is_iwarp();
 	ret = cmocka_run_group_tests_name("oid", tests, NULL, NULL);
 	remove_dir();
 	return ret;
