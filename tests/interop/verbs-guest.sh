@@ -4,17 +4,21 @@
 # The functional suites (tests/func) with the verbs provider, inside the
 # interop guest (tests/interop/vm/ndkvm): every test executable of
 # BUILD_DIR runs there with NDK_PROVIDER=verbs on eth0 (10.0.2.15, and
-# fd00::15 for IPv6), whose RDMA device is siw0, or rxe0 with --rxe. Lo
-# cannot carry rdma_cm there: a device attached to lo has an all-zero GID,
-# which the kernel's GID cache drops (docs/verbs.md, Devices).
+# fd00::15 for IPv6), whose RDMA device is siw0, or rxe0 with --rxe, or
+# first siw0 and then rxe0 in the same boot with --both. Lo cannot carry
+# rdma_cm there: a device attached to lo has an all-zero GID, which the
+# kernel's GID cache drops (docs/verbs.md, Devices).
 #
-#   verbs-guest.sh BUILD_DIR [--rxe] [--timeout S] [TEST...]
+#   verbs-guest.sh BUILD_DIR [--rxe | --both] [--timeout S] [TEST...]
 #
-# Prints one line per test case (PASS, SKIP or FAIL, with the executable),
-# an executable that exits 77 as one SKIP line (a test of the software
-# provider's own wire), then the failures' cmocka messages and a summary.
-# Exit status: 0 when nothing failed, 1 otherwise, 77 when the guest
-# cannot run. Not part of CTest: a full run takes several minutes.
+# With no TEST, the executables named in VERBS_GUEST_TESTS (CTest's short
+# form sets it), else every one in BUILD_DIR/tests/func. Prints one line
+# per test case (PASS, SKIP or FAIL, the device, the executable), an
+# executable that exits 77 as one SKIP line (a test of the software
+# provider's own wire), each executable's seconds (TIME), then the
+# failures' cmocka messages and a summary per device. Exit status: 0 when
+# nothing failed, 1 otherwise, 77 when the guest cannot run. A full run
+# takes about two minutes per device under TCG.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,19 +26,20 @@ ndkvm=$here/vm/ndkvm
 lock=${NDKVM_LOCK:-/tmp/ndkvm.lock}
 
 usage() {
-	echo "usage: $0 BUILD_DIR [--rxe] [--timeout S] [TEST...]" >&2
+	echo "usage: $0 BUILD_DIR [--rxe | --both] [--timeout S] [TEST...]" >&2
 	exit 2
 }
 
 (($# >= 1)) || usage
 build=$(cd "$1" && pwd)
 shift
-device=siw
+devices=siw
 per_test=180
 tests=()
 while (($#)); do
 	case $1 in
-	--rxe) device=rxe && shift ;;
+	--rxe) devices=rxe && shift ;;
+	--both) devices="siw rxe" && shift ;;
 	--timeout) per_test=$2 && shift 2 ;;
 	-*) usage ;;
 	*) tests+=("$1") && shift ;;
@@ -48,6 +53,9 @@ fi
 	echo "verbs-guest: no libndk.so.0 in $build" >&2
 	exit 2
 }
+if ((${#tests[@]} == 0)) && [[ -n ${VERBS_GUEST_TESTS:-} ]]; then
+	read -ra tests <<<"$VERBS_GUEST_TESTS"
+fi
 if ((${#tests[@]} == 0)); then
 	for t in "$build"/tests/func/test_*; do
 		[[ -x $t && -f $t ]] && tests+=("$(basename "$t")")
@@ -65,59 +73,71 @@ for t in "${tests[@]}"; do
 	files+=(--file "$build/tests/func/$t:/opt/ndk/$t")
 done
 
-if [[ $device == rxe ]]; then
-	setup='modload rdma_rxe >/dev/null; rdma link delete siw0;
-rdma link add rxe0 type rxe netdev eth0'
-else
-	setup=:
-fi
-# Per test case, the status line that follows its RUN line (cmocka
-# repeats failures and skips in its summary: those are not counted).
+# Per device: its setup, then per test case the status line that follows
+# its RUN line (cmocka repeats failures and skips in its summary: those
+# are not counted). rxe replaces siw on eth0 (one device per netdev).
 guest=$(
 	cat <<EOF
 export LD_LIBRARY_PATH=/opt/ndk PATH=/opt/ndk:\$PATH
 export NDK_PROVIDER=verbs NDK_TEST_IF=eth0 NDK_TEST_ADDR4=10.0.2.15
-export NDK_TEST_ADDR6=fd00::15 NDK_RUNTIME_DIR=/tmp/ndk-runtime
-$setup
+export NDK_TEST_ADDR6=fd00::15
 ip -6 addr add fd00::15/64 dev eth0 nodad
-rdma link
-ndkinfo -I eth0 | grep -E '^(Provider|Device|RdmaTechnology) '
-cd /tmp
-for n in ${tests[*]}; do
-	timeout $per_test /opt/ndk/\$n >/tmp/\$n.log 2>&1
-	rc=\$?
-	if [ \$rc = 77 ]; then
-		echo "SKIP \$n (all): \$(tail -n1 /tmp/\$n.log)"
-		continue
+now() { cut -d' ' -f1 /proc/uptime; }
+for dev in $devices; do
+	if [ \$dev = rxe ]; then
+		modload rdma_rxe >/dev/null
+		rdma link delete siw0 2>/dev/null
+		rdma link add rxe0 type rxe netdev eth0
 	fi
-	awk -v exe=\$n '
-		/^\[ RUN      \]/ { cur = \$4; next }
-		cur != "" && /^\[       OK \]/ { print "PASS " exe " " cur; cur = ""; next }
-		cur != "" && /^\[  SKIPPED \]/ { print "SKIP " exe " " cur; cur = ""; next }
-		cur != "" && /^\[  (FAILED|ERROR)  *\] test/ { print "FAIL " exe " " cur; cur = ""; next }
-		END { if (cur != "") print "FAIL " exe " " cur " (did not finish)" }
-	' /tmp/\$n.log
-	if [ \$rc = 124 ]; then
-		echo "FAIL \$n (timed out after ${per_test} s)"
-	elif [ \$rc -gt 128 ]; then
-		echo "FAIL \$n (killed by signal \$((rc - 128)))"
-	fi
-done
-for n in ${tests[*]}; do
-	grep -q '^\[  \(FAILED\|ERROR\)' /tmp/\$n.log 2>/dev/null || continue
-	echo "---- \$n"
-	grep -A2 '^\[  ERROR   \] ---\|^Could not run\|Segmentation' /tmp/\$n.log |
-		grep -v 'closed with' | head -n 40
+	export NDK_RUNTIME_DIR=/tmp/ndk-runtime-\$dev
+	mkdir -p /tmp/\$dev && cd /tmp/\$dev
+	rdma link
+	ndkinfo -I eth0 | grep -E '^(Provider|Device|RdmaTechnology) '
+	for n in ${tests[*]}; do
+		t0=\$(now)
+		timeout $per_test /opt/ndk/\$n >\$n.log 2>&1
+		rc=\$?
+		echo "TIME \$dev \$n \$(awk -v a=\$t0 -v b=\$(now) 'BEGIN { printf "%.1f", b - a }')"
+		if [ \$rc = 77 ]; then
+			echo "SKIP \$dev \$n (all): \$(tail -n1 \$n.log)"
+			continue
+		fi
+		awk -v exe="\$dev \$n" '
+			/^\[ RUN      \]/ { cur = \$4; next }
+			cur != "" && /^\[       OK \]/ { print "PASS " exe " " cur; cur = ""; next }
+			cur != "" && /^\[  SKIPPED \]/ { print "SKIP " exe " " cur; cur = ""; next }
+			cur != "" && /^\[  (FAILED|ERROR)  *\] test/ { print "FAIL " exe " " cur; cur = ""; next }
+			END { if (cur != "") print "FAIL " exe " " cur " (did not finish)" }
+		' \$n.log
+		if [ \$rc = 124 ]; then
+			echo "FAIL \$dev \$n (timed out after ${per_test} s)"
+		elif [ \$rc -gt 128 ]; then
+			echo "FAIL \$dev \$n (killed by signal \$((rc - 128)))"
+		fi
+	done
+	for n in ${tests[*]}; do
+		grep -q '^\[  \(FAILED\|ERROR\)' \$n.log 2>/dev/null || continue
+		echo "---- \$dev \$n"
+		grep -A2 '^\[  ERROR   \] ---\|^Could not run\|Segmentation' \$n.log |
+			grep -v 'closed with' | head -n 40
+	done
 done
 EOF
 )
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
+ndevices=$(wc -w <<<"$devices")
 flock "$lock" "$ndkvm" run --quiet --mem 2048 \
-	--timeout $((per_test * ${#tests[@]} + 120)) "${files[@]}" \
+	--timeout $((per_test * ${#tests[@]} * ndevices + 120)) "${files[@]}" \
 	-- "$guest" | tee "$out"
-pass=$(grep -c '^PASS ' "$out" || true)
-skip=$(grep -c '^SKIP ' "$out" || true)
-fail=$(grep -c '^FAIL ' "$out" || true)
-echo "verbs-guest ($device): $pass passed, $skip skipped, $fail failed"
-((fail == 0))
+failed=0
+for dev in $devices; do
+	pass=$(grep -c "^PASS $dev " "$out" || true)
+	skip=$(grep -c "^SKIP $dev " "$out" || true)
+	fail=$(grep -c "^FAIL $dev " "$out" || true)
+	echo "verbs-guest ($dev): $pass passed, $skip skipped, $fail failed"
+	# A device that ran nothing (the guest died, rxe did not come up)
+	# is a failure too.
+	((pass + skip > 0 && fail == 0)) || failed=1
+done
+exit $failed
