@@ -120,6 +120,47 @@ static NDIS_STATUS oid_too_short(size_t need, PULONG BytesNeeded)
 	return NDIS_STATUS_BUFFER_TOO_SHORT;
 }
 
+/*
+ * What both lists share: the objects of the wanted kinds, whether they go
+ * in pairs, and the size their list takes (a header of head bytes, then
+ * entries of entry bytes). NDIS_STATUS_SUCCESS leaves l->v for the caller
+ * to fill from and free.
+ */
+struct oid_shape {
+	size_t head, entry;
+	size_t per; /* entries per object: 2 in TCP pairs */
+	size_t need; /* bytes of the whole list */
+	bool paired;
+};
+
+static NDIS_STATUS oid_list_begin(uint64_t netns, NET_IFINDEX ifindex,
+				  struct oid_list *l, struct oid_shape *shape,
+				  ULONG len, bool have_buf, PULONG BytesNeeded)
+{
+	NDIS_STATUS status = oid_gather(netns, ifindex, l);
+
+	if (status)
+		return status;
+	shape->paired = oid_tcp_paired(l);
+	shape->per = shape->paired ? 2 : 1;
+	shape->need = shape->head + shape->per * l->n * shape->entry;
+	if (!have_buf || len < shape->need) {
+		free(l->v);
+		return oid_too_short(shape->need, BytesNeeded);
+	}
+	return NDIS_STATUS_SUCCESS;
+}
+
+static NDIS_STATUS oid_list_end(struct oid_list *l,
+				const struct oid_shape *shape,
+				PULONG BytesWritten)
+{
+	free(l->v);
+	if (BytesWritten)
+		*BytesWritten = (ULONG)shape->need;
+	return NDIS_STATUS_SUCCESS;
+}
+
 static NDIS_STATUS oid_local_endpoints(uint64_t netns, NET_IFINDEX ifindex,
 				       PVOID buf, ULONG len,
 				       PULONG BytesWritten, PULONG BytesNeeded)
@@ -128,41 +169,36 @@ static NDIS_STATUS oid_local_endpoints(uint64_t netns, NET_IFINDEX ifindex,
 		.want = { NDK_REG_LISTENER, NDK_REG_SHARED_ENDPOINT },
 		.nwant = 2,
 	};
+	struct oid_shape shape = {
+		.head = NDIS_SIZEOF_NDK_LOCAL_ENDPOINTS_REVISION_1(0),
+		.entry = sizeof(NDIS_NDK_LOCAL_ENDPOINT_ENTRY),
+	};
 	NDIS_NDK_LOCAL_ENDPOINTS *out = buf;
 	NDIS_STATUS status;
-	size_t need, i, per;
-	bool paired;
+	size_t i;
 
-	status = oid_gather(netns, ifindex, &l);
+	status = oid_list_begin(netns, ifindex, &l, &shape, len, buf != NULL,
+				BytesNeeded);
 	if (status)
 		return status;
-	paired = oid_tcp_paired(&l);
-	per = paired ? 2 : 1;
-	need = NDIS_SIZEOF_NDK_LOCAL_ENDPOINTS_REVISION_1(per * l.n);
-	if (!buf || len < need) {
-		free(l.v);
-		return oid_too_short(need, BytesNeeded);
-	}
-	oid_header(&out->Header, NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1, need);
+	oid_header(&out->Header, NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1,
+		   shape.need);
 	out->Flags = 0;
-	out->Count = (ULONG)(per * l.n);
-	out->NDLocalEndpointsMappedtoTCPLocalEndpoints = paired;
+	out->Count = (ULONG)(shape.per * l.n);
+	out->NDLocalEndpointsMappedtoTCPLocalEndpoints = shape.paired;
 	for (i = 0; i < l.n; i++) {
 		NDIS_NDK_LOCAL_ENDPOINT_ENTRY *nd =
-			&out->LocalEndpoints[per * i];
+			&out->LocalEndpoints[shape.per * i];
 
 		nd->Local = l.v[i].local;
 		/* libndk consumers use NDKPI, the kernel-mode interface. */
 		nd->UserModeOwner = FALSE;
 		nd->Listener = l.v[i].kind == NDK_REG_LISTENER;
 		nd->OwnerPid = l.v[i].pid;
-		if (paired)
+		if (shape.paired)
 			oid_tcp_half(&nd[1].Local, &l.v[i], &l.v[i].local);
 	}
-	free(l.v);
-	if (BytesWritten)
-		*BytesWritten = (ULONG)need;
-	return NDIS_STATUS_SUCCESS;
+	return oid_list_end(&l, &shape, BytesWritten);
 }
 
 static NDIS_STATUS oid_connections(uint64_t netns, NET_IFINDEX ifindex,
@@ -170,41 +206,36 @@ static NDIS_STATUS oid_connections(uint64_t netns, NET_IFINDEX ifindex,
 				   PULONG BytesNeeded)
 {
 	struct oid_list l = { .want = { NDK_REG_CONNECTION }, .nwant = 1 };
+	struct oid_shape shape = {
+		.head = NDIS_SIZEOF_NDK_CONNECTIONS_REVISION_1(0),
+		.entry = sizeof(NDIS_NDK_CONNECTION_ENTRY),
+	};
 	NDIS_NDK_CONNECTIONS *out = buf;
 	NDIS_STATUS status;
-	size_t need, i, per;
-	bool paired;
+	size_t i;
 
-	status = oid_gather(netns, ifindex, &l);
+	status = oid_list_begin(netns, ifindex, &l, &shape, len, buf != NULL,
+				BytesNeeded);
 	if (status)
 		return status;
-	paired = oid_tcp_paired(&l);
-	per = paired ? 2 : 1;
-	need = NDIS_SIZEOF_NDK_CONNECTIONS_REVISION_1(per * l.n);
-	if (!buf || len < need) {
-		free(l.v);
-		return oid_too_short(need, BytesNeeded);
-	}
-	oid_header(&out->Header, NDIS_NDK_CONNECTIONS_REVISION_1, need);
+	oid_header(&out->Header, NDIS_NDK_CONNECTIONS_REVISION_1, shape.need);
 	out->Flags = 0;
-	out->Count = (ULONG)(per * l.n);
-	out->NDConnectionsMappedtoTCPConnections = paired;
+	out->Count = (ULONG)(shape.per * l.n);
+	out->NDConnectionsMappedtoTCPConnections = shape.paired;
 	for (i = 0; i < l.n; i++) {
-		NDIS_NDK_CONNECTION_ENTRY *nd = &out->Connections[per * i];
+		NDIS_NDK_CONNECTION_ENTRY *nd =
+			&out->Connections[shape.per * i];
 
 		nd->Local = l.v[i].local;
 		nd->Remote = l.v[i].remote;
 		nd->UserModeOwner = FALSE;
 		nd->OwnerPid = l.v[i].pid;
-		if (paired) {
+		if (shape.paired) {
 			oid_tcp_half(&nd[1].Local, &l.v[i], &l.v[i].local);
 			oid_tcp_half(&nd[1].Remote, &l.v[i], &l.v[i].remote);
 		}
 	}
-	free(l.v);
-	if (BytesWritten)
-		*BytesWritten = (ULONG)need;
-	return NDIS_STATUS_SUCCESS;
+	return oid_list_end(&l, &shape, BytesWritten);
 }
 
 static int oid_count_connection(const struct ndk_reg_entry *e, void *arg)

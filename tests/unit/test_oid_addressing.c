@@ -25,9 +25,8 @@
 static char runtime_dir[] = "/tmp/ndk-oidaddr-XXXXXX";
 static NET_IFINDEX lo_index;
 
-static struct ndk_reg_entry entry(enum ndk_reg_kind kind,
-				  enum ndk_reg_addressing addressing,
-				  uint16_t port)
+static struct ndk_reg_entry
+entry(enum ndk_reg_kind kind, enum ndk_reg_addressing addressing, uint16_t port)
 {
 	struct ndk_reg_entry e;
 
@@ -68,9 +67,9 @@ static void *query(NDIS_OID oid, ULONG *len)
 	buf = malloc(size);
 	assert_non_null(buf);
 	memset(buf, FILL, size);
-	assert_int_equal(NdkQueryOid(lo_index, oid, buf, size, &written,
-				     &needed),
-			 NDIS_STATUS_SUCCESS);
+	assert_int_equal(
+		NdkQueryOid(lo_index, oid, buf, size, &written, &needed),
+		NDIS_STATUS_SUCCESS);
 	assert_int_equal(written, size);
 	*len = written;
 	return buf;
