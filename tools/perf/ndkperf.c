@@ -710,12 +710,17 @@ static VOID client_disconnected(PVOID ctx)
 static VOID client_connected(PVOID ctx, NTSTATUS status)
 {
 	struct client_conn *cc = ctx;
-	ULONG len = sizeof(cc->reply);
+	/* IB and RoCE report the whole accept area, 196 bytes zero-padded
+	 * (docs/verbs.md, Private data): room for any transport's. */
+	uint8_t data[256];
+	ULONG len = sizeof(data);
 
 	memset(&cc->reply, 0, sizeof(cc->reply));
 	if (status == STATUS_SUCCESS)
 		status = cc->conn->Dispatch->NdkGetConnectionData(
-			cc->conn, NULL, NULL, &cc->reply, &len);
+			cc->conn, NULL, NULL, data, &len);
+	if (status == STATUS_SUCCESS)
+		memcpy(&cc->reply, data, MIN(len, (ULONG)sizeof(cc->reply)));
 	if (status == STATUS_SUCCESS)
 		status = cc->conn->Dispatch->NdkCompleteConnect(
 			cc->conn, client_disconnected, cc, NULL, NULL);
