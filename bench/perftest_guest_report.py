@@ -24,16 +24,15 @@ TESTS = [
     ("read_bw", "64 KiB RDMA Read bandwidth", "Gb/s", "higher",
      "ib_read_bw"),
     ("send_bw", "64 KiB Send bandwidth", "Gb/s", "higher", "ib_send_bw"),
-    ("send_lat", "8 B Send latency, p50", "usec", "lower",
-     "ib_send_lat -I 0"),
-    ("send_lat_inline", "8 B inline Send latency, p50", "usec", "lower",
-     "ib_send_lat"),
+    ("send_lat", "8 B Send latency, p50", "usec", "lower", "ib_send_lat"),
+    ("write_lat", "8 B RDMA Write latency, p50", "usec", "lower",
+     "ib_write_lat"),
 ]
 
 
 def perftest_value(lines, test):
     """Gb/s (10^9 bits) or t_typical (usec) of a perftest client."""
-    want = "t_typical" if test.startswith("send_lat") else "BW average"
+    want = "t_typical" if test.endswith("_lat") else "BW average"
     for i, line in enumerate(lines):
         if "#bytes" in line and want in line and i + 1 < len(lines):
             f = lines[i + 1].split()
@@ -52,7 +51,7 @@ def ndkperf_value(lines, test):
     for line in lines:
         if line.startswith("{\"tool\":\"ndkperf\""):
             r = json.loads(line)["results"][0]
-            if test.startswith("send_lat"):
+            if test.endswith("_lat"):
                 return r["p50_usec"]
             return r["mb_per_sec"] * 8 / 1000
     return None
