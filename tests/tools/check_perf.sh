@@ -112,6 +112,8 @@ run write_lat_mem_only -t write_lat -m -n 300
 run write_lat_events -t write_lat -e -n 300
 run write_bw_events -t write_bw -e -q 2 -n 100
 run write_bw_defer -t write_bw -B -n 100
+run send_lat_inline -t send_lat -I -n 300
+run send_bw_inline -t send_bw -I -s 64 -n 1000
 run msg_rate_defer -t msg_rate -B -n 1000
 run conn -t conn -n 50 -T 2
 run hold -t hold -n 50 -D 1

@@ -15,6 +15,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <stddef.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -29,6 +30,7 @@
 #define PERF_PORT	18515
 #define PERF_F_EVENTS	1u
 #define PERF_F_MEM_ONLY 2u /* write_lat: spin on memory only */
+#define PERF_F_INLINE	4u /* Sends that fit go inline */
 #define CTX_SEND	((PVOID)1)
 #define CTX_RECV	((PVOID)2)
 #define CTX_RDMA	((PVOID)3)
@@ -68,6 +70,10 @@ struct perf_hello {
 	uint64_t addr;
 	uint8_t pad[16]; /* 64 bytes: the private data size measured */
 };
+/* What a server needs of a hello: IB and RoCE connect with 56 bytes of
+ * private data at most (docs/verbs.md, Private data), so a client sends
+ * the padding only as far as its adapter's MaxCallerData reaches. */
+#define PERF_HELLO_MIN offsetof(struct perf_hello, pad)
 _Static_assert(sizeof(struct perf_hello) == 64, "hello is 64 bytes");
 
 /* Server -> client, as accept private data. */
@@ -90,6 +96,7 @@ struct perf_opts {
 	bool events;
 	bool mem_only; /* -m: write_lat never polls a CQ while it spins */
 	bool defer; /* -B: bursts posted with NDK_OP_FLAG_DEFER */
+	bool inline_sends; /* -I: Sends that fit with NDK_OP_FLAG_INLINE */
 	bool json;
 	unsigned int hold_seconds;
 	struct sockaddr_storage addr;
@@ -279,6 +286,15 @@ static bool post_send(NDK_QP *qp, struct tool_buf *b, size_t off, size_t len,
 							len ? 1 : 0, flags));
 }
 
+/* -I: a Send no larger than the adapter's inline limit goes inline, as
+ * perftest's do by default. */
+static ULONG inline_flag(bool on, size_t len)
+{
+	return on && len && len <= host.info.MaxInlineDataSize
+		       ? NDK_OP_FLAG_INLINE
+		       : 0;
+}
+
 static bool post_rdma(NDK_QP *qp, bool write, struct tool_buf *b, size_t off,
 		      size_t len, uint64_t raddr, UINT32 rtok, ULONG flags)
 {
@@ -446,7 +462,9 @@ static void *server_session(void *arg)
 					goto gone;
 			if (!post_recv(qp, &buf, 0, size))
 				goto gone;
-			if (!post_send(qp, &buf, MAX(size, 1), size, 0))
+			if (!post_send(
+				    qp, &buf, MAX(size, 1), size,
+				    inline_flag(flags & PERF_F_INLINE, size)))
 				goto gone;
 			sends++;
 		}
@@ -598,7 +616,7 @@ static void server_incoming(void *arg, NDK_CONNECTOR *c)
 
 	memset(&h, 0, sizeof(h));
 	if (c->Dispatch->NdkGetConnectionData(c, NULL, NULL, &h, &len) ||
-	    len < sizeof(h) || memcmp(h.magic, PERF_MAGIC, 8) ||
+	    len < PERF_HELLO_MIN || memcmp(h.magic, PERF_MAGIC, 8) ||
 	    le32toh(h.test) >= T_COUNT) {
 		refuse(c);
 		return;
@@ -692,12 +710,17 @@ static VOID client_disconnected(PVOID ctx)
 static VOID client_connected(PVOID ctx, NTSTATUS status)
 {
 	struct client_conn *cc = ctx;
-	ULONG len = sizeof(cc->reply);
+	/* IB and RoCE report the whole accept area, 196 bytes zero-padded
+	 * (docs/verbs.md, Private data): room for any transport's. */
+	uint8_t data[256];
+	ULONG len = sizeof(data);
 
 	memset(&cc->reply, 0, sizeof(cc->reply));
 	if (status == STATUS_SUCCESS)
 		status = cc->conn->Dispatch->NdkGetConnectionData(
-			cc->conn, NULL, NULL, &cc->reply, &len);
+			cc->conn, NULL, NULL, data, &len);
+	if (status == STATUS_SUCCESS)
+		memcpy(&cc->reply, data, MIN(len, (ULONG)sizeof(cc->reply)));
 	if (status == STATUS_SUCCESS)
 		status = cc->conn->Dispatch->NdkCompleteConnect(
 			cc->conn, client_disconnected, cc, NULL, NULL);
@@ -731,7 +754,8 @@ static NTSTATUS client_connect(struct client_conn *cc, enum perf_test test,
 							 &cc->conn));
 	h.test = htole32(test);
 	h.flags = htole32((opt.events ? PERF_F_EVENTS : 0) |
-			  (opt.mem_only ? PERF_F_MEM_ONLY : 0));
+			  (opt.mem_only ? PERF_F_MEM_ONLY : 0) |
+			  (opt.inline_sends ? PERF_F_INLINE : 0));
 	h.size = htole64(size);
 	h.iters = htole64(iters);
 	h.window = htole32(opt.window);
@@ -748,7 +772,8 @@ static NTSTATUS client_connect(struct client_conn *cc, enum perf_test test,
 		tool_addr_len((struct sockaddr *)&src), (PSOCKADDR)&opt.addr,
 		tool_addr_len((struct sockaddr *)&opt.addr),
 		host.info.MaxInboundReadLimit, host.info.MaxOutboundReadLimit,
-		&h, sizeof(h), client_connected, cc);
+		&h, MIN((ULONG)sizeof(h), host.info.MaxCallerData),
+		client_connected, cc);
 	if (st != STATUS_PENDING)
 		return st;
 	return tool_wait_result(&cc->wait, STATUS_PENDING, 0);
@@ -825,7 +850,8 @@ static void run_send_lat(struct client_conn *cc, struct run *r)
 	post_recv(cc->qp, &cc->buf, MAX(r->size, 1), r->size);
 	for (i = 0; i < r->iters; i++) {
 		t = tool_now_ns();
-		post_send(cc->qp, &cc->buf, 0, r->size, 0);
+		post_send(cc->qp, &cc->buf, 0, r->size,
+			  inline_flag(opt.inline_sends, r->size));
 		while (n.recv <= i)
 			client_reap(cc, &n);
 		post_recv(cc->qp, &cc->buf, MAX(r->size, 1), r->size);
@@ -858,8 +884,10 @@ static void run_send_bw(struct client_conn *cc, struct run *r)
 		credits = n.recv * credit_every + cmax;
 		end = MIN(MIN(r->iters, credits), n.send + opt.window);
 		for (; sent < end; sent++)
-			post_send(cc->qp, &cc->buf, 0, r->size,
-				  burst_flags(sent, end));
+			post_send(
+				cc->qp, &cc->buf, 0, r->size,
+				burst_flags(sent, end) |
+					inline_flag(opt.inline_sends, r->size));
 		k = (unsigned int)n.recv;
 		client_reap(cc, &n);
 		for (; k < n.recv; k++)
@@ -1105,7 +1133,8 @@ static int client_conn(void)
 {
 	uint64_t total = default_iters(T_CONN, 0), t0, i, k = 0;
 	struct conn_worker *cw = calloc(opt.threads, sizeof(*cw));
-	struct perf_row row = { .bytes = sizeof(struct perf_hello) };
+	struct perf_row row = { .bytes = MIN(sizeof(struct perf_hello),
+					     host.info.MaxCallerData) };
 	double *all = calloc(total, sizeof(double));
 	unsigned int t;
 
@@ -1257,6 +1286,8 @@ static void usage(FILE *f)
 		"              its CQ: the provider's own thread receives\n"
 		"  -B          bandwidth tests post each burst with\n"
 		"              NDK_OP_FLAG_DEFER on all but its last request\n"
+		"  -I          Sends up to the adapter's MaxInlineDataSize\n"
+		"              go with NDK_OP_FLAG_INLINE\n"
 		"  -j          JSON output\n"
 		"  -b ADDR     server address to listen on (127.0.0.1)\n"
 		"  -p PORT     port (%u)\n"
@@ -1274,7 +1305,7 @@ int main(int argc, char **argv)
 	tool_prog = "ndkperf";
 
 	signal(SIGPIPE, SIG_IGN);
-	while ((c = getopt(argc, argv, "t:s:An:w:q:T:D:emBjb:p:h")) != -1) {
+	while ((c = getopt(argc, argv, "t:s:An:w:q:T:D:emBIjb:p:h")) != -1) {
 		switch (c) {
 		case 't':
 			for (t = 0; t < T_COUNT; t++)
@@ -1317,6 +1348,9 @@ int main(int argc, char **argv)
 			break;
 		case 'B':
 			opt.defer = true;
+			break;
+		case 'I':
+			opt.inline_sends = true;
 			break;
 		case 'j':
 			opt.json = true;
