@@ -151,8 +151,8 @@ static NTSTATUS register_range(struct ndk_vlam_table *t, uint32_t i,
 	g->mr = ndk_vmr_reg(pd, r->start, r->end - r->start, r->start,
 			    IBV_ACCESS_LOCAL_WRITE);
 	if (!g->mr) {
-		NTSTATUS status = ndk_verbs_errno_status(errno,
-							 NDK_VERBS_CREATE);
+		NTSTATUS status =
+			ndk_verbs_errno_status(errno, NDK_VERBS_CREATE);
 
 		free(g);
 		return status;
@@ -176,8 +176,7 @@ NTSTATUS ndk_vlam_rewrite(struct ndk_vlam_table *t, struct ibv_pd *pd,
 		struct ndk_vlam_reg *g;
 		int i;
 
-		if (sge[k].lkey != NDK_VERBS_PRIVILEGED_TOKEN ||
-		    !sge[k].length)
+		if (sge[k].lkey != NDK_VERBS_PRIVILEGED_TOKEN || !sge[k].length)
 			continue;
 		i = ndk_vlam_find(t, sge[k].addr, sge[k].length);
 		if (i < 0) {
@@ -233,8 +232,7 @@ void ndk_vlam_drop_pd(struct ndk_vlam_table *t, struct ibv_pd *pd)
 }
 
 /* Completes inline every time: RequestCompletion is never called. */
-NTSTATUS ndk_verbs_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl,
-			     SIZE_T Length,
+NTSTATUS ndk_verbs_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
 			     NDK_FN_REQUEST_COMPLETION RequestCompletion,
 			     PVOID RequestContext,
 			     NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM,

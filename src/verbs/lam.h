@@ -88,8 +88,7 @@ static inline bool ndk_vlam_wanted(const struct ibv_sge *sge, uint32_t n)
 /* The PD is going: every LAM registration on it is deregistered. */
 void ndk_vlam_drop_pd(struct ndk_vlam_table *t, struct ibv_pd *pd);
 
-NTSTATUS ndk_verbs_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl,
-			     SIZE_T Length,
+NTSTATUS ndk_verbs_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
 			     NDK_FN_REQUEST_COMPLETION RequestCompletion,
 			     PVOID RequestContext,
 			     NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM,

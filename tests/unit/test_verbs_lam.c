@@ -172,8 +172,7 @@ static void test_against_scan(void **state)
 			}
 		}
 		for (i = 0; i < N && !want; i++)
-			want = live[i] && start[i] <= va &&
-			       va + len <= end[i];
+			want = live[i] && start[i] <= va && va + len <= end[i];
 		got = ndk_vlam_find(t, va, len);
 		assert_int_equal(got >= 0, want);
 		if (got >= 0) {
@@ -191,7 +190,8 @@ static void test_rewrite_outside(void **state)
 	struct ibv_sge sge[3] = {
 		{ .addr = 5 * PG, .length = 10, .lkey = 0x1234 },
 		{ .addr = 0, .length = 0, .lkey = NDK_VERBS_PRIVILEGED_TOKEN },
-		{ .addr = 7 * PG, .length = 10,
+		{ .addr = 7 * PG,
+		  .length = 10,
 		  .lkey = NDK_VERBS_PRIVILEGED_TOKEN },
 	};
 
