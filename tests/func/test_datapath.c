@@ -628,6 +628,80 @@ static void test_fast_register(void **state)
 	IoFreeMdl(mdl);
 }
 
+/*
+ * SGEs with the privileged token carry logical addresses from
+ * NdkBuildLAM: a Send from one, a receive into one, a Read into one.
+ * Outside every live LAM (after NdkReleaseLAM too) such an SGE is an
+ * access violation: inline for the verbs provider (docs/verbs.md,
+ * Logical address mappings), in the request's completion for the
+ * software provider.
+ */
+static void test_privileged_token_sges(void **state)
+{
+	uint8_t *amem = A.buf + (4 << 20), *pmem = P.buf + (4 << 20);
+	union lam1 ua, up;
+	PMDL amdl = IoAllocateMdl(amem, 2 * PAGE_SIZE, FALSE, FALSE, NULL);
+	PMDL pmdl;
+	ULONG lam_size = sizeof(ua), fbo = 0;
+	UINT32 atok, ptok;
+	NDK_RESULT_EX res[1];
+	NDK_SGE s, r;
+	NTSTATUS st;
+	uint64_t la;
+
+	cm_require(cli.info.FRMRPageCount > 0, "fast registration");
+	cli.pd->Dispatch->NdkGetPrivilegedMemoryRegionToken(cli.pd, &atok);
+	srv.pd->Dispatch->NdkGetPrivilegedMemoryRegionToken(srv.pd, &ptok);
+	assert_int_equal(
+		cli.ad->Dispatch->NdkBuildLAM(cli.ad, amdl, 2 * PAGE_SIZE, NULL,
+					      NULL, &ua.lam, &lam_size, &fbo),
+		STATUS_SUCCESS);
+	pmdl = lam_of(pmem, PAGE_SIZE, &up);
+
+	/* A Send from A's LAM (across its page boundary) into P's. */
+	la = (uint64_t)ua.lam.AdapterPageArray[0].QuadPart + fbo;
+	fill(amem, 2 * PAGE_SIZE, 51);
+	memset(pmem, 0, PAGE_SIZE);
+	s = sge((void *)(uintptr_t)(la + PAGE_SIZE - 1000), 3000, atok);
+	r = sge((void *)(uintptr_t)up.lam.AdapterPageArray[0].QuadPart, 3000,
+		ptok);
+	assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, (PVOID)1, &r, 1),
+			 STATUS_SUCCESS);
+	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, (PVOID)2, &s, 1, 0),
+			 STATUS_SUCCESS);
+	poll_one_ok(srv.cq, res, NdkOperationTypeReceive);
+	assert_int_equal(res[0].BytesTransferred, 3000);
+	poll_one_ok(cli.cq, res, NdkOperationTypeSend);
+	assert_memory_equal(pmem, amem + PAGE_SIZE - 1000, 3000);
+
+	/* A Read from P's registered buffer into A's LAM. */
+	fill(P.buf, 5000, 52);
+	memset(amem, 0, 2 * PAGE_SIZE);
+	s = sge((void *)(uintptr_t)la, 5000, atok);
+	assert_int_equal(A.qp->Dispatch->NdkRead(A.qp, (PVOID)3, &s, 1,
+						 (UINT64)(uintptr_t)P.buf,
+						 P.rtok, 0),
+			 STATUS_SUCCESS);
+	poll_one_ok(cli.cq, res, NdkOperationTypeRead);
+	assert_memory_equal(amem, P.buf, 5000);
+
+	/* Released: the logical address names nothing any more. */
+	cli.ad->Dispatch->NdkReleaseLAM(cli.ad, &ua.lam);
+	s = sge((void *)(uintptr_t)la, 100, atok);
+	st = A.qp->Dispatch->NdkSend(A.qp, (PVOID)4, &s, 1, 0);
+	if (cm_provider_is(&cli, "verbs")) {
+		assert_int_equal(st, STATUS_ACCESS_VIOLATION);
+	} else {
+		assert_int_equal(st, STATUS_SUCCESS);
+		assert_int_equal(poll_cq(cli.cq, res, 1), 1);
+		expect_result(&res[0], 4, NdkOperationTypeSend,
+			      STATUS_ACCESS_VIOLATION);
+	}
+	srv.ad->Dispatch->NdkReleaseLAM(srv.ad, &up.lam);
+	IoFreeMdl(amdl);
+	IoFreeMdl(pmdl);
+}
+
 /* INLINE: the buffer is copied at post time, tokens are ignored. */
 static void test_inline_send(void **state)
 {
@@ -860,6 +934,8 @@ int main(void)
 						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_fast_register, setup,
 						dp_teardown),
+		cmocka_unit_test_setup_teardown(test_privileged_token_sges,
+						setup, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_inline_send, setup,
 						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_read_fence, setup,
