@@ -702,6 +702,66 @@ static void test_privileged_token_sges(void **state)
 	IoFreeMdl(pmdl);
 }
 
+/*
+ * A peer's SendAndInvalidate of a fast-registered MR's token. The
+ * software provider invalidates it: ReceiveAndInvalidate with the token,
+ * and a Write through it then ends the connection. The verbs provider's
+ * fast registration is a user registration, which siw and rxe refuse to
+ * invalidate: the receive fails with STATUS_REMOTE_RESOURCES and the
+ * connection ends (docs/verbs.md, Fast registration).
+ */
+static void test_remote_invalidate_fast_mr(void **state)
+{
+	uint8_t *mem = P.buf + (8 << 20); /* page-aligned, registered */
+	uint64_t base = fr_base(mem, 0x500000);
+	NDK_SGE s = sge(A.buf, 64, A.ltok);
+	NDK_RESULT_EX res[1];
+	union lam1 u;
+	NDK_MR *fr;
+	PMDL mdl;
+	UINT32 tok;
+
+	cm_require(srv.info.FRMRPageCount > 0, "fast registration");
+	mdl = lam_of(mem, PAGE_SIZE, &u);
+	assert_int_equal(
+		srv.pd->Dispatch->NdkCreateMr(srv.pd, TRUE, NULL, NULL, &fr),
+		STATUS_SUCCESS);
+	assert_int_equal(fr->Dispatch->NdkInitializeFastRegisterMr(fr, 1, TRUE,
+								   NULL, NULL),
+			 STATUS_SUCCESS);
+	assert_int_equal(P.qp->Dispatch->NdkFastRegister(
+				 P.qp, (PVOID)1, fr, 1, u.lam.AdapterPageArray,
+				 0, PAGE_SIZE, (PVOID)(uintptr_t)base,
+				 NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
+			 STATUS_SUCCESS);
+	tok = fr->Dispatch->NdkGetRemoteTokenFromMr(fr);
+	poll_one_ok(srv.cq, res, NdkOperationTypeFastRegister);
+	assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, (PVOID)2, NULL, 0),
+			 STATUS_SUCCESS);
+	assert_int_equal(
+		A.qp->Dispatch->NdkSendAndInvalidate(
+			A.qp, NULL, NULL, 0, NDK_OP_FLAG_SILENT_SUCCESS, tok),
+		STATUS_SUCCESS);
+	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+	if (cm_provider_is(&srv, "verbs")) {
+		expect_result(&res[0], 2, NdkOperationTypeReceive,
+			      STATUS_REMOTE_RESOURCES);
+	} else {
+		expect_result(&res[0], 2, NdkOperationTypeReceiveAndInvalidate,
+			      STATUS_SUCCESS);
+		assert_int_equal(res[0].TypeSpecificCompletionOutput, tok);
+		memset(mem, 0x3c, 64);
+		assert_int_equal(A.qp->Dispatch->NdkWrite(A.qp, NULL, &s, 1,
+							  base, tok, 0),
+				 STATUS_SUCCESS);
+	}
+	assert_true(tu_wait_until(disc_seen, &P, 5000));
+	/* Nothing landed through the token. */
+	assert_true(cm_provider_is(&srv, "verbs") || mem[0] == 0x3c);
+	srv.ad->Dispatch->NdkReleaseLAM(srv.ad, &u.lam);
+	IoFreeMdl(mdl);
+}
+
 /* INLINE: the buffer is copied at post time, tokens are ignored. */
 static void test_inline_send(void **state)
 {
@@ -935,6 +995,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fast_register, setup,
 						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_privileged_token_sges,
+						setup, dp_teardown),
+		cmocka_unit_test_setup_teardown(test_remote_invalidate_fast_mr,
 						setup, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_inline_send, setup,
 						dp_teardown),
