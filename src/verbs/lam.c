@@ -7,7 +7,6 @@
 #include "core/log.h"
 #include "front/mdl.h"
 #include "verbs/lam.h"
-#include "verbs/mr.h"
 
 #define PAGE_MASK ((uint64_t)PAGE_SIZE - 1)
 
@@ -24,6 +23,28 @@ void ndk_vlam_fini(struct ndk_vlam_table *t)
 	t->r = NULL;
 	t->n = t->cap = 0;
 	ndk_rwlock_destroy(&t->lock);
+}
+
+struct ibv_mr *ndk_verbs_reg(struct ibv_pd *pd, uint64_t addr, size_t len,
+			     uint64_t iova, int access)
+{
+	struct ibv_mr *mr, *again;
+	int err;
+
+	mr = ibv_reg_mr_iova(pd, (void *)(uintptr_t)addr, len, iova, access);
+	if (!mr || mr->lkey != NDK_VERBS_PRIVILEGED_TOKEN)
+		return mr;
+	/* Held while the second is made, so that one gets another key. */
+	again = ibv_reg_mr_iova(pd, (void *)(uintptr_t)addr, len, iova, access);
+	err = errno;
+	ibv_dereg_mr(mr);
+	errno = err;
+	if (again && again->lkey == NDK_VERBS_PRIVILEGED_TOKEN) {
+		ibv_dereg_mr(again);
+		errno = EAGAIN;
+		return NULL;
+	}
+	return again;
 }
 
 /* max_end of every range from i on, after a change at i. */
@@ -148,8 +169,8 @@ static NTSTATUS register_range(struct ndk_vlam_table *t, uint32_t i,
 
 	if (!g)
 		return STATUS_INSUFFICIENT_RESOURCES;
-	g->mr = ndk_vmr_reg(pd, r->start, r->end - r->start, r->start,
-			    IBV_ACCESS_LOCAL_WRITE);
+	g->mr = ndk_verbs_reg(pd, r->start, r->end - r->start, r->start,
+			      IBV_ACCESS_LOCAL_WRITE);
 	if (!g->mr) {
 		NTSTATUS status =
 			ndk_verbs_errno_status(errno, NDK_VERBS_CREATE);

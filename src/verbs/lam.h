@@ -16,9 +16,16 @@
 #include "core/lock.h"
 #include "verbs/verbs.h"
 
-/* The privileged token: an lkey no registration of ours keeps
- * (ndk_vmr_reg gives back none with it). */
+/* The privileged token: an lkey no registration of ours keeps. */
 #define NDK_VERBS_PRIVILEGED_TOKEN 0u
+
+/*
+ * The provider's one registration call (MRs, fast registration, LAMs):
+ * ibv_reg_mr_iova, made again if it gave the privileged token as the
+ * lkey, so the new one gets another key. NULL and errno on failure.
+ */
+struct ibv_mr *ndk_verbs_reg(struct ibv_pd *pd, uint64_t addr, size_t len,
+			     uint64_t iova, int access);
 
 /* One registration of a range on one PD. */
 struct ndk_vlam_reg {

@@ -24,25 +24,6 @@ uint32_t ndk_vmr_fr_max_pages(uint64_t max_mr_size)
 	return n < FR_MAX_PAGES ? (uint32_t)n : FR_MAX_PAGES;
 }
 
-struct ibv_mr *ndk_vmr_reg(struct ibv_pd *pd, uint64_t addr, size_t len,
-			   uint64_t iova, int access)
-{
-	struct ibv_mr *mr, *again;
-
-	mr = ibv_reg_mr_iova(pd, (void *)(uintptr_t)addr, len, iova, access);
-	if (!mr || mr->lkey != NDK_VERBS_PRIVILEGED_TOKEN)
-		return mr;
-	/* Held while the second is made, so that one gets another key. */
-	again = ibv_reg_mr_iova(pd, (void *)(uintptr_t)addr, len, iova, access);
-	ibv_dereg_mr(mr);
-	if (again && again->lkey == NDK_VERBS_PRIVILEGED_TOKEN) {
-		ibv_dereg_mr(again);
-		errno = EAGAIN;
-		return NULL;
-	}
-	return again;
-}
-
 /*
  * NDK_MR_FLAG_* to IBV_ACCESS_*. Remote write is 0x5 in NDK (never
  * without local write), as verbs wants it too; the bare 0x4 bit is
@@ -119,7 +100,7 @@ static NTSTATUS mr_register(NDK_MR *pNdkMr, MDL *Mdl, SIZE_T Length,
 		status = STATUS_INVALID_PARAMETER;
 		goto out;
 	}
-	mr->mr = ndk_vmr_reg(mr->pd->pd, va, Length, va, access);
+	mr->mr = ndk_verbs_reg(mr->pd->pd, va, Length, va, access);
 	if (!mr->mr) {
 		status = ndk_verbs_errno_status(errno, NDK_VERBS_CREATE);
 		goto out;
@@ -253,7 +234,7 @@ NTSTATUS ndk_vmr_fast_register_locked(struct ndk_vmr *mr, struct ndk_vpd *pd,
 	 * what the peer sends for base (docs/verbs.md). */
 	if (!iova_ok && host != base)
 		return STATUS_NOT_SUPPORTED;
-	mr->mr = ndk_vmr_reg(pd->pd, host, length, base, access);
+	mr->mr = ndk_verbs_reg(pd->pd, host, length, base, access);
 	if (!mr->mr)
 		return ndk_verbs_errno_status(errno, NDK_VERBS_CREATE);
 	atomic_store(&mr->lkey, mr->mr->lkey);

@@ -36,14 +36,6 @@ static inline struct ndk_vmr *to_vmr(NDK_MR *mr)
 uint32_t ndk_vmr_fr_max_pages(uint64_t max_mr_size);
 
 /*
- * ibv_reg_mr_iova, never giving back the privileged token as the lkey
- * (verbs/lam.h): such a registration is made again, so it gets another
- * key. NULL and errno on failure.
- */
-struct ibv_mr *ndk_vmr_reg(struct ibv_pd *pd, uint64_t addr, size_t len,
-			   uint64_t iova, int access);
-
-/*
  * NdkFastRegister's registration, at post time (the QP's PD is pd): the
  * checks of the software provider (qp/mr.h), then one ibv_reg_mr_iova
  * of the pages, which must be virtually contiguous, with the consumer's
