@@ -278,7 +278,8 @@ static NTSTATUS vqp_post_slot(struct ndk_vqp *qp, struct ibv_send_wr *wr,
 	wr->wr_id = ndk_vwq_wr_id(&qp->sq, s);
 	wr->sg_list = sge;
 	wr->num_sge = (int)nsge;
-	signaled = ndk_vwq_signal(&qp->sq, flags);
+	/* A registration to drop goes when its slot completes: soon. */
+	signaled = dereg || ndk_vwq_signal(&qp->sq, flags);
 	if (signaled)
 		wr->send_flags |= IBV_SEND_SIGNALED;
 	if (inl)
@@ -306,9 +307,9 @@ static NTSTATUS vqp_post(struct ndk_vqp *qp, struct ibv_send_wr *wr,
 
 /*
  * A request of the QP's own (a fast registration, an MR's invalidation)
- * that must complete in order behind the requests before it: a signaled
+ * that must complete in order behind the requests before it: a
  * zero-length RDMA Write, which the target takes without looking at the
- * (absent) token (IB C9-88; iWARP places nothing), reported as type.
+ * (absent) token (IB C9-88; siw places nothing), reported as type.
  */
 static NTSTATUS vqp_post_marker(struct ndk_vqp *qp, uint16_t type, PVOID ctx,
 				ULONG flags, struct ibv_mr *dereg)
