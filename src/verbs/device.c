@@ -23,6 +23,8 @@
 #include "core/log.h"
 #include "verbs/cm.h"
 #include "verbs/cq.h"
+#include "verbs/lam.h"
+#include "verbs/mr.h"
 #include "verbs/qp.h"
 #include "verbs/srq.h"
 #include "verbs/verbs.h"
@@ -325,7 +327,8 @@ static void verbs_adapter_info(struct ndk_vadapter *v, NDK_ADAPTER_INFO *info)
 	info->MaxRegistrationSize = (SIZE_T)d->max_mr_size;
 	/* Type 2 windows, bound on the send queue (docs/verbs.md). */
 	info->MaxWindowSize = v->mw2 ? (SIZE_T)d->max_mr_size : 0;
-	info->FRMRPageCount = 0; /* fast registration: not yet */
+	/* ibv_reg_mr_iova at post time (docs/verbs.md, Fast registration). */
+	info->FRMRPageCount = ndk_vmr_fr_max_pages(d->max_mr_size);
 	info->MaxInitiatorRequestSge = clamp_ulong(d->max_sge);
 	info->MaxReceiveRequestSge = clamp_ulong(d->max_sge);
 	info->MaxReadRequestSge =
@@ -414,6 +417,10 @@ int ndk_verbs_adapter_init(struct ndk_adapter *ad)
 	if (!v->qps || ndk_vqpmap_init(v->qps))
 		return -ENOMEM;
 	v->qps->on_error = ndk_vqp_wc_error;
+	v->lams = calloc(1, sizeof(*v->lams));
+	if (!v->lams)
+		return -ENOMEM;
+	ndk_vlam_init(v->lams);
 
 	v->comp = ibv_create_comp_channel(v->ctx);
 	v->cm = rdma_create_event_channel();
@@ -548,6 +555,10 @@ void ndk_verbs_adapter_fini(struct ndk_adapter *ad)
 	if (v->qps && v->qps->e)
 		ndk_vqpmap_fini(v->qps);
 	free(v->qps);
+	/* Every PD is gone, and with it every LAM registration. */
+	if (v->lams)
+		ndk_vlam_fini(v->lams);
+	free(v->lams);
 	free(v);
 	ad->priv = NULL;
 }

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The verbs provider's memory region: an ibv_mr once registered. */
+/*
+ * The verbs provider's memory region: an ibv_mr once registered, by
+ * NdkRegisterMr or, for an MR created for fast registration, by
+ * NdkFastRegister (docs/verbs.md, Fast registration).
+ */
 #ifndef NDK_VERBS_MR_H
 #define NDK_VERBS_MR_H
 
@@ -15,6 +19,9 @@ struct ndk_vmr {
 	struct ndk_lock lock; /* registration */
 	struct ibv_mr *mr; /* NULL until NdkRegisterMr */
 	bool local_write; /* registered with it (windows with remote write) */
+	/* NdkInitializeFastRegisterMr done, with these parameters. */
+	bool fr_ready, fr_remote;
+	uint32_t fr_max_pages;
 	/* The tokens, read lock-free by the consumer's data path. */
 	_Atomic uint32_t lkey, rkey;
 };
@@ -23,6 +30,31 @@ static inline struct ndk_vmr *to_vmr(NDK_MR *mr)
 {
 	return container_of(mr, struct ndk_vmr, obj.pub.mr);
 }
+
+/* The largest AdapterPageCount (FRMRPageCount) for a device whose
+ * registrations may be max_mr_size long: as for the software provider. */
+uint32_t ndk_vmr_fr_max_pages(uint64_t max_mr_size);
+
+/*
+ * NdkFastRegister's registration, at post time (the QP's PD is pd): the
+ * checks of the software provider (qp/mr.h), then one ibv_reg_mr_iova
+ * of the pages, which must be virtually contiguous, with the consumer's
+ * base as the iova. The MR's lock is held, by the caller, from here until
+ * the request is posted or ndk_vmr_fast_register_undo. iova_ok: the
+ * device honours an iova other than the address (siw does not).
+ */
+NTSTATUS ndk_vmr_fast_register_locked(struct ndk_vmr *mr, struct ndk_vpd *pd,
+				      const NDK_LOGICAL_ADDRESS *pages,
+				      ULONG count, ULONG fbo, SIZE_T length,
+				      uint64_t base, ULONG flags, bool iova_ok);
+/* The request was not posted: the registration goes again. */
+void ndk_vmr_fast_register_undo(struct ndk_vmr *mr);
+/*
+ * NdkInvalidate of a fast-register MR (lock held): its registration
+ * leaves the MR, tokens and all, and is handed back for deregistration
+ * once the request completes in order (NULL when not registered).
+ */
+struct ibv_mr *ndk_vmr_invalidate_locked(struct ndk_vmr *mr);
 
 NTSTATUS ndk_verbs_create_mr(NDK_PD *pNdkPd, BOOLEAN FastRegister,
 			     NDK_FN_CREATE_COMPLETION CreateCompletion,

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Protection domain. The privileged
- * token is 0, which names no registration: logical addresses from
- * NdkBuildLAM need the LAM support that is not there yet
- * (docs/verbs.md, Not yet).
+ * Protection domain. The privileged token is one that no registration of
+ * ours keeps as its lkey: an SGE carrying it holds a logical address from
+ * NdkBuildLAM (verbs/lam.h, docs/verbs.md, Logical address mappings).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include "core/log.h"
+#include "verbs/lam.h"
 #include "verbs/mr.h"
 #include "verbs/mw.h"
 #include "verbs/pd.h"
@@ -18,6 +18,9 @@ static void pd_destroy(struct ndk_obj *obj)
 {
 	struct ndk_vpd *pd = container_of(obj, struct ndk_vpd, obj);
 
+	/* Its LAM registrations go first, or the PD stays busy. */
+	if (pd->pd && pd->obj.adapter)
+		ndk_vlam_drop_pd(to_vad(pd->obj.adapter)->lams, pd->pd);
 	if (pd->pd && ibv_dealloc_pd(pd->pd))
 		ndk_warn("verbs: pd %p: ibv_dealloc_pd failed (%d)", (void *)pd,
 			 errno);
@@ -33,7 +36,7 @@ static const struct ndk_obj_ops pd_ops = {
 static VOID pd_get_privileged_token(NDK_PD *pNdkPd, UINT32 *pToken)
 {
 	if (pToken)
-		*pToken = 0;
+		*pToken = NDK_VERBS_PRIVILEGED_TOKEN;
 }
 
 static const NDK_PD_DISPATCH pd_dispatch = {

@@ -2,32 +2,17 @@
 /*
  * The verbs provider as the front end sees it (front/provider.h): it
  * serves an interface that an RDMA device's port is attached to.
- * Shared endpoints are the front end's; logical address mappings are not
- * there yet
- * (docs/verbs.md, Not yet).
+ * Shared endpoints are the front end's; logical address mappings are
+ * verbs/lam.c's.
  */
 #include "front/provider.h"
 #include "front/shared_endpoint.h"
 #include "verbs/connector.h"
 #include "verbs/cq.h"
+#include "verbs/lam.h"
 #include "verbs/listener.h"
 #include "verbs/pd.h"
 #include "verbs/verbs.h"
-
-static NTSTATUS verbs_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl,
-				SIZE_T Length,
-				NDK_FN_REQUEST_COMPLETION RequestCompletion,
-				PVOID RequestContext,
-				NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM,
-				ULONG *pLAMSize, ULONG *pFBO)
-{
-	return STATUS_NOT_SUPPORTED;
-}
-
-static VOID verbs_release_lam(NDK_ADAPTER *pNdkAdapter,
-			      NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM)
-{
-}
 
 const struct ndk_provider_ops ndk_verbs_provider = {
 	.name = "verbs",
@@ -40,6 +25,6 @@ const struct ndk_provider_ops ndk_verbs_provider = {
 	.create_shared_endpoint = ndk_create_shared_endpoint,
 	.create_connector = ndk_verbs_create_connector,
 	.create_listener = ndk_verbs_create_listener,
-	.build_lam = verbs_build_lam,
-	.release_lam = verbs_release_lam,
+	.build_lam = ndk_verbs_build_lam,
+	.release_lam = ndk_verbs_release_lam,
 };

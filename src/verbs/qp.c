@@ -15,6 +15,8 @@
 #include <string.h>
 #include "core/log.h"
 #include "verbs/cq.h"
+#include "verbs/lam.h"
+#include "verbs/mr.h"
 #include "verbs/mw.h"
 #include "verbs/qp.h"
 #include "verbs/srq.h"
@@ -200,6 +202,13 @@ static NTSTATUS vqp_receive(NDK_QP *pNdkQp, PVOID RequestContext,
 	 * exists (docs/ndk.md, Work requests). */
 	if (!ndk_verbs_sgl(sge, pSgl, nSge, qp->max_recv_sge, &len))
 		return STATUS_INVALID_PARAMETER;
+	if (ndk_vlam_wanted(sge, nSge)) {
+		NTSTATUS status =
+			ndk_vlam_rewrite(qp->vad->lams, qp->pd->pd, sge, nSge);
+
+		if (status)
+			return status;
+	}
 	s = ndk_vwq_slot(&qp->rq);
 	if (!s)
 		return STATUS_INSUFFICIENT_RESOURCES;
@@ -224,10 +233,14 @@ static NTSTATUS vqp_receive(NDK_QP *pNdkQp, PVOID RequestContext,
 	return STATUS_SUCCESS;
 }
 
-/* Every initiator request: one slot, one ibv_post_send. */
-static NTSTATUS vqp_post(struct ndk_vqp *qp, struct ibv_send_wr *wr,
-			 uint16_t type, PVOID ctx, const NDK_SGE *sgl,
-			 ULONG nsge, ULONG flags, uint32_t max_sge)
+/*
+ * Every initiator request: one slot, one ibv_post_send. dereg: an
+ * invalidated registration the slot deregisters when it is released.
+ */
+static NTSTATUS vqp_post_slot(struct ndk_vqp *qp, struct ibv_send_wr *wr,
+			      uint16_t type, PVOID ctx, const NDK_SGE *sgl,
+			      ULONG nsge, ULONG flags, uint32_t max_sge,
+			      struct ibv_mr *dereg)
 {
 	const NDK_ADAPTER_INFO *info = &qp->obj.adapter->info;
 	bool inl = flags & NDK_OP_FLAG_INLINE;
@@ -245,6 +258,15 @@ static NTSTATUS vqp_post(struct ndk_vqp *qp, struct ibv_send_wr *wr,
 			   &len) ||
 	    (inl && len > qp->max_inline) || len > info->MaxTransferLength)
 		return STATUS_INVALID_PARAMETER;
+	/* Logical addresses (verbs/lam.h); an inline request's tokens are
+	 * ignored. */
+	if (!inl && ndk_vlam_wanted(sge, nsge)) {
+		NTSTATUS status =
+			ndk_vlam_rewrite(qp->vad->lams, qp->pd->pd, sge, nsge);
+
+		if (status)
+			return status;
+	}
 	s = ndk_vwq_slot(&qp->sq);
 	if (!s)
 		return STATUS_INSUFFICIENT_RESOURCES;
@@ -256,20 +278,48 @@ static NTSTATUS vqp_post(struct ndk_vqp *qp, struct ibv_send_wr *wr,
 	wr->wr_id = ndk_vwq_wr_id(&qp->sq, s);
 	wr->sg_list = sge;
 	wr->num_sge = (int)nsge;
-	signaled = ndk_vwq_signal(&qp->sq, flags);
+	/* A registration to drop goes when its slot completes: soon. */
+	signaled = dereg || ndk_vwq_signal(&qp->sq, flags);
 	if (signaled)
 		wr->send_flags |= IBV_SEND_SIGNALED;
 	if (inl)
 		wr->send_flags |= IBV_SEND_INLINE;
 	if (flags & NDK_OP_FLAG_READ_FENCE)
 		wr->send_flags |= IBV_SEND_FENCE;
+	s->dereg = dereg;
 	ndk_vwq_commit(&qp->sq, s, signaled);
 	ret = ibv_post_send(qp->qp, wr, &bad);
 	if (ret) {
+		s->dereg = NULL; /* still the caller's */
 		ndk_vwq_uncommit(&qp->sq, s);
 		return ndk_verbs_errno_status(ret, NDK_VERBS_POST);
 	}
 	return STATUS_SUCCESS;
+}
+
+static NTSTATUS vqp_post(struct ndk_vqp *qp, struct ibv_send_wr *wr,
+			 uint16_t type, PVOID ctx, const NDK_SGE *sgl,
+			 ULONG nsge, ULONG flags, uint32_t max_sge)
+{
+	return vqp_post_slot(qp, wr, type, ctx, sgl, nsge, flags, max_sge,
+			     NULL);
+}
+
+/*
+ * A request of the QP's own (a fast registration, an MR's invalidation)
+ * that must complete in order behind the requests before it: a
+ * zero-length RDMA Write, which the target takes without looking at the
+ * (absent) token (IB C9-88; siw places nothing), reported as type.
+ */
+static NTSTATUS vqp_post_marker(struct ndk_vqp *qp, uint16_t type, PVOID ctx,
+				ULONG flags, struct ibv_mr *dereg)
+{
+	struct ibv_send_wr wr;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	flags &= NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_READ_FENCE;
+	return vqp_post_slot(qp, &wr, type, ctx, NULL, 0, flags, 0, dereg);
 }
 
 static NTSTATUS vqp_send(NDK_QP *pNdkQp, PVOID RequestContext,
@@ -358,20 +408,64 @@ static NTSTATUS vqp_bind(NDK_QP *pNdkQp, PVOID RequestContext, NDK_MR *pMr,
 	return status;
 }
 
+/*
+ * Fast registration (docs/verbs.md, Fast registration): user-space verbs
+ * has no such work request, so the MR is registered now (ibv_reg_mr_iova)
+ * and a marker request gives the completion its place in order.
+ */
 static NTSTATUS vqp_fast_register(NDK_QP *pNdkQp, PVOID RequestContext,
 				  NDK_MR *pMr, ULONG AdapterPageCount,
 				  CONST NDK_LOGICAL_ADDRESS *AdapterPageArray,
 				  ULONG FBO, SIZE_T Length,
 				  PVOID BaseVirtualAddress, ULONG Flags)
 {
-	return STATUS_NOT_SUPPORTED;
+	struct ndk_vqp *qp = to_vqp(pNdkQp);
+	struct ndk_vmr *mr;
+	NTSTATUS status;
+
+	if (!pMr || pMr->Header.ObjectType != NdkObjectTypeMr)
+		return STATUS_INVALID_PARAMETER;
+	if (ndk_vqp_state(qp) != VQP_CONNECTED)
+		return STATUS_CONNECTION_INVALID;
+	mr = to_vmr(pMr);
+	ndk_lock(&mr->lock);
+	status = ndk_vmr_fast_register_locked(
+		mr, qp->pd, AdapterPageArray, AdapterPageCount, FBO, Length,
+		(uint64_t)(uintptr_t)BaseVirtualAddress, Flags, !qp->vad->siw);
+	if (!status) {
+		status = vqp_post_marker(qp, NdkOperationTypeFastRegister,
+					 RequestContext, Flags, NULL);
+		if (status)
+			ndk_vmr_fast_register_undo(mr);
+	}
+	ndk_unlock(&mr->lock);
+	return status;
+}
+
+/* NdkInvalidate of a fast-register MR: deregistered in order. */
+static NTSTATUS vqp_invalidate_mr(struct ndk_vqp *qp, PVOID ctx,
+				  struct ndk_vmr *mr, ULONG flags)
+{
+	struct ibv_mr *old;
+	NTSTATUS status;
+
+	if (ndk_vqp_state(qp) != VQP_CONNECTED)
+		return STATUS_CONNECTION_INVALID;
+	ndk_lock(&mr->lock);
+	old = ndk_vmr_invalidate_locked(mr);
+	status = vqp_post_marker(qp, NdkOperationTypeInvalidate, ctx, flags,
+				 old);
+	if (status && old)
+		mr->mr = old; /* not posted: still registered */
+	ndk_unlock(&mr->lock);
+	return status;
 }
 
 /*
- * A window's local invalidation. MRs: fast registration is not there yet
- * (docs/verbs.md, Not yet), and a normal MR cannot be invalidated, which
- * is refused inline (the device would fail the QP, and a completion
- * cannot be made up in its CQ).
+ * Local invalidation: a window's posts IBV_WR_LOCAL_INV; a fast-register
+ * MR's is deregistered in order; a normal MR cannot be invalidated,
+ * which is refused inline (the device would fail the QP, and a
+ * completion cannot be made up in its CQ).
  */
 static NTSTATUS vqp_invalidate(NDK_QP *pNdkQp, PVOID RequestContext,
 			       NDK_OBJECT_HEADER *pNdkMrOrMw, ULONG Flags)
@@ -382,8 +476,13 @@ static NTSTATUS vqp_invalidate(NDK_QP *pNdkQp, PVOID RequestContext,
 	if (!pNdkMrOrMw || (pNdkMrOrMw->ObjectType != NdkObjectTypeMr &&
 			    pNdkMrOrMw->ObjectType != NdkObjectTypeMw))
 		return STATUS_INVALID_PARAMETER;
-	if (pNdkMrOrMw->ObjectType == NdkObjectTypeMr)
-		return STATUS_INVALID_DEVICE_REQUEST;
+	if (pNdkMrOrMw->ObjectType == NdkObjectTypeMr) {
+		struct ndk_vmr *mr = to_vmr((NDK_MR *)pNdkMrOrMw);
+
+		if (!mr->fast)
+			return STATUS_INVALID_DEVICE_REQUEST;
+		return vqp_invalidate_mr(qp, RequestContext, mr, Flags);
+	}
 	memset(&wr, 0, sizeof(wr));
 	wr.opcode = IBV_WR_LOCAL_INV;
 	wr.invalidate_rkey = atomic_load_explicit(

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/log.h"
+#include "verbs/lam.h"
 #include "verbs/srq.h"
 
 /* The consumer's notification (engine thread, no lock held). */
@@ -81,6 +82,14 @@ static NTSTATUS vsrq_receive(NDK_SRQ *pNdkSrq, PVOID RequestContext,
 
 	if (!ndk_verbs_sgl(sge, pSgl, nSge, srq->max_sge, &len))
 		return STATUS_INVALID_PARAMETER;
+	if (ndk_vlam_wanted(sge, nSge)) {
+		/* Logical addresses (verbs/lam.h), on the SRQ's PD. */
+		NTSTATUS status = ndk_vlam_rewrite(srq->vad->lams, srq->srq->pd,
+						   sge, nSge);
+
+		if (status)
+			return status;
+	}
 	index = ndk_vsrqslots_get(&srq->slots, RequestContext);
 	if (index < 0)
 		return STATUS_INSUFFICIENT_RESOURCES;

@@ -9,6 +9,7 @@
  *                NDK_ADAPTER_INFO from the device's limits
  *   status.c     errno, work completion and rdma_cm event statuses
  *   pd.c, cq.c, mr.c, qp.c      the objects, one file each
+ *   lam.c        logical address mappings, the privileged token
  *   wr.c         work request slots, their completions, the QP key map
  *   cm.c         the rdma_cm event channel: events to their objects
  *   worker.c     the thread for rdma_cm calls that block
@@ -27,6 +28,7 @@
 #include "verbs/worker.h"
 
 struct ndk_vqpmap;
+struct ndk_vlam_table;
 
 /* What the verbs provider keeps per adapter (ad->priv). */
 struct ndk_vadapter {
@@ -47,6 +49,8 @@ struct ndk_vadapter {
 	uint32_t max_inline; /* found by trying, see device.c */
 	ULONG max_reject_data; /* private data of a reject */
 
+	/* Live logical address mappings (verbs/lam.h). */
+	struct ndk_vlam_table *lams;
 	/* Work-request keys to QPs (verbs/wr.h). */
 	struct ndk_vqpmap *qps;
 	/* Completion events of every CQ of the adapter, on the engine. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/compiler.h"
+#include "core/log.h"
 #include "oid/registry.h"
 #include "verbs/wr.h"
 
@@ -380,8 +381,22 @@ int ndk_vwq_init(struct ndk_vwq *wq, uint32_t depth, bool recv,
 	return 0;
 }
 
+/* The slot leaves the queue: what it was to deregister goes now. */
+static void slot_retire(struct ndk_vslot *s)
+{
+	if (s->dereg && ibv_dereg_mr(s->dereg))
+		ndk_warn("verbs: invalidated MR: ibv_dereg_mr failed (%d)",
+			 errno);
+	s->dereg = NULL;
+}
+
 void ndk_vwq_fini(struct ndk_vwq *wq)
 {
+	uint32_t head = atomic_load(&wq->head), tail = atomic_load(&wq->tail);
+
+	/* The QP is gone: nothing still uses what its slots hold. */
+	for (; wq->slots && head != tail; head++)
+		slot_retire(&wq->slots[head % wq->depth]);
 	free(wq->slots);
 	wq->slots = NULL;
 }
@@ -606,8 +621,11 @@ static void wq_release(struct ndk_vwq *wq,
 				break;
 			if (s->report)
 				out(arg, &s->res, s->solicited);
+			slot_retire(s);
 		} else if (s->signaled || !ahead || ahead >= 0x80000000u) {
 			break; /* still running, or nothing behind it done */
+		} else {
+			slot_retire(s);
 		}
 		head++;
 	}

@@ -44,6 +44,9 @@ struct ndk_vslot {
 	bool done; /* its work completion came */
 	bool report; /* ... and gives the consumer a result */
 	bool solicited;
+	/* An invalidated fast registration, deregistered when the slot is
+	 * released: in order behind the requests that may still use it. */
+	struct ibv_mr *dereg;
 	NDK_RESULT_EX res;
 };
 

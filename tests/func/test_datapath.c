@@ -466,33 +466,113 @@ static void test_window_bind_and_invalidate(void **state)
 	assert_int_equal(P.buf[4096 + 100], 0x3c);
 }
 
-/* A local Invalidate of a bound window completes in order. */
+/*
+ * The base address of a fast registration over mem: the consumer's own
+ * (base), except on siw, which places at the host address whatever the
+ * iova and so refuses any other base (docs/verbs.md, Fast registration).
+ */
+static uint64_t fr_base(uint8_t *mem, uint64_t base)
+{
+	return cm_device_is(&srv, "siw") ? (uint64_t)(uintptr_t)mem : base;
+}
+
+/* The LAM of one page-aligned range of P's buffer (its pages in u). */
+union lam1 {
+	NDK_LOGICAL_ADDRESS_MAPPING lam;
+	uint8_t raw[64];
+};
+
+static PMDL lam_of(uint8_t *mem, size_t len, union lam1 *u)
+{
+	PMDL mdl = IoAllocateMdl(mem, (ULONG)len, FALSE, FALSE, NULL);
+	ULONG lam_size = sizeof(*u), fbo = 1;
+
+	assert_non_null(mdl);
+	assert_int_equal(srv.ad->Dispatch->NdkBuildLAM(srv.ad, mdl, len, NULL,
+						       NULL, &u->lam, &lam_size,
+						       &fbo),
+			 STATUS_SUCCESS);
+	assert_int_equal(fbo, 0);
+	return mdl;
+}
+
+/*
+ * A local Invalidate completes in order: of a fast-registered MR, whose
+ * token then names nothing, and of a bound window where the adapter has
+ * windows. A normal MR cannot be invalidated: the software provider
+ * completes the request with an error, the verbs provider refuses it
+ * inline (docs/verbs.md, Memory windows).
+ */
 static void test_local_invalidate(void **state)
 {
-	NDK_MW *mw;
+	uint8_t *mem = P.buf + (8 << 20); /* page-aligned, registered */
+	uint64_t base = fr_base(mem, 0x300000);
+	NDK_SGE s = sge(A.buf, 64, A.ltok);
 	NDK_RESULT_EX res[2];
+	union lam1 u;
+	NDK_MR *fr;
+	NDK_MW *mw;
+	PMDL mdl;
+	UINT32 tok;
+	NTSTATUS st;
 
-	cm_require(cli.info.FRMRPageCount > 0, "fast registration");
-	assert_int_equal(srv.pd->Dispatch->NdkCreateMw(srv.pd, NULL, NULL, &mw),
-			 STATUS_SUCCESS);
-	assert_int_equal(P.qp->Dispatch->NdkBind(P.qp, (PVOID)1, P.mr, mw,
-						 P.buf, 64,
-						 NDK_OP_FLAG_ALLOW_REMOTE_READ),
-			 STATUS_SUCCESS);
+	cm_require(srv.info.FRMRPageCount > 0, "fast registration");
+	mdl = lam_of(mem, PAGE_SIZE, &u);
 	assert_int_equal(
-		P.qp->Dispatch->NdkInvalidate(P.qp, (PVOID)2, &mw->Header, 0),
+		srv.pd->Dispatch->NdkCreateMr(srv.pd, TRUE, NULL, NULL, &fr),
 		STATUS_SUCCESS);
-	/* A normal MR cannot be invalidated: completes with an error. */
+	assert_int_equal(fr->Dispatch->NdkInitializeFastRegisterMr(fr, 1, TRUE,
+								   NULL, NULL),
+			 STATUS_SUCCESS);
+	assert_int_equal(P.qp->Dispatch->NdkFastRegister(
+				 P.qp, (PVOID)1, fr, 1, u.lam.AdapterPageArray,
+				 0, PAGE_SIZE, (PVOID)(uintptr_t)base,
+				 NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
+			 STATUS_SUCCESS);
+	tok = fr->Dispatch->NdkGetRemoteTokenFromMr(fr);
 	assert_int_equal(
-		P.qp->Dispatch->NdkInvalidate(P.qp, (PVOID)3, &P.mr->Header, 0),
+		P.qp->Dispatch->NdkInvalidate(P.qp, (PVOID)2, &fr->Header, 0),
 		STATUS_SUCCESS);
 	assert_int_equal(poll_cq(srv.cq, res, 2), 2);
-	assert_int_equal(res[0].Type, NdkOperationTypeBind);
-	assert_ptr_equal(res[0].RequestContext, (PVOID)1);
-	assert_int_equal(res[1].Type, NdkOperationTypeInvalidate);
-	assert_int_equal(res[1].Status, STATUS_SUCCESS);
-	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
-	assert_int_equal(res[0].Status, STATUS_INVALID_DEVICE_REQUEST);
+	expect_result(&res[0], 1, NdkOperationTypeFastRegister, STATUS_SUCCESS);
+	expect_result(&res[1], 2, NdkOperationTypeInvalidate, STATUS_SUCCESS);
+
+	if (srv.info.MaxWindowSize) {
+		assert_int_equal(
+			srv.pd->Dispatch->NdkCreateMw(srv.pd, NULL, NULL, &mw),
+			STATUS_SUCCESS);
+		assert_int_equal(P.qp->Dispatch->NdkBind(
+					 P.qp, (PVOID)3, P.mr, mw, P.buf, 64,
+					 NDK_OP_FLAG_ALLOW_REMOTE_READ),
+				 STATUS_SUCCESS);
+		assert_int_equal(P.qp->Dispatch->NdkInvalidate(P.qp, (PVOID)4,
+							       &mw->Header, 0),
+				 STATUS_SUCCESS);
+		assert_int_equal(poll_cq(srv.cq, res, 2), 2);
+		expect_result(&res[0], 3, NdkOperationTypeBind, STATUS_SUCCESS);
+		expect_result(&res[1], 4, NdkOperationTypeInvalidate,
+			      STATUS_SUCCESS);
+	}
+
+	st = P.qp->Dispatch->NdkInvalidate(P.qp, (PVOID)5, &P.mr->Header, 0);
+	if (cm_provider_is(&srv, "verbs")) {
+		assert_int_equal(st, STATUS_INVALID_DEVICE_REQUEST);
+	} else {
+		assert_int_equal(st, STATUS_SUCCESS);
+		assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+		expect_result(&res[0], 5, NdkOperationTypeInvalidate,
+			      STATUS_INVALID_DEVICE_REQUEST);
+	}
+
+	/* The invalidated token: a Write through it ends the connection. */
+	memset(mem, 0x3c, 64);
+	assert_int_equal(
+		A.qp->Dispatch->NdkWrite(A.qp, NULL, &s, 1, base, tok, 0),
+		STATUS_SUCCESS);
+	assert_true(tu_wait_until(disc_seen, &P, 5000));
+	assert_int_equal(mem[0], 0x3c);
+	srv.ad->Dispatch->NdkReleaseLAM(srv.ad, &u.lam);
+	IoFreeMdl(mdl);
 }
 
 /* Fast registration from a LAM's page list, then a remote write into it. */
@@ -500,15 +580,14 @@ static void test_fast_register(void **state)
 {
 	NDK_MR *fr;
 	uint8_t *mem = P.buf + (8 << 20); /* page-aligned, registered */
-	PMDL mdl = IoAllocateMdl(mem, 4 * PAGE_SIZE, FALSE, FALSE, NULL);
-	union {
-		NDK_LOGICAL_ADDRESS_MAPPING lam;
-		uint8_t raw[64];
-	} u;
-	ULONG lam_size = sizeof(u), fbo = 0;
+	uint64_t base = fr_base(mem, 0x100000);
+	union lam1 u;
 	UINT32 tok;
 	NDK_RESULT_EX res[1];
 	NDK_SGE s = sge(A.buf, 3 * PAGE_SIZE, A.ltok);
+	ULONG flags =
+		NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_ALLOW_LOCAL_WRITE;
+	PMDL mdl;
 
 	cm_require(cli.info.FRMRPageCount > 0, "fast registration");
 	assert_int_equal(
@@ -517,29 +596,168 @@ static void test_fast_register(void **state)
 	assert_int_equal(fr->Dispatch->NdkInitializeFastRegisterMr(fr, 4, TRUE,
 								   NULL, NULL),
 			 STATUS_SUCCESS);
-	assert_int_equal(
-		srv.ad->Dispatch->NdkBuildLAM(srv.ad, mdl, 4 * PAGE_SIZE, NULL,
-					      NULL, &u.lam, &lam_size, &fbo),
-		STATUS_SUCCESS);
+	mdl = lam_of(mem, 4 * PAGE_SIZE, &u);
 	assert_int_equal(u.lam.AdapterPageCount, 4);
+	if (base != 0x100000)
+		/* siw: a base other than the host address is refused, and
+		 * the MR stays as it was. */
+		assert_int_equal(P.qp->Dispatch->NdkFastRegister(
+					 P.qp, (PVOID)3, fr, 4,
+					 u.lam.AdapterPageArray, 0,
+					 4 * PAGE_SIZE, (PVOID)0x100000, flags),
+				 STATUS_NOT_SUPPORTED);
 	assert_int_equal(P.qp->Dispatch->NdkFastRegister(
 				 P.qp, (PVOID)4, fr, 4, u.lam.AdapterPageArray,
-				 0, 4 * PAGE_SIZE, (PVOID)0x100000,
-				 NDK_OP_FLAG_ALLOW_REMOTE_WRITE |
-					 NDK_OP_FLAG_ALLOW_LOCAL_WRITE),
+				 0, 4 * PAGE_SIZE, (PVOID)(uintptr_t)base,
+				 flags),
 			 STATUS_SUCCESS);
 	tok = fr->Dispatch->NdkGetRemoteTokenFromMr(fr);
 	poll_one_ok(srv.cq, res, NdkOperationTypeFastRegister);
-	/* Its own address space: base 0x100000, a page in. */
+	assert_ptr_equal(res[0].RequestContext, (PVOID)4);
+	/* Its own address space: the base, a page in. */
 	fill(A.buf, 3 * PAGE_SIZE, 21);
 	memset(mem, 0, 4 * PAGE_SIZE);
 	assert_int_equal(A.qp->Dispatch->NdkWrite(A.qp, NULL, &s, 1,
-						  0x100000 + PAGE_SIZE, tok,
+						  base + PAGE_SIZE, tok,
 						  NDK_OP_FLAG_SILENT_SUCCESS),
 			 STATUS_SUCCESS);
 	placed_by_send();
 	assert_memory_equal(mem + PAGE_SIZE, A.buf, 3 * PAGE_SIZE);
 	assert_int_equal(mem[0], 0);
+	srv.ad->Dispatch->NdkReleaseLAM(srv.ad, &u.lam);
+	IoFreeMdl(mdl);
+}
+
+/*
+ * SGEs with the privileged token carry logical addresses from
+ * NdkBuildLAM: a Send from one, a receive into one, a Read into one.
+ * Outside every live LAM (after NdkReleaseLAM too) such an SGE is an
+ * access violation: inline for the verbs provider (docs/verbs.md,
+ * Logical address mappings), in the request's completion for the
+ * software provider.
+ */
+static void test_privileged_token_sges(void **state)
+{
+	uint8_t *amem = A.buf + (4 << 20), *pmem = P.buf + (4 << 20);
+	union lam1 ua, up;
+	PMDL amdl = IoAllocateMdl(amem, 2 * PAGE_SIZE, FALSE, FALSE, NULL);
+	PMDL pmdl;
+	ULONG lam_size = sizeof(ua), fbo = 0;
+	UINT32 atok, ptok;
+	NDK_RESULT_EX res[1];
+	NDK_SGE s, r;
+	NTSTATUS st;
+	uint64_t la;
+
+	cm_require(cli.info.FRMRPageCount > 0, "fast registration");
+	cli.pd->Dispatch->NdkGetPrivilegedMemoryRegionToken(cli.pd, &atok);
+	srv.pd->Dispatch->NdkGetPrivilegedMemoryRegionToken(srv.pd, &ptok);
+	assert_int_equal(
+		cli.ad->Dispatch->NdkBuildLAM(cli.ad, amdl, 2 * PAGE_SIZE, NULL,
+					      NULL, &ua.lam, &lam_size, &fbo),
+		STATUS_SUCCESS);
+	pmdl = lam_of(pmem, PAGE_SIZE, &up);
+
+	/* A Send from A's LAM (across its page boundary) into P's. */
+	la = (uint64_t)ua.lam.AdapterPageArray[0].QuadPart + fbo;
+	fill(amem, 2 * PAGE_SIZE, 51);
+	memset(pmem, 0, PAGE_SIZE);
+	s = sge((void *)(uintptr_t)(la + PAGE_SIZE - 1000), 3000, atok);
+	r = sge((void *)(uintptr_t)up.lam.AdapterPageArray[0].QuadPart, 3000,
+		ptok);
+	assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, (PVOID)1, &r, 1),
+			 STATUS_SUCCESS);
+	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, (PVOID)2, &s, 1, 0),
+			 STATUS_SUCCESS);
+	poll_one_ok(srv.cq, res, NdkOperationTypeReceive);
+	assert_int_equal(res[0].BytesTransferred, 3000);
+	poll_one_ok(cli.cq, res, NdkOperationTypeSend);
+	assert_memory_equal(pmem, amem + PAGE_SIZE - 1000, 3000);
+
+	/* A Read from P's registered buffer into A's LAM. */
+	fill(P.buf, 5000, 52);
+	memset(amem, 0, 2 * PAGE_SIZE);
+	s = sge((void *)(uintptr_t)la, 5000, atok);
+	assert_int_equal(A.qp->Dispatch->NdkRead(A.qp, (PVOID)3, &s, 1,
+						 (UINT64)(uintptr_t)P.buf,
+						 P.rtok, 0),
+			 STATUS_SUCCESS);
+	poll_one_ok(cli.cq, res, NdkOperationTypeRead);
+	assert_memory_equal(amem, P.buf, 5000);
+
+	/* Released: the logical address names nothing any more. */
+	cli.ad->Dispatch->NdkReleaseLAM(cli.ad, &ua.lam);
+	s = sge((void *)(uintptr_t)la, 100, atok);
+	st = A.qp->Dispatch->NdkSend(A.qp, (PVOID)4, &s, 1, 0);
+	if (cm_provider_is(&cli, "verbs")) {
+		assert_int_equal(st, STATUS_ACCESS_VIOLATION);
+	} else {
+		assert_int_equal(st, STATUS_SUCCESS);
+		assert_int_equal(poll_cq(cli.cq, res, 1), 1);
+		expect_result(&res[0], 4, NdkOperationTypeSend,
+			      STATUS_ACCESS_VIOLATION);
+	}
+	srv.ad->Dispatch->NdkReleaseLAM(srv.ad, &up.lam);
+	IoFreeMdl(amdl);
+	IoFreeMdl(pmdl);
+}
+
+/*
+ * A peer's SendAndInvalidate of a fast-registered MR's token. The
+ * software provider invalidates it: ReceiveAndInvalidate with the token,
+ * and a Write through it then ends the connection. The verbs provider's
+ * fast registration is a user registration, which siw and rxe refuse to
+ * invalidate: the receive fails with STATUS_REMOTE_RESOURCES and the
+ * connection ends (docs/verbs.md, Fast registration).
+ */
+static void test_remote_invalidate_fast_mr(void **state)
+{
+	uint8_t *mem = P.buf + (8 << 20); /* page-aligned, registered */
+	uint64_t base = fr_base(mem, 0x500000);
+	NDK_SGE s = sge(A.buf, 64, A.ltok);
+	NDK_RESULT_EX res[1];
+	union lam1 u;
+	NDK_MR *fr;
+	PMDL mdl;
+	UINT32 tok;
+
+	cm_require(srv.info.FRMRPageCount > 0, "fast registration");
+	mdl = lam_of(mem, PAGE_SIZE, &u);
+	assert_int_equal(
+		srv.pd->Dispatch->NdkCreateMr(srv.pd, TRUE, NULL, NULL, &fr),
+		STATUS_SUCCESS);
+	assert_int_equal(fr->Dispatch->NdkInitializeFastRegisterMr(fr, 1, TRUE,
+								   NULL, NULL),
+			 STATUS_SUCCESS);
+	assert_int_equal(P.qp->Dispatch->NdkFastRegister(
+				 P.qp, (PVOID)1, fr, 1, u.lam.AdapterPageArray,
+				 0, PAGE_SIZE, (PVOID)(uintptr_t)base,
+				 NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
+			 STATUS_SUCCESS);
+	tok = fr->Dispatch->NdkGetRemoteTokenFromMr(fr);
+	poll_one_ok(srv.cq, res, NdkOperationTypeFastRegister);
+	assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, (PVOID)2, NULL, 0),
+			 STATUS_SUCCESS);
+	assert_int_equal(
+		A.qp->Dispatch->NdkSendAndInvalidate(
+			A.qp, NULL, NULL, 0, NDK_OP_FLAG_SILENT_SUCCESS, tok),
+		STATUS_SUCCESS);
+	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+	if (cm_provider_is(&srv, "verbs")) {
+		expect_result(&res[0], 2, NdkOperationTypeReceive,
+			      STATUS_REMOTE_RESOURCES);
+	} else {
+		expect_result(&res[0], 2, NdkOperationTypeReceiveAndInvalidate,
+			      STATUS_SUCCESS);
+		assert_int_equal(res[0].TypeSpecificCompletionOutput, tok);
+		memset(mem, 0x3c, 64);
+		assert_int_equal(A.qp->Dispatch->NdkWrite(A.qp, NULL, &s, 1,
+							  base, tok, 0),
+				 STATUS_SUCCESS);
+	}
+	assert_true(tu_wait_until(disc_seen, &P, 5000));
+	/* Nothing landed through the token. */
+	assert_true(cm_provider_is(&srv, "verbs") || mem[0] == 0x3c);
 	srv.ad->Dispatch->NdkReleaseLAM(srv.ad, &u.lam);
 	IoFreeMdl(mdl);
 }
@@ -776,6 +994,10 @@ int main(void)
 						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_fast_register, setup,
 						dp_teardown),
+		cmocka_unit_test_setup_teardown(test_privileged_token_sges,
+						setup, dp_teardown),
+		cmocka_unit_test_setup_teardown(test_remote_invalidate_fast_mr,
+						setup, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_inline_send, setup,
 						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_read_fence, setup,

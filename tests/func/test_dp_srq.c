@@ -2,7 +2,8 @@
 /*
  * Shared receive queues: one SRQ feeding one QP (two-SGE receives, in
  * SRQ order, one message each) and two QPs (every receive used once, each
- * QP taking them in order for its messages in order).
+ * QP taking them in order for its messages in order); a receive into a
+ * logical address.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -79,6 +80,63 @@ static void test_srq_in_order(void **state)
 	}
 	assert_cq_quiet(srv.cq);
 	assert_int_equal(atomic_load(&A.disc) + atomic_load(&P.disc), 0);
+}
+
+/*
+ * An SRQ receive whose SGE carries the privileged token and a logical
+ * address from NdkBuildLAM (the verbs provider registers the LAM on the
+ * SRQ's PD when the receive is posted: docs/verbs.md, Logical address
+ * mappings).
+ */
+static void test_srq_logical_address(void **state)
+{
+	uint8_t *mem = P.buf + (1 << 20); /* page-aligned */
+	union {
+		NDK_LOGICAL_ADDRESS_MAPPING lam;
+		uint8_t raw[64];
+	} u;
+	ULONG lam_size = sizeof(u), fbo = 0;
+	PMDL mdl = IoAllocateMdl(mem, 2 * PAGE_SIZE, FALSE, FALSE, NULL);
+	NDK_RESULT_EX res[1];
+	NDK_SRQ *srq;
+	NDK_SGE s;
+	UINT32 tok;
+
+	cm_require(srv.info.MaxSrqDepth > 0, "shared receive queues");
+	cm_require(srv.info.FRMRPageCount > 0, "logical address mappings");
+	assert_int_equal(srv.pd->Dispatch->NdkCreateSrq(srv.pd, 16, 1, 0, NULL,
+							NULL, NULL, NULL, NULL,
+							&srq),
+			 STATUS_SUCCESS);
+	assert_int_equal(srv.pd->Dispatch->NdkCreateQpWithSrq(
+				 srv.pd, srv.cq, srv.cq, srq, (PVOID)0x5151, 16,
+				 1, 0, NULL, NULL, &P.qp),
+			 STATUS_SUCCESS);
+	A.qp = big_qp(&cli);
+	connect_sides(&A, &P);
+	assert_int_equal(
+		srv.ad->Dispatch->NdkBuildLAM(srv.ad, mdl, 2 * PAGE_SIZE, NULL,
+					      NULL, &u.lam, &lam_size, &fbo),
+		STATUS_SUCCESS);
+	srv.pd->Dispatch->NdkGetPrivilegedMemoryRegionToken(srv.pd, &tok);
+	memset(mem, 0x11, 2 * PAGE_SIZE);
+	fill(A.buf, 6000, 33);
+	s = sge((void *)(uintptr_t)(u.lam.AdapterPageArray[0].QuadPart + 100),
+		6000, tok);
+	assert_int_equal(srq->Dispatch->NdkSrqReceive(srq, (PVOID)7, &s, 1),
+			 STATUS_SUCCESS);
+	post_send(A.qp, 8, A.buf, 6000, A.ltok, 0);
+	assert_int_equal(poll_cq(srv.cq, res, 1), 1);
+	expect_result(&res[0], 7, NdkOperationTypeReceive, STATUS_SUCCESS);
+	assert_ptr_equal(res[0].QPContext, (PVOID)0x5151);
+	assert_int_equal(res[0].BytesTransferred, 6000);
+	assert_memory_equal(mem + 100, A.buf, 6000);
+	assert_int_equal(mem[99], 0x11);
+	assert_int_equal(mem[6100], 0x11);
+	assert_int_equal(poll_cq(cli.cq, res, 1), 1);
+	expect_result(&res[0], 8, NdkOperationTypeSend, STATUS_SUCCESS);
+	srv.ad->Dispatch->NdkReleaseLAM(srv.ad, &u.lam);
+	IoFreeMdl(mdl);
 }
 
 static struct side A2, P2;
@@ -274,6 +332,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_srq_shared_by_two_qps,
 						dp_setup_hosts, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_srq_threshold,
+						dp_setup_hosts, dp_teardown),
+		cmocka_unit_test_setup_teardown(test_srq_logical_address,
 						dp_setup_hosts, dp_teardown),
 	};
 
