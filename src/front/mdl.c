@@ -5,6 +5,7 @@
  * which is all the NDK functions that take one need.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -112,4 +113,50 @@ int ndk_mem_check_mapped(uint64_t va, uint64_t len)
 		p += chunk;
 	}
 	return 0;
+}
+
+#define LAM_PAGE_MASK ((uint64_t)PAGE_SIZE - 1)
+
+NTSTATUS ndk_lam_plan(const MDL *Mdl, SIZE_T Length,
+		      const NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM,
+		      ULONG *pLAMSize, struct ndk_lam_plan *plan)
+{
+	uint64_t need;
+
+	/* Length 0, past the MDL chain, or not virtually contiguous. */
+	if (ndk_mdl_range(Mdl, Length, &plan->va))
+		return STATUS_INVALID_PARAMETER;
+	plan->first = plan->va & ~LAM_PAGE_MASK;
+	plan->count =
+		(((plan->va + Length - 1) & ~LAM_PAGE_MASK) - plan->first) /
+			PAGE_SIZE +
+		1;
+	need = offsetof(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageArray) +
+	       plan->count * sizeof(NDK_LOGICAL_ADDRESS);
+	/* The size is reported in a ULONG: larger LAMs cannot be described. */
+	if (need > UINT32_MAX)
+		return STATUS_INSUFFICIENT_RESOURCES;
+	plan->size = (ULONG)need;
+	if (ndk_mem_check_mapped(plan->va, Length))
+		return STATUS_INVALID_PARAMETER;
+	if (!pNdkLAM || *pLAMSize < need) {
+		*pLAMSize = plan->size;
+		return STATUS_BUFFER_TOO_SMALL;
+	}
+	return STATUS_SUCCESS;
+}
+
+void ndk_lam_fill(const struct ndk_lam_plan *plan, uint64_t cookie,
+		  NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM, ULONG *pLAMSize,
+		  ULONG *pFBO)
+{
+	uint64_t i;
+
+	pNdkLAM->AdapterContext = (PVOID)(uintptr_t)cookie;
+	pNdkLAM->AdapterPageCount = (ULONG)plan->count;
+	for (i = 0; i < plan->count; i++)
+		pNdkLAM->AdapterPageArray[i].QuadPart =
+			(LONGLONG)(plan->first + i * PAGE_SIZE);
+	*pLAMSize = plan->size;
+	*pFBO = (ULONG)(plan->va & LAM_PAGE_MASK);
 }

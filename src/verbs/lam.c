@@ -8,8 +8,6 @@
 #include "front/mdl.h"
 #include "verbs/lam.h"
 
-#define PAGE_MASK ((uint64_t)PAGE_SIZE - 1)
-
 void ndk_vlam_init(struct ndk_vlam_table *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -260,39 +258,25 @@ NTSTATUS ndk_verbs_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
 			     ULONG *pLAMSize, ULONG *pFBO)
 {
 	struct ndk_vlam_table *t;
-	uint64_t va, first, count, need, cookie, i;
+	struct ndk_lam_plan plan;
+	uint64_t cookie;
+	NTSTATUS status;
 	int ret;
 
 	if (!pNdkAdapter || !pLAMSize || !pFBO)
 		return STATUS_INVALID_PARAMETER;
 	t = to_vad(to_ndk_adapter(pNdkAdapter))->lams;
-	/* The software provider's rules (qp/lam.c): the same MDLs pass. */
-	if (ndk_mdl_range(Mdl, Length, &va))
-		return STATUS_INVALID_PARAMETER;
-	first = va & ~PAGE_MASK;
-	count = (((va + Length - 1) & ~PAGE_MASK) - first) / PAGE_SIZE + 1;
-	need = offsetof(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageArray) +
-	       count * sizeof(NDK_LOGICAL_ADDRESS);
-	if (need > UINT32_MAX)
-		return STATUS_INSUFFICIENT_RESOURCES;
-	if (ndk_mem_check_mapped(va, Length))
-		return STATUS_INVALID_PARAMETER;
-	if (!pNdkLAM || *pLAMSize < need) {
-		*pLAMSize = (ULONG)need;
-		return STATUS_BUFFER_TOO_SMALL;
-	}
+	/* The software provider's rules (front/mdl.h): the same MDLs pass. */
+	status = ndk_lam_plan(Mdl, Length, pNdkLAM, pLAMSize, &plan);
+	if (status)
+		return status;
 	ndk_write_lock(&t->lock);
-	ret = ndk_vlam_insert(t, first, first + count * PAGE_SIZE, &cookie);
+	ret = ndk_vlam_insert(t, plan.first,
+			      plan.first + plan.count * PAGE_SIZE, &cookie);
 	ndk_rw_unlock(&t->lock);
 	if (ret)
 		return STATUS_INSUFFICIENT_RESOURCES;
-	pNdkLAM->AdapterContext = (PVOID)(uintptr_t)cookie;
-	pNdkLAM->AdapterPageCount = (ULONG)count;
-	for (i = 0; i < count; i++)
-		pNdkLAM->AdapterPageArray[i].QuadPart =
-			(LONGLONG)(first + i * PAGE_SIZE);
-	*pLAMSize = (ULONG)need;
-	*pFBO = (ULONG)(va & PAGE_MASK);
+	ndk_lam_fill(&plan, cookie, pNdkLAM, pLAMSize, pFBO);
 	return STATUS_SUCCESS;
 }
 
