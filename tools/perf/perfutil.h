@@ -60,4 +60,13 @@ size_t perf_parse_size(const char *s);
 /* Percentile p (0-100) of n samples, sorting them. */
 double perf_percentile(double *v, size_t n, double p);
 
+/*
+ * Data verification (-V): a byte pattern that depends on the offset and a
+ * seed, so a shifted, stale or foreign buffer does not pass. perf_check
+ * returns the offset of the first byte that differs, or len when all
+ * match, and prints that byte with what (the caller's label).
+ */
+void perf_fill(void *buf, size_t len, uint64_t seed);
+size_t perf_check(const void *buf, size_t len, uint64_t seed, const char *what);
+
 #endif
