@@ -310,15 +310,18 @@ static bool post_rdma(NDK_QP *qp, bool write, struct tool_buf *b, size_t off,
 struct perf_counts {
 	uint64_t send, recv, rdma;
 	uint64_t recv_bytes;
+	uint64_t errors; /* failed results (a server's CQ returns them) */
+	NTSTATUS first_error;
 };
 
-/* False once the CQ is abandoned: the peer disconnected. */
 static void count_results(const NDK_RESULT *res, ULONG got,
 			  struct perf_counts *n)
 {
 	ULONG i;
 
 	for (i = 0; i < got; i++) {
+		if (res[i].Status != STATUS_SUCCESS && !n->errors++)
+			n->first_error = res[i].Status;
 		if (res[i].RequestContext == CTX_SEND)
 			n->send++;
 		else if (res[i].RequestContext == CTX_RECV)
@@ -328,6 +331,8 @@ static void count_results(const NDK_RESULT *res, ULONG got,
 	}
 }
 
+/* False once the CQ is abandoned (the peer disconnected) or a request
+ * failed. */
 static bool reap(struct perf_cq *cq, struct perf_counts *n)
 {
 	NDK_RESULT res[64];
@@ -337,7 +342,7 @@ static bool reap(struct perf_cq *cq, struct perf_counts *n)
 	if (!got)
 		return false;
 	count_results(res, got, n);
-	return true;
+	return !n->errors;
 }
 
 /* ------------------------------------------------------------------ */
@@ -357,6 +362,9 @@ static VOID session_disconnected(PVOID ctx)
 
 	perf_cq_abandon(&s->cq);
 }
+
+/* How long a server waits for its client to disconnect at the end. */
+#define CLIENT_CLOSE_WAIT_NS (10 * 1000000000ull)
 
 /* How long a write-latency side spins for the peer's Write to land
  * before it takes the peer for gone. */
@@ -411,7 +419,9 @@ static void *server_session(void *arg)
 	unsigned int window = le32toh(h->window);
 	struct perf_reply reply = { .magic = PERF_MAGIC };
 	struct perf_counts n = { 0 };
-	uint64_t sends = 0; /* posted */
+	uint64_t sends = 0, rdmas = 0; /* posted, to wait for at the end */
+	uint64_t deadline;
+	NDK_RESULT res[64];
 	struct tool_wait w;
 	struct perf_cq *cq = &s->cq;
 	struct tool_buf buf;
@@ -425,6 +435,7 @@ static void *server_session(void *arg)
 	char what[64];
 
 	perf_cq_create(&host, cq, 4 * depth, flags & PERF_F_EVENTS);
+	cq->errors_ok = true; /* a failed session ends, not the server */
 	qp = perf_qp_create(&host, cq, depth);
 	/*
 	 * Receives land side by side so a window of Sends can be in flight.
@@ -543,13 +554,16 @@ static void *server_session(void *arg)
 			}
 			/* The answer carries the tag the client spins on. */
 			buf.mem[MAX(size, 1) + size - 1] = tag_of(i);
+			/* The previous answer is complete (the last one is
+			 * waited for below, as the last Send). */
+			while (n.rdma < i)
+				if (!reap(cq, &n))
+					goto gone;
 			if (!post_rdma(qp, true, &buf, MAX(size, 1), size,
 				       le64toh(h->addr), le32toh(h->token), 0))
 				goto gone;
-			while (n.rdma <= i)
-				if (!reap(cq, &n))
-					goto gone;
 		}
+		rdmas = iters;
 		break;
 	default:
 		/* Writes and Reads need nothing from us: wait for "done". */
@@ -568,16 +582,29 @@ static void *server_session(void *arg)
 		sends++;
 		break;
 	}
-	/* Until our last Send is out; then the client disconnects. */
-	while (n.send < sends)
-		if (!reap(cq, &n))
-			goto gone;
+	/*
+	 * Until our last Send (or Write) is complete. The client has all it
+	 * needs once it arrived and may disconnect before our completion:
+	 * over a device that flushes it with an error, which no longer
+	 * matters here.
+	 */
+	while ((n.send < sends || n.rdma < rdmas) && reap(cq, &n))
+		;
 	if (verify)
 		fprintf(stderr,
 			"%s: verify: %s %zu B: %llu checks, all "
 			"byte-exact\n",
 			tool_prog, test_names[test], size,
 			(unsigned long long)checks);
+	/*
+	 * The client disconnects first: a disconnect from here could flush
+	 * its own last Send before it saw that complete. Its disconnect
+	 * event abandons the CQ; a client that never disconnects gets ours
+	 * after a while.
+	 */
+	deadline = tool_now_ns() + CLIENT_CLOSE_WAIT_NS;
+	while (perf_cq_wait(cq, res, 64, deadline))
+		;
 	tool_wait_init(&w);
 	tool_wait_result(
 		&w,
@@ -585,8 +612,13 @@ static void *server_session(void *arg)
 		0);
 	goto out;
 gone:
-	fprintf(stderr, "%s: %s session ended early: the client is gone\n",
-		tool_prog, test_names[test]);
+	if (n.errors)
+		fprintf(stderr, "%s: %s session ended early: %s\n", tool_prog,
+			test_names[test], NdkStatusName(n.first_error));
+	else
+		fprintf(stderr,
+			"%s: %s session ended early: the client is gone\n",
+			tool_prog, test_names[test]);
 	goto out;
 bad_data:
 	/* The client learns it from the disconnect. */

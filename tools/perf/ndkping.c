@@ -56,6 +56,7 @@ static void print_limits(NDK_CONNECTOR *c, const char *who)
 	printf("\n");
 }
 
+/* The peer left (or the connection broke): waits on its CQ end. */
 static VOID client_gone(PVOID ctx)
 {
 	perf_cq_abandon(ctx);
@@ -87,16 +88,21 @@ static int server(const struct sockaddr *addr)
 		struct sockaddr_storage peer;
 		ULONG plen = sizeof(peer);
 		NDK_RESULT res;
-		NDK_SGE sge;
+		NDK_SGE sge, out;
 		NDK_QP *qp;
 		NTSTATUS st;
 
 		perf_cq_create(&host, &cq, 64, true);
 		qp = perf_qp_create(&host, &cq, 16);
-		tool_buf_alloc(&host, &buf, PING_MAX_SIZE, TOOL_MR_ALL_ACCESS);
+		/* Receives land in the first half, echoes leave from the
+		 * second. */
+		tool_buf_alloc(&host, &buf, 2 * PING_MAX_SIZE,
+			       TOOL_MR_ALL_ACCESS);
 		sge = (NDK_SGE){ .VirtualAddress = buf.mem,
 				 .Length = PING_MAX_SIZE,
 				 .MemoryRegionToken = buf.ltok };
+		out = sge;
+		out.VirtualAddress = buf.mem + PING_MAX_SIZE;
 		qp->Dispatch->NdkReceive(qp, NULL, &sge, 1);
 		c->Dispatch->NdkGetPeerAddress(c, (PSOCKADDR)&peer, &plen);
 		printf("connection from %s\n",
@@ -129,11 +135,18 @@ static int server(const struct sockaddr *addr)
 				break;
 			if (res.RequestContext)
 				continue; /* our echo's completion */
-			sge.Length = res.BytesTransferred;
-			qp->Dispatch->NdkSend(qp, (PVOID)1, &sge,
-					      sge.Length ? 1 : 0, 0);
-			sge.Length = PING_MAX_SIZE;
+			/*
+			 * The next receive is posted before the echo goes
+			 * out: the client's next message may follow the echo
+			 * at once, and an iWARP Send that finds no receive
+			 * ends the connection. The echo's buffer is free
+			 * again by then, since the client has all of it.
+			 */
+			out.Length = res.BytesTransferred;
+			memcpy(out.VirtualAddress, buf.mem, out.Length);
 			qp->Dispatch->NdkReceive(qp, NULL, &sge, 1);
+			qp->Dispatch->NdkSend(qp, (PVOID)1, &out,
+					      out.Length ? 1 : 0, 0);
 		}
 		tool_wait_init(&w);
 		tool_wait_result(
@@ -204,7 +217,8 @@ static int client(const struct sockaddr *dst, unsigned int count,
 		return 1;
 	}
 	tool_check("NdkCompleteConnect",
-		   c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL));
+		   c->Dispatch->NdkCompleteConnect(c, client_gone, &cq, NULL,
+						   NULL));
 	setup = tool_now_ns() - t0;
 	c->Dispatch->NdkGetLocalAddress(c, (PSOCKADDR)&local, &llen);
 	printf("NDKPING %s from %s (%s): connected in %.1f usec\n",
@@ -243,6 +257,11 @@ static int client(const struct sockaddr *dst, unsigned int count,
 		while (got < 2 && !stop) {
 			if (cq.cq->Dispatch->NdkGetCqResults(cq.cq, &res, 1) !=
 			    1) {
+				if (atomic_load(&cq.abandoned)) {
+					printf("the server disconnected\n");
+					stop = 1;
+					break;
+				}
 				perf_cq_wait_any(&cq);
 				continue;
 			}

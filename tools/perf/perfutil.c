@@ -86,7 +86,7 @@ ULONG perf_cq_wait(struct perf_cq *c, NDK_RESULT *res, ULONG n,
 		}
 		pthread_mutex_unlock(&c->lock);
 	}
-	for (i = 0; i < got; i++)
+	for (i = 0; i < got && !c->errors_ok; i++)
 		perf_result_check(&res[i]);
 	return got;
 }

@@ -27,6 +27,9 @@ struct perf_cq {
 	bool notified;
 	/* Set by perf_cq_abandon (the peer is gone): waits return 0. */
 	atomic_bool abandoned;
+	/* Failed results are returned, not fatal (a server outlives the
+	 * sessions of its clients). */
+	bool errors_ok;
 };
 
 void perf_cq_create(struct tool_host *h, struct perf_cq *c, ULONG depth,
@@ -35,7 +38,8 @@ void perf_cq_close(struct perf_cq *c);
 /*
  * Waits for at least one result and returns how many (up to n), or 0 if
  * deadline_ns passed (0 = no deadline) or the CQ was abandoned. Results
- * with an error status are fatal: a benchmark must not measure failures.
+ * with an error status are fatal, unless errors_ok: a benchmark must not
+ * measure failures.
  */
 ULONG perf_cq_wait(struct perf_cq *c, NDK_RESULT *res, ULONG n,
 		   uint64_t deadline_ns);
