@@ -297,7 +297,7 @@ static NTSTATUS vqp_send_and_invalidate(NDK_QP *pNdkQp, PVOID RequestContext,
 	wr.opcode = IBV_WR_SEND_WITH_INV;
 	wr.invalidate_rkey = RemoteToken;
 	/*
-	 * siw's library (rdma-core 44 and later) takes the STag to
+	 * siw's library (rdma-core 44, and the current source) takes the STag to
 	 * invalidate from wr.rdma.rkey, not invalidate_rkey: without this
 	 * its peer is told to invalidate token 0. Other providers ignore
 	 * wr.rdma for a Send.

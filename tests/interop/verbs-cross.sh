@@ -14,14 +14,19 @@
 #                             it sends and checks what it reads or gets
 #                             back, the server checks what reaches it and
 #                             ends the session on a mismatch
+#   ndknvme, ndknvmet         (tools/nvme) a write and a verify of 256
+#                             blocks: one controller each, whose commands
+#                             carry keyed SGLs, RDMA Reads and Writes and
+#                             Sends with Invalidate
 #
-#   guest servers  'ndkrping -s', 'ndkping -s', 'ndkperf' on siw0
-#                  (NDK_PROVIDER=verbs), forwarded from 127.0.0.1:17176,
-#                  17178 and 17179 to guest ports 7176, 7178 and 7179; the
-#                  host's clients (software, on lo) connect
+#   guest servers  'ndkrping -s', 'ndkping -s', 'ndkperf', 'ndknvmet' on
+#                  siw0 (NDK_PROVIDER=verbs), forwarded from 127.0.0.1:
+#                  17176, 17178, 17179 and 17180 to guest ports 7176,
+#                  7178, 7179 and 7180; the host's clients (software, on
+#                  lo) connect
 #   guest clients  the host's servers on 127.0.0.1:17177 (ndkrping), 17181
-#                  (ndkping), 17182 (ndkperf); the guest's clients connect
-#                  to 10.0.2.2 on siw0 (verbs)
+#                  (ndkping), 17182 (ndkperf), 17183 (ndknvmet); the
+#                  guest's clients connect to 10.0.2.2 on siw0 (verbs)
 #
 # The figures printed are those of an emulated guest (qemu TCG, user-mode
 # network): they show that the path works, not what it is worth.
@@ -38,6 +43,7 @@
 #                      read_lat read_bw msg_rate)
 #   CROSS_PERF_SIZES   ndkperf sizes (1 4097 65536); msg_rate runs 8 bytes
 #   CROSS_PERF_ITERS   ndkperf iterations per run (200)
+#   CROSS_NVME         1: the NVMe pair too (1)
 #   CROSS_CRC          MPA CRC of the host's side (0): siw 6.1 misreads
 #                      a CRC that reaches it split over two TCP segments
 #                      (README.md, NVMe host, N1), which small RDMA
@@ -56,7 +62,10 @@ out=${2:-$(mktemp -d /tmp/ndk-verbs-cross.XXXXXX)}
 rping=$build/tools/interop/ndkrping
 ping=$build/tools/perf/ndkping
 perf=$build/tools/perf/ndkperf
-for t in "$rping" "$ping" "$perf" "$build/tools/ndkinfo"; do
+nvme_host=$build/tools/ndknvme
+nvme_tgt=$build/tools/ndknvmet
+for t in "$rping" "$ping" "$perf" "$nvme_host" "$nvme_tgt" \
+	"$build/tools/ndkinfo"; do
 	[[ -x $t ]] || { echo "no $t" >&2; exit 1; }
 done
 if ! "$ndkvm" check >/dev/null 2>&1; then
@@ -71,6 +80,9 @@ perf_tests=(${CROSS_PERF_TESTS-send_lat send_bw write_lat write_bw read_lat read
 perf_sizes=(${CROSS_PERF_SIZES-1 4097 65536})
 perf_iters=${CROSS_PERF_ITERS:-200}
 crc=${CROSS_CRC:-0}
+nvme=${CROSS_NVME:-1}
+nqn=nqn.2024-01.io.libndk:verbs-cross
+nvme_cmds=("write 0 256 --pattern 3" "verify 0 256 --pattern 3")
 mkdir -p "$out"
 rm -f "$out"/*
 echo "logs in $out"
@@ -113,6 +125,11 @@ if ((nperf)); then
 wait-listen 7179 60
 "
 fi
+if ((nvme)); then
+	g+="/opt/ndk/ndknvmet -a 10.0.2.15 -p 7180 -n $nqn --ram 8m -q 1 >/tmp/nvmet.log 2>&1 & ps_nvme=\$!
+wait-listen 7180 60
+"
+fi
 for s in "${sizes[@]}"; do
 	g+="/opt/ndk/ndkrping -s -V -a 10.0.2.15 -p 7176 -S $s -C $count -w 60 >/tmp/s$s.log 2>&1 & rp=\$!
 wait-listen 7176 60; wait \$rp; echo \"GUEST-SERVER $s \$?\"; tail -n 3 /tmp/s$s.log
@@ -132,6 +149,13 @@ grep -E 'verify|early' /tmp/perf-server.log | sed 's/^/GUEST-PERF-SERVER-LOG /'
 kill \$ps_perf
 "
 fi
+if ((nvme)); then
+	# A controller per command of the host's.
+	g+="lines /tmp/nvmet.log 'ctrl [0-9]*: freed' ${#nvme_cmds[@]} 300
+kill -TERM \$ps_nvme; wait \$ps_nvme; echo \"GUEST-NVMET \$?\"
+grep -E 'exit:|error' /tmp/nvmet.log | sed 's/^/GUEST-NVMET-LOG /'
+"
+fi
 g+="echo GUEST-CLIENTS
 "
 for s in "${sizes[@]}"; do
@@ -147,6 +171,12 @@ for r in "${perf_runs[@]}"; do
 	g+="/opt/ndk/ndkperf -V -t $1 -s $2 -n $perf_iters 10.0.2.2:17182 >/tmp/pf.log 2>&1; echo \"GUEST-PERF-CLIENT $1 $2 \$?\"; grep -v '^#\\|^bytes' /tmp/pf.log | sed 's/^/GUEST-PERF-ROW $1 $2 /'; grep -E '^# verify|disconnected|verify:' /tmp/pf.log
 "
 done
+if ((nvme)); then
+	for k in "${!nvme_cmds[@]}"; do
+		g+="/opt/ndk/ndknvme -a 10.0.2.2 -p 17183 -n $nqn -q 1 ${nvme_cmds[$k]} >/tmp/nv.log 2>&1; echo \"GUEST-NVME-CLIENT $k \$?\"; grep '^ndknvme: .* ok' /tmp/nv.log | sed 's/^/GUEST-NVME-OUT /'
+"
+	done
+fi
 g+="echo \"GUEST-SIW-CRC-ERRORS \$(dmesg | grep -c 'siw: crc error')\"
 "
 
@@ -174,11 +204,18 @@ pids+=($!)
 NDK_PROVIDER=software NDK_MPA_CRC=$crc "$perf" -b 127.0.0.1 -p 17182 \
 	>"$out/host-perf-server.log" 2>&1 &
 pids+=($!)
+if ((nvme)); then
+	NDK_PROVIDER=software NDK_MPA_CRC=$crc "$nvme_tgt" -a 127.0.0.1 \
+		-p 17183 -n "$nqn" --ram 8m -q 1 >"$out/host-nvmet.log" 2>&1 &
+	pids+=($!)
+fi
 log=$out/console.log
 : >"$log"
 t0=$SECONDS
 flock "$lock" "$ndkvm" run --quiet --timeout 900 --console-log "$log" \
 	--hostfwd 17176:7176 --hostfwd 17178:7178 --hostfwd 17179:7179 \
+	--hostfwd 17180:7180 --file "$nvme_host:/opt/ndk/ndknvme" \
+	--file "$nvme_tgt:/opt/ndk/ndknvmet" \
 	--file "$(readlink -f "$build/libndk.so.0"):/opt/ndk/libndk.so.0" \
 	--file "$rping:/opt/ndk/ndkrping" --file "$ping:/opt/ndk/ndkping" \
 	--file "$perf:/opt/ndk/ndkperf" \
@@ -238,6 +275,23 @@ elif ((nperf)); then
 	echo "FAIL guest-server perf: the guest never listened"
 	fail=1
 fi
+if ((nvme)) && listening 7180 1; then
+	for k in "${!nvme_cmds[@]}"; do
+		f=$out/host-nvme-client-$k.log
+		# shellcheck disable=SC2086
+		if NDK_PROVIDER=software NDK_MPA_CRC=$crc timeout 120 \
+			"$nvme_host" -a 127.0.0.1 -p 17180 -n "$nqn" -q 1 \
+			${nvme_cmds[$k]} >"$f" 2>&1; then
+			echo "PASS guest-server nvme ${nvme_cmds[$k]} (host ndknvme, software): $(grep '^ndknvme: .* ok' "$f")"
+		else
+			echo "FAIL guest-server nvme ${nvme_cmds[$k]}: host ndknvme: $(grep 'ndknvme: ' "$f" | tail -n 2 | tr '\n' ' ')"
+			fail=1
+		fi
+	done
+elif ((nvme)); then
+	echo "FAIL guest-server nvme: the guest never listened"
+	fail=1
+fi
 wait "$vm" || fail=1
 # ndkvm's own count: the boot and the command, without the wait for
 # the lock.
@@ -265,6 +319,23 @@ if ((nperf)); then
 		echo "FAIL guest perf server: $(grep '^GUEST-PERF-SERVER' "$c")"
 		fail=1
 	fi
+fi
+if ((nvme)); then
+	if grep -q '^GUEST-NVMET 0$' "$c"; then
+		echo "PASS guest ndknvmet: $(sed -n 's/^GUEST-NVMET-LOG ndknvmet: exit: //p' "$c")"
+	else
+		echo "FAIL guest ndknvmet: $(grep '^GUEST-NVMET' "$c")"
+		fail=1
+	fi
+	for k in "${!nvme_cmds[@]}"; do
+		rc=$(sed -n "s/^GUEST-NVME-CLIENT $k \([0-9]*\)$/\1/p" "$c")
+		if [[ $rc == 0 ]]; then
+			echo "PASS guest-client nvme ${nvme_cmds[$k]} (guest ndknvme, verbs on siw)"
+		else
+			echo "FAIL guest-client nvme ${nvme_cmds[$k]}: exit ${rc:-?}"
+			fail=1
+		fi
+	done
 fi
 for s in "${sizes[@]}"; do
 	rc=$(sed -n "s/^GUEST-CLIENT $s \([0-9]*\)$/\1/p" "$c")
@@ -309,5 +380,6 @@ if ((fail)); then
 	exit 1
 fi
 echo "verbs-cross: passed both ways: ndkrping ${#sizes[@]} sizes x $count," \
-	"ndkping $nping sizes x $ping_count, ndkperf $nperf runs x $perf_iters" \
+	"ndkping $nping sizes x $ping_count, ndkperf $nperf runs x $perf_iters," \
+	"NVMe $((nvme * ${#nvme_cmds[@]})) commands" \
 	"(figures from qemu TCG: not performance figures)"
