@@ -74,11 +74,11 @@ if ! "$ndkvm" check >/dev/null 2>&1; then
 	exit 77
 fi
 count=${CROSS_COUNT:-50}
-sizes=(${CROSS_SIZES-1 26 4096 4097 65536})
+read -ra sizes <<<"${CROSS_SIZES-1 26 4096 4097 65536}"
 ping_count=${CROSS_PING_COUNT:-20}
-ping_sizes=(${CROSS_PING_SIZES-0 1 4097 65536})
-perf_tests=(${CROSS_PERF_TESTS-send_lat send_bw write_lat write_bw read_lat read_bw msg_rate})
-perf_sizes=(${CROSS_PERF_SIZES-1 4097 65536})
+read -ra ping_sizes <<<"${CROSS_PING_SIZES-0 1 4097 65536}"
+read -ra perf_tests <<<"${CROSS_PERF_TESTS-send_lat send_bw write_lat write_bw read_lat read_bw msg_rate}"
+read -ra perf_sizes <<<"${CROSS_PERF_SIZES-1 4097 65536}"
 perf_iters=${CROSS_PERF_ITERS:-200}
 crc=${CROSS_CRC:-0}
 nvme=${CROSS_NVME:-1}
