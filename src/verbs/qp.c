@@ -346,6 +346,13 @@ static NTSTATUS vqp_send_and_invalidate(NDK_QP *pNdkQp, PVOID RequestContext,
 	memset(&wr, 0, sizeof(wr));
 	wr.opcode = IBV_WR_SEND_WITH_INV;
 	wr.invalidate_rkey = RemoteToken;
+	/*
+	 * siw's library (rdma-core 44, and the current source) takes the STag to
+	 * invalidate from wr.rdma.rkey, not invalidate_rkey: without this
+	 * its peer is told to invalidate token 0. Other providers ignore
+	 * wr.rdma for a Send.
+	 */
+	wr.wr.rdma.rkey = RemoteToken;
 	if (Flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT)
 		wr.send_flags |= IBV_SEND_SOLICITED;
 	return vqp_post(qp, &wr, NdkOperationTypeSend, RequestContext, pSgl,

@@ -46,6 +46,11 @@ grep -q 'peer read limits IRD [0-9]* ORD [0-9]*; private data 14 bytes "ndkping 
 	fail "ndkping: not 5 replies"
 grep -q "5 sent, 5 received, 0% loss" "$tmp/ping.log" ||
 	fail "ndkping: loss"
+# -V: every echo checked against the pattern sent.
+"$ndkping" -V -c 3 -i 0 -S 4097 "127.0.0.1:$port" >"$tmp/ping-v.log" 2>&1 ||
+	fail "ndkping -V exited $?"
+grep -q "^verify: 3 of 3 echoes byte-exact" "$tmp/ping-v.log" ||
+	fail "ndkping -V: no verified echoes"
 # The server serves one client at a time: the next one, after a client
 # that left gracefully and one that was killed, is served too.
 "$ndkping" -c 0 -i 10 "127.0.0.1:$port" >/dev/null 2>&1 &
@@ -59,10 +64,10 @@ grep -q "2 sent, 2 received, 0% loss" "$tmp/ping.log" ||
 	fail "ndkping after a killed client: loss"
 closed() { grep -c '^connection closed (STATUS_SUCCESS)' "$tmp/ping-server.log"; }
 for _ in $(seq 100); do
-	[ "$(closed)" = 3 ] && break
+	[ "$(closed)" = 4 ] && break
 	sleep 0.1
 done
-[ "$(closed)" = 3 ] || fail "ndkping server: not 3 connections closed"
+[ "$(closed)" = 4 ] || fail "ndkping server: not 4 connections closed"
 echo "ok: ndkping"
 
 # --- ndkperf ---------------------------------------------------------
@@ -115,6 +120,18 @@ run write_bw_defer -t write_bw -B -n 100
 run send_lat_inline -t send_lat -I -n 300
 run send_bw_inline -t send_bw -I -s 64 -n 1000
 run msg_rate_defer -t msg_rate -B -n 1000
+# -V: the data checked on both sides; the server says so per session.
+for t in send_lat write_lat read_lat msg_rate send_bw write_bw read_bw; do
+	run "verify_$t" -V -t "$t" -s 4097 -n 50
+	# The server's line may follow the client's exit by a moment.
+	for _ in $(seq 50); do
+		grep -q "^ndkperf: verify: $t 4097 B: [0-9]* checks, all byte-exact" \
+			"$tmp/perf-server.log" && break
+		sleep 0.1
+	done
+	grep -q "^ndkperf: verify: $t 4097 B: [0-9]* checks, all byte-exact" \
+		"$tmp/perf-server.log" || fail "ndkperf -V $t: the server did not check"
+done
 run conn -t conn -n 50 -T 2
 run hold -t hold -n 50 -D 1
 python3 - "$tmp/conn.json" <<'PY' || fail "ndkperf conn: wrong count"

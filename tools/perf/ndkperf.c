@@ -12,6 +12,11 @@
  * on the last byte of the target buffer, as ndrpingpong and ib_write_lat
  * do, so it relies on in-order placement; RDMA Read never involves the
  * target application. Output columns follow fi_pingpong.
+ *
+ * -V checks the data: each side fills what it sends with a pattern and
+ * checks what it receives or reads (the server checks Sends and Writes
+ * that reach it and ends the session on a mismatch, which the client sees
+ * as a disconnect). The figures of such a run include the checks.
  */
 #include <endian.h>
 #include <errno.h>
@@ -30,12 +35,18 @@
 #define PERF_PORT	18515
 #define PERF_F_EVENTS	1u
 #define PERF_F_MEM_ONLY 2u /* write_lat: spin on memory only */
-#define PERF_F_INLINE	4u /* Sends that fit go inline */
+#define PERF_F_VERIFY	4u /* -V: patterns sent, received data checked */
+#define PERF_F_INLINE	8u /* Sends that fit go inline */
 #define CTX_SEND	((PVOID)1)
 #define CTX_RECV	((PVOID)2)
 #define CTX_RDMA	((PVOID)3)
 #define RECV_CREDITS	64u /* receives the server keeps posted */
 #define MAX_SIZE	(4u << 20)
+/* Pattern seeds of -V (send_lat and write_lat use the iteration). */
+#define SEED_SEND_BW  0x53454e44ull
+#define SEED_WRITE_BW 0x57524954ull
+#define SEED_READ     0x52454144ull
+#define SEED_ANSWER   (1ull << 32) /* write_lat: the server's answer */
 
 enum perf_test {
 	T_SEND_LAT,
@@ -97,6 +108,7 @@ struct perf_opts {
 	bool mem_only; /* -m: write_lat never polls a CQ while it spins */
 	bool defer; /* -B: bursts posted with NDK_OP_FLAG_DEFER */
 	bool inline_sends; /* -I: Sends that fit with NDK_OP_FLAG_INLINE */
+	bool verify; /* -V */
 	bool json;
 	unsigned int hold_seconds;
 	struct sockaddr_storage addr;
@@ -313,24 +325,30 @@ static bool post_rdma(NDK_QP *qp, bool write, struct tool_buf *b, size_t off,
 /* Counts completions by kind until want_recv receives arrived. */
 struct perf_counts {
 	uint64_t send, recv, rdma;
+	uint64_t recv_bytes;
+	uint64_t errors; /* failed results (a server's CQ returns them) */
+	NTSTATUS first_error;
 };
 
-/* False once the CQ is abandoned: the peer disconnected. */
 static void count_results(const NDK_RESULT *res, ULONG got,
 			  struct perf_counts *n)
 {
 	ULONG i;
 
 	for (i = 0; i < got; i++) {
+		if (res[i].Status != STATUS_SUCCESS && !n->errors++)
+			n->first_error = res[i].Status;
 		if (res[i].RequestContext == CTX_SEND)
 			n->send++;
 		else if (res[i].RequestContext == CTX_RECV)
-			n->recv++;
+			n->recv++, n->recv_bytes += res[i].BytesTransferred;
 		else
 			n->rdma++;
 	}
 }
 
+/* False once the CQ is abandoned (the peer disconnected) or a request
+ * failed. */
 static bool reap(struct perf_cq *cq, struct perf_counts *n)
 {
 	NDK_RESULT res[64];
@@ -340,7 +358,7 @@ static bool reap(struct perf_cq *cq, struct perf_counts *n)
 	if (!got)
 		return false;
 	count_results(res, got, n);
-	return true;
+	return !n->errors;
 }
 
 /* ------------------------------------------------------------------ */
@@ -360,6 +378,9 @@ static VOID session_disconnected(PVOID ctx)
 
 	perf_cq_abandon(&s->cq);
 }
+
+/* How long a server waits for its client to disconnect at the end. */
+#define CLIENT_CLOSE_WAIT_NS (10 * 1000000000ull)
 
 /* How long a write-latency side spins for the peer's Write to land
  * before it takes the peer for gone. */
@@ -414,7 +435,9 @@ static void *server_session(void *arg)
 	unsigned int window = le32toh(h->window);
 	struct perf_reply reply = { .magic = PERF_MAGIC };
 	struct perf_counts n = { 0 };
-	uint64_t sends = 0; /* posted */
+	uint64_t sends = 0, rdmas = 0; /* posted, to wait for at the end */
+	uint64_t deadline;
+	NDK_RESULT res[64];
 	struct tool_wait w;
 	struct perf_cq *cq = &s->cq;
 	struct tool_buf buf;
@@ -422,8 +445,13 @@ static void *server_session(void *arg)
 	ULONG depth = MAX(window, RECV_CREDITS) + 16;
 	enum perf_test test = le32toh(h->test);
 	uint32_t flags = le32toh(h->flags);
+	bool verify = flags & PERF_F_VERIFY;
+	uint64_t checks = 0;
+	size_t half = MAX(size, 1), slot;
+	char what[64];
 
 	perf_cq_create(&host, cq, 4 * depth, flags & PERF_F_EVENTS);
+	cq->errors_ok = true; /* a failed session ends, not the server */
 	qp = perf_qp_create(&host, cq, depth);
 	/*
 	 * Receives land side by side so a window of Sends can be in flight.
@@ -435,6 +463,8 @@ static void *server_session(void *arg)
 			       ? MAX(size, 1) * RECV_CREDITS
 			       : 2 * MAX(size, 1),
 		       TOOL_MR_ALL_ACCESS);
+	if (verify && (test == T_READ_LAT || test == T_READ_BW))
+		perf_fill(buf.mem, size, SEED_READ);
 	for (i = 0; i < RECV_CREDITS; i++)
 		post_recv(qp, &buf,
 			  test == T_SEND_BW || test == T_MSG_RATE ? i * size
@@ -460,6 +490,17 @@ static void *server_session(void *arg)
 			while (n.recv <= i)
 				if (!reap(cq, &n))
 					goto gone;
+			if (verify) {
+				/* Echo what came: the client checks it too. */
+				snprintf(what, sizeof(what),
+					 "send_lat message %llu",
+					 (unsigned long long)i);
+				if (n.recv_bytes != (i + 1) * size ||
+				    perf_check(buf.mem, size, i, what) != size)
+					goto bad_data;
+				memcpy(buf.mem + half, buf.mem, size);
+				checks++;
+			}
 			if (!post_recv(qp, &buf, 0, size))
 				goto gone;
 			if (!post_send(
@@ -476,9 +517,32 @@ static void *server_session(void *arg)
 		for (i = 0; i < iters;) {
 			if (!reap(cq, &n))
 				goto gone;
+			if (verify && n.recv_bytes != n.recv * size) {
+				fprintf(stderr,
+					"%s: verify: %s: %llu bytes in %llu "
+					"messages of %zu\n",
+					tool_prog, test_names[test],
+					(unsigned long long)n.recv_bytes,
+					(unsigned long long)n.recv, size);
+				goto bad_data;
+			}
 			for (; i < n.recv; i++) {
-				if (!post_recv(qp, &buf,
-					       (i % RECV_CREDITS) * size, size))
+				slot = (i % RECV_CREDITS) * size;
+				if (verify) {
+					snprintf(what, sizeof(what),
+						 "%s message %llu",
+						 test_names[test],
+						 (unsigned long long)i);
+					if (perf_check(buf.mem + slot, size,
+						       SEED_SEND_BW,
+						       what) != size)
+						goto bad_data;
+					/* A message that never lands here
+					 * must not pass on stale data. */
+					memset(buf.mem + slot, 0, size);
+					checks++;
+				}
+				if (!post_recv(qp, &buf, slot, size))
 					goto gone;
 				if ((i + 1) % credit_every == 0 ||
 				    i + 1 == iters) {
@@ -495,30 +559,70 @@ static void *server_session(void *arg)
 				      !(flags &
 					(PERF_F_EVENTS | PERF_F_MEM_ONLY))))
 				goto gone;
+			if (verify) {
+				snprintf(what, sizeof(what),
+					 "write_lat Write %llu",
+					 (unsigned long long)i);
+				if (perf_check(buf.mem, size - 1, i, what) !=
+				    size - 1)
+					goto bad_data;
+				perf_fill(buf.mem + half, size - 1,
+					  SEED_ANSWER + i);
+				checks++;
+			}
 			/* The answer carries the tag the client spins on. */
 			buf.mem[MAX(size, 1) + size - 1] = tag_of(i);
+			/* The previous answer is complete (the last one is
+			 * waited for below, as the last Send). */
+			while (n.rdma < i)
+				if (!reap(cq, &n))
+					goto gone;
 			if (!post_rdma(qp, true, &buf, MAX(size, 1), size,
 				       le64toh(h->addr), le32toh(h->token), 0))
 				goto gone;
-			while (n.rdma <= i)
-				if (!reap(cq, &n))
-					goto gone;
 		}
+		rdmas = iters;
 		break;
 	default:
 		/* Writes and Reads need nothing from us: wait for "done". */
 		while (n.recv < 1)
 			if (!reap(cq, &n))
 				goto gone;
+		/* The client's last Write is placed before its "done". */
+		if (verify && test == T_WRITE_BW) {
+			if (perf_check(buf.mem, size, SEED_WRITE_BW,
+				       "write_bw target buffer") != size)
+				goto bad_data;
+			checks++;
+		}
 		if (!post_send(qp, &buf, 0, 0, 0))
 			goto gone;
 		sends++;
 		break;
 	}
-	/* Until our last Send is out; then the client disconnects. */
-	while (n.send < sends)
-		if (!reap(cq, &n))
-			goto gone;
+	/*
+	 * Until our last Send (or Write) is complete. The client has all it
+	 * needs once it arrived and may disconnect before our completion:
+	 * over a device that flushes it with an error, which no longer
+	 * matters here.
+	 */
+	while ((n.send < sends || n.rdma < rdmas) && reap(cq, &n))
+		;
+	if (verify)
+		fprintf(stderr,
+			"%s: verify: %s %zu B: %llu checks, all "
+			"byte-exact\n",
+			tool_prog, test_names[test], size,
+			(unsigned long long)checks);
+	/*
+	 * The client disconnects first: a disconnect from here could flush
+	 * its own last Send before it saw that complete. Its disconnect
+	 * event abandons the CQ; a client that never disconnects gets ours
+	 * after a while.
+	 */
+	deadline = tool_now_ns() + CLIENT_CLOSE_WAIT_NS;
+	while (perf_cq_wait(cq, res, 64, deadline))
+		;
 	tool_wait_init(&w);
 	tool_wait_result(
 		&w,
@@ -526,8 +630,25 @@ static void *server_session(void *arg)
 		0);
 	goto out;
 gone:
-	fprintf(stderr, "%s: %s session ended early: the client is gone\n",
-		tool_prog, test_names[test]);
+	if (n.errors)
+		fprintf(stderr, "%s: %s session ended early: %s\n", tool_prog,
+			test_names[test], NdkStatusName(n.first_error));
+	else
+		fprintf(stderr,
+			"%s: %s session ended early: the client is gone\n",
+			tool_prog, test_names[test]);
+	goto out;
+bad_data:
+	/* The client learns it from the disconnect. */
+	fprintf(stderr,
+		"%s: verify: %s %zu B: data differ after %llu checks, "
+		"ending the session\n",
+		tool_prog, test_names[test], size, (unsigned long long)checks);
+	tool_wait_init(&w);
+	tool_wait_result(
+		&w,
+		s->conn->Dispatch->NdkDisconnect(s->conn, tool_wait_done, &w),
+		0);
 out:
 	TOOL_CLOSE(s->conn);
 	TOOL_CLOSE(qp);
@@ -755,7 +876,8 @@ static NTSTATUS client_connect(struct client_conn *cc, enum perf_test test,
 	h.test = htole32(test);
 	h.flags = htole32((opt.events ? PERF_F_EVENTS : 0) |
 			  (opt.mem_only ? PERF_F_MEM_ONLY : 0) |
-			  (opt.inline_sends ? PERF_F_INLINE : 0));
+			  (opt.inline_sends ? PERF_F_INLINE : 0) |
+			  (opt.verify ? PERF_F_VERIFY : 0));
 	h.size = htole64(size);
 	h.iters = htole64(iters);
 	h.window = htole32(opt.window);
@@ -828,7 +950,20 @@ struct run {
 	uint64_t iters;
 	double *lat; /* per-iteration microseconds (latency tests) */
 	uint64_t start_ns, end_ns; /* the measured part, after connecting */
+	uint64_t checks, bad; /* -V: buffers checked, and mismatches */
 };
+
+/* -V: checks len bytes of what arrived at p against seed. */
+static void run_check(struct run *r, const void *p, size_t len, uint64_t seed,
+		      const char *kind, uint64_t i)
+{
+	char what[64];
+
+	snprintf(what, sizeof(what), "%s %llu", kind, (unsigned long long)i);
+	r->checks++;
+	if (perf_check(p, len, seed, what) != len)
+		r->bad++;
+}
 
 /* reap, for a client: a server that disconnects mid-run ends it. */
 static void client_reap(struct client_conn *cc, struct perf_counts *n)
@@ -845,15 +980,28 @@ static void run_send_lat(struct client_conn *cc, struct run *r)
 	struct progress pg = { 0 };
 	uint64_t i, t;
 
+	uint8_t *echo = cc->buf.mem + MAX(r->size, 1);
+
 	/* The echo lands in the second half: the Send's source is never a
 	 * receive's target (the two would race but for the network). */
+	if (opt.verify)
+		perf_fill(echo, r->size, ~0ull);
 	post_recv(cc->qp, &cc->buf, MAX(r->size, 1), r->size);
 	for (i = 0; i < r->iters; i++) {
+		if (opt.verify)
+			perf_fill(cc->buf.mem, r->size, i);
 		t = tool_now_ns();
 		post_send(cc->qp, &cc->buf, 0, r->size,
 			  inline_flag(opt.inline_sends, r->size));
 		while (n.recv <= i)
 			client_reap(cc, &n);
+		if (opt.verify) {
+			/* The server echoes what it received. */
+			if (n.recv_bytes != (i + 1) * r->size)
+				r->bad++;
+			run_check(r, echo, r->size, i, "send_lat echo", i);
+			perf_fill(echo, r->size, ~i);
+		}
 		post_recv(cc->qp, &cc->buf, MAX(r->size, 1), r->size);
 		r->lat[i] = (double)(tool_now_ns() - t) / 2000.0;
 		progress(&pg, i, r->iters);
@@ -877,6 +1025,9 @@ static void run_send_bw(struct client_conn *cc, struct run *r)
 	unsigned int k, cmax = le32toh(cc->reply.credits);
 	uint64_t credit_every = cmax / 2;
 
+	/* One buffer for every Send in flight: the server checks them. */
+	if (opt.verify)
+		perf_fill(cc->buf.mem, r->size, SEED_SEND_BW);
 	for (k = 0; k < 8; k++)
 		post_recv(cc->qp, &cc->buf, 0, 0);
 	while (n.recv * credit_every < r->iters) {
@@ -908,6 +1059,8 @@ static void run_write_lat(struct client_conn *cc, struct run *r)
 	uint64_t i, t;
 
 	for (i = 0; i < r->iters; i++) {
+		if (opt.verify)
+			perf_fill(cc->buf.mem, r->size - 1, i);
 		t = tool_now_ns();
 		cc->buf.mem[r->size - 1] = tag_of(i);
 		post_rdma(cc->qp, true, &cc->buf, 0, r->size,
@@ -923,6 +1076,9 @@ static void run_write_lat(struct client_conn *cc, struct run *r)
 			exit(2);
 		}
 		r->lat[i] = (double)(tool_now_ns() - t) / 2000.0;
+		if (opt.verify)
+			run_check(r, (const void *)landing, r->size - 1,
+				  SEED_ANSWER + i, "write_lat answer", i);
 		/* Reap our Write's completion without waiting on it. */
 		if (cc->cq.cq->Dispatch->NdkGetCqResults(cc->cq.cq,
 							 &(NDK_RESULT){ 0 }, 1))
@@ -960,6 +1116,8 @@ static void run_read_lat(struct client_conn *cc, struct run *r)
 	uint64_t i, t;
 
 	for (i = 0; i < r->iters; i++) {
+		if (opt.verify)
+			perf_fill(cc->buf.mem, r->size, ~SEED_READ);
 		t = tool_now_ns();
 		post_rdma(cc->qp, false, &cc->buf, 0, r->size,
 			  le64toh(cc->reply.addr), le32toh(cc->reply.token), 0);
@@ -967,6 +1125,9 @@ static void run_read_lat(struct client_conn *cc, struct run *r)
 			client_reap(cc, &n);
 		/* A Read's latency is its round trip (as ib_read_lat). */
 		r->lat[i] = (double)(tool_now_ns() - t) / 1000.0;
+		if (opt.verify)
+			run_check(r, cc->buf.mem, r->size, SEED_READ,
+				  "read_lat Read", i);
 		progress(&pg, i, r->iters);
 	}
 	progress_end(&pg);
@@ -1013,6 +1174,9 @@ static void *data_worker(void *arg)
 		run_write_lat(&cc, r);
 		break;
 	case T_WRITE_BW:
+		/* Every Write carries the pattern the server checks. */
+		if (opt.verify)
+			perf_fill(cc.buf.mem, r->size, SEED_WRITE_BW);
 		run_rdma_bw(&cc, r, true);
 		finish_rdma(&cc);
 		break;
@@ -1021,8 +1185,13 @@ static void *data_worker(void *arg)
 		finish_rdma(&cc);
 		break;
 	case T_READ_BW:
+		if (opt.verify)
+			perf_fill(cc.buf.mem, r->size, ~SEED_READ);
 		run_rdma_bw(&cc, r, false);
 		finish_rdma(&cc);
+		if (opt.verify)
+			run_check(r, cc.buf.mem, r->size, SEED_READ,
+				  "read_bw Read", r->iters);
 		break;
 	default:
 		break;
@@ -1042,7 +1211,7 @@ static int client_data(size_t size)
 	struct worker *wk = calloc(opt.qps, sizeof(*wk));
 	struct perf_row row = { .bytes = size };
 	uint64_t iters = default_iters(opt.test, size), span_ns;
-	uint64_t first = UINT64_MAX, last = 0;
+	uint64_t first = UINT64_MAX, last = 0, checks = 0, bad = 0;
 	struct rusage ru0, ru1;
 	unsigned int q;
 
@@ -1069,6 +1238,8 @@ static int client_data(size_t size)
 			tool_die("connect", wk[q].status);
 		first = MIN(first, wk[q].run.start_ns);
 		last = MAX(last, wk[q].run.end_ns);
+		checks += wk[q].run.checks;
+		bad += wk[q].run.bad;
 	}
 	getrusage(RUSAGE_SELF, &ru1);
 	row.cpu_sec = tv_sec(&ru1.ru_utime) - tv_sec(&ru0.ru_utime) +
@@ -1101,7 +1272,14 @@ static int client_data(size_t size)
 	for (q = 0; q < opt.qps; q++)
 		free(wk[q].run.lat);
 	free(wk);
-	return 0;
+	if (opt.verify && !opt.json)
+		/* The server checked what it received: it had ended the
+		 * session, and so this run, on a mismatch. */
+		printf("# verify: %s %zu B: %llu client checks, %llu bad; "
+		       "the server ends the run on a mismatch\n",
+		       test_names[opt.test], size, (unsigned long long)checks,
+		       (unsigned long long)bad);
+	return bad ? 1 : 0;
 }
 
 /* Connection setup: each thread connects, completes and disconnects. */
@@ -1288,6 +1466,8 @@ static void usage(FILE *f)
 		"              NDK_OP_FLAG_DEFER on all but its last request\n"
 		"  -I          Sends up to the adapter's MaxInlineDataSize\n"
 		"              go with NDK_OP_FLAG_INLINE\n"
+		"  -V          verify the data: patterns sent, what arrives\n"
+		"              checked on both sides (slower; a mismatch fails)\n"
 		"  -j          JSON output\n"
 		"  -b ADDR     server address to listen on (127.0.0.1)\n"
 		"  -p PORT     port (%u)\n"
@@ -1305,7 +1485,7 @@ int main(int argc, char **argv)
 	tool_prog = "ndkperf";
 
 	signal(SIGPIPE, SIG_IGN);
-	while ((c = getopt(argc, argv, "t:s:An:w:q:T:D:emBIjb:p:h")) != -1) {
+	while ((c = getopt(argc, argv, "t:s:An:w:q:T:D:emBIVjb:p:h")) != -1) {
 		switch (c) {
 		case 't':
 			for (t = 0; t < T_COUNT; t++)
@@ -1351,6 +1531,9 @@ int main(int argc, char **argv)
 			break;
 		case 'I':
 			opt.inline_sends = true;
+			break;
+		case 'V':
+			opt.verify = true;
 			break;
 		case 'j':
 			opt.json = true;

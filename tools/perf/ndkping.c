@@ -6,7 +6,11 @@
  * trips like ping(8).
  *
  *   server: ndkping -s [-b ADDR] [-p PORT]
- *   client: ndkping [-c COUNT] [-i MS] [-S SIZE] HOST[:PORT]
+ *   client: ndkping [-c COUNT] [-i MS] [-S SIZE] [-V] HOST[:PORT]
+ *
+ * The echo lands in a buffer of its own; with -V the client sends a
+ * pattern of each sequence number and checks that the echo brings it back
+ * byte for byte.
  */
 #include <getopt.h>
 #include <math.h>
@@ -52,6 +56,7 @@ static void print_limits(NDK_CONNECTOR *c, const char *who)
 	printf("\n");
 }
 
+/* The peer left (or the connection broke): waits on its CQ end. */
 static VOID client_gone(PVOID ctx)
 {
 	perf_cq_abandon(ctx);
@@ -83,16 +88,21 @@ static int server(const struct sockaddr *addr)
 		struct sockaddr_storage peer;
 		ULONG plen = sizeof(peer);
 		NDK_RESULT res;
-		NDK_SGE sge;
+		NDK_SGE sge, out;
 		NDK_QP *qp;
 		NTSTATUS st;
 
 		perf_cq_create(&host, &cq, 64, true);
 		qp = perf_qp_create(&host, &cq, 16);
-		tool_buf_alloc(&host, &buf, PING_MAX_SIZE, TOOL_MR_ALL_ACCESS);
+		/* Receives land in the first half, echoes leave from the
+		 * second. */
+		tool_buf_alloc(&host, &buf, 2 * PING_MAX_SIZE,
+			       TOOL_MR_ALL_ACCESS);
 		sge = (NDK_SGE){ .VirtualAddress = buf.mem,
 				 .Length = PING_MAX_SIZE,
 				 .MemoryRegionToken = buf.ltok };
+		out = sge;
+		out.VirtualAddress = buf.mem + PING_MAX_SIZE;
 		qp->Dispatch->NdkReceive(qp, NULL, &sge, 1);
 		c->Dispatch->NdkGetPeerAddress(c, (PSOCKADDR)&peer, &plen);
 		printf("connection from %s\n",
@@ -125,11 +135,18 @@ static int server(const struct sockaddr *addr)
 				break;
 			if (res.RequestContext)
 				continue; /* our echo's completion */
-			sge.Length = res.BytesTransferred;
-			qp->Dispatch->NdkSend(qp, (PVOID)1, &sge,
-					      sge.Length ? 1 : 0, 0);
-			sge.Length = PING_MAX_SIZE;
+			/*
+			 * The next receive is posted before the echo goes
+			 * out: the client's next message may follow the echo
+			 * at once, and an iWARP Send that finds no receive
+			 * ends the connection. The echo's buffer is free
+			 * again by then, since the client has all of it.
+			 */
+			out.Length = res.BytesTransferred;
+			memcpy(out.VirtualAddress, buf.mem, out.Length);
 			qp->Dispatch->NdkReceive(qp, NULL, &sge, 1);
+			qp->Dispatch->NdkSend(qp, (PVOID)1, &out,
+					      out.Length ? 1 : 0, 0);
 		}
 		tool_wait_init(&w);
 		tool_wait_result(
@@ -146,7 +163,7 @@ static int server(const struct sockaddr *addr)
 }
 
 static int client(const struct sockaddr *dst, unsigned int count,
-		  unsigned int interval_ms, size_t size)
+		  unsigned int interval_ms, size_t size, bool verify)
 {
 	char text[64], ltext[64], pd[64];
 	struct sockaddr_storage src, local;
@@ -156,11 +173,13 @@ static int client(const struct sockaddr *dst, unsigned int count,
 	struct tool_wait w;
 	NDK_CONNECTOR *c;
 	NDK_QP *qp;
-	NDK_SGE sge;
+	NDK_SGE sge, echo;
 	NDK_RESULT res;
 	NET_IFINDEX idx;
 	char ifname[IF_NAMESIZE] = "?";
-	unsigned int seq, sent = 0, received = 0;
+	unsigned int seq, sent = 0, received = 0, bad = 0;
+	size_t half = MAX(size, 1);
+	char what[64];
 	double min = 1e30, max = 0, sum = 0, sum2 = 0;
 	uint64_t t0, setup;
 	NTSTATUS st;
@@ -176,7 +195,8 @@ static int client(const struct sockaddr *dst, unsigned int count,
 	tool_host_open(&host, idx);
 	perf_cq_create(&host, &cq, 64, true);
 	qp = perf_qp_create(&host, &cq, 16);
-	tool_buf_alloc(&host, &buf, MAX(size, 1), TOOL_MR_ALL_ACCESS);
+	/* The first half goes out, the echo lands in the second. */
+	tool_buf_alloc(&host, &buf, 2 * half, TOOL_MR_ALL_ACCESS);
 	tool_check("NdkCreateConnector", host.ad->Dispatch->NdkCreateConnector(
 						 host.ad, NULL, NULL, &c));
 	plen = snprintf(pd, sizeof(pd), "ndkping pid %d", (int)getpid());
@@ -197,7 +217,8 @@ static int client(const struct sockaddr *dst, unsigned int count,
 		return 1;
 	}
 	tool_check("NdkCompleteConnect",
-		   c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL));
+		   c->Dispatch->NdkCompleteConnect(c, client_gone, &cq, NULL,
+						   NULL));
 	setup = tool_now_ns() - t0;
 	c->Dispatch->NdkGetLocalAddress(c, (PSOCKADDR)&local, &llen);
 	printf("NDKPING %s from %s (%s): connected in %.1f usec\n",
@@ -211,13 +232,23 @@ static int client(const struct sockaddr *dst, unsigned int count,
 	sge = (NDK_SGE){ .VirtualAddress = buf.mem,
 			 .Length = (ULONG)size,
 			 .MemoryRegionToken = buf.ltok };
+	echo = sge;
+	echo.VirtualAddress = buf.mem + half;
 	signal(SIGINT, on_sigint);
 	for (seq = 1; !stop && (!count || seq <= count); seq++) {
 		unsigned int got = 0;
+		ULONG echoed = 0;
 		double us;
 
-		memset(buf.mem, (int)seq, size);
-		qp->Dispatch->NdkReceive(qp, (PVOID)2, &sge, size ? 1 : 0);
+		if (verify) {
+			perf_fill(buf.mem, size, seq);
+			/* Anything but this pattern: an echo that did not
+			 * land cannot pass. */
+			perf_fill(buf.mem + half, size, ~(uint64_t)seq);
+		} else {
+			memset(buf.mem, (int)seq, size);
+		}
+		qp->Dispatch->NdkReceive(qp, (PVOID)2, &echo, size ? 1 : 0);
 		t0 = tool_now_ns();
 		tool_check("NdkSend", qp->Dispatch->NdkSend(qp, (PVOID)1, &sge,
 							    size ? 1 : 0, 0));
@@ -226,6 +257,11 @@ static int client(const struct sockaddr *dst, unsigned int count,
 		while (got < 2 && !stop) {
 			if (cq.cq->Dispatch->NdkGetCqResults(cq.cq, &res, 1) !=
 			    1) {
+				if (atomic_load(&cq.abandoned)) {
+					printf("the server disconnected\n");
+					stop = 1;
+					break;
+				}
 				perf_cq_wait_any(&cq);
 				continue;
 			}
@@ -235,10 +271,23 @@ static int client(const struct sockaddr *dst, unsigned int count,
 				stop = 1;
 				break;
 			}
+			if (res.RequestContext == (PVOID)2)
+				echoed = res.BytesTransferred;
 			got++;
 		}
 		if (got < 2)
 			break;
+		snprintf(what, sizeof(what), "echo %u", seq);
+		if (verify &&
+		    (echoed != size ||
+		     perf_check(buf.mem + half, size, seq, what) != size)) {
+			if (echoed != size)
+				fprintf(stderr,
+					"ndkping: verify: %s: %u bytes, not "
+					"%zu\n",
+					what, echoed, size);
+			bad++;
+		}
 		us = (double)(tool_now_ns() - t0) / 1000.0;
 		received++;
 		min = MIN(min, us);
@@ -262,6 +311,9 @@ static int client(const struct sockaddr *dst, unsigned int count,
 					(sum / received) * (sum / received),
 				0.0)));
 	printf("\n");
+	if (verify)
+		printf("verify: %u of %u echoes byte-exact\n", received - bad,
+		       received);
 	tool_wait_init(&w);
 	tool_wait_result(&w, c->Dispatch->NdkDisconnect(c, tool_wait_done, &w),
 			 0);
@@ -270,17 +322,18 @@ static int client(const struct sockaddr *dst, unsigned int count,
 	tool_buf_free(&buf);
 	perf_cq_close(&cq);
 	tool_host_close(&host);
-	return received == sent && sent ? 0 : 1;
+	return received == sent && sent && !bad ? 0 : 1;
 }
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ndkping -s [-b ADDR] [-p PORT]              (server)\n"
-		"       ndkping [-c COUNT] [-i MS] [-S SIZE] HOST[:PORT]\n"
+		"       ndkping [-c COUNT] [-i MS] [-S SIZE] [-V] HOST[:PORT]\n"
 		"  -c COUNT  round trips (default 4; 0 = until Ctrl-C)\n"
 		"  -i MS     pause between round trips (default 200)\n"
 		"  -S SIZE   message size, 0-%u bytes (default 8)\n"
+		"  -V        check that each echo brings back the pattern sent\n"
 		"  -b ADDR   server address to listen on (127.0.0.1)\n"
 		"  -p PORT   port (default %u)\n",
 		PING_MAX_SIZE, PING_PORT);
@@ -291,14 +344,14 @@ int main(int argc, char **argv)
 	const char *bind_addr = "127.0.0.1";
 	unsigned int port = PING_PORT, count = 4, interval = 200;
 	size_t size = 8;
-	bool serve = false;
+	bool serve = false, verify = false;
 	struct sockaddr_storage a;
 	int c;
 
 	tool_prog = "ndkping";
 
 	signal(SIGPIPE, SIG_IGN);
-	while ((c = getopt(argc, argv, "sb:p:c:i:S:h")) != -1) {
+	while ((c = getopt(argc, argv, "sb:p:c:i:S:Vh")) != -1) {
 		switch (c) {
 		case 's':
 			serve = true;
@@ -317,6 +370,9 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			size = (size_t)atol(optarg);
+			break;
+		case 'V':
+			verify = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -338,5 +394,5 @@ int main(int argc, char **argv)
 	}
 	if (serve)
 		return server((struct sockaddr *)&a);
-	return client((struct sockaddr *)&a, count, interval, size);
+	return client((struct sockaddr *)&a, count, interval, size, verify);
 }

@@ -86,7 +86,7 @@ ULONG perf_cq_wait(struct perf_cq *c, NDK_RESULT *res, ULONG n,
 		}
 		pthread_mutex_unlock(&c->lock);
 	}
-	for (i = 0; i < got; i++)
+	for (i = 0; i < got && !c->errors_ok; i++)
 		perf_result_check(&res[i]);
 	return got;
 }
@@ -150,4 +150,41 @@ double perf_percentile(double *v, size_t n, double p)
 	qsort(v, n, sizeof(*v), cmp_double);
 	i = (size_t)((p / 100.0) * (double)(n - 1) + 0.5);
 	return v[MIN(i, n - 1)];
+}
+
+static uint8_t perf_pattern_byte(uint64_t seed, size_t off)
+{
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull + off / 8;
+
+	x ^= x >> 29;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 32;
+	return (uint8_t)(x >> (8 * (off % 8)));
+}
+
+void perf_fill(void *buf, size_t len, uint64_t seed)
+{
+	uint8_t *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = perf_pattern_byte(seed, i);
+}
+
+size_t perf_check(const void *buf, size_t len, uint64_t seed, const char *what)
+{
+	const uint8_t *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (p[i] != perf_pattern_byte(seed, i)) {
+			fprintf(stderr,
+				"%s: verify: %s: byte %zu of %zu is 0x%02x, "
+				"not 0x%02x\n",
+				tool_prog, what, i, len, p[i],
+				perf_pattern_byte(seed, i));
+			return i;
+		}
+	}
+	return len;
 }

@@ -27,6 +27,9 @@ struct perf_cq {
 	bool notified;
 	/* Set by perf_cq_abandon (the peer is gone): waits return 0. */
 	atomic_bool abandoned;
+	/* Failed results are returned, not fatal (a server outlives the
+	 * sessions of its clients). */
+	bool errors_ok;
 };
 
 void perf_cq_create(struct tool_host *h, struct perf_cq *c, ULONG depth,
@@ -35,7 +38,8 @@ void perf_cq_close(struct perf_cq *c);
 /*
  * Waits for at least one result and returns how many (up to n), or 0 if
  * deadline_ns passed (0 = no deadline) or the CQ was abandoned. Results
- * with an error status are fatal: a benchmark must not measure failures.
+ * with an error status are fatal, unless errors_ok: a benchmark must not
+ * measure failures.
  */
 ULONG perf_cq_wait(struct perf_cq *c, NDK_RESULT *res, ULONG n,
 		   uint64_t deadline_ns);
@@ -59,5 +63,14 @@ size_t perf_parse_size(const char *s);
 
 /* Percentile p (0-100) of n samples, sorting them. */
 double perf_percentile(double *v, size_t n, double p);
+
+/*
+ * Data verification (-V): a byte pattern that depends on the offset and a
+ * seed, so a shifted, stale or foreign buffer does not pass. perf_check
+ * returns the offset of the first byte that differs, or len when all
+ * match, and prints that byte with what (the caller's label).
+ */
+void perf_fill(void *buf, size_t len, uint64_t seed);
+size_t perf_check(const void *buf, size_t len, uint64_t seed, const char *what);
 
 #endif
