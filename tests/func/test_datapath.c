@@ -497,6 +497,29 @@ static PMDL lam_of(uint8_t *mem, size_t len, union lam1 *u)
 }
 
 /*
+ * A fast-registered MR of P over the one page of u at base, remote write
+ * allowed (posted with context 1, its completion left to the caller).
+ */
+static NDK_MR *fast_register_page(union lam1 *u, uint64_t base, UINT32 *tok)
+{
+	NDK_MR *fr;
+
+	assert_int_equal(
+		srv.pd->Dispatch->NdkCreateMr(srv.pd, TRUE, NULL, NULL, &fr),
+		STATUS_SUCCESS);
+	assert_int_equal(fr->Dispatch->NdkInitializeFastRegisterMr(fr, 1, TRUE,
+								   NULL, NULL),
+			 STATUS_SUCCESS);
+	assert_int_equal(P.qp->Dispatch->NdkFastRegister(
+				 P.qp, (PVOID)1, fr, 1, u->lam.AdapterPageArray,
+				 0, PAGE_SIZE, (PVOID)(uintptr_t)base,
+				 NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
+			 STATUS_SUCCESS);
+	*tok = fr->Dispatch->NdkGetRemoteTokenFromMr(fr);
+	return fr;
+}
+
+/*
  * A local Invalidate completes in order: of a fast-registered MR, whose
  * token then names nothing, and of a bound window where the adapter has
  * windows. A normal MR cannot be invalidated: the software provider
@@ -518,18 +541,7 @@ static void test_local_invalidate(void **state)
 
 	cm_require(srv.info.FRMRPageCount > 0, "fast registration");
 	mdl = lam_of(mem, PAGE_SIZE, &u);
-	assert_int_equal(
-		srv.pd->Dispatch->NdkCreateMr(srv.pd, TRUE, NULL, NULL, &fr),
-		STATUS_SUCCESS);
-	assert_int_equal(fr->Dispatch->NdkInitializeFastRegisterMr(fr, 1, TRUE,
-								   NULL, NULL),
-			 STATUS_SUCCESS);
-	assert_int_equal(P.qp->Dispatch->NdkFastRegister(
-				 P.qp, (PVOID)1, fr, 1, u.lam.AdapterPageArray,
-				 0, PAGE_SIZE, (PVOID)(uintptr_t)base,
-				 NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
-			 STATUS_SUCCESS);
-	tok = fr->Dispatch->NdkGetRemoteTokenFromMr(fr);
+	fr = fast_register_page(&u, base, &tok);
 	assert_int_equal(
 		P.qp->Dispatch->NdkInvalidate(P.qp, (PVOID)2, &fr->Header, 0),
 		STATUS_SUCCESS);
@@ -718,7 +730,6 @@ static void test_remote_invalidate_fast_mr(void **state)
 	NDK_SGE s = sge(A.buf, 64, A.ltok);
 	NDK_RESULT_EX res[1];
 	union lam1 u;
-	NDK_MR *fr;
 	PMDL mdl;
 	UINT32 tok;
 	/* rxe invalidates only the kernel's fast-registered MRs, never a
@@ -730,18 +741,8 @@ static void test_remote_invalidate_fast_mr(void **state)
 
 	cm_require(srv.info.FRMRPageCount > 0, "fast registration");
 	mdl = lam_of(mem, PAGE_SIZE, &u);
-	assert_int_equal(
-		srv.pd->Dispatch->NdkCreateMr(srv.pd, TRUE, NULL, NULL, &fr),
-		STATUS_SUCCESS);
-	assert_int_equal(fr->Dispatch->NdkInitializeFastRegisterMr(fr, 1, TRUE,
-								   NULL, NULL),
-			 STATUS_SUCCESS);
-	assert_int_equal(P.qp->Dispatch->NdkFastRegister(
-				 P.qp, (PVOID)1, fr, 1, u.lam.AdapterPageArray,
-				 0, PAGE_SIZE, (PVOID)(uintptr_t)base,
-				 NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
-			 STATUS_SUCCESS);
-	tok = fr->Dispatch->NdkGetRemoteTokenFromMr(fr);
+	/* Closed with the adapter at teardown. */
+	(void)fast_register_page(&u, base, &tok);
 	poll_one_ok(srv.cq, res, NdkOperationTypeFastRegister);
 	assert_int_equal(P.qp->Dispatch->NdkReceive(P.qp, (PVOID)2, NULL, 0),
 			 STATUS_SUCCESS);
