@@ -48,7 +48,13 @@ rm -f "$out"/*
 echo "logs in $out"
 nqn=nqn.2024-01.io.libndk:ndknvme-test
 blocks=2097152 # null_blk gb=1 bs=512
+# At least 6: the 4 KiB load must see two Keep Alives (one every
+# KATO / 2 = 2.5 s).
 load_secs=${NVME_LOAD_SECONDS:-8}
+if ((load_secs < 6)); then
+	echo "NVME_LOAD_SECONDS=$load_secs: at least 6 (two Keep Alives)" >&2
+	exit 2
+fi
 
 g='n=/sys/kernel/config/nvmet
 nqn='"$nqn"'
