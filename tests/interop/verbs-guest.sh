@@ -62,13 +62,17 @@ if ((${#tests[@]} == 0)); then
 	done
 fi
 
-# What the guest gets: the library, the test executables, cmocka (the
-# guest image has no copy), ndkinfo.
+# What the guest gets: the library, the test executables, ndkinfo and
+# the libraries below (the guest image has no copy).
 files=(--file "$(readlink -f "$build/libndk.so.0"):/opt/ndk/libndk.so.0"
 	--file "$build/tools/ndkinfo:/opt/ndk/ndkinfo")
-cmocka=$(ldd "$build/tests/func/${tests[0]}" |
-	awk '$1 ~ /^libcmocka/ { print $3 }')
-[[ -n $cmocka ]] && files+=(--file "$(readlink -f "$cmocka"):/opt/ndk/$(basename "$cmocka")")
+# cmocka, and the sanitizer runtimes of an ASan/UBSan build with the C++
+# runtime they need (so the verbs provider runs under them on a real
+# device).
+while read -r lib; do
+	files+=(--file "$(readlink -f "$lib"):/opt/ndk/$(basename "$lib")")
+done < <(ldd "$build/tests/func/${tests[0]}" |
+	awk '$1 ~ /^lib(cmocka|asan|ubsan|stdc\+\+|gcc_s)\./ { print $3 }')
 for t in "${tests[@]}"; do
 	files+=(--file "$build/tests/func/$t:/opt/ndk/$t")
 done
@@ -81,6 +85,8 @@ guest=$(
 export LD_LIBRARY_PATH=/opt/ndk PATH=/opt/ndk:\$PATH
 export NDK_PROVIDER=verbs NDK_TEST_IF=eth0 NDK_TEST_ADDR4=10.0.2.15
 export NDK_TEST_ADDR6=fd00::15
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ip -6 addr add fd00::15/64 dev eth0 nodad
 now() { cut -d' ' -f1 /proc/uptime; }
 for dev in $devices; do
@@ -113,6 +119,11 @@ for dev in $devices; do
 			echo "FAIL \$dev \$n (timed out after ${per_test} s)"
 		elif [ \$rc -gt 128 ]; then
 			echo "FAIL \$dev \$n (killed by signal \$((rc - 128)))"
+		elif [ \$rc != 0 ] && ! grep -q '^\[  \(FAILED\|ERROR\)' \$n.log; then
+			# Every case passed, yet the exit says otherwise: a
+			# sanitizer's report at exit (leaks), say.
+			echo "FAIL \$dev \$n (exit \$rc)"
+			tail -n 20 \$n.log
 		fi
 	done
 	for n in ${tests[*]}; do
