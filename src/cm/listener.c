@@ -515,14 +515,9 @@ static NTSTATUS listener_get_local_address(NDK_LISTENER *pNdkListener,
 {
 	struct ndk_listener *l = to_ndk_listener(pNdkListener);
 	NTSTATUS status;
-	socklen_t len;
 
 	ndk_lock(&l->lock);
-	if (!l->ep)
-		status = STATUS_INVALID_DEVICE_STATE;
-	else
-		status = ndk_addr_copy_out(ndk_endpoint_addr(l->ep, &len),
-					   pAddress, pAddressLength);
+	status = ndk_endpoint_local_address(l->ep, pAddress, pAddressLength);
 	ndk_unlock(&l->lock);
 	return status;
 }

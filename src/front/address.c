@@ -35,6 +35,17 @@ NTSTATUS ndk_addr_copy_out(const struct sockaddr *sa, PSOCKADDR out, ULONG *len)
 	return STATUS_SUCCESS;
 }
 
+NTSTATUS ndk_endpoint_local_address(const struct ndk_endpoint *ep,
+				    PSOCKADDR pAddress, ULONG *pAddressLength)
+{
+	socklen_t len;
+
+	if (!ep)
+		return STATUS_INVALID_DEVICE_STATE;
+	return ndk_addr_copy_out(ndk_endpoint_addr(ep, &len), pAddress,
+				 pAddressLength);
+}
+
 NTSTATUS ndk_local_endpoint_acquire(struct ndk_adapter *ad,
 				    const struct sockaddr *sa, ULONG len,
 				    enum ndk_endpoint_kind kind,

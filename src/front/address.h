@@ -18,6 +18,11 @@ socklen_t ndk_addr_len(const struct sockaddr *sa);
  */
 NTSTATUS ndk_addr_copy_out(const struct sockaddr *sa, PSOCKADDR out,
 			   ULONG *len);
+/* NdkGetLocalAddress of a listener or shared endpoint: its bound address
+ * copied out, STATUS_INVALID_DEVICE_STATE while there is none (ep NULL:
+ * a listener not listening yet). */
+NTSTATUS ndk_endpoint_local_address(const struct ndk_endpoint *ep,
+				    PSOCKADDR pAddress, ULONG *pAddressLength);
 
 /*
  * Reserves the local endpoint sa (port 0 = ephemeral) on adapter ad:

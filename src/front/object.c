@@ -322,6 +322,20 @@ bool ndk_obj_begin_event(struct ndk_obj *obj)
 	return ok;
 }
 
+void ndk_obj_disconnect_event(struct ndk_obj *obj,
+			      NDK_FN_DISCONNECT_EVENT_CALLBACK cb,
+			      NDK_FN_DISCONNECT_EVENT_CALLBACK_EX cb_ex,
+			      PVOID ctx, NTSTATUS reason)
+{
+	if (!ndk_obj_begin_event(obj))
+		return;
+	if (cb_ex)
+		cb_ex(ctx, (ULONG)reason);
+	else if (cb)
+		cb(ctx);
+	ndk_obj_release(obj);
+}
+
 static void req_work_fn(struct ndk_work *w)
 {
 	struct ndk_req *r = container_of(w, struct ndk_req, work);

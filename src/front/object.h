@@ -153,6 +153,13 @@ void ndk_obj_hold(struct ndk_obj *obj);
 void ndk_obj_release(struct ndk_obj *obj);
 bool ndk_obj_begin_event(struct ndk_obj *obj);
 
+/* A connector's disconnect event, for every provider: the Ex form when the
+ * consumer gave one, and none once the connector's close has begun. */
+void ndk_obj_disconnect_event(struct ndk_obj *obj,
+			      NDK_FN_DISCONNECT_EVENT_CALLBACK cb,
+			      NDK_FN_DISCONNECT_EVENT_CALLBACK_EX cb_ex,
+			      PVOID ctx, NTSTATUS reason);
+
 /*
  * A request that returned STATUS_PENDING. Embed one per operation that can
  * pend, so completing it never needs to allocate.

@@ -37,12 +37,9 @@ static const struct ndk_obj_ops sep_ops = {
 static NTSTATUS sep_get_local_address(NDK_SHARED_ENDPOINT *pNdkSharedEndpoint,
 				      PSOCKADDR pAddress, ULONG *pAddressLength)
 {
-	struct ndk_shared_endpoint *sep =
-		to_ndk_shared_endpoint(pNdkSharedEndpoint);
-	socklen_t len;
-
-	return ndk_addr_copy_out(ndk_endpoint_addr(sep->ep, &len), pAddress,
-				 pAddressLength);
+	return ndk_endpoint_local_address(
+		to_ndk_shared_endpoint(pNdkSharedEndpoint)->ep, pAddress,
+		pAddressLength);
 }
 
 static const NDK_SHARED_ENDPOINT_DISPATCH sep_dispatch = {

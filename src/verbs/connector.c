@@ -355,14 +355,7 @@ static void vconn_disc_work_fn(struct ndk_work *w)
 	ctx = c->disc_ctx;
 	reason = c->disc_reason;
 	ndk_unlock(&c->lock);
-	/* No event once the consumer started closing the connector. */
-	if (ndk_obj_begin_event(&c->obj)) {
-		if (cb_ex)
-			cb_ex(ctx, (ULONG)reason);
-		else if (cb)
-			cb(ctx);
-		ndk_obj_release(&c->obj);
-	}
+	ndk_obj_disconnect_event(&c->obj, cb, cb_ex, ctx, reason);
 	ndk_obj_release(&c->obj);
 }
 
