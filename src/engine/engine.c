@@ -90,6 +90,13 @@ void ndk_work_init(struct ndk_work *w, void (*fn)(struct ndk_work *))
 	w->queued = false;
 }
 
+void ndk_io_init(struct ndk_io *io, int fd,
+		 void (*fn)(struct ndk_io *io, uint32_t events))
+{
+	io->fd = fd;
+	io->fn = fn;
+}
+
 /* Returns 0, -EALREADY if w is queued, or -ESHUTDOWN if the thread exited. */
 static int engine_queue(struct ndk_engine *e, struct ndk_work *w)
 {

@@ -87,6 +87,9 @@ void ndk_engine_stop(struct ndk_engine *e);
 bool ndk_engine_on_thread(const struct ndk_engine *e);
 
 void ndk_work_init(struct ndk_work *w, void (*fn)(struct ndk_work *));
+/* A descriptor's handler, before ndk_engine_add registers it. */
+void ndk_io_init(struct ndk_io *io, int fd,
+		 void (*fn)(struct ndk_io *io, uint32_t events));
 /*
  * Queues w unless it is already queued; returns false if it was (or if the
  * engine thread has already exited, in which case w is not queued).

@@ -41,42 +41,6 @@ int ndk_adapter_has_addr(struct ndk_adapter *ad, const struct sockaddr *addr)
 	return ndk_ifaddr_has(&ad->addrs, addr);
 }
 
-static NTSTATUS ndk_query_adapter_info(NDK_ADAPTER *pNdkAdapter,
-				       NDK_ADAPTER_INFO *pInfo,
-				       ULONG *pBufferSize)
-{
-	struct ndk_adapter *ad = to_ndk_adapter(pNdkAdapter);
-
-	if (!pBufferSize)
-		return STATUS_INVALID_PARAMETER;
-	if (*pBufferSize < sizeof(*pInfo)) {
-		*pBufferSize = sizeof(*pInfo);
-		return STATUS_BUFFER_TOO_SMALL;
-	}
-	if (!pInfo)
-		return STATUS_INVALID_PARAMETER;
-	*pInfo = ad->info;
-	*pBufferSize = sizeof(*pInfo);
-	return STATUS_SUCCESS;
-}
-
-/* The adapter's dispatch table: the front end answers queries, the
- * provider creates the objects. */
-static void adapter_fill_dispatch(NDK_ADAPTER_DISPATCH *d,
-				  const struct ndk_provider_ops *p)
-{
-	memset(d, 0, sizeof(*d));
-	d->NdkQueryExtension = ndk_query_extension;
-	d->NdkQueryAdapterInfo = ndk_query_adapter_info;
-	d->NdkCreateCq = p->create_cq;
-	d->NdkCreatePd = p->create_pd;
-	d->NdkCreateSharedEndpoint = p->create_shared_endpoint;
-	d->NdkCreateConnector = p->create_connector;
-	d->NdkCreateListener = p->create_listener;
-	d->NdkBuildLAM = p->build_lam;
-	d->NdkReleaseLAM = p->release_lam;
-}
-
 static void adapter_destroy(struct ndk_obj *obj)
 {
 	/* The adapter is freed by NdkCloseAdapter, never by a reference. */
@@ -155,7 +119,7 @@ NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 	ad->objects.version = run;
 	ad->objects.engine = &ad->engine;
 	ad->info.Version = run;
-	adapter_fill_dispatch(&ad->dispatch, provider);
+	ndk_adapter_fill_dispatch(&ad->dispatch, provider);
 	ndk_lock_init(&ad->objects.lock, NDK_LOCK_DOMAIN);
 	pthread_cond_init(&ad->objects.cond, NULL);
 	list_init(&ad->objects.objects);

@@ -86,6 +86,10 @@ static inline struct ndk_adapter *to_ndk_adapter(NDK_ADAPTER *a)
 int ndk_adapter_has_addr(struct ndk_adapter *ad, const struct sockaddr *addr);
 
 /* Version negotiation: 0 and the version to run at, or -EPROTONOSUPPORT. */
+/* The adapter's dispatch table for provider p (front/adapter_dispatch.c). */
+void ndk_adapter_fill_dispatch(NDK_ADAPTER_DISPATCH *d,
+			       const struct ndk_provider_ops *p);
+
 int ndk_negotiate_version(NDK_VERSION requested, NDK_VERSION *result);
 
 #endif /* NDK_FRONT_ADAPTER_H */

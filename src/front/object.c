@@ -392,6 +392,19 @@ NTSTATUS ndk_close_object(NDK_OBJECT_HEADER *pNdkObject,
 			     RequestContext);
 }
 
+struct ndk_obj *ndk_obj_typed(NDK_OBJECT_HEADER *hdr, NDK_OBJECT_TYPE type,
+			      struct ndk_adapter *ad)
+{
+	struct ndk_obj *obj;
+
+	if (!hdr || hdr->ObjectType != type)
+		return NULL;
+	obj = to_ndk_obj(hdr);
+	if (obj->adapter != ad || obj->ops->type != type)
+		return NULL;
+	return obj;
+}
+
 NTSTATUS ndk_obj_setup(struct ndk_obj *obj, struct ndk_adapter *ad,
 		       const struct ndk_obj_ops *ops, const void *dispatch,
 		       struct ndk_obj *const antes[], unsigned int n)

@@ -192,6 +192,14 @@ bool ndk_req_complete(struct ndk_req *r, NTSTATUS status);
  */
 void ndk_req_withdraw(struct ndk_req *r);
 
+/*
+ * The object behind a header a consumer passed where an object of type
+ * belongs (a QP's CQs, its SRQ): NULL unless hdr is an object of that
+ * type on adapter ad (one that is closing fails later, when it is linked).
+ */
+struct ndk_obj *ndk_obj_typed(NDK_OBJECT_HEADER *hdr, NDK_OBJECT_TYPE type,
+			      struct ndk_adapter *ad);
+
 /* NDK_FN_QUERY_EXTENSION_INTERFACE: no extensions exist. */
 NTSTATUS ndk_query_extension(NDK_OBJECT_HEADER *pNdkObject,
 			     GUID *ExtensionInterfaceID,

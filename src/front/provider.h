@@ -2,7 +2,7 @@
 /*
  * The seam between the NDK front end (src/front: adapter, object model,
  * close rules, endpoint table) and the providers that implement the
- * objects: the software iWARP provider (src/qp, src/cm, src/iwarp) and,
+ * objects: the software iWARP provider (src/sw, with src/iwarp) and,
  * when rdma-core was found at build time, the verbs provider (src/verbs).
  * Each adapter has one provider, chosen at NdkOpenAdapter
  * (docs/design.md, Front end and provider); the front end reaches it only
@@ -11,9 +11,42 @@
 #ifndef NDK_FRONT_PROVIDER_H
 #define NDK_FRONT_PROVIDER_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <ndk/ndk.h>
 
 struct ndk_adapter;
+struct ndk_obj;
+
+/* NdkCreateCq's arguments, checked (front/cq.c). */
+struct ndk_cq_attr {
+	ULONG depth; /* 1..MaxCqDepth */
+	NDK_FN_CQ_NOTIFICATION_CALLBACK notify; /* never NULL */
+	PVOID notify_ctx;
+	GROUP_AFFINITY *affinity; /* a hint, may be NULL */
+};
+
+/* NdkCreateSrq's arguments, checked (front/srq.c). */
+struct ndk_srq_attr {
+	ULONG depth; /* 1..MaxSrqDepth */
+	ULONG max_sge; /* 1..MaxReceiveRequestSge */
+	ULONG threshold; /* 0 (no notification)..depth */
+	NDK_FN_SRQ_NOTIFICATION_CALLBACK notify;
+	PVOID notify_ctx;
+	GROUP_AFFINITY *affinity;
+};
+
+/* NdkCreateQp's and NdkCreateQpWithSrq's arguments, checked (front/qp.c):
+ * the objects are of their type and on the PD's adapter. */
+struct ndk_qp_attr {
+	struct ndk_obj *rcq, *icq; /* CQs; may be the same one */
+	struct ndk_obj *srq; /* NULL, or the SRQ: then rq_depth, rq_sge 0 */
+	PVOID context;
+	ULONG rq_depth, iq_depth; /* 1..Max{Receive,Initiator}QueueDepth */
+	ULONG rq_sge; /* 1..MaxReceiveRequestSge */
+	ULONG iq_sge; /* 0..MaxInitiatorRequestSge */
+	ULONG inline_size; /* 0..MaxInlineDataSize */
+};
 
 struct ndk_provider_ops {
 	/* What NDK_PROVIDER names it, and ndkinfo shows: "software". */
@@ -40,10 +73,40 @@ struct ndk_provider_ops {
 	 */
 	int (*adapter_start)(struct ndk_adapter *ad);
 
-	/* The create slots of the adapter's dispatch table; from there on
-	 * each object's own dispatch table leads into the provider. */
-	NDK_FN_CREATE_CQ create_cq;
-	NDK_FN_CREATE_PD create_pd;
+	/*
+	 * Creates. The front end owns every dispatch slot a consumer calls
+	 * to create an object (front/cq.c, pd.c, qp.c, srq.c, mr.c, mw.c):
+	 * it checks the arguments against NDK's rules and NDK_ADAPTER_INFO,
+	 * so a provider's create is called only with arguments it may
+	 * trust, and the two providers cannot disagree on what is refused.
+	 * pd is the provider's PD object (struct ndk_obj first). Each
+	 * returns an NTSTATUS and, on success, the new object in *out.
+	 */
+	NTSTATUS(*create_cq)
+	(struct ndk_adapter *ad, const struct ndk_cq_attr *attr, NDK_CQ **out);
+	NTSTATUS(*create_mr)
+	(struct ndk_obj *pd, bool fast_register, NDK_MR **out);
+	/* NULL when the adapter announces no windows (MaxWindowSize 0);
+	 * the front end refuses NdkCreateMw with STATUS_NOT_SUPPORTED. */
+	NTSTATUS (*create_mw)(struct ndk_obj *pd, NDK_MW **out);
+	NTSTATUS(*create_srq)
+	(struct ndk_obj *pd, const struct ndk_srq_attr *attr, NDK_SRQ **out);
+	NTSTATUS(*create_qp)
+	(struct ndk_obj *pd, const struct ndk_qp_attr *attr, NDK_QP **out);
+
+	/*
+	 * The PD is the front end's object (front/pd.c) with the
+	 * provider's state behind it: pd_size bytes, struct ndk_obj first,
+	 * zeroed; pd_init sets up the provider's part (an NTSTATUS),
+	 * pd_fini releases it (also after a pd_init that failed half way).
+	 * privileged_token is NdkGetPrivilegedMemoryRegionToken's answer.
+	 */
+	size_t pd_size;
+	NTSTATUS (*pd_init)(struct ndk_obj *pd);
+	void (*pd_fini)(struct ndk_obj *pd);
+	UINT32 privileged_token;
+
+	/* The remaining slots of the adapter's dispatch table. */
 	NDK_FN_CREATE_SHARED_ENDPOINT create_shared_endpoint;
 	NDK_FN_CREATE_CONNECTOR create_connector;
 	NDK_FN_CREATE_LISTENER create_listener;

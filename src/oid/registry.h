@@ -42,7 +42,7 @@ enum ndk_reg_kind {
 };
 
 /*
- * How an entry's ND address relates to a TCP endpoint (seed 004,
+ * How an entry's ND address relates to a TCP endpoint (docs/ndk.md, OIDs;
  * NDIS_NDK_LOCAL_ENDPOINTS): iWARP maps ND ports onto TCP ports, so its
  * entries are listed in pairs; RoCE and InfiniBand ports are rdma_cm's
  * own and are listed once. 0 is the TCP pairing, which is what files

@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/log.h"
+#include "front/provider.h"
 #include "core/poll_yield.h"
 #include "verbs/cq.h"
 #include "verbs/wr.h"
@@ -661,23 +662,14 @@ static const NDK_CQ_DISPATCH vcq_dispatch = {
 	.NdkGetCqResultsEx = vcq_get_results_ex,
 };
 
-NTSTATUS ndk_verbs_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
-			     NDK_FN_CQ_NOTIFICATION_CALLBACK CqNotification,
-			     PVOID CqNotificationContext,
-			     GROUP_AFFINITY *Affinity,
-			     NDK_FN_CREATE_COMPLETION CreateCompletion,
-			     PVOID RequestContext, NDK_CQ **ppNdkCq)
+NTSTATUS ndk_verbs_create_cq(struct ndk_adapter *ad,
+			     const struct ndk_cq_attr *attr, NDK_CQ **ppNdkCq)
 {
-	struct ndk_adapter *ad;
+	ULONG CqDepth = attr->depth;
 	struct ndk_obj *antes[1];
 	struct ndk_vcq *cq;
 	NTSTATUS status;
 
-	if (!pNdkAdapter || !ppNdkCq || !CqNotification)
-		return STATUS_INVALID_PARAMETER;
-	ad = to_ndk_adapter(pNdkAdapter);
-	if (!CqDepth || CqDepth > ad->info.MaxCqDepth)
-		return STATUS_INVALID_PARAMETER;
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return STATUS_INSUFFICIENT_RESOURCES;
@@ -691,8 +683,8 @@ NTSTATUS ndk_verbs_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
 	}
 	cq->depth = CqDepth;
 	cq->solicited_as_any = to_vad(ad)->siw;
-	cq->notify = CqNotification;
-	cq->notify_ctx = CqNotificationContext;
+	cq->notify = attr->notify;
+	cq->notify_ctx = attr->notify_ctx;
 	ndk_poll_yield_init(&cq->yield);
 	cq->watch_ms = (unsigned int)ndk_config_u64("NDK_VERBS_CQ_WATCH_MS", 10,
 						    0, 60000);

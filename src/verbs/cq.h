@@ -16,12 +16,10 @@ struct ndk_vcq *to_vcq(NDK_CQ *cq);
 struct ibv_cq *ndk_vcq_ibv(struct ndk_vcq *cq);
 struct ndk_obj *ndk_vcq_obj(struct ndk_vcq *cq);
 
-NTSTATUS ndk_verbs_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
-			     NDK_FN_CQ_NOTIFICATION_CALLBACK CqNotification,
-			     PVOID CqNotificationContext,
-			     GROUP_AFFINITY *Affinity,
-			     NDK_FN_CREATE_COMPLETION CreateCompletion,
-			     PVOID RequestContext, NDK_CQ **ppNdkCq);
+struct ndk_cq_attr;
+/* The provider's create (front/provider.h): front/cq.c checked attr. */
+NTSTATUS ndk_verbs_create_cq(struct ndk_adapter *ad,
+			     const struct ndk_cq_attr *attr, NDK_CQ **ppNdkCq);
 
 /*
  * The consumer flushed a QP (verbs/qp.c): results of wq, one of the CQ's

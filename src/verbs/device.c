@@ -431,16 +431,13 @@ int ndk_verbs_adapter_init(struct ndk_adapter *ad)
 		ret = set_nonblock(v->cm->fd);
 	if (ret)
 		return ret;
-	v->comp_io.fd = v->comp->fd;
-	v->comp_io.fn = ndk_verbs_comp_event;
-	v->cm_io.fd = v->cm->fd;
-	v->cm_io.fn = ndk_verbs_cm_event;
+	ndk_io_init(&v->comp_io, v->comp->fd, ndk_verbs_comp_event);
+	ndk_io_init(&v->cm_io, v->cm->fd, ndk_verbs_cm_event);
 	/* rdma_cm's context: nobody else in the process reads its events. */
 	ret = set_nonblock(v->ctx->async_fd);
 	if (ret)
 		return ret;
-	v->async_io.fd = v->ctx->async_fd;
-	v->async_io.fn = async_io_fn;
+	ndk_io_init(&v->async_io, v->ctx->async_fd, async_io_fn);
 	ndk_lock(&verbs_adapters_lock);
 	list_add_tail(&v->entry, &verbs_adapters);
 	ndk_unlock(&verbs_adapters_lock);

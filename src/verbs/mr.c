@@ -14,7 +14,7 @@
 #include "verbs/mr.h"
 
 #define PAGE_MASK ((uint64_t)PAGE_SIZE - 1)
-/* As the software provider's cap (qp/mr.h): 1 GiB of 4 KiB pages. */
+/* As the software provider's cap (sw/mr.h): 1 GiB of 4 KiB pages. */
 #define FR_MAX_PAGES (1u << 18)
 
 uint32_t ndk_vmr_fr_max_pages(uint64_t max_mr_size)
@@ -306,23 +306,19 @@ static const NDK_MR_DISPATCH mr_dispatch = {
 	.NdkGetLocalTokenFromMr = mr_get_local_token,
 };
 
-NTSTATUS ndk_verbs_create_mr(NDK_PD *pNdkPd, BOOLEAN FastRegister,
-			     NDK_FN_CREATE_COMPLETION CreateCompletion,
-			     PVOID RequestContext, NDK_MR **ppNdkMr)
+NTSTATUS ndk_verbs_create_mr(struct ndk_obj *pd_obj, bool fast_register,
+			     NDK_MR **ppNdkMr)
 {
-	struct ndk_vpd *pd;
+	struct ndk_vpd *pd = container_of(pd_obj, struct ndk_vpd, obj);
 	struct ndk_obj *antes[1];
 	struct ndk_vmr *mr;
 	NTSTATUS status;
 
-	if (!pNdkPd || !ppNdkMr)
-		return STATUS_INVALID_PARAMETER;
-	pd = to_vpd(pNdkPd);
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return STATUS_INSUFFICIENT_RESOURCES;
 	mr->pd = pd;
-	mr->fast = FastRegister != FALSE;
+	mr->fast = fast_register;
 	ndk_lock_init(&mr->lock, NDK_LOCK_MR);
 	antes[0] = &pd->obj;
 	status = ndk_obj_setup(&mr->obj, pd->obj.adapter, &mr_ops, &mr_dispatch,

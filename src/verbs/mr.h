@@ -37,7 +37,7 @@ uint32_t ndk_vmr_fr_max_pages(uint64_t max_mr_size);
 
 /*
  * NdkFastRegister's registration, at post time (the QP's PD is pd): the
- * checks of the software provider (qp/mr.h), then one ibv_reg_mr_iova
+ * checks of the software provider (sw/mr.h), then one ibv_reg_mr_iova
  * of the pages, which must be virtually contiguous, with the consumer's
  * base as the iova. The MR's lock is held, by the caller, from here until
  * the request is posted or ndk_vmr_fast_register_undo. iova_ok: the
@@ -56,8 +56,8 @@ void ndk_vmr_fast_register_undo(struct ndk_vmr *mr);
  */
 struct ibv_mr *ndk_vmr_invalidate_locked(struct ndk_vmr *mr);
 
-NTSTATUS ndk_verbs_create_mr(NDK_PD *pNdkPd, BOOLEAN FastRegister,
-			     NDK_FN_CREATE_COMPLETION CreateCompletion,
-			     PVOID RequestContext, NDK_MR **ppNdkMr);
+/* The provider's create (front/provider.h, front/mr.c). */
+NTSTATUS ndk_verbs_create_mr(struct ndk_obj *pd, bool fast_register,
+			     NDK_MR **ppNdkMr);
 
 #endif /* NDK_VERBS_MR_H */

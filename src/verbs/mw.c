@@ -50,20 +50,15 @@ static const NDK_MW_DISPATCH vmw_dispatch = {
 	.NdkGetRemoteTokenFromMw = vmw_get_remote_token,
 };
 
-NTSTATUS ndk_verbs_create_mw(NDK_PD *pNdkPd,
-			     NDK_FN_CREATE_COMPLETION CreateCompletion,
-			     PVOID RequestContext, NDK_MW **ppNdkMw)
+NTSTATUS ndk_verbs_create_mw(struct ndk_obj *pd_obj, NDK_MW **ppNdkMw)
 {
+	struct ndk_vpd *pd = container_of(pd_obj, struct ndk_vpd, obj);
 	struct ndk_obj *antes[1];
 	struct ndk_vmw *mw;
-	struct ndk_vpd *pd;
 	NTSTATUS status;
 
-	if (!pNdkPd || !ppNdkMw)
-		return STATUS_INVALID_PARAMETER;
-	pd = to_vpd(pNdkPd);
-	if (!to_vad(pd->obj.adapter)->mw2)
-		return STATUS_NOT_SUPPORTED;
+	/* Without type 2 windows the adapter announces MaxWindowSize 0 and
+	 * the front end refuses the create before it comes here. */
 	mw = calloc(1, sizeof(*mw));
 	if (!mw)
 		return STATUS_INSUFFICIENT_RESOURCES;

@@ -30,9 +30,8 @@ static inline struct ndk_vmw *to_vmw(NDK_MW *mw)
 	return container_of(mw, struct ndk_vmw, obj.pub.mw);
 }
 
-NTSTATUS ndk_verbs_create_mw(NDK_PD *pNdkPd,
-			     NDK_FN_CREATE_COMPLETION CreateCompletion,
-			     PVOID RequestContext, NDK_MW **ppNdkMw);
+/* The provider's create (front/provider.h, front/mw.c). */
+NTSTATUS ndk_verbs_create_mw(struct ndk_obj *pd, NDK_MW **ppNdkMw);
 
 /*
  * NdkBind, in two halves around the post: begin checks the request as

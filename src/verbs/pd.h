@@ -5,8 +5,8 @@
 
 #include "verbs/verbs.h"
 
-NTSTATUS ndk_verbs_create_pd(NDK_ADAPTER *pNdkAdapter,
-			     NDK_FN_CREATE_COMPLETION CreateCompletion,
-			     PVOID RequestContext, NDK_PD **ppNdkPd);
+/* The provider's part of a PD (front/pd.c owns the object). */
+NTSTATUS ndk_verbs_pd_init(struct ndk_obj *pd);
+void ndk_verbs_pd_fini(struct ndk_obj *pd);
 
 #endif /* NDK_VERBS_PD_H */

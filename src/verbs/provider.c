@@ -11,6 +11,10 @@
 #include "verbs/cq.h"
 #include "verbs/lam.h"
 #include "verbs/listener.h"
+#include "verbs/mr.h"
+#include "verbs/mw.h"
+#include "verbs/qp.h"
+#include "verbs/srq.h"
 #include "verbs/pd.h"
 #include "verbs/verbs.h"
 
@@ -21,7 +25,14 @@ const struct ndk_provider_ops ndk_verbs_provider = {
 	.adapter_fini = ndk_verbs_adapter_fini,
 	.adapter_start = ndk_verbs_adapter_start,
 	.create_cq = ndk_verbs_create_cq,
-	.create_pd = ndk_verbs_create_pd,
+	.create_mr = ndk_verbs_create_mr,
+	.create_mw = ndk_verbs_create_mw,
+	.create_srq = ndk_verbs_create_srq,
+	.create_qp = ndk_verbs_create_qp,
+	.pd_size = sizeof(struct ndk_vpd),
+	.pd_init = ndk_verbs_pd_init,
+	.pd_fini = ndk_verbs_pd_fini,
+	.privileged_token = NDK_VERBS_PRIVILEGED_TOKEN,
 	.create_shared_endpoint = ndk_create_shared_endpoint,
 	.create_connector = ndk_verbs_create_connector,
 	.create_listener = ndk_verbs_create_listener,

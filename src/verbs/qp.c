@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/log.h"
+#include "front/provider.h"
 #include "verbs/cq.h"
 #include "verbs/lam.h"
 #include "verbs/mr.h"
@@ -650,17 +651,22 @@ static int vqp_to_init(struct ndk_vqp *qp)
 				     IBV_QP_ACCESS_FLAGS);
 }
 
-/* NdkCreateQp and NdkCreateQpWithSrq (srq: receive depth and SGEs 0). */
-static NTSTATUS
-vqp_create(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq,
-	   struct ndk_vsrq *srq, PVOID QPContext, ULONG ReceiveQueueDepth,
-	   ULONG InitiatorQueueDepth, ULONG MaxReceiveRequestSge,
-	   ULONG MaxInitiatorRequestSge, ULONG InlineDataSize, NDK_QP **ppNdkQp)
+/* NdkCreateQp and NdkCreateQpWithSrq (srq: receive depth and SGEs 0),
+ * their arguments checked by front/qp.c. */
+NTSTATUS ndk_verbs_create_qp(struct ndk_obj *pd_obj,
+			     const struct ndk_qp_attr *attr, NDK_QP **ppNdkQp)
 {
-	struct ndk_vpd *pd;
-	struct ndk_vcq *rcq = to_vcq(pReceiveCq), *scq = to_vcq(pInitiatorCq);
-	struct ndk_adapter *ad;
-	const NDK_ADAPTER_INFO *info;
+	struct ndk_vpd *pd = container_of(pd_obj, struct ndk_vpd, obj);
+	struct ndk_vcq *rcq = to_vcq(&attr->rcq->pub.cq);
+	struct ndk_vcq *scq = to_vcq(&attr->icq->pub.cq);
+	struct ndk_vsrq *srq = attr->srq ? to_vsrq(&attr->srq->pub.srq) : NULL;
+	struct ndk_adapter *ad = pd->obj.adapter;
+	ULONG ReceiveQueueDepth = srq ? 0 : attr->rq_depth;
+	ULONG InitiatorQueueDepth = attr->iq_depth;
+	ULONG MaxReceiveRequestSge = srq ? 0 : attr->rq_sge;
+	ULONG MaxInitiatorRequestSge = attr->iq_sge;
+	ULONG InlineDataSize = attr->inline_size;
+	PVOID QPContext = attr->context;
 	struct ibv_qp_init_attr ia;
 	struct ndk_obj *antes[4];
 	struct ndk_vqp *qp;
@@ -668,18 +674,6 @@ vqp_create(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq,
 	NTSTATUS status;
 	int ret;
 
-	if (!pNdkPd || !rcq || !scq || !ppNdkQp)
-		return STATUS_INVALID_PARAMETER;
-	pd = to_vpd(pNdkPd);
-	ad = pd->obj.adapter;
-	info = &ad->info;
-	if ((!srq && !ReceiveQueueDepth) || !InitiatorQueueDepth ||
-	    ReceiveQueueDepth > info->MaxReceiveQueueDepth ||
-	    InitiatorQueueDepth > info->MaxInitiatorQueueDepth ||
-	    MaxReceiveRequestSge > info->MaxReceiveRequestSge ||
-	    MaxInitiatorRequestSge > info->MaxInitiatorRequestSge ||
-	    InlineDataSize > info->MaxInlineDataSize)
-		return STATUS_INVALID_PARAMETER;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return STATUS_INSUFFICIENT_RESOURCES;
@@ -753,34 +747,4 @@ vqp_create(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq,
 		return status;
 	*ppNdkQp = &qp->obj.pub.qp;
 	return STATUS_SUCCESS;
-}
-
-NTSTATUS ndk_verbs_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
-			     NDK_CQ *pInitiatorCq, PVOID QPContext,
-			     ULONG ReceiveQueueDepth, ULONG InitiatorQueueDepth,
-			     ULONG MaxReceiveRequestSge,
-			     ULONG MaxInitiatorRequestSge, ULONG InlineDataSize,
-			     NDK_FN_CREATE_COMPLETION CreateCompletion,
-			     PVOID RequestContext, NDK_QP **ppNdkQp)
-{
-	return vqp_create(pNdkPd, pReceiveCq, pInitiatorCq, NULL, QPContext,
-			  ReceiveQueueDepth, InitiatorQueueDepth,
-			  MaxReceiveRequestSge, MaxInitiatorRequestSge,
-			  InlineDataSize, ppNdkQp);
-}
-
-NTSTATUS ndk_verbs_create_qp_with_srq(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
-				      NDK_CQ *pInitiatorCq, NDK_SRQ *pSrq,
-				      PVOID QPContext,
-				      ULONG InitiatorQueueDepth,
-				      ULONG MaxInitiatorRequestSge,
-				      ULONG InlineDataSize,
-				      NDK_FN_CREATE_COMPLETION CreateCompletion,
-				      PVOID RequestContext, NDK_QP **ppNdkQp)
-{
-	if (!pSrq || pSrq->Header.ObjectType != NdkObjectTypeSrq)
-		return STATUS_INVALID_PARAMETER;
-	return vqp_create(pNdkPd, pReceiveCq, pInitiatorCq, to_vsrq(pSrq),
-			  QPContext, 0, InitiatorQueueDepth, 0,
-			  MaxInitiatorRequestSge, InlineDataSize, ppNdkQp);
 }

@@ -55,22 +55,10 @@ static inline enum ndk_vqp_state ndk_vqp_state(struct ndk_vqp *qp)
 	return atomic_load_explicit(&qp->state, memory_order_acquire);
 }
 
-NTSTATUS ndk_verbs_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
-			     NDK_CQ *pInitiatorCq, PVOID QPContext,
-			     ULONG ReceiveQueueDepth, ULONG InitiatorQueueDepth,
-			     ULONG MaxReceiveRequestSge,
-			     ULONG MaxInitiatorRequestSge, ULONG InlineDataSize,
-			     NDK_FN_CREATE_COMPLETION CreateCompletion,
-			     PVOID RequestContext, NDK_QP **ppNdkQp);
-
-NTSTATUS ndk_verbs_create_qp_with_srq(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
-				      NDK_CQ *pInitiatorCq, NDK_SRQ *pSrq,
-				      PVOID QPContext,
-				      ULONG InitiatorQueueDepth,
-				      ULONG MaxInitiatorRequestSge,
-				      ULONG InlineDataSize,
-				      NDK_FN_CREATE_COMPLETION CreateCompletion,
-				      PVOID RequestContext, NDK_QP **ppNdkQp);
+struct ndk_qp_attr;
+/* The provider's create (front/provider.h): front/qp.c checked attr. */
+NTSTATUS ndk_verbs_create_qp(struct ndk_obj *pd, const struct ndk_qp_attr *attr,
+			     NDK_QP **ppNdkQp);
 
 /*
  * The connector's calls (docs/verbs.md, Connection management).

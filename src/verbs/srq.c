@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/log.h"
+#include "front/provider.h"
 #include "verbs/lam.h"
 #include "verbs/srq.h"
 
@@ -120,7 +121,7 @@ static NTSTATUS vsrq_modify(NDK_SRQ *pNdkSrq, ULONG SrqDepth,
 	uint32_t threshold = NotifyThreshold ? NotifyThreshold : srq->threshold;
 	int ret;
 
-	/* The same rules as the software provider's (qp/srq.c). */
+	/* The same rules as the software provider's (sw/srq.c). */
 	if (SrqDepth > srq->obj.adapter->info.MaxSrqDepth ||
 	    threshold > depth || depth < ndk_vsrqslots_busy(&srq->slots))
 		return STATUS_INVALID_PARAMETER;
@@ -201,38 +202,26 @@ static const NDK_SRQ_DISPATCH vsrq_dispatch = {
 	.NdkSrqReceive = vsrq_receive,
 };
 
-NTSTATUS ndk_verbs_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth,
-			      ULONG MaxReceiveRequestSge, ULONG NotifyThreshold,
-			      NDK_FN_SRQ_NOTIFICATION_CALLBACK SrqNotification,
-			      PVOID SrqNotificationContext,
-			      GROUP_AFFINITY *Affinity,
-			      NDK_FN_CREATE_COMPLETION CreateCompletion,
-			      PVOID RequestContext, NDK_SRQ **ppNdkSrq)
+NTSTATUS ndk_verbs_create_srq(struct ndk_obj *pd_obj,
+			      const struct ndk_srq_attr *attr,
+			      NDK_SRQ **ppNdkSrq)
 {
+	struct ndk_vpd *pd = container_of(pd_obj, struct ndk_vpd, obj);
+	struct ndk_adapter *ad = pd->obj.adapter;
+	ULONG SrqDepth = attr->depth;
 	struct ibv_srq_init_attr ia;
 	struct ndk_obj *antes[1];
-	struct ndk_adapter *ad;
 	struct ndk_vsrq *srq;
-	struct ndk_vpd *pd;
 	NTSTATUS status;
 	int ret;
 
-	if (!pNdkPd || !ppNdkSrq)
-		return STATUS_INVALID_PARAMETER;
-	pd = to_vpd(pNdkPd);
-	ad = pd->obj.adapter;
-	if (!SrqDepth || SrqDepth > ad->info.MaxSrqDepth ||
-	    !MaxReceiveRequestSge ||
-	    MaxReceiveRequestSge > ad->info.MaxReceiveRequestSge ||
-	    NotifyThreshold > SrqDepth)
-		return STATUS_INVALID_PARAMETER;
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
 		return STATUS_INSUFFICIENT_RESOURCES;
 	srq->vad = to_vad(ad);
-	srq->max_sge = MaxReceiveRequestSge;
-	srq->notify = SrqNotification;
-	srq->notify_ctx = SrqNotificationContext;
+	srq->max_sge = attr->max_sge;
+	srq->notify = attr->notify;
+	srq->notify_ctx = attr->notify_ctx;
 	atomic_init(&srq->armed, false);
 	ndk_work_init(&srq->notify_work, vsrq_notify_work);
 	if (ndk_vsrqslots_init(&srq->slots, SrqDepth)) {
@@ -242,7 +231,7 @@ NTSTATUS ndk_verbs_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth,
 	memset(&ia, 0, sizeof(ia));
 	ia.srq_context = srq;
 	ia.attr.max_wr = SrqDepth;
-	ia.attr.max_sge = MaxReceiveRequestSge;
+	ia.attr.max_sge = attr->max_sge;
 	srq->srq = ibv_create_srq(pd->pd, &ia);
 	if (!srq->srq) {
 		ndk_info("verbs: ibv_create_srq(%u): %s",
@@ -255,8 +244,8 @@ NTSTATUS ndk_verbs_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth,
 	srq->dev_wr = MAX(ia.attr.max_wr, (uint32_t)SrqDepth);
 	ret = ndk_vqpmap_add_srq(srq->vad->qps, &srq->slots, srq->srq, srq);
 	srq->mapped = !ret;
-	if (!ret && NotifyThreshold)
-		ret = vsrq_arm(srq, NotifyThreshold, false);
+	if (!ret && attr->threshold)
+		ret = vsrq_arm(srq, attr->threshold, false);
 	if (ret) {
 		status = ndk_verbs_errno_status(ret, NDK_VERBS_CREATE);
 		vsrq_destroy(&srq->obj);

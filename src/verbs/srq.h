@@ -33,13 +33,11 @@ static inline struct ndk_vsrq *to_vsrq(NDK_SRQ *srq)
 	return container_of(srq, struct ndk_vsrq, obj.pub.srq);
 }
 
-NTSTATUS ndk_verbs_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth,
-			      ULONG MaxReceiveRequestSge, ULONG NotifyThreshold,
-			      NDK_FN_SRQ_NOTIFICATION_CALLBACK SrqNotification,
-			      PVOID SrqNotificationContext,
-			      GROUP_AFFINITY *Affinity,
-			      NDK_FN_CREATE_COMPLETION CreateCompletion,
-			      PVOID RequestContext, NDK_SRQ **ppNdkSrq);
+struct ndk_srq_attr;
+/* The provider's create (front/provider.h): front/srq.c checked attr. */
+NTSTATUS ndk_verbs_create_srq(struct ndk_obj *pd,
+			      const struct ndk_srq_attr *attr,
+			      NDK_SRQ **ppNdkSrq);
 
 /* The device's IBV_EVENT_SRQ_LIMIT_REACHED (map lock held, from
  * ndk_vqpmap_with_ibv; arg: the event type). */

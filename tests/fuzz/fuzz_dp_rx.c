@@ -30,7 +30,7 @@
 #include <ndk/ndk.h>
 #include "front/adapter.h"
 #include "fuzzlib.h"
-#include "qp/qp.h"
+#include "sw/qp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -123,10 +123,10 @@ static uint64_t now_ms(void)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static bool ready;
-	struct ndk_dp_socket s = { .family = AF_INET, .ird = 4, .ord = 4 };
+	struct sw_dp_socket s = { .family = AF_INET, .ird = 4, .ord = 4 };
 	NDK_RESULT r[16];
 	NDK_QP *qp;
-	struct ndk_qp *q;
+	struct sw_qp *q;
 	int sv[2], done = 0, i;
 	size_t off = 1;
 	uint64_t deadline;
@@ -161,13 +161,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv))
 		fail("socketpair");
-	q = to_ndk_qp(qp);
+	q = to_sw_qp(qp);
 	s.fd = sv[0];
 	s.engine = &q->obj.adapter->engine;
 	s.crc = data[0] & 1;
 	s.end_fn = on_end;
 	atomic_store(&ended, 0);
-	if (ndk_qp_cm_connecting(q, NULL) || ndk_qp_cm_established(q, &s))
+	if (sw_qp_cm_connecting(q, NULL) || sw_qp_cm_established(q, &s))
 		fail("attach");
 	/* The peer writes what the data path takes, then closes. */
 	deadline = now_ms() + 5000;
@@ -184,7 +184,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (now_ms() > deadline + 5000)
 			fail("the data path never reported the end of the stream");
 	/* Close: every receive completes exactly once. */
-	if (ndk_qp_cm_disconnected(q, false, true))
+	if (sw_qp_cm_disconnected(q, false, true))
 		fail("disconnect");
 	{
 		const NDK_FN_CLOSE_OBJECT *close_fn =

@@ -4,10 +4,13 @@
 
 1. A folder includes only its own headers and those of lower layers.
 2. No two modules include each other's headers (a module is a .c and its
-   .h: src/cm/connector.c and src/cm/connector.h are one module; a header
+   .h: src/sw/connector.c and src/sw/connector.h are one module; a header
    with no .c of its own is one module with the files that implement it,
-   e.g. cm/connector_*.c), and the module graph has no cycle at all.
+   e.g. sw/connector_*.c), and the module graph has no cycle at all.
 3. The pairs in SEPARATE do not include each other at all.
+4. Inside the software provider (src/sw), the queues, memory and data
+   path never include its connection management (SW_CM): connection
+   management sits on top of the data path, as its own layer.
 
 Usage: check_layers.py [SRC_DIR]. Prints every violation; exit 1 if any.
 """
@@ -23,8 +26,7 @@ LAYERS = {
     "engine": 1,  # progress engine: epoll, timers, deferred work
     "oid": 1,  # machine-wide registry behind NdkQueryOid
     "front": 2,  # NDK front end: adapter, objects, endpoint table
-    "qp": 3,  # software provider: verbs objects and the data path
-    "cm": 4,  # software provider: connection management
+    "sw": 3,  # software provider: queues, data path, connection management
     "verbs": 3,  # verbs provider (rdma-core): objects and rdma_cm
 }
 
@@ -33,20 +35,23 @@ KNOWN = set()
 
 # Modules that must not depend on each other in either direction, even
 # without a cycle: the data path's receive and transmit sides share only
-# its core (qp/dp_core), the connection manager reaches the data path
+# its core (sw/dp_core), the connection manager reaches the data path
 # through its public header alone, and the two providers share only the
 # front end.
+# The software provider's connection-management modules (the rest of
+# src/sw is its queues, memory and data path).
+SW_CM = ["sw/connector*", "sw/listener", "sw/backlog", "sw/mpa_io",
+         "sw/sockopt", "sw/provider"]
 SEPARATE = [
-    ("qp/dp_rx", "qp/dp_tx"),
-    ("qp/dp_tx", "qp/dp_rx"),
-    ("cm/*", "qp/dp_rx"),
-    ("cm/*", "qp/dp_tx"),
-    ("cm/*", "qp/dp_core"),
-    ("cm/*", "verbs/*"),
-    ("verbs/*", "cm/*"),
-    ("verbs/*", "qp/*"),
-    ("qp/*", "verbs/*"),
+    ("sw/dp_rx", "sw/dp_tx"),
+    ("sw/dp_tx", "sw/dp_rx"),
+    ("sw/*", "verbs/*"),
+    ("verbs/*", "sw/*"),
 ]
+for _cm in ("sw/connector", "sw/listener", "sw/backlog", "sw/mpa_io",
+            "sw/sockopt"):
+    SEPARATE += [(_cm + "*", _dp) for _dp in ("sw/dp_rx", "sw/dp_tx",
+                                              "sw/dp_core")]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -131,7 +136,7 @@ def main():
             if mod < d and mod in deps.get(d, ()):
                 bad.append(f"{mod} and {d} include each other")
     def matches(pattern, mod):
-        return mod == pattern or (pattern.endswith("/*")
+        return mod == pattern or (pattern.endswith("*")
                                   and mod.startswith(pattern[:-1]))
 
     for a, b in SEPARATE:
@@ -141,6 +146,17 @@ def main():
             for d in sorted(ds):
                 if matches(b, d):
                     bad.append(f"{mod} includes {d}: kept apart")
+    def sw_cm(mod):
+        return any(mod == p or (p.endswith("*") and mod.startswith(p[:-1]))
+                   for p in SW_CM)
+
+    for mod, ds in sorted(deps.items()):
+        if not mod.startswith("sw/") or sw_cm(mod):
+            continue
+        for d in sorted(ds):
+            if sw_cm(d):
+                bad.append(f"{mod} includes {d}: the software provider's "
+                           "data path sits below its connection management")
     cyc = find_cycle(deps)
     if cyc:
         bad.append("include cycle: " + " -> ".join(cyc))

@@ -2,7 +2,7 @@
 /*
  * The CQ object (NDK_CQ_DISPATCH, NDKPI Completion
  * Handling Requirements) through the public API,
- * with ndk_cq_push standing in for QPs. "Nothing happened" is checked
+ * with sw_cq_push standing in for QPs. "Nothing happened" is checked
  * after quiesce(): notifications are posted to the engine synchronously
  * by push/arm, and ndk_engine_call runs after everything posted before.
  */
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "front/adapter.h"
-#include "qp/cq.h"
+#include "sw/cq.h"
 #include "testutil.h"
 
 #define MAXU 0xffffffffu
@@ -114,7 +114,7 @@ static int push(NDK_CQ *cq, NTSTATUS st, uintptr_t req, bool solicited)
 		.TypeSpecificCompletionOutput = req + 1,
 	};
 
-	return ndk_cq_push(to_ndk_cq(cq), &r, solicited);
+	return sw_cq_push(to_sw_cq(cq), &r, solicited);
 }
 
 static void arm(NDK_CQ *cq, ULONG type)
@@ -185,9 +185,9 @@ static void test_create_limits(void **state)
 	close_cq(cq, &t);
 	cq = mkcq(a, 1, &t);
 	assert_int_equal(push(cq, STATUS_SUCCESS, 1, false), 0);
-	assert_int_equal(ndk_cq_push(NULL, NULL, false), -EINVAL);
-	assert_int_equal(ndk_cq_push(to_ndk_cq(cq), NULL, false), -EINVAL);
-	assert_null(to_ndk_cq(NULL));
+	assert_int_equal(sw_cq_push(NULL, NULL, false), -EINVAL);
+	assert_int_equal(sw_cq_push(to_sw_cq(cq), NULL, false), -EINVAL);
+	assert_null(to_sw_cq(NULL));
 	assert_int_equal(cq->Dispatch->NdkQueryExtension(&cq->Header, NULL,
 							 info.Version, NULL),
 			 STATUS_NOT_SUPPORTED);
@@ -249,8 +249,8 @@ static void test_ex_fields(void **state)
 		.TypeSpecificCompletionOutput = 0xabcd,
 	};
 
-	assert_int_equal(ndk_cq_push(to_ndk_cq(cq), &in, false), 0);
-	assert_int_equal(ndk_cq_push(to_ndk_cq(cq), &in, false), 0);
+	assert_int_equal(sw_cq_push(to_sw_cq(cq), &in, false), 0);
+	assert_int_equal(sw_cq_push(to_sw_cq(cq), &in, false), 0);
 	assert_int_equal(get(cq, x, 1), 1);
 	assert_memory_equal(&x[0], &in, sizeof(in));
 
@@ -476,7 +476,7 @@ static void test_solicited_any_errors(void **state)
 	assert_int_equal(push(cq, STATUS_SUCCESS, 7, true), 0);
 	quiesce(a);
 	assert_int_equal(atomic_load(&t.notifies), 3);
-	assert_false(ndk_cq_in_error(to_ndk_cq(cq)));
+	assert_false(sw_cq_in_error(to_sw_cq(cq)));
 	/* Only by a CQ error (overrun). */
 	assert_int_equal(push(cq, STATUS_SUCCESS, 8, false), 0);
 	assert_int_equal(push(cq, STATUS_SUCCESS, 9, false), -EOVERFLOW);
@@ -547,7 +547,7 @@ static void test_serialised(void **state)
 	assert_int_equal(atomic_load(&t.push_failures), 0);
 	assert_int_equal(atomic_load(&t.overlaps), 0);
 	assert_true(atomic_load(&t.notifies) >= 1);
-	assert_false(ndk_cq_in_error(to_ndk_cq(cq)));
+	assert_false(sw_cq_in_error(to_sw_cq(cq)));
 	/* Stop re-arming before closing. */
 	t.hook = NULL;
 	close_cq(cq, &t);
@@ -669,7 +669,7 @@ static void test_overflow(void **state)
 	assert_int_equal(atomic_load(&t.notifies), 1);
 	/* Overrun while unarmed: reported at the next arm. */
 	assert_int_equal(push(cq, STATUS_SUCCESS, 4, false), -EOVERFLOW);
-	assert_true(ndk_cq_in_error(to_ndk_cq(cq)));
+	assert_true(sw_cq_in_error(to_sw_cq(cq)));
 	quiesce(a);
 	assert_int_equal(atomic_load(&t.notifies), 1);
 	/* Dead: nothing more is accepted, what is there can be read. */

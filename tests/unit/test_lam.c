@@ -13,10 +13,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "front/adapter.h"
-#include "qp/mr.h"
-#include "qp/adapter.h"
-#include "qp/pd.h"
-#include "qp/stag.h"
+#include "sw/mr.h"
+#include "sw/adapter.h"
+#include "sw/pd.h"
+#include "sw/stag.h"
 #include "testutil.h"
 
 #define NPAGES	    8
@@ -228,9 +228,9 @@ static void test_release_leaves_mdl(void **state)
 	release(f, lam);
 	assert_memory_equal(&copy, mdl, sizeof(copy));
 	/* Released: its addresses no longer pass the SGE check. */
-	assert_int_equal(ndk_stag_lam_lookup(ndk_sw_stags(f->ad), U(f->buf + 8),
-					     1, &addr),
-			 -EFAULT);
+	assert_int_equal(
+		sw_stag_lam_lookup(sw_stags(f->ad), U(f->buf + 8), 1, &addr),
+		-EFAULT);
 	/* Double release and a LAM that was never built are ignored. */
 	release(f, lam);
 	memset(lam, 0, LAM_SIZE(2));
@@ -249,9 +249,9 @@ static void test_sge_check(void **state)
 	NDK_LOGICAL_ADDRESS_MAPPING *lam = lam_alloc(3);
 	PMDL mdl = IoAllocateMdl(f->buf + PAGE_SIZE + 50, 2 * PAGE_SIZE, FALSE,
 				 FALSE, NULL);
-	struct ndk_stag_table *t = ndk_sw_stags(f->ad);
+	struct sw_stag_table *t = sw_stags(f->ad);
 	ULONG size = LAM_SIZE(3), fbo;
-	struct ndk_stag_ref ref;
+	struct sw_stag_ref ref;
 	uint64_t la, end, contig;
 	void *addr;
 
@@ -261,44 +261,43 @@ static void test_sge_check(void **state)
 	la = (uint64_t)lam->AdapterPageArray[0].QuadPart;
 	end = la + 3 * PAGE_SIZE;
 	/* Whole pages of the LAM are usable, fbo or not. */
-	assert_int_equal(ndk_stag_lam_lookup(t, la, 3 * PAGE_SIZE, &addr), 0);
+	assert_int_equal(sw_stag_lam_lookup(t, la, 3 * PAGE_SIZE, &addr), 0);
 	assert_ptr_equal(addr, (void *)(uintptr_t)la);
-	assert_int_equal(ndk_stag_lam_lookup(t, la + fbo, 10, &addr), 0);
-	assert_int_equal(ndk_stag_lam_lookup(t, end - 1, 1, &addr), 0);
-	assert_int_equal(ndk_stag_lam_lookup(t, end, 1, NULL), -EFAULT);
-	assert_int_equal(ndk_stag_lam_lookup(t, end - 1, 2, NULL), -EFAULT);
-	assert_int_equal(ndk_stag_lam_lookup(t, la - 1, 2, NULL), -EFAULT);
-	assert_int_equal(ndk_stag_lam_lookup(t, la, 0, &addr), 0);
+	assert_int_equal(sw_stag_lam_lookup(t, la + fbo, 10, &addr), 0);
+	assert_int_equal(sw_stag_lam_lookup(t, end - 1, 1, &addr), 0);
+	assert_int_equal(sw_stag_lam_lookup(t, end, 1, NULL), -EFAULT);
+	assert_int_equal(sw_stag_lam_lookup(t, end - 1, 2, NULL), -EFAULT);
+	assert_int_equal(sw_stag_lam_lookup(t, la - 1, 2, NULL), -EFAULT);
+	assert_int_equal(sw_stag_lam_lookup(t, la, 0, &addr), 0);
 	assert_null(addr);
-	assert_int_equal(ndk_stag_lam_lookup(t, UINT64_MAX, 2, NULL),
+	assert_int_equal(sw_stag_lam_lookup(t, UINT64_MAX, 2, NULL),
 			 -EOVERFLOW);
-	assert_int_equal(ndk_stag_lam_lookup(t, UINT64_MAX, 1, NULL), -EFAULT);
+	assert_int_equal(sw_stag_lam_lookup(t, UINT64_MAX, 1, NULL), -EFAULT);
 	/* Through the one SGE entry point: local only, no PD check. */
-	assert_int_equal(
-		ndk_stag_sge_lookup(t, 12345, NDK_PRIVILEGED_TOKEN, la + 100,
-				    200, NDK_ACCESS_LOCAL_WRITE, &ref, &addr),
-		0);
+	assert_int_equal(sw_stag_sge_lookup(t, 12345, SW_PRIVILEGED_TOKEN,
+					    la + 100, 200,
+					    SW_ACCESS_LOCAL_WRITE, &ref, &addr),
+			 0);
 	assert_ptr_equal(addr, (void *)(uintptr_t)(la + 100));
-	assert_ptr_equal(ndk_stag_ref_map(&ref, 10, &contig),
+	assert_ptr_equal(sw_stag_ref_map(&ref, 10, &contig),
 			 (void *)(uintptr_t)(la + 110));
 	assert_int_equal(contig, 190);
-	assert_int_equal(ndk_stag_ref_write(&ref, 0, "hello", 5), 0);
+	assert_int_equal(sw_stag_ref_write(&ref, 0, "hello", 5), 0);
 	assert_memory_equal(f->buf + PAGE_SIZE + 100, "hello", 5);
-	ndk_stag_put(&ref);
-	assert_int_equal(ndk_stag_sge_lookup(t, 1, NDK_PRIVILEGED_TOKEN, la, 1,
-					     NDK_ACCESS_REMOTE_READ, &ref,
-					     NULL),
+	sw_stag_put(&ref);
+	assert_int_equal(sw_stag_sge_lookup(t, 1, SW_PRIVILEGED_TOKEN, la, 1,
+					    SW_ACCESS_REMOTE_READ, &ref, NULL),
 			 -EACCES);
-	assert_int_equal(ndk_stag_sge_lookup(t, 1, NDK_PRIVILEGED_TOKEN, end, 1,
-					     NDK_ACCESS_LOCAL_READ, &ref, NULL),
+	assert_int_equal(sw_stag_sge_lookup(t, 1, SW_PRIVILEGED_TOKEN, end, 1,
+					    SW_ACCESS_LOCAL_READ, &ref, NULL),
 			 -EFAULT);
 	/* Any other token goes to the STag table. */
-	assert_int_equal(ndk_stag_sge_lookup(t, 1, 0x100, la, 1,
-					     NDK_ACCESS_LOCAL_READ, &ref, NULL),
+	assert_int_equal(sw_stag_sge_lookup(t, 1, 0x100, la, 1,
+					    SW_ACCESS_LOCAL_READ, &ref, NULL),
 			 -ENOENT);
 	release(f, lam);
-	assert_int_equal(ndk_stag_sge_lookup(t, 1, NDK_PRIVILEGED_TOKEN, la, 1,
-					     NDK_ACCESS_LOCAL_READ, &ref, NULL),
+	assert_int_equal(sw_stag_sge_lookup(t, 1, SW_PRIVILEGED_TOKEN, la, 1,
+					    SW_ACCESS_LOCAL_READ, &ref, NULL),
 			 -EFAULT);
 	IoFreeMdl(mdl);
 	free(lam);
@@ -322,22 +321,21 @@ static void test_overlapping(void **state)
 	assert_int_equal(build(f, m2, PAGE_SIZE, l2, &size, &fbo),
 			 STATUS_SUCCESS);
 	assert_ptr_not_equal(l1->AdapterContext, l2->AdapterContext);
-	assert_int_equal(ndk_stag_lam_lookup(ndk_sw_stags(f->ad), b,
-					     4 * PAGE_SIZE, NULL),
-			 0);
+	assert_int_equal(
+		sw_stag_lam_lookup(sw_stags(f->ad), b, 4 * PAGE_SIZE, NULL), 0);
 	release(f, l1);
-	assert_int_equal(ndk_stag_lam_lookup(ndk_sw_stags(f->ad), b, 1, NULL),
+	assert_int_equal(sw_stag_lam_lookup(sw_stags(f->ad), b, 1, NULL),
 			 -EFAULT);
-	assert_int_equal(ndk_stag_lam_lookup(ndk_sw_stags(f->ad), b + PAGE_SIZE,
-					     PAGE_SIZE, NULL),
+	assert_int_equal(sw_stag_lam_lookup(sw_stags(f->ad), b + PAGE_SIZE,
+					    PAGE_SIZE, NULL),
 			 0);
-	assert_int_equal(ndk_stag_lam_lookup(ndk_sw_stags(f->ad), b + PAGE_SIZE,
-					     PAGE_SIZE + 1, NULL),
+	assert_int_equal(sw_stag_lam_lookup(sw_stags(f->ad), b + PAGE_SIZE,
+					    PAGE_SIZE + 1, NULL),
 			 -EFAULT);
 	release(f, l2);
-	assert_int_equal(ndk_stag_lam_lookup(ndk_sw_stags(f->ad), b + PAGE_SIZE,
-					     1, NULL),
-			 -EFAULT);
+	assert_int_equal(
+		sw_stag_lam_lookup(sw_stags(f->ad), b + PAGE_SIZE, 1, NULL),
+		-EFAULT);
 	IoFreeMdl(m1);
 	IoFreeMdl(m2);
 	free(l1);
@@ -347,7 +345,7 @@ static void test_overlapping(void **state)
 /* The registry's search against brute force over random ranges. */
 static void test_registry_random(void **state)
 {
-	struct ndk_stag_table *t = ndk_stag_table_create();
+	struct sw_stag_table *t = sw_stag_table_create();
 	enum { N = 300, Q = 20000 };
 	static uint64_t start[N], end[N], cookie[N];
 	static bool live[N];
@@ -360,7 +358,7 @@ static void test_registry_random(void **state)
 		start[i] = base + (uint64_t)(rand_r(&seed) % 2000) * P;
 		end[i] = start[i] + (uint64_t)(1 + rand_r(&seed) % 40) * P;
 		assert_int_equal(
-			ndk_stag_lam_add(t, start[i], end[i], &cookie[i]), 0);
+			sw_stag_lam_add(t, start[i], end[i], &cookie[i]), 0);
 		live[i] = true;
 	}
 	for (q = 0; q < Q; q++) {
@@ -374,21 +372,21 @@ static void test_registry_random(void **state)
 			/* Release one at random, sometimes by a wrong start. */
 			i = (unsigned int)rand_r(&seed) % N;
 			assert_int_equal(
-				ndk_stag_lam_remove(t, q % 100 ? start[i] : 0,
-						    cookie[i]),
+				sw_stag_lam_remove(t, q % 100 ? start[i] : 0,
+						   cookie[i]),
 				live[i] ? 0 : -ENOENT);
 			live[i] = false;
 		}
 		for (i = 0; i < N && !want; i++)
 			want = live[i] && start[i] <= la && la + len <= end[i];
-		assert_int_equal(ndk_stag_lam_lookup(t, la, len, NULL),
+		assert_int_equal(sw_stag_lam_lookup(t, la, len, NULL),
 				 want ? 0 : -EFAULT);
 	}
 	for (i = 0; i < N; i++)
 		if (live[i])
 			assert_int_equal(
-				ndk_stag_lam_remove(t, start[i], cookie[i]), 0);
-	ndk_stag_table_destroy(t);
+				sw_stag_lam_remove(t, start[i], cookie[i]), 0);
+	sw_stag_table_destroy(t);
 }
 
 /* LAM pages fast-registered into an FRMR, then written through its STag. */
@@ -401,7 +399,7 @@ static void test_lam_fast_register(void **state)
 	ULONG size = LAM_SIZE(NPAGES), fbo;
 	NDK_PD *pd = NULL;
 	NDK_MR *mr = NULL;
-	struct ndk_stag_ref ref;
+	struct sw_stag_ref ref;
 	uint64_t base;
 	char data[3 * PAGE_SIZE];
 
@@ -416,20 +414,20 @@ static void test_lam_fast_register(void **state)
 			 STATUS_SUCCESS);
 	base = 0x200000000ull + fbo;
 	assert_int_equal(
-		ndk_mr_fast_register(to_ndk_mr(mr), lam->AdapterPageArray,
-				     lam->AdapterPageCount, fbo, sizeof(data),
-				     base, NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
+		sw_mr_fast_register(to_sw_mr(mr), lam->AdapterPageArray,
+				    lam->AdapterPageCount, fbo, sizeof(data),
+				    base, NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
 		0);
 	assert_int_equal(
-		ndk_stag_lookup(ndk_sw_stags(f->ad),
-				mr->Dispatch->NdkGetRemoteTokenFromMr(mr),
-				to_ndk_pd(pd)->id, base, sizeof(data),
-				NDK_ACCESS_REMOTE_WRITE, &ref, NULL),
+		sw_stag_lookup(sw_stags(f->ad),
+			       mr->Dispatch->NdkGetRemoteTokenFromMr(mr),
+			       to_sw_pd(pd)->id, base, sizeof(data),
+			       SW_ACCESS_REMOTE_WRITE, &ref, NULL),
 		0);
 	for (size_t i = 0; i < sizeof(data); i++)
 		data[i] = (char)(i ^ (i >> 8));
-	assert_int_equal(ndk_stag_ref_write(&ref, 0, data, sizeof(data)), 0);
-	ndk_stag_put(&ref);
+	assert_int_equal(sw_stag_ref_write(&ref, 0, data, sizeof(data)), 0);
+	sw_stag_put(&ref);
 	assert_memory_equal(f->buf + 300, data, sizeof(data));
 	assert_int_equal(mr->Dispatch->NdkCloseMr(&mr->Header, NULL, NULL),
 			 STATUS_SUCCESS);

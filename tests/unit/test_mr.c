@@ -15,11 +15,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "front/adapter.h"
-#include "qp/mr.h"
-#include "qp/adapter.h"
-#include "qp/mw.h"
-#include "qp/pd.h"
-#include "qp/stag.h"
+#include "sw/mr.h"
+#include "sw/adapter.h"
+#include "sw/mw.h"
+#include "sw/pd.h"
+#include "sw/stag.h"
 #include "testutil.h"
 
 #define NPAGES 16
@@ -66,7 +66,7 @@ static int teardown(void **state)
 
 static uint32_t pd_id(NDK_PD *pd)
 {
-	return to_ndk_pd(pd)->id;
+	return to_sw_pd(pd)->id;
 }
 
 static NDK_MR *mr_new(NDK_PD *pd, BOOLEAN fast)
@@ -130,8 +130,8 @@ static UINT32 ltoken(NDK_MR *mr)
 static int look(struct fixture *f, uint32_t stag, uint32_t pd, uint64_t va,
 		uint64_t len, uint32_t access, void **addr)
 {
-	return ndk_stag_lookup(ndk_sw_stags(f->ad), stag, pd, va, len, access,
-			       NULL, addr);
+	return sw_stag_lookup(sw_stags(f->ad), stag, pd, va, len, access, NULL,
+			      addr);
 }
 
 #define U(p) ((uint64_t)(uintptr_t)(p))
@@ -146,13 +146,13 @@ static void test_create_close(void **state)
 	assert_int_equal(mr->Header.Version.Major, 2);
 	assert_int_equal(mr->Header.Version.Minor, 1);
 	/* Index 0 is reserved: no token is ever the privileged token. */
-	assert_int_not_equal(ndk_stag_index(rtoken(mr)), 0);
-	assert_int_not_equal(ndk_stag_index(rtoken(fr)), 0);
-	assert_int_not_equal(ndk_stag_index(rtoken(mr)),
-			     ndk_stag_index(rtoken(fr)));
+	assert_int_not_equal(sw_stag_index(rtoken(mr)), 0);
+	assert_int_not_equal(sw_stag_index(rtoken(fr)), 0);
+	assert_int_not_equal(sw_stag_index(rtoken(mr)),
+			     sw_stag_index(rtoken(fr)));
 	/* Not registered yet: the token grants nothing. */
 	assert_int_equal(look(f, rtoken(mr), pd_id(f->pd), U(f->buf), 1,
-			      NDK_ACCESS_LOCAL_READ, NULL),
+			      SW_ACCESS_LOCAL_READ, NULL),
 			 -ENOENT);
 	assert_int_equal(
 		f->pd->Dispatch->NdkCreateMr(NULL, FALSE, NULL, NULL, &none),
@@ -175,14 +175,14 @@ static void test_privileged_token(void **state)
 	NDK_MR *mr = mr_new(f->pd, FALSE);
 
 	f->pd->Dispatch->NdkGetPrivilegedMemoryRegionToken(f->pd, &tok);
-	assert_int_equal(tok, NDK_PRIVILEGED_TOKEN);
+	assert_int_equal(tok, SW_PRIVILEGED_TOKEN);
 	assert_int_equal(reg(mr, f->buf, PAGE_SIZE, PAGE_SIZE, 0xf),
 			 STATUS_SUCCESS);
 	/* The privileged token never names a table entry (remote use). */
 	for (unsigned int key = 0; key < 256; key++)
-		assert_int_equal(look(f, ndk_stag_make(0, (uint8_t)key),
+		assert_int_equal(look(f, sw_stag_make(0, (uint8_t)key),
 				      pd_id(f->pd), U(f->buf), 1,
-				      NDK_ACCESS_REMOTE_READ, NULL),
+				      SW_ACCESS_REMOTE_READ, NULL),
 				 -ENOENT);
 	mr_close(mr);
 }
@@ -194,28 +194,28 @@ static void test_register_flags(void **state)
 		ULONG flags;
 		uint32_t access;
 	} cases[] = {
-		{ 0x0, NDK_ACCESS_LOCAL_READ },
-		{ 0x1, NDK_ACCESS_LOCAL },
-		{ 0x2, NDK_ACCESS_LOCAL_READ | NDK_ACCESS_REMOTE_READ },
-		{ 0x3, NDK_ACCESS_LOCAL | NDK_ACCESS_REMOTE_READ },
-		{ 0x5, NDK_ACCESS_LOCAL | NDK_ACCESS_REMOTE_WRITE },
-		{ 0x7, NDK_ACCESS_LOCAL | NDK_ACCESS_REMOTE },
+		{ 0x0, SW_ACCESS_LOCAL_READ },
+		{ 0x1, SW_ACCESS_LOCAL },
+		{ 0x2, SW_ACCESS_LOCAL_READ | SW_ACCESS_REMOTE_READ },
+		{ 0x3, SW_ACCESS_LOCAL | SW_ACCESS_REMOTE_READ },
+		{ 0x5, SW_ACCESS_LOCAL | SW_ACCESS_REMOTE_WRITE },
+		{ 0x7, SW_ACCESS_LOCAL | SW_ACCESS_REMOTE },
 		/* RDMA_READ_SINK is accepted and grants nothing more. */
-		{ 0x8, NDK_ACCESS_LOCAL_READ },
-		{ 0x9, NDK_ACCESS_LOCAL },
-		{ 0xa, NDK_ACCESS_LOCAL_READ | NDK_ACCESS_REMOTE_READ },
-		{ 0xb, NDK_ACCESS_LOCAL | NDK_ACCESS_REMOTE_READ },
-		{ 0xd, NDK_ACCESS_LOCAL | NDK_ACCESS_REMOTE_WRITE },
-		{ 0xf, NDK_ACCESS_LOCAL | NDK_ACCESS_REMOTE },
+		{ 0x8, SW_ACCESS_LOCAL_READ },
+		{ 0x9, SW_ACCESS_LOCAL },
+		{ 0xa, SW_ACCESS_LOCAL_READ | SW_ACCESS_REMOTE_READ },
+		{ 0xb, SW_ACCESS_LOCAL | SW_ACCESS_REMOTE_READ },
+		{ 0xd, SW_ACCESS_LOCAL | SW_ACCESS_REMOTE_WRITE },
+		{ 0xf, SW_ACCESS_LOCAL | SW_ACCESS_REMOTE },
 	};
 	static const ULONG bad[] = {
 		0x4, 0x6, 0xc, 0xe, 0x10, 0x100, 0x80000000
 	};
 	static const uint32_t each[] = {
-		NDK_ACCESS_LOCAL_READ,
-		NDK_ACCESS_LOCAL_WRITE,
-		NDK_ACCESS_REMOTE_READ,
-		NDK_ACCESS_REMOTE_WRITE,
+		SW_ACCESS_LOCAL_READ,
+		SW_ACCESS_LOCAL_WRITE,
+		SW_ACCESS_REMOTE_READ,
+		SW_ACCESS_REMOTE_WRITE,
 	};
 	struct fixture *f = *state;
 	NDK_MR *mr = mr_new(f->pd, FALSE);
@@ -269,21 +269,21 @@ static void test_token_changes(void **state)
 		seen[i] = rtoken(mr);
 		assert_int_equal(seen[i], ltoken(mr));
 		assert_int_equal(look(f, seen[i], pd_id(f->pd), U(f->buf), 1,
-				      NDK_ACCESS_REMOTE_WRITE, NULL),
+				      SW_ACCESS_REMOTE_WRITE, NULL),
 				 0);
 		if (i) {
 			/* Same index, new key: the old token is dead. */
-			assert_int_equal(ndk_stag_index(seen[i]),
-					 ndk_stag_index(seen[i - 1]));
+			assert_int_equal(sw_stag_index(seen[i]),
+					 sw_stag_index(seen[i - 1]));
 			assert_int_not_equal(seen[i], seen[i - 1]);
 			assert_int_equal(look(f, seen[i - 1], pd_id(f->pd),
 					      U(f->buf), 1,
-					      NDK_ACCESS_LOCAL_READ, NULL),
+					      SW_ACCESS_LOCAL_READ, NULL),
 					 -ENOENT);
 		}
 		assert_int_equal(dereg(mr), STATUS_SUCCESS);
 		assert_int_equal(look(f, seen[i], pd_id(f->pd), U(f->buf), 1,
-				      NDK_ACCESS_LOCAL_READ, NULL),
+				      SW_ACCESS_LOCAL_READ, NULL),
 				 -ENOENT);
 	}
 	mr_close(mr);
@@ -321,10 +321,10 @@ static void test_register_errors(void **state)
 		mr->Dispatch->NdkRegisterMr(mr, mdl, 100, 0, NULL, NULL),
 		STATUS_SUCCESS);
 	assert_int_equal(look(f, rtoken(mr), pd_id(f->pd), U(f->buf) + 99, 1,
-			      NDK_ACCESS_LOCAL_READ, NULL),
+			      SW_ACCESS_LOCAL_READ, NULL),
 			 0);
 	assert_int_equal(look(f, rtoken(mr), pd_id(f->pd), U(f->buf) + 100, 1,
-			      NDK_ACCESS_LOCAL_READ, NULL),
+			      SW_ACCESS_LOCAL_READ, NULL),
 			 -ERANGE);
 	/* Registering twice without deregistering. */
 	assert_int_equal(
@@ -356,15 +356,15 @@ static void test_chained_mdl(void **state)
 		mr->Dispatch->NdkRegisterMr(mr, a, total, 0x1, NULL, NULL),
 		STATUS_SUCCESS);
 	assert_int_equal(look(f, rtoken(mr), pd_id(f->pd), U(p), total,
-			      NDK_ACCESS_LOCAL_WRITE, &addr),
+			      SW_ACCESS_LOCAL_WRITE, &addr),
 			 0);
 	assert_ptr_equal(addr, p);
 	assert_int_equal(look(f, rtoken(mr), pd_id(f->pd), U(p) + total - 1, 1,
-			      NDK_ACCESS_LOCAL_WRITE, &addr),
+			      SW_ACCESS_LOCAL_WRITE, &addr),
 			 0);
 	assert_ptr_equal(addr, p + total - 1);
 	assert_int_equal(look(f, rtoken(mr), pd_id(f->pd), U(p), total + 1,
-			      NDK_ACCESS_LOCAL_WRITE, NULL),
+			      SW_ACCESS_LOCAL_WRITE, NULL),
 			 -ERANGE);
 	assert_int_equal(dereg(mr), STATUS_SUCCESS);
 	/* Longer than the whole chain. */
@@ -426,7 +426,7 @@ static void test_bounds(void **state)
 	NDK_MR *mr = mr_new(f->pd, FALSE);
 	char *base = f->buf + 100;
 	uint64_t b = U(base), len = 1000;
-	uint32_t pd = pd_id(f->pd), tok, r = NDK_ACCESS_REMOTE_READ;
+	uint32_t pd = pd_id(f->pd), tok, r = SW_ACCESS_REMOTE_READ;
 	void *addr = (void *)1;
 
 	assert_int_equal(reg(mr, base, (ULONG)len, len, 0x2), STATUS_SUCCESS);
@@ -449,7 +449,7 @@ static void test_bounds(void **state)
 	assert_int_equal(look(f, tok, pd, b, 0, r, &addr), 0);
 	assert_int_equal(look(f, tok, pd, b + len + 1, 0, r, NULL), -ERANGE);
 	assert_int_equal(look(f, tok, pd, b - 1, 0, r, NULL), -ERANGE);
-	assert_int_equal(look(f, tok, pd, b, 0, NDK_ACCESS_REMOTE_WRITE, NULL),
+	assert_int_equal(look(f, tok, pd, b, 0, SW_ACCESS_REMOTE_WRITE, NULL),
 			 -EACCES);
 	assert_int_equal(look(f, tok ^ 1, pd, b, 0, r, NULL), -ENOENT);
 	/* 64-bit wrap: TO wrap, distinct from bounds. */
@@ -465,17 +465,16 @@ static void test_bounds(void **state)
 	assert_int_equal(look(f, tok, pd, b, UINT64_MAX - b + 2, r, NULL),
 			 -EOVERFLOW);
 	/* Fault classes for the Terminate. */
-	assert_int_equal(ndk_stag_fault_of(-ENOENT),
-			 NDK_STAG_FAULT_INVALID_STAG);
-	assert_int_equal(ndk_stag_fault_of(-ERANGE), NDK_STAG_FAULT_BOUNDS);
-	assert_int_equal(ndk_stag_fault_of(-EACCES), NDK_STAG_FAULT_ACCESS);
-	assert_int_equal(ndk_stag_fault_of(-EPERM), NDK_STAG_FAULT_PD);
-	assert_int_equal(ndk_stag_fault_of(-EOVERFLOW), NDK_STAG_FAULT_TO_WRAP);
-	assert_int_equal(ndk_stag_fault_of(-EOPNOTSUPP),
-			 NDK_STAG_FAULT_NO_INVALIDATE);
-	assert_int_equal(ndk_stag_fault_of(0), NDK_STAG_FAULT_NONE);
-	assert_int_equal(ndk_stag_fault_of(-EIO), NDK_STAG_FAULT_OTHER);
-	assert_string_equal(ndk_stag_fault_name(NDK_STAG_FAULT_BOUNDS),
+	assert_int_equal(sw_stag_fault_of(-ENOENT), SW_STAG_FAULT_INVALID_STAG);
+	assert_int_equal(sw_stag_fault_of(-ERANGE), SW_STAG_FAULT_BOUNDS);
+	assert_int_equal(sw_stag_fault_of(-EACCES), SW_STAG_FAULT_ACCESS);
+	assert_int_equal(sw_stag_fault_of(-EPERM), SW_STAG_FAULT_PD);
+	assert_int_equal(sw_stag_fault_of(-EOVERFLOW), SW_STAG_FAULT_TO_WRAP);
+	assert_int_equal(sw_stag_fault_of(-EOPNOTSUPP),
+			 SW_STAG_FAULT_NO_INVALIDATE);
+	assert_int_equal(sw_stag_fault_of(0), SW_STAG_FAULT_NONE);
+	assert_int_equal(sw_stag_fault_of(-EIO), SW_STAG_FAULT_OTHER);
+	assert_string_equal(sw_stag_fault_name(SW_STAG_FAULT_BOUNDS),
 			    "base/bounds violation");
 	mr_close(mr);
 }
@@ -492,14 +491,14 @@ static void test_pd_mismatch(void **state)
 	assert_int_equal(reg(mr, f->buf, PAGE_SIZE, PAGE_SIZE, 0x7),
 			 STATUS_SUCCESS);
 	assert_int_equal(look(f, rtoken(mr), pd_id(pd2), U(f->buf), 1,
-			      NDK_ACCESS_LOCAL_READ, NULL),
+			      SW_ACCESS_LOCAL_READ, NULL),
 			 -EPERM);
 	/* PD is checked before access and bounds. */
 	assert_int_equal(look(f, rtoken(mr), pd_id(pd2), 0, 1,
-			      NDK_ACCESS_LOCAL_READ, NULL),
+			      SW_ACCESS_LOCAL_READ, NULL),
 			 -EPERM);
 	assert_int_equal(look(f, rtoken(mr), pd_id(f->pd), U(f->buf), 1,
-			      NDK_ACCESS_LOCAL_READ, NULL),
+			      SW_ACCESS_LOCAL_READ, NULL),
 			 0);
 	mr_close(mr);
 	assert_int_equal(pd2->Dispatch->NdkClosePd(&pd2->Header, NULL, NULL),
@@ -510,30 +509,30 @@ static void test_pinned_access(void **state)
 {
 	struct fixture *f = *state;
 	NDK_MR *mr = mr_new(f->pd, FALSE);
-	struct ndk_stag_ref ref;
+	struct sw_stag_ref ref;
 	uint64_t contig;
 	char out[8];
 	void *addr;
 
 	assert_int_equal(reg(mr, f->buf, 3 * PAGE_SIZE, 3 * PAGE_SIZE, 0x5),
 			 STATUS_SUCCESS);
-	assert_int_equal(ndk_stag_lookup(ndk_sw_stags(f->ad), rtoken(mr),
-					 pd_id(f->pd), U(f->buf) + 10,
-					 2 * PAGE_SIZE, NDK_ACCESS_REMOTE_WRITE,
-					 &ref, &addr),
+	assert_int_equal(sw_stag_lookup(sw_stags(f->ad), rtoken(mr),
+					pd_id(f->pd), U(f->buf) + 10,
+					2 * PAGE_SIZE, SW_ACCESS_REMOTE_WRITE,
+					&ref, &addr),
 			 0);
-	assert_ptr_equal(ndk_stag_ref_map(&ref, 5, &contig), f->buf + 15);
+	assert_ptr_equal(sw_stag_ref_map(&ref, 5, &contig), f->buf + 15);
 	assert_int_equal(contig, 2 * PAGE_SIZE - 5);
-	assert_null(ndk_stag_ref_map(&ref, 2 * PAGE_SIZE, &contig));
+	assert_null(sw_stag_ref_map(&ref, 2 * PAGE_SIZE, &contig));
 	assert_int_equal(contig, 0);
-	assert_int_equal(ndk_stag_ref_write(&ref, PAGE_SIZE, "payload", 7), 0);
+	assert_int_equal(sw_stag_ref_write(&ref, PAGE_SIZE, "payload", 7), 0);
 	assert_memory_equal(f->buf + 10 + PAGE_SIZE, "payload", 7);
-	assert_int_equal(ndk_stag_ref_read(&ref, PAGE_SIZE + 3, out, 4), 0);
+	assert_int_equal(sw_stag_ref_read(&ref, PAGE_SIZE + 3, out, 4), 0);
 	assert_memory_equal(out, "load", 4);
-	assert_int_equal(ndk_stag_ref_write(&ref, 2 * PAGE_SIZE - 1, "xy", 2),
+	assert_int_equal(sw_stag_ref_write(&ref, 2 * PAGE_SIZE - 1, "xy", 2),
 			 -ERANGE);
-	assert_int_equal(ndk_stag_ref_read(&ref, UINT64_MAX, out, 1), -ERANGE);
-	ndk_stag_put(&ref);
+	assert_int_equal(sw_stag_ref_read(&ref, UINT64_MAX, out, 1), -ERANGE);
+	sw_stag_put(&ref);
 	assert_int_equal(dereg(mr), STATUS_SUCCESS);
 	mr_close(mr);
 }
@@ -559,24 +558,24 @@ static void test_dereg_waits_for_pins(void **state)
 	struct fixture *f = *state;
 	NDK_MR *mr = mr_new(f->pd, FALSE);
 	struct dereg_arg arg = { .mr = mr };
-	struct ndk_stag_ref ref;
+	struct sw_stag_ref ref;
 	pthread_t th;
 
 	assert_int_equal(reg(mr, f->buf, PAGE_SIZE, PAGE_SIZE, 0x1),
 			 STATUS_SUCCESS);
-	assert_int_equal(ndk_stag_lookup(ndk_sw_stags(f->ad), rtoken(mr),
-					 pd_id(f->pd), U(f->buf), 8,
-					 NDK_ACCESS_LOCAL_WRITE, &ref, NULL),
+	assert_int_equal(sw_stag_lookup(sw_stags(f->ad), rtoken(mr),
+					pd_id(f->pd), U(f->buf), 8,
+					SW_ACCESS_LOCAL_WRITE, &ref, NULL),
 			 0);
 	assert_int_equal(pthread_create(&th, NULL, dereg_thread, &arg), 0);
 	tu_sleep_ms(50);
 	assert_int_equal(atomic_load(&arg.done), 0);
 	/* Already invalid for new lookups while it drains. */
 	assert_int_equal(look(f, rtoken(mr), pd_id(f->pd), U(f->buf), 1,
-			      NDK_ACCESS_LOCAL_READ, NULL),
+			      SW_ACCESS_LOCAL_READ, NULL),
 			 -ENOENT);
-	assert_int_equal(ndk_stag_ref_write(&ref, 0, "12345678", 8), 0);
-	ndk_stag_put(&ref);
+	assert_int_equal(sw_stag_ref_write(&ref, 0, "12345678", 8), 0);
+	sw_stag_put(&ref);
 	assert_int_equal(pthread_join(th, NULL), 0);
 	assert_int_equal(atomic_load(&arg.done), 1);
 	assert_int_equal(arg.status, STATUS_SUCCESS);
@@ -595,18 +594,18 @@ static void *stress_reader(void *p)
 	struct stress *s = p;
 	/* Each reader writes its own bytes: only the table is shared. */
 	uint64_t off = 64 * (uint64_t)atomic_fetch_add(&s->next, 1);
-	struct ndk_stag_ref ref;
+	struct sw_stag_ref ref;
 
 	while (!atomic_load(&s->stop)) {
 		uint32_t tok = rtoken(s->mr);
 		int err =
-			ndk_stag_lookup(ndk_sw_stags(s->f->ad), tok,
-					pd_id(s->f->pd), U(s->f->buf) + off, 64,
-					NDK_ACCESS_REMOTE_WRITE, &ref, NULL);
+			sw_stag_lookup(sw_stags(s->f->ad), tok, pd_id(s->f->pd),
+				       U(s->f->buf) + off, 64,
+				       SW_ACCESS_REMOTE_WRITE, &ref, NULL);
 
 		if (!err) {
-			ndk_stag_ref_write(&ref, 0, "0123456789abcdef", 16);
-			ndk_stag_put(&ref);
+			sw_stag_ref_write(&ref, 0, "0123456789abcdef", 16);
+			sw_stag_put(&ref);
 			atomic_fetch_add(&s->ok, 1);
 		} else if (err == -ENOENT) {
 			atomic_fetch_add(&s->stale, 1);
@@ -659,12 +658,12 @@ static void test_fr_init(void **state)
 {
 	struct fixture *f = *state;
 	NDK_MR *fr = mr_new(f->pd, TRUE);
-	uint32_t max = ndk_mr_fr_max_pages(f->ad);
+	uint32_t max = sw_mr_fr_max_pages(f->ad);
 	NDK_FN_INITIALIZE_FAST_REGISTER_MR init =
 		fr->Dispatch->NdkInitializeFastRegisterMr;
 
 	assert_true(max >= f->ad->info.FRMRPageCount);
-	assert_true(max <= NDK_MR_FR_MAX_PAGES);
+	assert_true(max <= SW_MR_FR_MAX_PAGES);
 	assert_int_equal(init(fr, 0, FALSE, NULL, NULL),
 			 STATUS_IMPLEMENTATION_LIMIT);
 	assert_int_equal(init(fr, max + 1, FALSE, NULL, NULL),
@@ -674,11 +673,11 @@ static void test_fr_init(void **state)
 	assert_int_equal(init(fr, max, TRUE, NULL, NULL), STATUS_SUCCESS);
 	/* Repeated calls are fine; the latest count is the limit. */
 	assert_int_equal(init(fr, 4, FALSE, NULL, NULL), STATUS_SUCCESS);
-	assert_int_equal(to_ndk_mr(fr)->fr_max_pages, 4);
-	assert_false(to_ndk_mr(fr)->fr_remote);
+	assert_int_equal(to_sw_mr(fr)->fr_max_pages, 4);
+	assert_false(to_sw_mr(fr)->fr_remote);
 	assert_int_equal(init(fr, f->ad->info.FRMRPageCount, TRUE, NULL, NULL),
 			 STATUS_SUCCESS);
-	assert_true(to_ndk_mr(fr)->fr_remote);
+	assert_true(to_sw_mr(fr)->fr_remote);
 	/* DeregisterMr on a fast-register MR is tolerated. */
 	assert_int_equal(dereg(fr), STATUS_SUCCESS);
 	mr_close(fr);
@@ -688,7 +687,7 @@ static void test_fr_rules(void **state)
 {
 	struct fixture *f = *state;
 	NDK_MR *nr = mr_new(f->pd, FALSE), *frp = mr_new(f->pd, TRUE);
-	struct ndk_mr *fr = to_ndk_mr(frp);
+	struct sw_mr *fr = to_sw_mr(frp);
 	NDK_LOGICAL_ADDRESS pa[NPAGES];
 	const uint64_t P = PAGE_SIZE, base = 0x7f0000000000ull;
 	const ULONG rw = NDK_OP_FLAG_ALLOW_REMOTE_WRITE;
@@ -697,96 +696,93 @@ static void test_fr_rules(void **state)
 
 	pages_of(pa, f->buf, NPAGES);
 	/* Not initialised yet; not a fast-register MR. */
-	assert_int_equal(ndk_mr_fast_register(fr, pa, 1, 0, P, base, 0),
+	assert_int_equal(sw_mr_fast_register(fr, pa, 1, 0, P, base, 0),
 			 -EINVAL);
 	assert_int_equal(
-		ndk_mr_fast_register(to_ndk_mr(nr), pa, 1, 0, P, base, 0),
+		sw_mr_fast_register(to_sw_mr(nr), pa, 1, 0, P, base, 0),
 		-EINVAL);
-	assert_int_equal(ndk_mr_invalidate(to_ndk_mr(nr)), -EINVAL);
+	assert_int_equal(sw_mr_invalidate(to_sw_mr(nr)), -EINVAL);
 	assert_int_equal(frp->Dispatch->NdkInitializeFastRegisterMr(
 				 frp, 4, FALSE, NULL, NULL),
 			 STATUS_SUCCESS);
 	/* Page count. */
-	assert_int_equal(ndk_mr_fast_register(fr, pa, 0, 0, P, base, 0),
+	assert_int_equal(sw_mr_fast_register(fr, pa, 0, 0, P, base, 0),
 			 -EINVAL);
-	assert_int_equal(ndk_mr_fast_register(fr, pa, 5, 0, P, base, 0),
+	assert_int_equal(sw_mr_fast_register(fr, pa, 5, 0, P, base, 0),
 			 -EINVAL);
-	assert_int_equal(ndk_mr_fast_register(fr, NULL, 1, 0, P, base, 0),
+	assert_int_equal(sw_mr_fast_register(fr, NULL, 1, 0, P, base, 0),
 			 -EINVAL);
 	/* FBO and length. */
-	assert_int_equal(ndk_mr_fast_register(fr, pa, 2, P, 10, base, 0),
+	assert_int_equal(sw_mr_fast_register(fr, pa, 2, P, 10, base, 0),
 			 -EINVAL);
-	assert_int_equal(ndk_mr_fast_register(fr, pa, 2, 8, 0, base + 8, 0),
+	assert_int_equal(sw_mr_fast_register(fr, pa, 2, 8, 0, base + 8, 0),
 			 -EINVAL);
 	assert_int_equal(
-		ndk_mr_fast_register(fr, pa, 2, 8, 2 * P - 7, base + 8, 0),
+		sw_mr_fast_register(fr, pa, 2, 8, 2 * P - 7, base + 8, 0),
 		-EINVAL);
 	/* BaseVirtualAddress = FBO + n * PAGE_SIZE. */
-	assert_int_equal(ndk_mr_fast_register(fr, pa, 2, 8, 100, base, 0),
+	assert_int_equal(sw_mr_fast_register(fr, pa, 2, 8, 100, base, 0),
 			 -EINVAL);
-	assert_int_equal(ndk_mr_fast_register(fr, pa, 2, 8, 100, base + 9, 0),
+	assert_int_equal(sw_mr_fast_register(fr, pa, 2, 8, 100, base + 9, 0),
 			 -EINVAL);
-	assert_int_equal(ndk_mr_fast_register(fr, pa, 2, 8, 100, 0, 0),
-			 -EINVAL);
+	assert_int_equal(sw_mr_fast_register(fr, pa, 2, 8, 100, 0, 0), -EINVAL);
 	assert_int_equal(
-		ndk_mr_fast_register(fr, pa, 2, 8, P, UINT64_MAX - P + 9, 0),
+		sw_mr_fast_register(fr, pa, 2, 8, P, UINT64_MAX - P + 9, 0),
 		-EINVAL);
 	/* Remote rights need RemoteAccess at initialisation. */
-	assert_int_equal(ndk_mr_fast_register(fr, pa, 2, 8, 100, base + 8,
-					      NDK_OP_FLAG_ALLOW_REMOTE_READ),
+	assert_int_equal(sw_mr_fast_register(fr, pa, 2, 8, 100, base + 8,
+					     NDK_OP_FLAG_ALLOW_REMOTE_READ),
 			 -EACCES);
-	assert_int_equal(ndk_mr_fast_register(fr, pa, 2, 8, 100, base + 8, rw),
+	assert_int_equal(sw_mr_fast_register(fr, pa, 2, 8, 100, base + 8, rw),
 			 -EACCES);
-	assert_int_equal(
-		ndk_mr_fast_register(fr, pa, 2, 8, 100, base + 8, 0x20),
-		-EINVAL);
+	assert_int_equal(sw_mr_fast_register(fr, pa, 2, 8, 100, base + 8, 0x20),
+			 -EINVAL);
 	/* Nothing above became valid. */
 	assert_int_equal(rtoken(frp), tok0);
 	/* Exactly count * PAGE_SIZE - FBO bytes, local write. */
 	assert_int_equal(
-		ndk_mr_fast_register(fr, pa, 2, 8, 2 * P - 8, base + 8,
-				     NDK_OP_FLAG_ALLOW_LOCAL_WRITE |
-					     NDK_OP_FLAG_SILENT_SUCCESS),
+		sw_mr_fast_register(fr, pa, 2, 8, 2 * P - 8, base + 8,
+				    NDK_OP_FLAG_ALLOW_LOCAL_WRITE |
+					    NDK_OP_FLAG_SILENT_SUCCESS),
 		0);
 	tok = rtoken(frp);
 	assert_int_not_equal(tok, tok0);
-	assert_int_equal(ndk_stag_index(tok), ndk_stag_index(tok0));
+	assert_int_equal(sw_stag_index(tok), sw_stag_index(tok0));
 	assert_int_equal(look(f, tok, pd_id(f->pd), base + 8, 2 * P - 8,
-			      NDK_ACCESS_LOCAL, &addr),
+			      SW_ACCESS_LOCAL, &addr),
 			 0);
 	assert_ptr_equal(addr, f->buf + 8);
 	assert_int_equal(look(f, tok, pd_id(f->pd), base + 2 * P - 1, 1,
-			      NDK_ACCESS_LOCAL_READ, &addr),
+			      SW_ACCESS_LOCAL_READ, &addr),
 			 0);
 	assert_ptr_equal(addr, f->buf + 2 * P - 1);
 	assert_int_equal(look(f, tok, pd_id(f->pd), base + 7, 1,
-			      NDK_ACCESS_LOCAL_READ, NULL),
+			      SW_ACCESS_LOCAL_READ, NULL),
 			 -ERANGE);
 	assert_int_equal(look(f, tok, pd_id(f->pd), base + 8, 1,
-			      NDK_ACCESS_REMOTE_READ, NULL),
+			      SW_ACCESS_REMOTE_READ, NULL),
 			 -EACCES);
 	/* Fast-registering a valid MR needs an invalidate first. */
-	assert_int_equal(ndk_mr_fast_register(fr, pa, 1, 0, P, base, 0),
-			 -EBUSY);
-	assert_int_equal(ndk_mr_invalidate(fr), 0);
-	assert_int_equal(ndk_mr_invalidate(fr), 0);
+	assert_int_equal(sw_mr_fast_register(fr, pa, 1, 0, P, base, 0), -EBUSY);
+	assert_int_equal(sw_mr_invalidate(fr), 0);
+	assert_int_equal(sw_mr_invalidate(fr), 0);
 	assert_int_equal(look(f, tok, pd_id(f->pd), base + 8, 1,
-			      NDK_ACCESS_LOCAL_READ, NULL),
+			      SW_ACCESS_LOCAL_READ, NULL),
 			 -ENOENT);
 	/* BaseVirtualAddress 0 is allowed with FBO 0. */
-	assert_int_equal(ndk_mr_fast_register(fr, pa, 1, 0, P, 0, 0), 0);
+	assert_int_equal(sw_mr_fast_register(fr, pa, 1, 0, P, 0, 0), 0);
 	assert_int_not_equal(rtoken(frp), tok);
 	assert_int_equal(look(f, rtoken(frp), pd_id(f->pd), 0, P,
-			      NDK_ACCESS_LOCAL_READ, &addr),
+			      SW_ACCESS_LOCAL_READ, &addr),
 			 0);
 	assert_ptr_equal(addr, f->buf);
-	assert_int_equal(ndk_mr_invalidate(fr), 0);
+	assert_int_equal(sw_mr_invalidate(fr), 0);
 	/* Unaligned and unmapped pages. */
 	pa[1].QuadPart += 1;
-	assert_int_equal(ndk_mr_fast_register(fr, pa, 2, 0, 2 * P, base, 0),
+	assert_int_equal(sw_mr_fast_register(fr, pa, 2, 0, 2 * P, base, 0),
 			 -EINVAL);
 	pa[1].QuadPart = 0;
-	assert_int_equal(ndk_mr_fast_register(fr, pa, 2, 0, 2 * P, base, 0),
+	assert_int_equal(sw_mr_fast_register(fr, pa, 2, 0, 2 * P, base, 0),
 			 -EINVAL);
 	{
 		char *hole = mmap(NULL, P, PROT_READ | PROT_WRITE,
@@ -796,12 +792,12 @@ static void test_fr_rules(void **state)
 		munmap(hole, P);
 		pa[1].QuadPart = (LONGLONG)U(hole);
 		assert_int_equal(
-			ndk_mr_fast_register(fr, pa, 2, 0, 2 * P, base, 0),
+			sw_mr_fast_register(fr, pa, 2, 0, 2 * P, base, 0),
 			-EFAULT);
 	}
 	/* Pages past FBO + Length are not used, so not checked. */
-	assert_int_equal(ndk_mr_fast_register(fr, pa, 2, 0, P, base, 0), 0);
-	assert_int_equal(ndk_mr_invalidate(fr), 0);
+	assert_int_equal(sw_mr_fast_register(fr, pa, 2, 0, P, base, 0), 0);
+	assert_int_equal(sw_mr_invalidate(fr), 0);
 	mr_close(nr);
 	mr_close(frp);
 }
@@ -811,10 +807,10 @@ static void test_fr_scattered(void **state)
 {
 	struct fixture *f = *state;
 	NDK_MR *frp = mr_new(f->pd, TRUE);
-	struct ndk_mr *fr = to_ndk_mr(frp);
+	struct sw_mr *fr = to_sw_mr(frp);
 	NDK_LOGICAL_ADDRESS pa[4];
 	const uint64_t P = PAGE_SIZE, base = 0x100000000ull + 100;
-	struct ndk_stag_ref ref;
+	struct sw_stag_ref ref;
 	char msg[2 * PAGE_SIZE], back[sizeof(msg)];
 	uint64_t contig;
 	void *addr;
@@ -829,52 +825,52 @@ static void test_fr_scattered(void **state)
 	pa[2].QuadPart = (LONGLONG)U(f->buf + 3 * P);
 	pa[3].QuadPart = (LONGLONG)U(f->buf + 9 * P);
 	assert_int_equal(
-		ndk_mr_fast_register(fr, pa, 4, 100, 4 * P - 100, base,
-				     NDK_OP_FLAG_ALLOW_REMOTE_WRITE |
-					     NDK_OP_FLAG_ALLOW_REMOTE_READ),
+		sw_mr_fast_register(fr, pa, 4, 100, 4 * P - 100, base,
+				    NDK_OP_FLAG_ALLOW_REMOTE_WRITE |
+					    NDK_OP_FLAG_ALLOW_REMOTE_READ),
 		0);
 	assert_int_equal(look(f, rtoken(frp), pd_id(f->pd), base + P - 100, 1,
-			      NDK_ACCESS_REMOTE_READ, &addr),
+			      SW_ACCESS_REMOTE_READ, &addr),
 			 0);
 	assert_ptr_equal(addr, f->buf + 2 * P);
-	assert_int_equal(ndk_stag_lookup(ndk_sw_stags(f->ad), rtoken(frp),
-					 pd_id(f->pd), base + 50, sizeof(msg),
-					 NDK_ACCESS_REMOTE_WRITE, &ref, &addr),
+	assert_int_equal(sw_stag_lookup(sw_stags(f->ad), rtoken(frp),
+					pd_id(f->pd), base + 50, sizeof(msg),
+					SW_ACCESS_REMOTE_WRITE, &ref, &addr),
 			 0);
 	assert_ptr_equal(addr, f->buf + 5 * P + 150);
-	assert_ptr_equal(ndk_stag_ref_map(&ref, 0, &contig),
+	assert_ptr_equal(sw_stag_ref_map(&ref, 0, &contig),
 			 f->buf + 5 * P + 150);
 	assert_int_equal(contig, P - 150);
 	/* Pages 2 and 3 form one run. */
-	assert_ptr_equal(ndk_stag_ref_map(&ref, P - 150, &contig),
+	assert_ptr_equal(sw_stag_ref_map(&ref, P - 150, &contig),
 			 f->buf + 2 * P);
 	assert_int_equal(contig, P + 150);
 	for (i = 0; i < sizeof(msg); i++)
 		msg[i] = (char)(i * 7 + 1);
-	assert_int_equal(ndk_stag_ref_write(&ref, 0, msg, sizeof(msg)), 0);
+	assert_int_equal(sw_stag_ref_write(&ref, 0, msg, sizeof(msg)), 0);
 	assert_memory_equal(f->buf + 5 * P + 150, msg, P - 150);
 	assert_memory_equal(f->buf + 2 * P, msg + P - 150, P + 150);
-	assert_int_equal(ndk_stag_ref_read(&ref, 0, back, sizeof(back)), 0);
+	assert_int_equal(sw_stag_ref_read(&ref, 0, back, sizeof(back)), 0);
 	assert_memory_equal(back, msg, sizeof(msg));
-	ndk_stag_put(&ref);
+	sw_stag_put(&ref);
 	/* Remote invalidation (Send with Invalidate) of an FRMR. */
-	assert_int_equal(ndk_stag_invalidate(ndk_sw_stags(f->ad), rtoken(frp),
-					     pd_id(f->pd) + 1),
+	assert_int_equal(sw_stag_invalidate(sw_stags(f->ad), rtoken(frp),
+					    pd_id(f->pd) + 1),
 			 -EPERM);
-	assert_int_equal(ndk_stag_invalidate(ndk_sw_stags(f->ad),
-					     rtoken(frp) ^ 0x1, pd_id(f->pd)),
+	assert_int_equal(sw_stag_invalidate(sw_stags(f->ad), rtoken(frp) ^ 0x1,
+					    pd_id(f->pd)),
 			 -ENOENT);
-	assert_int_equal(ndk_stag_invalidate(ndk_sw_stags(f->ad), rtoken(frp),
-					     pd_id(f->pd)),
-			 0);
+	assert_int_equal(
+		sw_stag_invalidate(sw_stags(f->ad), rtoken(frp), pd_id(f->pd)),
+		0);
 	assert_int_equal(look(f, rtoken(frp), pd_id(f->pd), base, 1,
-			      NDK_ACCESS_REMOTE_READ, NULL),
+			      SW_ACCESS_REMOTE_READ, NULL),
 			 -ENOENT);
-	assert_int_equal(ndk_stag_invalidate(ndk_sw_stags(f->ad), rtoken(frp),
-					     pd_id(f->pd)),
-			 -ENOENT);
+	assert_int_equal(
+		sw_stag_invalidate(sw_stags(f->ad), rtoken(frp), pd_id(f->pd)),
+		-ENOENT);
 	/* Invalidated remotely: fast-register works again. */
-	assert_int_equal(ndk_mr_fast_register(fr, pa, 1, 0, P, 0, 0), 0);
+	assert_int_equal(sw_mr_fast_register(fr, pa, 1, 0, P, 0, 0), 0);
 	mr_close(frp);
 }
 
@@ -885,13 +881,13 @@ static void test_normal_mr_not_invalidatable(void **state)
 
 	assert_int_equal(reg(mr, f->buf, PAGE_SIZE, PAGE_SIZE, 0x7),
 			 STATUS_SUCCESS);
-	assert_int_equal(ndk_stag_invalidate(ndk_sw_stags(f->ad), rtoken(mr),
-					     pd_id(f->pd)),
-			 -EOPNOTSUPP);
-	assert_int_equal(ndk_stag_fault_of(-EOPNOTSUPP),
-			 NDK_STAG_FAULT_NO_INVALIDATE);
+	assert_int_equal(
+		sw_stag_invalidate(sw_stags(f->ad), rtoken(mr), pd_id(f->pd)),
+		-EOPNOTSUPP);
+	assert_int_equal(sw_stag_fault_of(-EOPNOTSUPP),
+			 SW_STAG_FAULT_NO_INVALIDATE);
 	assert_int_equal(look(f, rtoken(mr), pd_id(f->pd), U(f->buf), 1,
-			      NDK_ACCESS_REMOTE_READ, NULL),
+			      SW_ACCESS_REMOTE_READ, NULL),
 			 0);
 	mr_close(mr);
 }
@@ -904,8 +900,8 @@ static void test_mw_bind_rules(void **state)
 	struct fixture *f = *state;
 	NDK_MR *mrp = mr_new(f->pd, FALSE), *wrp = mr_new(f->pd, FALSE);
 	NDK_MW *mwp = mw_new(f->pd);
-	struct ndk_mr *mr = to_ndk_mr(mrp), *wr = to_ndk_mr(wrp);
-	struct ndk_mw *mw = to_ndk_mw(mwp);
+	struct sw_mr *mr = to_sw_mr(mrp), *wr = to_sw_mr(wrp);
+	struct sw_mw *mw = to_sw_mw(mwp);
 	NDK_PD *pd2 = NULL;
 	NDK_MW *other;
 	const ULONG R = NDK_OP_FLAG_ALLOW_REMOTE_READ;
@@ -916,99 +912,96 @@ static void test_mw_bind_rules(void **state)
 
 	assert_int_equal(mwp->Header.ObjectType, NdkObjectTypeMw);
 	t0 = mwp->Dispatch->NdkGetRemoteTokenFromMw(mwp);
-	assert_int_not_equal(ndk_stag_index(t0), 0);
+	assert_int_not_equal(sw_stag_index(t0), 0);
 	/* An unregistered MR cannot be bound. */
-	assert_int_equal(ndk_mw_bind(mw, mr, b, 10, R), -ENOENT);
+	assert_int_equal(sw_mw_bind(mw, mr, b, 10, R), -ENOENT);
 	/* MR with remote read only (no local write). */
 	assert_int_equal(reg(mrp, f->buf, 4 * PAGE_SIZE, 4 * P, 0x2),
 			 STATUS_SUCCESS);
-	assert_int_equal(ndk_mw_bind(mw, mr, b, 10, W), -EACCES);
-	assert_int_equal(ndk_mw_bind(mw, mr, b, 10, R | W), -EACCES);
-	assert_int_equal(ndk_mw_bind(mw, mr, b, 10, 0x20), -EINVAL);
+	assert_int_equal(sw_mw_bind(mw, mr, b, 10, W), -EACCES);
+	assert_int_equal(sw_mw_bind(mw, mr, b, 10, R | W), -EACCES);
+	assert_int_equal(sw_mw_bind(mw, mr, b, 10, 0x20), -EINVAL);
 	/* Window outside or overrunning the MR. */
-	assert_int_equal(ndk_mw_bind(mw, mr, b - 1, 10, R), -ERANGE);
-	assert_int_equal(ndk_mw_bind(mw, mr, b + 4 * P, 0, R), -ERANGE);
-	assert_int_equal(ndk_mw_bind(mw, mr, b + 4 * P - 10, 11, R), -ERANGE);
-	assert_int_equal(ndk_mw_bind(mw, mr, b + 10, UINT64_MAX, R),
+	assert_int_equal(sw_mw_bind(mw, mr, b - 1, 10, R), -ERANGE);
+	assert_int_equal(sw_mw_bind(mw, mr, b + 4 * P, 0, R), -ERANGE);
+	assert_int_equal(sw_mw_bind(mw, mr, b + 4 * P - 10, 11, R), -ERANGE);
+	assert_int_equal(sw_mw_bind(mw, mr, b + 10, UINT64_MAX, R),
 			 -EINVAL); /* > MaxWindowSize */
 	assert_int_equal(t0, mwp->Dispatch->NdkGetRemoteTokenFromMw(mwp));
 	assert_false(ndk_obj_is_linked(&mw->obj, &mr->obj));
 	/* A good bind: new token, MR becomes the MW's antecedent. */
-	assert_int_equal(ndk_mw_bind(mw, mr, b + P, 2 * P, R), 0);
+	assert_int_equal(sw_mw_bind(mw, mr, b + P, 2 * P, R), 0);
 	t1 = mwp->Dispatch->NdkGetRemoteTokenFromMw(mwp);
 	assert_int_not_equal(t1, t0);
-	assert_int_equal(ndk_stag_index(t1), ndk_stag_index(t0));
+	assert_int_equal(sw_stag_index(t1), sw_stag_index(t0));
 	assert_true(ndk_obj_is_linked(&mw->obj, &mr->obj));
 	assert_int_equal(
-		look(f, t1, pd, b + P, 2 * P, NDK_ACCESS_REMOTE_READ, &addr),
-		0);
+		look(f, t1, pd, b + P, 2 * P, SW_ACCESS_REMOTE_READ, &addr), 0);
 	assert_ptr_equal(addr, f->buf + P);
 	/* Window bounds, not the MR's. */
 	assert_int_equal(
-		look(f, t1, pd, b + P - 1, 1, NDK_ACCESS_REMOTE_READ, NULL),
+		look(f, t1, pd, b + P - 1, 1, SW_ACCESS_REMOTE_READ, NULL),
 		-ERANGE);
 	assert_int_equal(
-		look(f, t1, pd, b + 3 * P, 1, NDK_ACCESS_REMOTE_READ, NULL),
+		look(f, t1, pd, b + 3 * P, 1, SW_ACCESS_REMOTE_READ, NULL),
 		-ERANGE);
 	assert_int_equal(
-		look(f, t1, pd, b + P, 1, NDK_ACCESS_REMOTE_WRITE, NULL),
+		look(f, t1, pd, b + P, 1, SW_ACCESS_REMOTE_WRITE, NULL),
 		-EACCES);
 	/* No local access through a window. */
-	assert_int_equal(look(f, t1, pd, b + P, 1, NDK_ACCESS_LOCAL_READ, NULL),
+	assert_int_equal(look(f, t1, pd, b + P, 1, SW_ACCESS_LOCAL_READ, NULL),
 			 -EACCES);
 	assert_int_equal(
-		look(f, t1, pd + 1, b + P, 1, NDK_ACCESS_REMOTE_READ, NULL),
+		look(f, t1, pd + 1, b + P, 1, SW_ACCESS_REMOTE_READ, NULL),
 		-EPERM);
 	/* Rebinding to a writable MR: old token dies, links move. */
 	assert_int_equal(reg(wrp, f->buf, PAGE_SIZE, P, 0x1), STATUS_SUCCESS);
-	assert_int_equal(ndk_mw_bind(mw, wr, b, P, R | W), 0);
+	assert_int_equal(sw_mw_bind(mw, wr, b, P, R | W), 0);
 	t2 = mwp->Dispatch->NdkGetRemoteTokenFromMw(mwp);
 	assert_int_not_equal(t2, t1);
+	assert_int_equal(look(f, t1, pd, b + P, 1, SW_ACCESS_REMOTE_READ, NULL),
+			 -ENOENT);
 	assert_int_equal(
-		look(f, t1, pd, b + P, 1, NDK_ACCESS_REMOTE_READ, NULL),
-		-ENOENT);
-	assert_int_equal(
-		look(f, t2, pd, b + P - 1, 1, NDK_ACCESS_REMOTE_WRITE, NULL),
-		0);
+		look(f, t2, pd, b + P - 1, 1, SW_ACCESS_REMOTE_WRITE, NULL), 0);
 	assert_true(ndk_obj_is_linked(&mw->obj, &wr->obj));
 	assert_false(ndk_obj_is_linked(&mw->obj, &mr->obj));
 	/* The window dies with its MR's registration, even re-registered. */
 	assert_int_equal(dereg(wrp), STATUS_SUCCESS);
-	assert_int_equal(look(f, t2, pd, b, 1, NDK_ACCESS_REMOTE_READ, NULL),
+	assert_int_equal(look(f, t2, pd, b, 1, SW_ACCESS_REMOTE_READ, NULL),
 			 -ENOENT);
 	assert_int_equal(reg(wrp, f->buf, PAGE_SIZE, P, 0x1), STATUS_SUCCESS);
-	assert_int_equal(look(f, t2, pd, b, 1, NDK_ACCESS_REMOTE_READ, NULL),
+	assert_int_equal(look(f, t2, pd, b, 1, SW_ACCESS_REMOTE_READ, NULL),
 			 -ENOENT);
 	/* A failed bind leaves the links alone. */
-	assert_int_equal(ndk_mw_bind(mw, mr, b, 1, W), -EACCES);
+	assert_int_equal(sw_mw_bind(mw, mr, b, 1, W), -EACCES);
 	assert_true(ndk_obj_is_linked(&mw->obj, &wr->obj));
 	assert_false(ndk_obj_is_linked(&mw->obj, &mr->obj));
 	/* Local and remote invalidation of a window. */
-	assert_int_equal(ndk_mw_bind(mw, wr, b, 16, W), 0);
-	t2 = ndk_mw_token(mw);
-	assert_int_equal(look(f, t2, pd, b, 16, NDK_ACCESS_REMOTE_WRITE, NULL),
+	assert_int_equal(sw_mw_bind(mw, wr, b, 16, W), 0);
+	t2 = sw_mw_token(mw);
+	assert_int_equal(look(f, t2, pd, b, 16, SW_ACCESS_REMOTE_WRITE, NULL),
 			 0);
-	assert_int_equal(ndk_mw_invalidate(mw), 0);
-	assert_int_equal(look(f, t2, pd, b, 1, NDK_ACCESS_REMOTE_WRITE, NULL),
+	assert_int_equal(sw_mw_invalidate(mw), 0);
+	assert_int_equal(look(f, t2, pd, b, 1, SW_ACCESS_REMOTE_WRITE, NULL),
 			 -ENOENT);
-	assert_int_equal(ndk_mw_bind(mw, wr, b, 16, W), 0);
-	t2 = ndk_mw_token(mw);
-	assert_int_equal(ndk_stag_invalidate(ndk_sw_stags(f->ad), t2, pd), 0);
-	assert_int_equal(look(f, t2, pd, b, 1, NDK_ACCESS_REMOTE_WRITE, NULL),
+	assert_int_equal(sw_mw_bind(mw, wr, b, 16, W), 0);
+	t2 = sw_mw_token(mw);
+	assert_int_equal(sw_stag_invalidate(sw_stags(f->ad), t2, pd), 0);
+	assert_int_equal(look(f, t2, pd, b, 1, SW_ACCESS_REMOTE_WRITE, NULL),
 			 -ENOENT);
 	/* Zero-length window. */
-	assert_int_equal(ndk_mw_bind(mw, wr, b + 5, 0, R), 0);
-	assert_int_equal(look(f, ndk_mw_token(mw), pd, b + 5, 0,
-			      NDK_ACCESS_REMOTE_READ, NULL),
+	assert_int_equal(sw_mw_bind(mw, wr, b + 5, 0, R), 0);
+	assert_int_equal(look(f, sw_mw_token(mw), pd, b + 5, 0,
+			      SW_ACCESS_REMOTE_READ, NULL),
 			 0);
-	assert_int_equal(look(f, ndk_mw_token(mw), pd, b + 5, 1,
-			      NDK_ACCESS_REMOTE_READ, NULL),
+	assert_int_equal(look(f, sw_mw_token(mw), pd, b + 5, 1,
+			      SW_ACCESS_REMOTE_READ, NULL),
 			 -ERANGE);
 	/* An MW of another PD. */
 	assert_int_equal(f->a->Dispatch->NdkCreatePd(f->a, NULL, NULL, &pd2),
 			 STATUS_SUCCESS);
 	other = mw_new(pd2);
-	assert_int_equal(ndk_mw_bind(to_ndk_mw(other), wr, b, 1, R), -EPERM);
+	assert_int_equal(sw_mw_bind(to_sw_mw(other), wr, b, 1, R), -EPERM);
 	mw_close(other);
 	assert_int_equal(pd2->Dispatch->NdkClosePd(&pd2->Header, NULL, NULL),
 			 STATUS_SUCCESS);
@@ -1025,7 +1018,7 @@ static void test_mw_on_frmr(void **state)
 	NDK_MW *mwp = mw_new(f->pd);
 	NDK_LOGICAL_ADDRESS pa[2];
 	const uint64_t P = PAGE_SIZE, base = 0x5000;
-	struct ndk_stag_ref ref;
+	struct sw_stag_ref ref;
 	void *addr;
 
 	assert_int_equal(frp->Dispatch->NdkInitializeFastRegisterMr(
@@ -1033,28 +1026,27 @@ static void test_mw_on_frmr(void **state)
 			 STATUS_SUCCESS);
 	pa[0].QuadPart = (LONGLONG)U(f->buf + 7 * P);
 	pa[1].QuadPart = (LONGLONG)U(f->buf + 1 * P);
-	assert_int_equal(ndk_mr_fast_register(to_ndk_mr(frp), pa, 2, 0, 2 * P,
-					      base,
-					      NDK_OP_FLAG_ALLOW_LOCAL_WRITE),
+	assert_int_equal(sw_mr_fast_register(to_sw_mr(frp), pa, 2, 0, 2 * P,
+					     base,
+					     NDK_OP_FLAG_ALLOW_LOCAL_WRITE),
 			 0);
-	assert_int_equal(ndk_mw_bind(to_ndk_mw(mwp), to_ndk_mr(frp),
-				     base + P - 2, 4,
-				     NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
+	assert_int_equal(sw_mw_bind(to_sw_mw(mwp), to_sw_mr(frp), base + P - 2,
+				    4, NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
 			 0);
-	assert_int_equal(ndk_stag_lookup(ndk_sw_stags(f->ad),
-					 ndk_mw_token(to_ndk_mw(mwp)),
-					 pd_id(f->pd), base + P - 2, 4,
-					 NDK_ACCESS_REMOTE_WRITE, &ref, &addr),
+	assert_int_equal(sw_stag_lookup(sw_stags(f->ad),
+					sw_mw_token(to_sw_mw(mwp)),
+					pd_id(f->pd), base + P - 2, 4,
+					SW_ACCESS_REMOTE_WRITE, &ref, &addr),
 			 0);
 	assert_ptr_equal(addr, f->buf + 8 * P - 2);
-	assert_int_equal(ndk_stag_ref_write(&ref, 0, "abcd", 4), 0);
-	ndk_stag_put(&ref);
+	assert_int_equal(sw_stag_ref_write(&ref, 0, "abcd", 4), 0);
+	sw_stag_put(&ref);
 	assert_memory_equal(f->buf + 8 * P - 2, "ab", 2);
 	assert_memory_equal(f->buf + 1 * P, "cd", 2);
 	/* Invalidating the FRMR kills the window. */
-	assert_int_equal(ndk_mr_invalidate(to_ndk_mr(frp)), 0);
-	assert_int_equal(look(f, ndk_mw_token(to_ndk_mw(mwp)), pd_id(f->pd),
-			      base + P - 2, 1, NDK_ACCESS_REMOTE_WRITE, NULL),
+	assert_int_equal(sw_mr_invalidate(to_sw_mr(frp)), 0);
+	assert_int_equal(look(f, sw_mw_token(to_sw_mw(mwp)), pd_id(f->pd),
+			      base + P - 2, 1, SW_ACCESS_REMOTE_WRITE, NULL),
 			 -ENOENT);
 	mw_close(mwp);
 	mr_close(frp);
@@ -1085,18 +1077,18 @@ static void test_mr_close_pends_on_bound_mw(void **state)
 	assert_int_equal(reg(mrp, f->buf, PAGE_SIZE, PAGE_SIZE, 0x7),
 			 STATUS_SUCCESS);
 	tok = rtoken(mrp);
-	assert_int_equal(ndk_mw_bind(to_ndk_mw(mwp), to_ndk_mr(mrp), U(f->buf),
-				     PAGE_SIZE, NDK_OP_FLAG_ALLOW_REMOTE_READ),
+	assert_int_equal(sw_mw_bind(to_sw_mw(mwp), to_sw_mr(mrp), U(f->buf),
+				    PAGE_SIZE, NDK_OP_FLAG_ALLOW_REMOTE_READ),
 			 0);
 	assert_int_equal(
 		mrp->Dispatch->NdkCloseMr(&mrp->Header, close_done, &one),
 		STATUS_PENDING);
 	/* The close deregistered at once: memory no longer reachable. */
 	assert_int_equal(look(f, tok, pd_id(f->pd), U(f->buf), 1,
-			      NDK_ACCESS_LOCAL_READ, NULL),
+			      SW_ACCESS_LOCAL_READ, NULL),
 			 -ENOENT);
-	assert_int_equal(look(f, ndk_mw_token(to_ndk_mw(mwp)), pd_id(f->pd),
-			      U(f->buf), 1, NDK_ACCESS_REMOTE_READ, NULL),
+	assert_int_equal(look(f, sw_mw_token(to_sw_mw(mwp)), pd_id(f->pd),
+			      U(f->buf), 1, SW_ACCESS_REMOTE_READ, NULL),
 			 -ENOENT);
 	tu_sleep_ms(20);
 	assert_int_equal(atomic_load(&closes), 0);
@@ -1141,8 +1133,8 @@ static void test_adapter_close_cleans_up(void **state)
 	assert_int_equal(frp->Dispatch->NdkInitializeFastRegisterMr(
 				 frp, 16, TRUE, NULL, NULL),
 			 STATUS_SUCCESS);
-	assert_int_equal(ndk_mw_bind(to_ndk_mw(mwp), to_ndk_mr(mrp), U(f->buf),
-				     8, NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
+	assert_int_equal(sw_mw_bind(to_sw_mw(mwp), to_sw_mr(mrp), U(f->buf), 8,
+				    NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
 			 0);
 	f->pd = NULL; /* teardown's NdkCloseAdapter closes everything */
 }
@@ -1150,7 +1142,7 @@ static void test_adapter_close_cleans_up(void **state)
 /* The table itself: growth past one chunk, FIFO reuse, never index 0. */
 static void test_table_alloc(void **state)
 {
-	struct ndk_stag_table *t = ndk_stag_table_create();
+	struct sw_stag_table *t = sw_stag_table_create();
 	static uint32_t s[3000];
 	uint32_t again;
 	unsigned int i;
@@ -1158,54 +1150,54 @@ static void test_table_alloc(void **state)
 	(void)state;
 	assert_non_null(t);
 	for (i = 0; i < ARRAY_SIZE(s); i++) {
-		assert_int_equal(ndk_stag_alloc(t, NDK_STAG_MR, 1, &s[i]), 0);
-		assert_int_not_equal(ndk_stag_index(s[i]), 0);
+		assert_int_equal(sw_stag_alloc(t, SW_STAG_MR, 1, &s[i]), 0);
+		assert_int_not_equal(sw_stag_index(s[i]), 0);
 		if (i)
-			assert_int_not_equal(ndk_stag_index(s[i]),
-					     ndk_stag_index(s[i - 1]));
-		assert_false(ndk_stag_is_valid(t, s[i]));
+			assert_int_not_equal(sw_stag_index(s[i]),
+					     sw_stag_index(s[i - 1]));
+		assert_false(sw_stag_is_valid(t, s[i]));
 	}
-	ndk_stag_free(t, s[0]);
+	sw_stag_free(t, s[0]);
 	/* A freed index goes to the back of the queue. */
-	assert_int_equal(ndk_stag_alloc(t, NDK_STAG_MR, 1, &again), 0);
-	assert_int_not_equal(ndk_stag_index(again), ndk_stag_index(s[0]));
-	ndk_stag_free(t, again);
+	assert_int_equal(sw_stag_alloc(t, SW_STAG_MR, 1, &again), 0);
+	assert_int_not_equal(sw_stag_index(again), sw_stag_index(s[0]));
+	sw_stag_free(t, again);
 	for (i = 1; i < ARRAY_SIZE(s); i++)
-		ndk_stag_free(t, s[i]);
+		sw_stag_free(t, s[i]);
 	/* Validation rules of the owner side. */
 	{
-		struct ndk_stag_mem m = { .base_va = 0x1000,
-					  .length = 10,
-					  .access = NDK_ACCESS_LOCAL_READ,
-					  .host = 0x1000 };
-		uint32_t st, mw, bogus = ndk_stag_make(NDK_STAG_MAX_INDEX, 0);
+		struct sw_stag_mem m = { .base_va = 0x1000,
+					 .length = 10,
+					 .access = SW_ACCESS_LOCAL_READ,
+					 .host = 0x1000 };
+		uint32_t st, mw, bogus = sw_stag_make(SW_STAG_MAX_INDEX, 0);
 
-		assert_int_equal(ndk_stag_validate(t, &bogus, &m), -ENOENT);
-		assert_int_equal(ndk_stag_alloc(t, NDK_STAG_MW, 1, &mw), 0);
-		assert_int_equal(ndk_stag_validate(t, &mw, &m), -ENOENT);
-		assert_int_equal(ndk_stag_alloc(t, NDK_STAG_MR, 1, &st), 0);
-		assert_int_equal(ndk_stag_validate(t, &st, &m), 0);
-		assert_true(ndk_stag_is_valid(t, st));
-		assert_int_equal(ndk_stag_validate(t, &st, &m), -EBUSY);
-		assert_int_equal(ndk_stag_bind(t, &mw, st, 0x1000, 1,
-					       NDK_ACCESS_LOCAL_READ),
+		assert_int_equal(sw_stag_validate(t, &bogus, &m), -ENOENT);
+		assert_int_equal(sw_stag_alloc(t, SW_STAG_MW, 1, &mw), 0);
+		assert_int_equal(sw_stag_validate(t, &mw, &m), -ENOENT);
+		assert_int_equal(sw_stag_alloc(t, SW_STAG_MR, 1, &st), 0);
+		assert_int_equal(sw_stag_validate(t, &st, &m), 0);
+		assert_true(sw_stag_is_valid(t, st));
+		assert_int_equal(sw_stag_validate(t, &st, &m), -EBUSY);
+		assert_int_equal(sw_stag_bind(t, &mw, st, 0x1000, 1,
+					      SW_ACCESS_LOCAL_READ),
 				 -EINVAL);
-		assert_int_equal(ndk_stag_bind(t, &st, st, 0x1000, 1,
-					       NDK_ACCESS_REMOTE_READ),
+		assert_int_equal(sw_stag_bind(t, &st, st, 0x1000, 1,
+					      SW_ACCESS_REMOTE_READ),
 				 -EINVAL);
-		assert_int_equal(ndk_stag_bind(t, &mw, mw, 0x1000, 1,
-					       NDK_ACCESS_REMOTE_READ),
+		assert_int_equal(sw_stag_bind(t, &mw, mw, 0x1000, 1,
+					      SW_ACCESS_REMOTE_READ),
 				 -ENOENT);
-		assert_int_equal(ndk_stag_bind(t, &mw, st, UINT64_MAX, 2,
-					       NDK_ACCESS_REMOTE_READ),
+		assert_int_equal(sw_stag_bind(t, &mw, st, UINT64_MAX, 2,
+					      SW_ACCESS_REMOTE_READ),
 				 -EOVERFLOW);
-		assert_true(ndk_stag_revoke(t, st));
-		assert_false(ndk_stag_revoke(t, st));
-		ndk_stag_free(t, st);
-		ndk_stag_free(t, mw);
-		assert_false(ndk_stag_is_valid(t, st));
+		assert_true(sw_stag_revoke(t, st));
+		assert_false(sw_stag_revoke(t, st));
+		sw_stag_free(t, st);
+		sw_stag_free(t, mw);
+		assert_false(sw_stag_is_valid(t, st));
 	}
-	ndk_stag_table_destroy(t);
+	sw_stag_table_destroy(t);
 }
 
 int main(void)

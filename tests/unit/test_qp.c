@@ -5,7 +5,7 @@
  * state rules of work requests (NDK_FN_CREATE_QP,
  * NDK_QP_DISPATCH; docs/ndk.md, "Work requests").
  * The QP state machine and the receive data-path hooks are driven through
- * qp/qp.h, since no connection can be made yet.
+ * sw/qp.h, since no connection can be made yet.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,7 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "front/adapter.h"
-#include "qp/qp.h"
+#include "sw/qp.h"
 #include "testutil.h"
 
 #define QPCTX ((PVOID)(uintptr_t)0x5150)
@@ -354,17 +354,17 @@ static void test_receive_limits(void **state)
  * QP's data path. The other end is returned in *peer (the caller closes
  * it); on failure the QP's end is closed here, as it stays the caller's.
  */
-static int establish(struct ndk_qp *q, uint32_t ird, uint32_t ord, int *peer)
+static int establish(struct sw_qp *q, uint32_t ird, uint32_t ord, int *peer)
 {
 	int sv[2];
-	struct ndk_dp_socket s = { .family = AF_INET, .ird = ird, .ord = ord };
+	struct sw_dp_socket s = { .family = AF_INET, .ird = ird, .ord = ord };
 	int ret;
 
 	assert_int_equal(
 		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
 	s.fd = sv[0];
 	s.engine = &q->obj.adapter->engine;
-	ret = ndk_qp_cm_established(q, &s);
+	ret = sw_qp_cm_established(q, &s);
 	if (ret)
 		close(sv[0]);
 	*peer = sv[1];
@@ -396,7 +396,7 @@ static void test_unconnected_wrs(void **state)
 {
 	struct env *e = *state;
 	NDK_QP *qp = make_qp(e, 4);
-	struct ndk_qp *q = to_ndk_qp(qp);
+	struct sw_qp *q = to_sw_qp(qp);
 	NDK_RESULT_EX res[2];
 	int peer;
 
@@ -405,12 +405,12 @@ static void test_unconnected_wrs(void **state)
 	assert_int_equal(qp->Dispatch->NdkReceive(qp, (PVOID)1, NULL, 0),
 			 STATUS_SUCCESS);
 
-	assert_int_equal(ndk_qp_cm_connecting(q, NULL), 0);
+	assert_int_equal(sw_qp_cm_connecting(q, NULL), 0);
 	expect_initiator(qp, STATUS_CONNECTION_INVALID);
 	assert_int_equal(establish(q, 4, 4, &peer), 0);
 	assert_non_null(q->dp);
 	/* A peer's disconnect does not flush (docs/ndk.md, "Disconnect"). */
-	assert_int_equal(ndk_qp_cm_disconnected(q, false, false), 0);
+	assert_int_equal(sw_qp_cm_disconnected(q, false, false), 0);
 	assert_int_equal(drain(e->rcq, res, 2), 0);
 	expect_initiator(qp, STATUS_CONNECTION_INVALID);
 	close_obj(qp);
@@ -423,49 +423,49 @@ static void test_state_machine(void **state)
 {
 	struct env *e = *state;
 	NDK_QP *qp = make_qp(e, 4);
-	struct ndk_qp *q = to_ndk_qp(qp);
-	struct ndk_connector *conn = (struct ndk_connector *)(uintptr_t)0x10;
+	struct sw_qp *q = to_sw_qp(qp);
+	struct sw_connector *conn = (struct sw_connector *)(uintptr_t)0x10;
 	NDK_RESULT_EX res[2];
 	int peer;
 
-	assert_int_equal(ndk_qp_state(q), NDK_QP_IDLE);
-	assert_string_equal(ndk_qp_state_name(NDK_QP_CONNECTED), "CONNECTED");
-	assert_string_equal(ndk_qp_state_name(NDK_QP_STATE_COUNT), "?");
+	assert_int_equal(sw_qp_state(q), SW_QP_IDLE);
+	assert_string_equal(sw_qp_state_name(SW_QP_CONNECTED), "CONNECTED");
+	assert_string_equal(sw_qp_state_name(SW_QP_STATE_COUNT), "?");
 	/* Illegal transitions fail and change nothing. */
-	assert_int_equal(ndk_qp_set_state(q, NDK_QP_CONNECTED), -EINVAL);
+	assert_int_equal(sw_qp_set_state(q, SW_QP_CONNECTED), -EINVAL);
 	assert_int_equal(establish(q, 1, 1, &peer), -EINVAL);
 	close(peer);
 	assert_null(q->dp);
-	assert_int_equal(ndk_qp_cm_failed(q), -EINVAL);
-	assert_int_equal(ndk_qp_cm_disconnected(q, false, true), -EINVAL);
-	assert_int_equal(ndk_qp_state(q), NDK_QP_IDLE);
+	assert_int_equal(sw_qp_cm_failed(q), -EINVAL);
+	assert_int_equal(sw_qp_cm_disconnected(q, false, true), -EINVAL);
+	assert_int_equal(sw_qp_state(q), SW_QP_IDLE);
 
 	/* A failed attempt leaves the QP reusable. */
-	assert_int_equal(ndk_qp_cm_connecting(q, conn), 0);
+	assert_int_equal(sw_qp_cm_connecting(q, conn), 0);
 	assert_ptr_equal(q->conn, conn);
-	assert_int_equal(ndk_qp_cm_connecting(q, conn), -EBUSY);
-	assert_int_equal(ndk_qp_cm_failed(q), 0);
+	assert_int_equal(sw_qp_cm_connecting(q, conn), -EBUSY);
+	assert_int_equal(sw_qp_cm_failed(q), 0);
 	assert_null(q->conn);
-	assert_int_equal(ndk_qp_state(q), NDK_QP_IDLE);
+	assert_int_equal(sw_qp_state(q), SW_QP_IDLE);
 
-	assert_int_equal(ndk_qp_cm_connecting(q, conn), 0);
+	assert_int_equal(sw_qp_cm_connecting(q, conn), 0);
 	assert_int_equal(establish(q, 8, 2, &peer), 0);
-	assert_int_equal(ndk_qp_state(q), NDK_QP_CONNECTED);
+	assert_int_equal(sw_qp_state(q), SW_QP_CONNECTED);
 	assert_int_equal(q->iq.ird, 8);
 	assert_int_equal(q->iq.ord, 2);
 
 	/* NdkDisconnect flushes implicitly (docs/ndk.md, "Disconnect"). */
 	assert_int_equal(qp->Dispatch->NdkReceive(qp, (PVOID)3, NULL, 0),
 			 STATUS_SUCCESS);
-	assert_int_equal(ndk_qp_cm_disconnected(q, false, true), 0);
-	assert_int_equal(ndk_qp_state(q), NDK_QP_DISCONNECTED);
+	assert_int_equal(sw_qp_cm_disconnected(q, false, true), 0);
+	assert_int_equal(sw_qp_state(q), SW_QP_DISCONNECTED);
 	assert_null(q->conn);
 	assert_int_equal(drain(e->rcq, res, 2), 1);
 	expect_cancelled(&res[0], 3);
 	/* Not reusable once it was connected. */
-	assert_int_equal(ndk_qp_cm_connecting(q, conn), -EINVAL);
-	assert_int_equal(ndk_qp_set_state(q, NDK_QP_ERROR), 0);
-	assert_int_equal(ndk_qp_set_state(q, NDK_QP_DISCONNECTED), -EINVAL);
+	assert_int_equal(sw_qp_cm_connecting(q, conn), -EINVAL);
+	assert_int_equal(sw_qp_set_state(q, SW_QP_ERROR), 0);
+	assert_int_equal(sw_qp_set_state(q, SW_QP_DISCONNECTED), -EINVAL);
 	close_obj(qp);
 	close(peer);
 }
@@ -655,8 +655,8 @@ static void test_take_complete_order(void **state)
 {
 	struct env *e = *state;
 	NDK_QP *qp = make_qp(e, 8);
-	struct ndk_qp *q = to_ndk_qp(qp);
-	struct ndk_rqe *r1, *r2;
+	struct sw_qp *q = to_sw_qp(qp);
+	struct sw_rqe *r1, *r2;
 	NDK_SGE sge = { .Length = 100, .MemoryRegionToken = 3 };
 	NDK_RESULT_EX res[8];
 	uintptr_t i;
@@ -665,33 +665,33 @@ static void test_take_complete_order(void **state)
 		assert_int_equal(
 			qp->Dispatch->NdkReceive(qp, (PVOID)i, &sge, 1),
 			STATUS_SUCCESS);
-	r1 = ndk_rq_take(&q->rq);
+	r1 = sw_rq_take(&q->rq);
 	assert_non_null(r1);
 	assert_ptr_equal(r1->ctx, (PVOID)1);
 	assert_int_equal(r1->nsge, 1);
 	assert_int_equal(r1->sge[0].Length, 100);
 	assert_int_equal(r1->sge[0].MemoryRegionToken, 3);
-	r2 = ndk_rq_take(&q->rq);
+	r2 = sw_rq_take(&q->rq);
 	assert_ptr_equal(r2->ctx, (PVOID)2);
 
 	/* 3 and 4 are flushed but wait for 1 and 2, the order is kept. */
 	qp->Dispatch->NdkFlush(qp);
 	assert_int_equal(drain(e->rcq, res, 8), 0);
-	assert_null(ndk_rq_take(&q->rq));
+	assert_null(sw_rq_take(&q->rq));
 	/* Posted after the flush: not affected by it. */
 	assert_int_equal(qp->Dispatch->NdkReceive(qp, (PVOID)5, NULL, 0),
 			 STATUS_SUCCESS);
 
-	ndk_rq_complete(&q->rq, r1, STATUS_SUCCESS, 42, NdkOperationTypeReceive,
-			0, false);
+	sw_rq_complete(&q->rq, r1, STATUS_SUCCESS, 42, NdkOperationTypeReceive,
+		       0, false);
 	assert_int_equal(drain(e->rcq, res, 8), 1);
 	assert_int_equal(res[0].Status, STATUS_SUCCESS);
 	assert_int_equal(res[0].BytesTransferred, 42);
 	assert_ptr_equal(res[0].RequestContext, (PVOID)1);
 	assert_ptr_equal(res[0].QPContext, QPCTX);
 
-	ndk_rq_complete(&q->rq, r2, STATUS_SUCCESS, 7,
-			NdkOperationTypeReceiveAndInvalidate, 0x1234, false);
+	sw_rq_complete(&q->rq, r2, STATUS_SUCCESS, 7,
+		       NdkOperationTypeReceiveAndInvalidate, 0x1234, false);
 	assert_int_equal(drain(e->rcq, res, 8), 3);
 	assert_ptr_equal(res[0].RequestContext, (PVOID)2);
 	assert_int_equal(res[0].Type, NdkOperationTypeReceiveAndInvalidate);
@@ -699,12 +699,12 @@ static void test_take_complete_order(void **state)
 	expect_cancelled(&res[1], 3);
 	expect_cancelled(&res[2], 4);
 	/* Completing twice is ignored. */
-	ndk_rq_complete(&q->rq, r2, STATUS_SUCCESS, 7, NdkOperationTypeReceive,
-			0, false);
+	sw_rq_complete(&q->rq, r2, STATUS_SUCCESS, 7, NdkOperationTypeReceive,
+		       0, false);
 	assert_int_equal(drain(e->rcq, res, 8), 0);
 
 	/* Closing cancels a receive the data path still holds, once. */
-	r1 = ndk_rq_take(&q->rq);
+	r1 = sw_rq_take(&q->rq);
 	assert_ptr_equal(r1->ctx, (PVOID)5);
 	close_obj(qp);
 	assert_int_equal(drain(e->rcq, res, 8), 1);

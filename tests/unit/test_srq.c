@@ -4,7 +4,7 @@
  * NdkSrqReceive, NdkModifySrq and the one-shot threshold notification
  * (NDK_SRQ_DISPATCH,
  * NDK_FN_SRQ_NOTIFICATION_CALLBACK). Receives are consumed through the
- * data-path hooks (ndk_srq_take, ndk_rq_take), as no peer can send
+ * data-path hooks (sw_srq_take, sw_rq_take), as no peer can send
  * yet.
  */
 #include <stdarg.h>
@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "front/adapter.h"
-#include "qp/qp.h"
-#include "qp/srq.h"
+#include "sw/qp.h"
+#include "sw/srq.h"
 #include "testutil.h"
 
 struct env {
@@ -146,12 +146,11 @@ static void post(NDK_SRQ *srq, uintptr_t first, unsigned int n)
 static uintptr_t take(NDK_SRQ *srq)
 {
 	union {
-		struct ndk_rqe rqe;
-		unsigned char
-			buf[sizeof(struct ndk_rqe) + 16 * sizeof(NDK_SGE)];
+		struct sw_rqe rqe;
+		unsigned char buf[sizeof(struct sw_rqe) + 16 * sizeof(NDK_SGE)];
 	} u;
 
-	assert_int_equal(ndk_srq_take(to_ndk_srq(srq), &u.rqe), 0);
+	assert_int_equal(sw_srq_take(to_sw_srq(srq), &u.rqe), 0);
 	return (uintptr_t)u.rqe.ctx;
 }
 
@@ -231,7 +230,7 @@ static void test_receive(void **state)
 	post(srq, 3, 2);
 	assert_int_equal(srq->Dispatch->NdkSrqReceive(srq, (PVOID)5, sge, 1),
 			 STATUS_INSUFFICIENT_RESOURCES);
-	assert_int_equal(ndk_srq_count(to_ndk_srq(srq)), 4);
+	assert_int_equal(sw_srq_count(to_sw_srq(srq)), 4);
 	assert_int_equal(take(srq), 1);
 	assert_int_equal(srq->Dispatch->NdkSrqReceive(srq, (PVOID)5, sge, 1),
 			 STATUS_SUCCESS);
@@ -241,13 +240,12 @@ static void test_receive(void **state)
 	assert_int_equal(take(srq), 5);
 	{
 		union {
-			struct ndk_rqe rqe;
-			unsigned char buf[sizeof(struct ndk_rqe) +
+			struct sw_rqe rqe;
+			unsigned char buf[sizeof(struct sw_rqe) +
 					  4 * sizeof(NDK_SGE)];
 		} u;
 
-		assert_int_equal(ndk_srq_take(to_ndk_srq(srq), &u.rqe),
-				 -EAGAIN);
+		assert_int_equal(sw_srq_take(to_sw_srq(srq), &u.rqe), -EAGAIN);
 	}
 	/* Receives never consumed are dropped by the close. */
 	post(srq, 10, 3);
@@ -439,8 +437,8 @@ static void test_qp_with_srq(void **state)
 	struct notes nt = { 0 };
 	NDK_SRQ *srq = make_srq(e, 16, 0, &nt);
 	NDK_QP *qp = NULL, *qp2 = NULL;
-	struct ndk_qp *q;
-	struct ndk_rqe *r;
+	struct sw_qp *q;
+	struct sw_rqe *r;
 	atomic_int closed = 0;
 	NDK_RESULT_EX res[8];
 	void *ctx = (void *)0x77;
@@ -484,7 +482,7 @@ static void test_qp_with_srq(void **state)
 				 e->pd, e->cq, e->cq, srq, ctx, 4, 0, 0, NULL,
 				 NULL, &qp2),
 			 STATUS_SUCCESS);
-	q = to_ndk_qp(qp);
+	q = to_sw_qp(qp);
 	assert_int_equal(qp->Dispatch->NdkReceive(qp, NULL, NULL, 0),
 			 STATUS_INVALID_DEVICE_REQUEST);
 
@@ -492,14 +490,14 @@ static void test_qp_with_srq(void **state)
 	/* Flushing a QP does not touch the shared receives. */
 	qp->Dispatch->NdkFlush(qp);
 	assert_int_equal(e->cq->Dispatch->NdkGetCqResultsEx(e->cq, res, 8), 0);
-	assert_int_equal(ndk_srq_count(to_ndk_srq(srq)), 3);
+	assert_int_equal(sw_srq_count(to_sw_srq(srq)), 3);
 
-	r = ndk_rq_take(&q->rq);
+	r = sw_rq_take(&q->rq);
 	assert_non_null(r);
 	assert_ptr_equal(r->ctx, (PVOID)1);
 	assert_int_equal(r->sge[0].Length, 64);
-	ndk_rq_complete(&q->rq, r, STATUS_SUCCESS, 5, NdkOperationTypeReceive,
-			0, false);
+	sw_rq_complete(&q->rq, r, STATUS_SUCCESS, 5, NdkOperationTypeReceive, 0,
+		       false);
 	assert_int_equal(e->cq->Dispatch->NdkGetCqResultsEx(e->cq, res, 8), 1);
 	assert_int_equal(res[0].Status, STATUS_SUCCESS);
 	assert_ptr_equal(res[0].QPContext, ctx);
@@ -507,7 +505,7 @@ static void test_qp_with_srq(void **state)
 	assert_int_equal(res[0].BytesTransferred, 5);
 
 	/* A receive in progress on a closing QP completes cancelled. */
-	r = ndk_rq_take(&to_ndk_qp(qp2)->rq);
+	r = sw_rq_take(&to_sw_qp(qp2)->rq);
 	assert_ptr_equal(r->ctx, (PVOID)2);
 	assert_int_equal(qp2->Dispatch->NdkCloseQp(&qp2->Header, NULL, NULL),
 			 STATUS_SUCCESS);
@@ -521,10 +519,10 @@ static void test_qp_with_srq(void **state)
 	assert_int_equal(srq->Dispatch->NdkCloseSrq(&srq->Header, on_srq_closed,
 						    &closed),
 			 STATUS_PENDING);
-	r = ndk_rq_take(&q->rq);
+	r = sw_rq_take(&q->rq);
 	assert_ptr_equal(r->ctx, (PVOID)3);
-	ndk_rq_complete(&q->rq, r, STATUS_SUCCESS, 0, NdkOperationTypeReceive,
-			0, false);
+	sw_rq_complete(&q->rq, r, STATUS_SUCCESS, 0, NdkOperationTypeReceive, 0,
+		       false);
 	expect_notes(&nt, 0);
 	assert_int_equal(atomic_load(&closed), 0);
 	assert_int_equal(qp->Dispatch->NdkCloseQp(&qp->Header, NULL, NULL),
@@ -558,7 +556,7 @@ static void test_adapter_close_with_open_objects(void **state)
 						      &qp2),
 			 STATUS_SUCCESS);
 	post(srq, 1, 4);
-	assert_non_null(ndk_rq_take(&to_ndk_qp(qp)->rq));
+	assert_non_null(sw_rq_take(&to_sw_qp(qp)->rq));
 	assert_int_equal(qp2->Dispatch->NdkReceive(qp2, NULL, NULL, 0),
 			 STATUS_SUCCESS);
 	assert_int_equal(modify(srq, 0, 3), STATUS_SUCCESS);

@@ -1,0 +1,442 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The active side of the handshake: NdkConnect and
+ * NdkConnectWithSharedEndpoint send the MPA Request (RFC 6581: Rev 2,
+ * P2P, both RTRs offered), the Reply completes the Connect, and
+ * NdkCompleteConnect(Ex) sends the RTR and establishes the connection.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "sw/connector.h"
+#include "sw/connector_int.h"
+#include "front/shared_endpoint.h"
+#include "sw/sockopt.h"
+#include "core/log.h"
+#include "core/status.h"
+#include "front/adapter.h"
+#include "front/address.h"
+#include "front/endpoint.h"
+#include "iwarp/rtr.h"
+#include "sw/qp.h"
+
+/* Builds the Request into tx; it is sent once TCP is up. */
+static int conn_build_request(struct sw_connector *c, const void *pd,
+			      uint16_t pd_len)
+{
+	struct mpa_rr rr = {
+		.type = MPA_RR_REQUEST,
+		.rev = MPA_REV_2,
+		.flags = MPA_FLAG_ENHANCED | (c->crc ? MPA_FLAG_CRC : 0),
+		.p2p = true,
+		/* We can send either RTR; the responder picks (RFC 6581). */
+		.rtr = MPA_RTR_WRITE | MPA_RTR_READ,
+		.ird = (uint16_t)c->req.ird,
+		.ord = (uint16_t)c->req.ord,
+		.pd = pd,
+		.pd_len = pd_len,
+	};
+	int len = mpa_rr_encode(&rr, c->tx, sizeof(c->tx));
+
+	if (len < 0)
+		return len;
+	c->rtr = rr.rtr;
+	c->tx_len = (size_t)len;
+	c->tx_off = 0;
+	return 0;
+}
+
+/*
+ * A non-blocking connect() that reported EINPROGRESS may be complete by
+ * the time it returns (loopback, a local peer): then the Request goes out
+ * now, not one engine wake-up later.
+ */
+static bool conn_tcp_up_now(struct sw_connector *c)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	return poll(&p, 1, 0) == 1 && p.revents == POLLOUT &&
+	       !getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) && !err;
+}
+
+/* The TCP connection is up: send the MPA Request kept in tx. */
+static void conn_tcp_connected(struct sw_connector *c)
+{
+	socklen_t len = sizeof(c->local);
+	int ret;
+
+	getsockname(c->fd, (struct sockaddr *)&c->local, &len);
+	conn_set_state(c, SW_CONN_AWAIT_REPLY);
+	ret = conn_flush_tx(c);
+	if (ret && ret != -EAGAIN) {
+		conn_connect_failed(c, STATUS_CONNECTION_REFUSED);
+		return;
+	}
+	conn_watch(c, EPOLLIN | (ret == -EAGAIN ? EPOLLOUT : 0));
+}
+
+/* TCP_CONNECTING: the non-blocking connect() finished, or failed. */
+void conn_tcp_connect_io(struct sw_connector *c, uint32_t events)
+{
+	socklen_t len = sizeof(int);
+	int err;
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len))
+		err = errno;
+	if (err)
+		conn_connect_failed(
+			c, ndk_status_from_errno(-err, NDK_SITE_CONNECT));
+	else if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+		conn_tcp_connected(c);
+}
+
+/* The Reply is complete in c->rx (RFC 5044 7.1, RFC 6581). */
+static void conn_got_reply(struct sw_connector *c, const struct mpa_rr *rr)
+{
+	const NDK_ADAPTER_INFO *info = &c->obj.adapter->info;
+	struct mpa_read_limits max = { info->MaxInboundReadLimit,
+				       info->MaxOutboundReadLimit };
+	/* An MPA v1 peer says nothing: assume 1/1, as siw runs (RFC 5044
+	 * leaves IRD/ORD to the ULP). */
+	struct mpa_read_limits peer = { 1, 1 };
+	int rtr;
+
+	conn_stop_timer(c);
+	memcpy(c->peer_pd, rr->pd, rr->pd_len);
+	c->peer_pd_len = rr->pd_len;
+	c->peer_rev = rr->rev;
+	c->peer_enhanced = mpa_rr_enhanced(rr);
+	if (c->peer_enhanced) {
+		peer.ird = rr->ird;
+		peer.ord = rr->ord;
+	}
+	c->peer_limits = peer;
+	c->eff = mpa_negotiate_ird_ord(c->req, max, peer);
+	c->rx.len = 0;
+
+	if (mpa_rr_rejected(rr)) {
+		/* The reject's private data stays readable through
+		 * NdkGetConnectionData (NDK_FN_GET_CONNECTION_DATA). */
+		conn_connect_failed(c, STATUS_CONNECTION_REFUSED);
+		return;
+	}
+	if (rr->flags & MPA_FLAG_MARKERS) {
+		/* The responder wants markers; we never insert them. */
+		ndk_info("connector %p: peer asks for MPA markers", (void *)c);
+		conn_connect_failed(c, STATUS_CONNECTION_REFUSED);
+		return;
+	}
+	c->crc = c->crc || (rr->flags & MPA_FLAG_CRC);
+	c->p2p = c->peer_enhanced && rr->p2p;
+	if (c->p2p) {
+		rtr = mpa_rtr_check_reply(c->rtr, rr->rtr);
+		if (rtr < 0) {
+			/* RFC 6581: no matching RTR option. */
+			ndk_info(
+				"connector %p: reply chose RTR %#x, offered %#x",
+				(void *)c, rr->rtr, c->rtr);
+			conn_connect_failed(c, STATUS_CONNECTION_REFUSED);
+			return;
+		}
+		c->rtr = (unsigned int)rtr;
+		/* A Read RTR takes an ORQ slot, as in siw. */
+		if (c->rtr == MPA_RTR_READ && c->eff.ord == 0)
+			c->eff.ord = 1;
+	} else {
+		c->rtr = MPA_RTR_NONE;
+	}
+	conn_set_state(c, SW_CONN_REPLIED);
+	/* Nothing may arrive now but an end of stream (RFC 5044 1.1). */
+	conn_watch(c, EPOLLIN);
+	/*
+	 * Twice the acceptor's RTR timeout: against a libndk peer its Accept
+	 * times out first (IO_TIMEOUT there, CONNECTION_ABORTED here); ours
+	 * only ends an attempt whose peer never gives up.
+	 */
+	conn_arm_timer(c, CONN_TIMER_COMPLETE_CONNECT, 2 * ndk_cm_timeout_ms());
+	ndk_req_complete(&c->connect_req, STATUS_SUCCESS);
+}
+
+void conn_read_reply(struct sw_connector *c)
+{
+	struct mpa_rr rr;
+	int ret = sw_mpa_rx_frame(&c->rx, c->fd, MPA_RR_REPLY, &rr, "connector",
+				  c);
+
+	if (ret > 0)
+		conn_got_reply(c, &rr);
+	else if (ret < 0)
+		/* Malformed, or closed before answering: refused. */
+		conn_connect_failed(c, STATUS_CONNECTION_REFUSED);
+}
+
+/*
+ * Common tail of NdkConnect and NdkConnectWithSharedEndpoint: c->lock
+ * held, c->fd bound, c->ep referenced, c->local set. On an inline failure
+ * the connector is left IDLE, owning nothing, so it may try again.
+ */
+static NTSTATUS conn_start(struct sw_connector *c, struct ndk_endpoint *ep,
+			   int fd, struct sw_qp *qp, const struct sockaddr *dst,
+			   ULONG ird, ULONG ord, const void *pd, ULONG pd_len,
+			   NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
+{
+	struct ndk_adapter *ad = c->obj.adapter;
+	const struct sockaddr *local;
+	socklen_t len;
+	NTSTATUS status;
+	int ret;
+
+	c->ep = ep;
+	c->fd = fd;
+	local = ndk_endpoint_addr(ep, &len);
+	memset(&c->local, 0, sizeof(c->local));
+	memcpy(&c->local, local, len);
+	memset(&c->peer, 0, sizeof(c->peer));
+	memcpy(&c->peer, dst, ndk_addr_len(dst));
+	ret = ndk_tuple_register((struct sockaddr *)&c->local, dst);
+	if (ret) {
+		status = ndk_status_from_errno(ret, NDK_SITE_CONNECT);
+		goto fail;
+	}
+	c->tuple_registered = true;
+	status = conn_bind_qp(c, qp);
+	if (status)
+		goto fail;
+	c->req = conn_capped_limits(ad, ird, ord);
+	c->crc = cm_crc_mode() != CRC_NEVER;
+	ret = conn_build_request(c, pd, (uint16_t)pd_len);
+	if (ret) {
+		status = ndk_status_from_errno(ret, NDK_SITE_GENERIC);
+		goto fail_qp;
+	}
+	sw_sock_set_conn_options(c->fd);
+
+	ndk_req_pend(&c->connect_req, &c->obj, cb, ctx);
+	conn_set_state(c, SW_CONN_TCP_CONNECTING);
+	conn_arm_timer(c, CONN_TIMER_CONNECT, ndk_cm_timeout_ms());
+	ret = connect(c->fd, dst, ndk_addr_len(dst));
+	if (ret == 0 || (errno == EINPROGRESS && conn_tcp_up_now(c))) {
+		conn_tcp_connected(c);
+	} else if (errno == EINPROGRESS) {
+		conn_watch(c, EPOLLOUT);
+	} else {
+		/* Unreachable, refused...: inline (NDK_FN_CONNECT). */
+		status = ndk_status_from_errno(-errno, NDK_SITE_CONNECT);
+		conn_stop_timer(c);
+		ndk_req_withdraw(&c->connect_req);
+		ndk_adapter_count(ad, NDK_CTR(ConnectFailure), 1);
+		conn_set_state(c, SW_CONN_IDLE);
+		goto fail_qp;
+	}
+	return STATUS_PENDING;
+fail_qp:
+	conn_unbind_qp(c);
+fail:
+	if (c->tuple_registered) {
+		ndk_tuple_unregister((struct sockaddr *)&c->local, dst);
+		c->tuple_registered = false;
+	}
+	close(c->fd);
+	c->fd = -1;
+	ndk_endpoint_put(c->ep);
+	c->ep = NULL;
+	c->tx_len = c->tx_off = 0;
+	return status;
+}
+
+static NTSTATUS conn_check_connect_args(struct sw_connector *c, NDK_QP *qp,
+					const struct sockaddr *dst,
+					ULONG dstlen, const void *pd,
+					ULONG pdlen)
+{
+	NTSTATUS status;
+
+	if (!qp || ndk_addr_check(dst, dstlen))
+		return STATUS_INVALID_PARAMETER;
+	status = conn_check_private_data(pd, pdlen,
+					 c->obj.adapter->info.MaxCallerData);
+	if (status)
+		return status;
+	if (c->passive || c->state != SW_CONN_IDLE)
+		return STATUS_INVALID_DEVICE_STATE;
+	return STATUS_SUCCESS;
+}
+
+NTSTATUS
+connector_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+		  CONST PSOCKADDR pSrcAddress, ULONG SrcAddressLength,
+		  CONST PSOCKADDR pDestAddress, ULONG DestAddressLength,
+		  ULONG InboundReadLimit, ULONG OutboundReadLimit,
+		  CONST PVOID pPrivateData, ULONG PrivateDataLength,
+		  NDK_FN_REQUEST_COMPLETION RequestCompletion,
+		  PVOID RequestContext)
+{
+	struct sw_connector *c = to_sw_connector(pNdkConnector);
+	struct ndk_endpoint *ep;
+	NTSTATUS status;
+
+	ndk_lock(&c->lock);
+	status = conn_check_connect_args(c, pNdkQp, pDestAddress,
+					 DestAddressLength, pPrivateData,
+					 PrivateDataLength);
+	if (!status && (ndk_addr_check(pSrcAddress, SrcAddressLength) ||
+			pSrcAddress->sa_family != pDestAddress->sa_family))
+		status = STATUS_INVALID_PARAMETER;
+	if (status)
+		goto out;
+	/* The connector's own endpoint: one reference (NDKPI Listeners,
+	 * Connectors, and Endpoints). */
+	status = ndk_local_endpoint_acquire(c->obj.adapter, pSrcAddress,
+					    SrcAddressLength,
+					    NDK_ENDPOINT_CONNECTOR, &ep);
+	if (status)
+		goto out;
+	status = conn_start(c, ep, ndk_endpoint_take_fd(ep), to_sw_qp(pNdkQp),
+			    pDestAddress, InboundReadLimit, OutboundReadLimit,
+			    pPrivateData, PrivateDataLength, RequestCompletion,
+			    RequestContext);
+out:
+	ndk_unlock(&c->lock);
+	return status;
+}
+
+NTSTATUS
+connector_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+		      NDK_SHARED_ENDPOINT *pNdkSharedEndpoint,
+		      CONST PSOCKADDR pDestAddress, ULONG DestAddressLength,
+		      ULONG InboundReadLimit, ULONG OutboundReadLimit,
+		      CONST PVOID pPrivateData, ULONG PrivateDataLength,
+		      NDK_FN_REQUEST_COMPLETION RequestCompletion,
+		      PVOID RequestContext)
+{
+	struct sw_connector *c = to_sw_connector(pNdkConnector);
+	struct ndk_shared_endpoint *sep;
+	const struct sockaddr *local;
+	socklen_t len;
+	NTSTATUS status;
+	int fd;
+
+	ndk_lock(&c->lock);
+	status = conn_check_connect_args(c, pNdkQp, pDestAddress,
+					 DestAddressLength, pPrivateData,
+					 PrivateDataLength);
+	if (!status && !pNdkSharedEndpoint)
+		status = STATUS_INVALID_PARAMETER;
+	if (status)
+		goto out;
+	sep = to_ndk_shared_endpoint(pNdkSharedEndpoint);
+	local = ndk_endpoint_addr(sep->ep, &len);
+	if (local->sa_family != pDestAddress->sa_family) {
+		status = STATUS_INVALID_PARAMETER;
+		goto out;
+	}
+	/* Same local address:port for every connector of the endpoint. */
+	fd = ndk_endpoint_bind_shared(sep->ep);
+	if (fd < 0) {
+		status = ndk_status_from_errno(fd, NDK_SITE_BIND);
+		goto out;
+	}
+	if (!c->sep) {
+		/* +1 on the shared endpoint per connector. */
+		if (ndk_obj_link(&c->obj, &sep->obj)) {
+			close(fd);
+			status = STATUS_INVALID_PARAMETER;
+			goto out;
+		}
+		c->sep = sep;
+	}
+	ndk_endpoint_get(sep->ep);
+	status = conn_start(c, sep->ep, fd, to_sw_qp(pNdkQp), pDestAddress,
+			    InboundReadLimit, OutboundReadLimit, pPrivateData,
+			    PrivateDataLength, RequestCompletion,
+			    RequestContext);
+out:
+	ndk_unlock(&c->lock);
+	return status;
+}
+
+static NTSTATUS conn_complete_connect(struct sw_connector *c,
+				      NDK_FN_DISCONNECT_EVENT_CALLBACK ev,
+				      NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev_ex,
+				      PVOID ev_ctx)
+{
+	struct ndk_adapter *ad = c->obj.adapter;
+	NTSTATUS status = STATUS_SUCCESS;
+	uint64_t nudge_ms = 0;
+	int len, ret;
+
+	ndk_lock(&c->lock);
+	if (!c->passive && c->state == SW_CONN_ABANDONED &&
+	    (c->fail == STATUS_CONNECTION_ABORTED ||
+	     c->fail == STATUS_IO_TIMEOUT)) {
+		/* The acceptor abandoned it, or our timer ended it. */
+		status = c->fail;
+		goto out;
+	}
+	if (c->passive || c->state != SW_CONN_REPLIED) {
+		status = STATUS_CONNECTION_INVALID;
+		goto out;
+	}
+	if (conn_abandon_if_peer_acted(c)) {
+		status = STATUS_CONNECTION_ABORTED;
+		goto out;
+	}
+	conn_stop_timer(c);
+	if (c->p2p) {
+		/* The RTR tells the responder it may send (RFC 6581 3). */
+		len = rtr_build((enum mpa_rtr)c->rtr, c->crc, c->tx,
+				sizeof(c->tx));
+		ret = len > 0 ? conn_send(c, (size_t)len) : len;
+		if (ret && ret != -EAGAIN) {
+			conn_abandon(c, STATUS_CONNECTION_ABORTED);
+			status = STATUS_CONNECTION_ABORTED;
+			goto out;
+		}
+		if (c->rtr == MPA_RTR_WRITE)
+			nudge_ms = sw_rtr_nudge_ms();
+	}
+	if (conn_attach_dp(c)) {
+		conn_abandon(c, STATUS_CONNECTION_ABORTED);
+		status = STATUS_CONNECTION_ABORTED;
+		goto out;
+	}
+	c->disc_cb = ev;
+	c->disc_cb_ex = ev_ex;
+	c->disc_ctx = ev_ctx;
+	conn_set_state(c, nudge_ms ? SW_CONN_RTR_SENT : SW_CONN_ESTABLISHED);
+	ndk_adapter_count(ad, NDK_CTR(Connect), 1);
+	if (nudge_ms)
+		conn_arm_timer(c, CONN_TIMER_RTR_NUDGE, nudge_ms);
+out:
+	ndk_unlock(&c->lock);
+	return status;
+}
+
+NTSTATUS
+connector_complete_connect(NDK_CONNECTOR *pNdkConnector,
+			   NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
+			   PVOID DisconnectEventContext,
+			   NDK_FN_REQUEST_COMPLETION RequestCompletion,
+			   PVOID RequestContext)
+{
+	return conn_complete_connect(to_sw_connector(pNdkConnector),
+				     DisconnectEvent, NULL,
+				     DisconnectEventContext);
+}
+
+NTSTATUS connector_complete_connect_ex(
+	NDK_CONNECTOR *pNdkConnector,
+	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
+	PVOID DisconnectEventContext,
+	NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext)
+{
+	return conn_complete_connect(to_sw_connector(pNdkConnector), NULL,
+				     DisconnectEvent, DisconnectEventContext);
+}

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The data path's shared core: struct sw_dp, its state, the initiator
+ * queue's ring and completions, the socket's epoll interest and the
+ * traffic counters. Receive (dp_rx.c) and transmit (dp_tx.c) each build
+ * on this and never call each other; dp.c, above both, owns the
+ * connection's lifecycle and socket (docs/design.md, Sockets).
+ *
+ * Locking (docs/design.md, Locks): rx_lock is held while a receive pass
+ * runs (engine or a polling consumer); lock protects the initiator queue,
+ * the ORQ and IRQ, the transmit batch and the state. Posting threads, the
+ * engine's receive path and EPOLLOUT all transmit under lock; socket
+ * writes are non-blocking, so it is held for short times only. Levels
+ * NDK_LOCK_DP_RX and NDK_LOCK_DP (core/lock.h): rx_lock before lock.
+ */
+#ifndef SW_DP_CORE_H
+#define SW_DP_CORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include <ndk/ndk.h>
+#include "core/lock.h"
+#include "engine/engine.h"
+#include "front/object.h"
+#include "iwarp/fpdu.h"
+#include "sw/cq.h"
+#include "sw/rq.h"
+
+struct ndk_adapter;
+
+enum sw_wqe_op {
+	SW_WQE_SEND,
+	SW_WQE_WRITE,
+	SW_WQE_READ,
+	SW_WQE_BIND,
+	SW_WQE_FAST_REGISTER,
+	SW_WQE_INVALIDATE,
+};
+
+enum sw_wqe_state {
+	SW_WQE_QUEUED, /* not started */
+	SW_WQE_ACTIVE, /* being transmitted */
+	SW_WQE_WAIT_RESPONSE, /* Read Request sent, response pending */
+	SW_WQE_DONE, /* finished; completes once those before it did */
+};
+
+/* One initiator work request (a slot of the SQ ring). */
+struct sw_wqe {
+	uint8_t op; /* enum sw_wqe_op */
+	uint8_t state; /* enum sw_wqe_state */
+	bool inline_data; /* payload copied into data[] at post time */
+	uint32_t nsge;
+	ULONG flags;
+	PVOID ctx;
+	NTSTATUS status;
+	uint32_t length; /* payload bytes */
+	uint32_t done_bytes; /* sent (Send, Write) or placed (Read) */
+	uint32_t stag; /* remote STag (Write, Read) or invalidate STag */
+	uint64_t addr; /* remote address (Write, Read) */
+	void *obj; /* Bind: MW; FastRegister/Invalidate: MR or MW header */
+	void *obj2; /* Bind: MR */
+	uint64_t va, len; /* Bind, FastRegister */
+	const NDK_LOGICAL_ADDRESS *pages; /* FastRegister */
+	uint32_t npages, fbo;
+	NDK_SGE sge[]; /* max_sge SGEs, or inline bytes */
+};
+
+/* An inbound Read Request being answered (RFC 5040 4.4, the IRQ). */
+struct sw_irqe {
+	uint32_t sink_stag;
+	uint64_t sink_to;
+	uint32_t src_stag;
+	uint64_t src_to;
+	uint32_t length;
+	uint32_t sent;
+};
+
+/* Receive-side state of the message in progress (dp_rx.c). */
+struct sw_dp_rx;
+
+/*
+ * RDMA traffic not yet added to the adapter's machine-wide counters
+ * (OID_NDK_STATISTICS): they are shared atomics, so they are added per
+ * batch, not per FPDU.
+ */
+struct sw_dp_traffic {
+	uint64_t octets;
+	uint32_t frames;
+};
+
+/* FPDUs and iovecs one transmit batch holds (one sendmsg when the socket
+ * takes it all); an FPDU needs at most SW_TX_FPDU_IOV iovecs. */
+#define SW_TX_BATCH    16
+#define SW_TX_IOV      64
+#define SW_TX_FPDU_IOV 20
+/* A batch stops growing at this many bytes (one busy QP does not hold
+ * the lock for long, and its requests complete as they go). */
+#define SW_TX_BATCH_BYTES (256 * 1024)
+
+/* One FPDU of the transmit batch. */
+struct sw_dp_txrec {
+	uint32_t len; /* bytes on the wire */
+	uint16_t iov_end; /* its iovecs end here */
+	bool fin; /* its last byte completes request fin_idx */
+	uint32_t fin_idx;
+};
+
+/*
+ * The data path's state. It owns the socket in every state and closes it
+ * when it is detached.
+ *   ATTACHED  reads and writes FPDUs, watched by the engine;
+ *   ENDED     the stream is over (end of stream, reset, or a Terminate
+ *             sent or received) and was reported to the connection
+ *             manager: no more I/O, the socket stays open until detached
+ *             (closing it with unread data would reset the connection);
+ *   DETACHED  the connection manager let go: the socket is closed (or its
+ *             close is queued on the engine).
+ */
+enum sw_dp_state {
+	SW_DP_ATTACHED,
+	SW_DP_ENDED,
+	SW_DP_DETACHED,
+	SW_DP_STATE_COUNT
+};
+
+/* The QP a data path serves: what it reads of it, fixed at attach. */
+struct sw_dp_qp {
+	struct ndk_obj *obj; /* the QP: references, adapter, pollers */
+	struct sw_rq *rq; /* where incoming Sends find their receives */
+	struct sw_cq *rcq, *icq;
+	PVOID context; /* QPContext of every completion */
+	uint32_t pd_id; /* every STag checked is the QP's PD's */
+	uint32_t sq_depth; /* InitiatorQueueDepth */
+	uint32_t max_sge; /* MaxInitiatorRequestSge */
+	uint32_t inline_size; /* InlineDataSize */
+};
+
+/* The connection manager's callback: the stream ended with err (-EPIPE
+ * end of stream, -ECONNRESET..., -EPROTO a Terminate). Engine thread, no
+ * data-path lock held; called once. */
+typedef void (*sw_dp_end_fn)(void *ctx, int err);
+
+/* The socket, owned from attach on (docs/design.md, Sockets). */
+struct sw_dp_sock {
+	int fd;
+	struct ndk_engine *engine;
+	struct ndk_io io;
+	bool io_registered; /* io is in the engine's epoll set */
+	bool want_out; /* EPOLLOUT is armed */
+	sw_dp_end_fn end_fn;
+	void *end_ctx;
+	struct ndk_work close_work; /* closes the socket on the engine */
+	uint64_t nudge_mark; /* peer bytes at attach (RTR nudge) */
+	bool nudge_mark_ok;
+	uint8_t *handover; /* handshake bytes the connector had not sent */
+};
+
+/* The initiator queue: done <= next <= tail, free-running. */
+struct sw_dp_sq {
+	unsigned char *ring;
+	uint32_t size, depth, stride;
+	uint32_t done, next, tail;
+	/* Requests before rung may go; later ones were posted with
+	 * NDK_OP_FLAG_DEFER and wait for the end of their chain. */
+	uint32_t rung;
+	uint32_t reads_out; /* Read Requests awaiting responses (ORQ) */
+	/* 1 while our Read RTR awaits its zero-length Response: it holds
+	 * an ORD slot like any Read (RFC 6581 3). */
+	uint32_t rtr_read_out;
+	uint32_t orq_head; /* SQ index of the oldest outstanding Read */
+};
+
+/* The IRQ: inbound Read Requests, answered in order. */
+struct sw_dp_irq {
+	struct sw_irqe *ring;
+	uint32_t head, tail; /* free-running, at most ird apart */
+};
+
+/*
+ * Transmit: a batch of FPDUs gathered from their pieces (header and
+ * trailer here, payload straight from registered memory), written with as
+ * few sendmsg calls as the socket takes. rec[] says where each FPDU ends
+ * and which request its last byte completes.
+ */
+struct sw_dp_tx {
+	uint8_t hdr[SW_TX_BATCH][FPDU_HDR_MAX];
+	uint8_t trl[SW_TX_BATCH][FPDU_TRAILER_MAX];
+	struct iovec iov[SW_TX_IOV];
+	struct sw_dp_txrec rec[SW_TX_BATCH];
+	int iovcnt; /* iovecs in the batch */
+	int iov_pos; /* first iovec not all written */
+	uint32_t nrec; /* FPDUs in the batch */
+	uint32_t rec_pos; /* first FPDU not all written */
+	size_t rec_left; /* its bytes still to write */
+	size_t left; /* bytes of the batch still to write */
+	uint8_t ctrl[FPDU_HDR_MAX + FPDU_TRAILER_MAX]; /* an extra RTR */
+	uint32_t msn_send; /* next MSN for QN 0 (RFC 5041 5.1) */
+	uint32_t msn_readreq; /* next MSN for QN 1 */
+	uint8_t term[FPDU_HDR_MAX + RDMAP_TERM_BODY_MAX + FPDU_TRAILER_MAX];
+	size_t term_len;
+	bool terminated; /* no FPDU after a Terminate */
+	/* The first sendmsg error. sendmsg consumes the socket's error
+	 * (ETIMEDOUT after TCP_USER_TIMEOUT), so the receiver then sees only
+	 * the end of the stream: this says why it ended. */
+	int error;
+	struct sw_dp_traffic traffic;
+};
+
+struct sw_dp {
+	struct sw_dp_qp qp;
+	struct ndk_adapter *ad;
+	struct ndk_lock lock;
+	enum sw_dp_state state; /* under lock; sw_dp_set_state_locked */
+	bool crc;
+	uint32_t mulpdu; /* largest ULPDU per FPDU (RFC 5044 MULPDU) */
+	uint32_t ird, ord;
+	uint32_t frame_overhead; /* estimated L2-L4 header bytes per FPDU */
+
+	/* Under lock. */
+	struct sw_dp_sock sock;
+	struct sw_dp_sq sq;
+	struct sw_dp_irq irq;
+	struct sw_dp_tx tx;
+
+	/* Receive: rx_lock is held while a pass runs, so a QP close on
+	 * another thread cannot take the receive being filled. */
+	struct ndk_lock rx_lock;
+	struct sw_dp_rx *rx;
+	struct sw_dp_traffic rx_traffic; /* under rx_lock */
+	/* The receive pass queued work for the transmitter (a Terminate, a
+	 * Read Response to send, ORQ room): under rx_lock and lock. */
+	bool rx_wants_tx;
+
+	/* Consumer-driven receive (cq.h): a poller on each CQ; an error met
+	 * there is handed to the engine, which ends the connection. */
+	struct sw_cq_poller rpoll, ipoll;
+	int rx_error; /* under rx_lock */
+	struct ndk_work rx_error_work;
+	/*
+	 * Who receives. The engine watches EPOLLIN unless a consumer
+	 * busy-polls this connection's CQ (rx_consumer): then the engine
+	 * thread is not woken per message, which on few cores costs more
+	 * than the message. NdkArmCq, an error, or a consumer that stopped
+	 * polling (the backstop timer, every millisecond) hand it back.
+	 */
+	bool rx_consumer; /* under lock */
+	bool backstop_armed; /* under lock; holds a QP reference */
+	struct ndk_timer backstop;
+	_Atomic uint64_t last_poll_ns;
+	unsigned int poll_streak; /* recent consumer passes, under rx_lock */
+	uint64_t streak_start_ns; /* under rx_lock */
+};
+
+/* The one state setter: checks the transition table (asserts in debug
+ * builds, logs both states). lock held. */
+void sw_dp_set_state_locked(struct sw_dp *dp, enum sw_dp_state to);
+const char *sw_dp_state_name(enum sw_dp_state state);
+
+static inline bool sw_dp_attached(const struct sw_dp *dp)
+{
+	return dp->state == SW_DP_ATTACHED;
+}
+
+/* The SQ ring slot of free-running index idx. */
+static inline struct sw_wqe *sw_dp_sq_slot(struct sw_dp *dp, uint32_t idx)
+{
+	return (struct sw_wqe *)(void *)(dp->sq.ring +
+					 (size_t)(idx & (dp->sq.size - 1)) *
+						 dp->sq.stride);
+}
+
+/* Pushes the completions of finished initiator requests, oldest first
+ * (per-QP order); lock held. */
+void sw_dp_complete_locked(struct sw_dp *dp);
+
+/*
+ * Accounts octets and whole FPDUs (frames) sent or received, adding them
+ * to the adapter's counters once a batch is full or when flush is set.
+ * The caller holds the lock that protects t.
+ */
+void sw_dp_traffic(struct sw_dp *dp, struct sw_dp_traffic *t, bool out,
+		   uint64_t octets, uint32_t frames, bool flush);
+
+/* Sets the socket's epoll interest from rx_consumer and want_out; lock
+ * held, attached only. */
+void sw_dp_interest_locked(struct sw_dp *dp);
+
+/* Arms or disarms EPOLLOUT (a partial write waits for room); lock held. */
+void sw_dp_want_out_locked(struct sw_dp *dp, bool on);
+
+#endif /* SW_DP_CORE_H */

@@ -1,0 +1,866 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * QP data path, receive side: placement of incoming Sends, RDMA Writes and
+ * Read Responses, Read Requests queued for the transmitter, and
+ * Terminates (RFC 5040, RFC 5041). A pass runs under rx_lock on the
+ * engine thread or on a consumer's thread that polls a CQ (docs/design.md,
+ * "Consumer-driven receive"); it never transmits itself, it flags
+ * dp->rx_wants_tx and dp.c sends after the pass. Incoming data is placed
+ * in ascending address order by the provider alone.
+ *
+ * Every tagged placement and every Read Request is checked against the
+ * STag table (invalid STag, PD, access, base and bounds); a failure ends
+ * the connection with a Terminate carrying the RFC 5041 / 5040 code, and
+ * no byte is written outside the registered range.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include "core/log.h"
+#include "front/adapter.h"
+#include "iwarp/fpdu.h"
+#include "iwarp/mpa.h"
+#include "sw/dp_rx.h"
+#include "sw/rq.h"
+#include "sw/adapter.h"
+#include "sw/stag.h"
+
+/* What the FPDU being received is placed into. */
+enum rx_target {
+	RX_NONE,
+	RX_SEND, /* a receive's SGE list at MO */
+	RX_WRITE, /* a remote-writable STag range */
+	RX_READ_RESP, /* the oldest outstanding Read's SGE list */
+	RX_TERMINATE, /* collected, then parsed */
+	RX_DISCARD, /* zero-length RTR leftovers */
+	RX_SEND_DROP, /* the rest of a Send whose receive NdkFlush cancelled */
+};
+
+struct sw_dp_rx {
+	struct fpdu_rx parser;
+	enum rx_target target;
+	struct ddp_hdr hdr; /* of the FPDU being received */
+	/* Send: the receive being filled, and its message state. */
+	struct sw_rqe *rqe;
+	uint32_t msn_send; /* next expected MSN on QN 0 (RFC 5041 5.1) */
+	uint32_t msn_readreq; /* next expected MSN on QN 1 */
+	uint64_t recv_len; /* capacity of rqe */
+	uint32_t recv_bytes; /* message bytes so far */
+	bool recv_overflow;
+	bool send_dropped; /* the Send in progress lost its receive */
+	/* Write / Read Response placement. */
+	struct sw_stag_ref ref;
+	bool have_ref;
+	/* FPDUs in a row with a small payload since the last large one:
+	 * while few, headers are read with a short read so that a large
+	 * payload behind them is received in place (a large message ends
+	 * with a small FPDU, its rest). */
+	uint8_t small_run;
+	uint8_t term[RDMAP_TERM_BODY_MAX];
+	size_t term_len;
+};
+
+/*
+ * Socket reads land in a buffer of the receiving thread, not of the
+ * connection: nothing points into it once rx_bytes() returns (the parser
+ * keeps partial headers itself, payload is placed at once), so one large
+ * buffer per thread serves every connection (few syscalls per FPDU, and
+ * no per-connection memory for it).
+ */
+#define RX_BUF_SIZE (256 * 1024)
+
+/*
+ * Direct placement (RFC 5041 1, "direct data placement"): the rest of a
+ * payload of at least RX_DIRECT_MIN bytes is received straight into its
+ * destination with one recvmsg, after the STag or receive checks passed
+ * for that range; smaller payloads are copied out of the thread's buffer,
+ * where one read brings many FPDUs. RX_PROBE bytes are read behind a
+ * direct payload (its trailer and the next header), and are all a read
+ * takes between large FPDUs, so that their payloads are not read into the
+ * buffer first.
+ */
+#define RX_DIRECT_MIN 4096
+#define RX_DIRECT_IOV 32
+#define RX_PROBE      64
+#define RX_SMALL_RUN  4
+
+static pthread_key_t rx_buf_key;
+static pthread_once_t rx_buf_once = PTHREAD_ONCE_INIT;
+static __thread uint8_t *rx_buf;
+
+static void rx_buf_key_init(void)
+{
+	pthread_key_create(&rx_buf_key, free);
+}
+
+static uint8_t *rx_thread_buf(void)
+{
+	if (likely(rx_buf))
+		return rx_buf;
+	pthread_once(&rx_buf_once, rx_buf_key_init);
+	rx_buf = malloc(RX_BUF_SIZE);
+	/* Freed when the thread exits. */
+	if (rx_buf)
+		pthread_setspecific(rx_buf_key, rx_buf);
+	return rx_buf;
+}
+
+/* ------------------------------------------------------------------ */
+/* Terminate                                                          */
+
+/*
+ * Queues a Terminate for cause about the current FPDU (RFC 5040 5.2) and
+ * stops the data path; the caller reports -EPROTO so the connector ends
+ * the connection.
+ */
+static int rx_fail(struct sw_dp *dp, unsigned int layer, unsigned int etype,
+		   unsigned int ecode)
+{
+	struct iwarp_term_cause cause = { .layer = (uint8_t)layer,
+					  .etype = (uint8_t)etype,
+					  .ecode = (uint8_t)ecode };
+	struct rdmap_term t;
+	int n;
+
+	fpdu_rx_term(&dp->rx->parser, &cause, &t);
+	ndk_lock(&dp->lock);
+	if (!dp->tx.terminated && !dp->tx.term_len) {
+		n = rdmap_term_build(&t, dp->crc, dp->tx.term,
+				     sizeof(dp->tx.term));
+		if (n > 0)
+			dp->tx.term_len = (size_t)n;
+		ndk_info("qp %p: sending Terminate %s / %s / %s",
+			 (void *)dp->qp.obj, iwarp_term_layer_name(layer),
+			 iwarp_term_etype_name(layer, etype),
+			 iwarp_term_ecode_name(layer, etype, ecode));
+		dp->rx_wants_tx = true;
+	}
+	ndk_unlock(&dp->lock);
+	return -EPROTO;
+}
+
+/* A failed STag check: the RFC 5041 tagged-buffer code, or RFC 5040's
+ * remote protection codes for a Read Request's source. */
+static int rx_fail_stag(struct sw_dp *dp, int err, bool read_source)
+{
+	enum sw_stag_fault f = sw_stag_fault_of(err);
+
+	if (read_source || f == SW_STAG_FAULT_ACCESS)
+		return rx_fail(dp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
+			       f == SW_STAG_FAULT_INVALID_STAG
+				       ? RDMAP_ECODE_INVALID_STAG
+			       : f == SW_STAG_FAULT_BOUNDS
+				       ? RDMAP_ECODE_BASE_BOUNDS
+			       : f == SW_STAG_FAULT_ACCESS ? RDMAP_ECODE_ACCESS
+			       : f == SW_STAG_FAULT_TO_WRAP
+				       ? RDMAP_ECODE_TO_WRAP
+				       : RDMAP_ECODE_STAG_NOT_ASSOC);
+	return rx_fail(dp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+		       f == SW_STAG_FAULT_INVALID_STAG ? DDP_TAGGED_INVALID_STAG
+		       : f == SW_STAG_FAULT_BOUNDS     ? DDP_TAGGED_BASE_BOUNDS
+		       : f == SW_STAG_FAULT_TO_WRAP
+			       ? DDP_TAGGED_TO_WRAP
+			       : DDP_TAGGED_STAG_NOT_ASSOC);
+}
+
+/* ------------------------------------------------------------------ */
+/* Per FPDU                                                           */
+
+static struct sw_wqe *orq_head(struct sw_dp *dp);
+
+static int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
+{
+	struct sw_dp_rx *rx = dp->rx;
+	const struct ddp_hdr *h = ev->hdr;
+	void *addr;
+	int ret;
+
+	rx->hdr = *h;
+	rx->target = RX_NONE;
+	switch (h->opcode) {
+	case RDMAP_SEND:
+	case RDMAP_SEND_SE:
+	case RDMAP_SEND_INV:
+	case RDMAP_SEND_SE_INV:
+		/* Messages on QN 0 arrive in MSN order (RFC 5041 5.1). */
+		if (h->msn != rx->msn_send)
+			return rx_fail(dp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+				       DDP_UNTAGGED_MSN_RANGE);
+		if (rx->send_dropped) {
+			/* Its segments still come in order; none is placed. */
+			if (h->mo != rx->recv_bytes)
+				return rx_fail(dp, TERM_LAYER_DDP,
+					       DDP_ETYPE_UNTAGGED,
+					       DDP_UNTAGGED_INVALID_MO);
+			rx->target = RX_SEND_DROP;
+			return 0;
+		}
+		if (h->mo == 0 && !rx->rqe) {
+			uint32_t i;
+
+			rx->rqe = sw_rq_take(dp->qp.rq);
+			if (!rx->rqe)
+				return rx_fail(dp, TERM_LAYER_DDP,
+					       DDP_ETYPE_UNTAGGED,
+					       DDP_UNTAGGED_MSN_NO_BUFFER);
+			rx->recv_len = 0;
+			for (i = 0; i < rx->rqe->nsge; i++)
+				rx->recv_len += rx->rqe->sge[i].Length;
+			rx->recv_bytes = 0;
+			rx->recv_overflow = false;
+		}
+		if (!rx->rqe || h->mo != rx->recv_bytes)
+			return rx_fail(dp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+				       DDP_UNTAGGED_INVALID_MO);
+		rx->target = RX_SEND;
+		return 0;
+	case RDMAP_WRITE:
+		/*
+		 * A zero-length Write places nothing, so its STag is not
+		 * looked up (as siw does): RFC 6581 RTRs and RTR nudges
+		 * carry an arbitrary one.
+		 */
+		if (!ev->payload_len) {
+			rx->target = RX_DISCARD;
+			return 0;
+		}
+		ret = sw_stag_lookup(sw_stags(dp->ad), h->stag, dp->qp.pd_id,
+				     h->to, ev->payload_len,
+				     SW_ACCESS_REMOTE_WRITE, &rx->ref, &addr);
+		if (ret)
+			return rx_fail_stag(dp, ret, false);
+		rx->have_ref = true;
+		rx->target = RX_WRITE;
+		return 0;
+	case RDMAP_READ_RESP: {
+		struct sw_wqe *w;
+		bool rtr_answer;
+
+		ndk_lock(&dp->lock);
+		/* Responses come in request order: the first answers our
+		 * Read RTR, with nothing (RFC 6581 3). Its ORD slot is free. */
+		rtr_answer = dp->sq.rtr_read_out;
+		if (rtr_answer && !ev->payload_len && h->last) {
+			dp->sq.rtr_read_out = 0;
+			dp->rx_wants_tx = true;
+		}
+		w = orq_head(dp);
+		ndk_unlock(&dp->lock);
+		if (rtr_answer) {
+			if (ev->payload_len || !h->last)
+				return rx_fail(dp, TERM_LAYER_RDMAP,
+					       RDMAP_ETYPE_REMOTE_OP,
+					       RDMAP_ECODE_UNEXPECTED_OPCODE);
+			rx->target = RX_DISCARD;
+			return 0;
+		}
+		/* A response with no Read outstanding, or to the wrong sink,
+		 * is an unexpected opcode (RFC 5040). */
+		if (!w || (w->nsge && h->stag != w->sge[0].MemoryRegionToken))
+			return rx_fail(dp, TERM_LAYER_RDMAP,
+				       RDMAP_ETYPE_REMOTE_OP,
+				       RDMAP_ECODE_UNEXPECTED_OPCODE);
+		rx->target = RX_READ_RESP;
+		return 0;
+	}
+	case RDMAP_READ_REQ: {
+		const struct rdmap_read_req *rr = &ev->read_req;
+		struct sw_irqe *e;
+
+		if (h->msn != rx->msn_readreq)
+			return rx_fail(dp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+				       DDP_UNTAGGED_MSN_RANGE);
+		rx->msn_readreq++;
+		/* Checked at the data source before anything is sent. */
+		if (rr->size) {
+			ret = sw_stag_lookup(sw_stags(dp->ad), rr->src_stag,
+					     dp->qp.pd_id, rr->src_to, rr->size,
+					     SW_ACCESS_REMOTE_READ, NULL,
+					     &addr);
+			if (ret)
+				return rx_fail_stag(dp, ret, true);
+		}
+		ndk_lock(&dp->lock);
+		/* More Reads in flight than our IRD allows (RFC 5040 6.6). */
+		if (!dp->ird || dp->irq.tail - dp->irq.head >= dp->ird) {
+			ndk_unlock(&dp->lock);
+			return rx_fail(dp, TERM_LAYER_RDMAP,
+				       RDMAP_ETYPE_REMOTE_OP,
+				       RDMAP_ECODE_CATASTROPHIC_STREAM);
+		}
+		e = &dp->irq.ring[dp->irq.tail % MAX(dp->ird, 1u)];
+		e->sink_stag = rr->sink_stag;
+		e->sink_to = rr->sink_to;
+		e->src_stag = rr->src_stag;
+		e->src_to = rr->src_to;
+		e->length = rr->size;
+		e->sent = 0;
+		dp->irq.tail++;
+		dp->rx_wants_tx =
+			true; /* the response goes out after the pass */
+		ndk_unlock(&dp->lock);
+		return 0;
+	}
+	case RDMAP_TERMINATE:
+		rx->target = RX_TERMINATE;
+		rx->term_len = 0;
+		return 0;
+	default:
+		return rx_fail(dp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_UNEXPECTED_OPCODE);
+	}
+}
+
+/* Copies len bytes to byte off of an SGE list (the receive's or the
+ * Read's), checking each local SGE (docs/ndk.md, "Memory tokens"). */
+static int place_sgl(struct sw_dp *dp, const NDK_SGE *sge, uint32_t nsge,
+		     uint64_t off, const uint8_t *data, size_t len)
+{
+	uint32_t i;
+
+	for (i = 0; i < nsge && len; i++) {
+		uint64_t n;
+		struct sw_stag_ref ref;
+		void *addr;
+		int ret;
+
+		if (off >= sge[i].Length) {
+			off -= sge[i].Length;
+			continue;
+		}
+		n = MIN((uint64_t)sge[i].Length - off, (uint64_t)len);
+		ret = sw_stag_sge_lookup(
+			sw_stags(dp->ad), dp->qp.pd_id,
+			sge[i].MemoryRegionToken,
+			(uint64_t)(uintptr_t)sge[i].VirtualAddress + off, n,
+			SW_ACCESS_LOCAL_WRITE, &ref, &addr);
+		if (ret)
+			return ret;
+		ret = ref.mem ? sw_stag_ref_write(&ref, 0, data, (size_t)n)
+			      : (memcpy(addr, data, (size_t)n), 0);
+		sw_stag_put(&ref);
+		if (ret)
+			return ret;
+		data += n;
+		len -= (size_t)n;
+		off = 0;
+	}
+	return len ? -ERANGE : 0;
+}
+
+static struct sw_wqe *orq_head(struct sw_dp *dp)
+{
+	struct sw_wqe *w;
+
+	if (!dp->sq.reads_out)
+		return NULL;
+	w = sw_dp_sq_slot(dp, dp->sq.orq_head);
+	return w;
+}
+
+/*
+ * The oldest outstanding Read is over with status (its last Response
+ * arrived, or the target refused it); the next one, in SQ order, becomes
+ * the head. dp->lock held. Returns false if no Read was outstanding.
+ */
+static bool orq_retire(struct sw_dp *dp, NTSTATUS status)
+{
+	struct sw_wqe *w = orq_head(dp);
+
+	if (!w || w->state != SW_WQE_WAIT_RESPONSE)
+		return false;
+	if (w->status == STATUS_PENDING || !NT_SUCCESS(status))
+		w->status = status;
+	w->state = SW_WQE_DONE;
+	dp->sq.reads_out--;
+	while (dp->sq.reads_out) {
+		dp->sq.orq_head++;
+		if (orq_head(dp)->state == SW_WQE_WAIT_RESPONSE)
+			break;
+	}
+	return true;
+}
+
+static int rx_payload(struct sw_dp *dp, const struct fpdu_ev *ev)
+{
+	struct sw_dp_rx *rx = dp->rx;
+	int ret;
+
+	switch (rx->target) {
+	case RX_SEND:
+		if (rx->recv_overflow)
+			return 0;
+		if (rx->hdr.mo + ev->offset + ev->len > rx->recv_len) {
+			/* Larger than the posted receive (docs/ndk.md, "Work requests"). */
+			rx->recv_overflow = true;
+			return 0;
+		}
+		ret = place_sgl(dp, rx->rqe->sge, rx->rqe->nsge,
+				rx->hdr.mo + ev->offset, ev->data, ev->len);
+		if (ret)
+			rx->recv_overflow = true; /* completes with an error */
+		return 0;
+	case RX_WRITE:
+		/* In ascending address order, as the bytes arrive. */
+		return sw_stag_ref_write(&rx->ref,
+					 rx->hdr.to + ev->offset - rx->ref.va,
+					 ev->data, ev->len)
+			       ? rx_fail(dp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+					 DDP_TAGGED_BASE_BOUNDS)
+			       : 0;
+	case RX_READ_RESP: {
+		struct sw_wqe *w;
+		uint64_t base, off;
+
+		ndk_lock(&dp->lock);
+		w = orq_head(dp);
+		ndk_unlock(&dp->lock);
+		if (!w)
+			return 0;
+		base = w->nsge ? (uint64_t)(uintptr_t)w->sge[0].VirtualAddress
+			       : 0;
+		off = rx->hdr.to + ev->offset - base;
+		if (off + ev->len > w->length)
+			return rx_fail(dp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+				       DDP_TAGGED_BASE_BOUNDS);
+		if (place_sgl(dp, w->sge, w->nsge, off, ev->data, ev->len))
+			w->status = STATUS_ACCESS_VIOLATION;
+		w->done_bytes += (uint32_t)ev->len;
+		return 0;
+	}
+	case RX_TERMINATE:
+		if (rx->term_len + ev->len <= sizeof(rx->term)) {
+			memcpy(rx->term + rx->term_len, ev->data, ev->len);
+			rx->term_len += ev->len;
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* A payload chunk that rx_direct received in place: only the accounting
+ * a copy would have done. */
+static int rx_payload_placed(struct sw_dp *dp, const struct fpdu_ev *ev)
+{
+	struct sw_wqe *w;
+
+	if (dp->rx->target != RX_READ_RESP)
+		return 0;
+	ndk_lock(&dp->lock);
+	w = orq_head(dp);
+	ndk_unlock(&dp->lock);
+	if (w)
+		w->done_bytes += (uint32_t)ev->len;
+	return 0;
+}
+
+static int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
+{
+	struct sw_dp_rx *rx = dp->rx;
+
+	if (rx->have_ref) {
+		sw_stag_put(&rx->ref);
+		rx->have_ref = false;
+	}
+	if (!ev->crc_ok)
+		return rx_fail(dp, TERM_LAYER_LLP, LLP_ETYPE_MPA,
+			       MPA_ECODE_CRC);
+	switch (rx->target) {
+	case RX_SEND:
+		rx->recv_bytes = rx->hdr.mo + (uint32_t)rx->parser.payload_len;
+		if (!ev->last)
+			return 0;
+		{
+			struct sw_rqe *rqe = rx->rqe;
+			bool inv = rx->hdr.opcode == RDMAP_SEND_INV ||
+				   rx->hdr.opcode == RDMAP_SEND_SE_INV;
+			bool se = rx->hdr.opcode == RDMAP_SEND_SE ||
+				  rx->hdr.opcode == RDMAP_SEND_SE_INV;
+			NTSTATUS st = STATUS_SUCCESS;
+			int ret = 0;
+
+			rx->rqe = NULL;
+			rx->msn_send++;
+			if (rx->recv_overflow)
+				st = rx->recv_bytes > rx->recv_len
+					     ? STATUS_BUFFER_OVERFLOW
+					     : STATUS_ACCESS_VIOLATION;
+			if (inv && st == STATUS_SUCCESS)
+				ret = sw_stag_invalidate(sw_stags(dp->ad),
+							 rx->hdr.inv_stag,
+							 dp->qp.pd_id);
+			sw_rq_complete(
+				dp->qp.rq, rqe, st,
+				st == STATUS_SUCCESS ? rx->recv_bytes : 0,
+				inv ? NdkOperationTypeReceiveAndInvalidate
+				    : NdkOperationTypeReceive,
+				inv ? rx->hdr.inv_stag : 0, se);
+			if (ret)
+				/* The peer invalidated a token it may not. */
+				return rx_fail(dp, TERM_LAYER_RDMAP,
+					       RDMAP_ETYPE_REMOTE_OP,
+					       RDMAP_ECODE_CANT_INVALIDATE);
+			if (st != STATUS_SUCCESS)
+				return rx_fail(dp, TERM_LAYER_DDP,
+					       DDP_ETYPE_UNTAGGED,
+					       DDP_UNTAGGED_TOO_LONG);
+		}
+		return 0;
+	case RX_SEND_DROP:
+		rx->recv_bytes = rx->hdr.mo + (uint32_t)rx->parser.payload_len;
+		if (ev->last) {
+			rx->send_dropped = false;
+			rx->msn_send++;
+		}
+		return 0;
+	case RX_READ_RESP:
+		if (ev->last) {
+			ndk_lock(&dp->lock);
+			orq_retire(dp, STATUS_SUCCESS);
+			/* It completes, and Reads waiting for ORQ room go. */
+			dp->rx_wants_tx = true;
+			ndk_unlock(&dp->lock);
+		}
+		return 0;
+	case RX_TERMINATE: {
+		struct rdmap_term t;
+		int parsed =
+			fpdu_term_parse(&rx->hdr, rx->term, rx->term_len, &t);
+
+		if (!parsed)
+			ndk_info("qp %p: received Terminate %s / %s / %s",
+				 (void *)dp->qp.obj,
+				 iwarp_term_layer_name(t.cause.layer),
+				 iwarp_term_etype_name(t.cause.layer,
+						       t.cause.etype),
+				 iwarp_term_ecode_name(t.cause.layer,
+						       t.cause.etype,
+						       t.cause.ecode));
+		ndk_lock(&dp->lock);
+		dp->tx.terminated = true; /* no Terminate in answer */
+		/*
+		 * A Terminate quoting a Read Request (an untagged header on
+		 * QN 1) refuses our oldest outstanding Read: the target
+		 * answers Reads in order (RFC 5040 5.2). It completes now
+		 * with STATUS_REMOTE_RESOURCES, "caused an error at the
+		 * remote QP" (NDK_FN_READ); the rest wait for the flush.
+		 */
+		if (!parsed && t.ddp_hdr && !(t.ddp_hdr[0] & DDP_CTRL_TAGGED) &&
+		    get_be32(t.ddp_hdr + 6) == DDP_QN_READ_REQ &&
+		    orq_retire(dp, STATUS_REMOTE_RESOURCES))
+			sw_dp_complete_locked(dp);
+		ndk_unlock(&dp->lock);
+		return -EPROTO;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Socket readiness                                                   */
+
+/*
+ * Feeds bytes to the parser and acts on its events. placed: buf is the
+ * payload's destination, received there directly (rx_direct); the parser
+ * still checks the CRC over it, nothing is copied.
+ */
+static int rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
+		    bool placed)
+{
+	struct fpdu_ev ev;
+	size_t off = 0;
+	int ret;
+
+	for (;;) {
+		off += fpdu_rx_step(&dp->rx->parser, buf + off, len - off, &ev);
+		switch (ev.type) {
+		case FPDU_EV_NONE:
+			return 0;
+		case FPDU_EV_HEADER:
+			if (ev.payload_len >= RX_DIRECT_MIN)
+				dp->rx->small_run = 0;
+			else if (dp->rx->small_run < RX_SMALL_RUN)
+				dp->rx->small_run++;
+			ret = rx_header(dp, &ev);
+			break;
+		case FPDU_EV_PAYLOAD:
+			ret = placed ? rx_payload_placed(dp, &ev)
+				     : rx_payload(dp, &ev);
+			break;
+		case FPDU_EV_END:
+			sw_dp_traffic(dp, &dp->rx_traffic, false, 0, 1, false);
+			ret = rx_end(dp, &ev);
+			break;
+		default:
+			return rx_fail(dp, ev.cause.layer, ev.cause.etype,
+				       ev.cause.ecode);
+		}
+		if (ret)
+			return ret;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Direct placement                                                   */
+
+/* The destination of one direct read, and the local SGEs it pinned. */
+struct rx_direct {
+	struct iovec iov[RX_DIRECT_IOV + 1]; /* + the probe behind it */
+	unsigned int niov;
+	size_t len; /* destination bytes in iov[0, niov) */
+	struct sw_stag_ref ref[RX_DIRECT_IOV];
+	unsigned int nref;
+};
+
+/* Adds the host pieces of [off, off + n) of a looked-up range (addr: its
+ * host address when it has no entry, a LAM range). Returns the bytes
+ * added, fewer when the iovecs ran out. */
+static size_t direct_add_range(struct rx_direct *d,
+			       const struct sw_stag_ref *ref, uint8_t *addr,
+			       uint64_t off, uint64_t n)
+{
+	uint64_t pos, contig;
+
+	for (pos = 0; pos < n && d->niov < RX_DIRECT_IOV; pos += contig) {
+		void *p = ref->mem ? sw_stag_ref_map(ref, off + pos, &contig)
+				   : addr + off + pos;
+
+		if (!ref->mem)
+			contig = n - pos;
+		contig = MIN(contig, n - pos);
+		d->iov[d->niov].iov_base = p;
+		d->iov[d->niov].iov_len = (size_t)contig;
+		d->niov++;
+	}
+	d->len += (size_t)pos;
+	return (size_t)pos;
+}
+
+/* Adds [off, off + len) of an SGE list (a receive's or a Read's), each
+ * SGE checked for local write first. False if one fails: the copy path
+ * then reports it as it always did. */
+static bool direct_add_sgl(struct sw_dp *dp, struct rx_direct *d,
+			   const NDK_SGE *sge, uint32_t nsge, uint64_t off,
+			   uint64_t len)
+{
+	uint32_t i;
+
+	for (i = 0; i < nsge && len && d->niov < RX_DIRECT_IOV; i++) {
+		uint64_t n;
+		void *addr;
+
+		if (off >= sge[i].Length) {
+			off -= sge[i].Length;
+			continue;
+		}
+		n = MIN((uint64_t)sge[i].Length - off, len);
+		if (sw_stag_sge_lookup(
+			    sw_stags(dp->ad), dp->qp.pd_id,
+			    sge[i].MemoryRegionToken,
+			    (uint64_t)(uintptr_t)sge[i].VirtualAddress + off, n,
+			    SW_ACCESS_LOCAL_WRITE, &d->ref[d->nref], &addr))
+			return false;
+		d->nref++;
+		len -= direct_add_range(d, &d->ref[d->nref - 1], addr, 0, n);
+		off = 0;
+	}
+	return d->len != 0;
+}
+
+static void direct_put(struct rx_direct *d)
+{
+	while (d->nref)
+		sw_stag_put(&d->ref[--d->nref]);
+}
+
+/* Where the rest of the current payload goes, if it is received in
+ * place; checked exactly as the copy path checks it. */
+static bool direct_target(struct sw_dp *dp, struct rx_direct *d)
+{
+	struct sw_dp_rx *rx = dp->rx;
+	uint64_t off = rx->parser.payload_off;
+	uint64_t left = rx->parser.payload_len - off;
+	struct sw_wqe *w;
+	uint64_t base;
+
+	if (rx->parser.state != FPDU_RX_PAYLOAD ||
+	    rx->parser.payload_len < RX_DIRECT_MIN)
+		return false;
+	switch (rx->target) {
+	case RX_WRITE:
+		/* Looked up and pinned for the whole payload at the header. */
+		return rx->have_ref && rx->ref.mem &&
+		       direct_add_range(d, &rx->ref, NULL, off, left);
+	case RX_SEND:
+		if (rx->recv_overflow || rx->hdr.mo + off + left > rx->recv_len)
+			return false;
+		return direct_add_sgl(dp, d, rx->rqe->sge, rx->rqe->nsge,
+				      rx->hdr.mo + off, left);
+	case RX_READ_RESP:
+		ndk_lock(&dp->lock);
+		w = orq_head(dp);
+		ndk_unlock(&dp->lock);
+		if (!w || w->status != STATUS_PENDING)
+			return false;
+		base = w->nsge ? (uint64_t)(uintptr_t)w->sge[0].VirtualAddress
+			       : 0;
+		off += rx->hdr.to - base;
+		if (off + left > w->length)
+			return false;
+		return direct_add_sgl(dp, d, w->sge, w->nsge, off, left);
+	default:
+		return false;
+	}
+}
+
+/*
+ * One direct read: the rest of the payload in place, then up to RX_PROBE
+ * bytes behind it into probe. Returns 1 if the payload is not received in
+ * place (the caller reads into its buffer), else as one step of
+ * sw_dp_rx_pass: 0 go on, -EAGAIN drained, or a negative errno.
+ */
+static int rx_direct(struct sw_dp *dp, uint8_t *probe, bool *got)
+{
+	struct rx_direct d;
+	struct msghdr msg = { 0 };
+	size_t placed, i;
+	ssize_t n;
+	int ret = 0;
+
+	d.niov = d.nref = 0;
+	d.len = 0;
+	if (!direct_target(dp, &d)) {
+		direct_put(&d);
+		return 1;
+	}
+	d.iov[d.niov].iov_base = probe;
+	d.iov[d.niov].iov_len = RX_PROBE;
+	msg.msg_iov = d.iov;
+	msg.msg_iovlen = d.niov + 1;
+	n = recvmsg(dp->sock.fd, &msg, MSG_DONTWAIT);
+	if (n == 0)
+		ret = -EPIPE;
+	else if (n < 0)
+		ret = errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+	if (ret) {
+		direct_put(&d);
+		return ret;
+	}
+	*got = true;
+	sw_dp_traffic(dp, &dp->rx_traffic, false, (uint64_t)n, 0, false);
+	/* The parser sees the placed bytes where they landed (CRC). */
+	placed = MIN((size_t)n, d.len);
+	for (i = 0; !ret && placed; i++) {
+		size_t take = MIN(placed, d.iov[i].iov_len);
+
+		ret = rx_bytes(dp, d.iov[i].iov_base, take, true);
+		placed -= take;
+	}
+	direct_put(&d);
+	if (!ret && (size_t)n > d.len)
+		ret = rx_bytes(dp, probe, (size_t)n - d.len, false);
+	return ret;
+}
+
+/*
+ * Receives and processes what the socket has, up to budget reads; rx_lock
+ * held. Returns 0 (drained or budget spent) or a negative errno when the
+ * connection ended.
+ */
+int sw_dp_rx_pass(struct sw_dp *dp, int *budget, bool *got)
+{
+	uint8_t *buf = rx_thread_buf();
+	int ret;
+
+	if (!buf)
+		return 0; /* no memory now: the socket stays readable */
+	ndk_lock(&dp->lock);
+	ret = sw_dp_attached(dp) ? 0 : 1;
+	ndk_unlock(&dp->lock);
+	if (!ret && dp->rx_error)
+		ret = dp->rx_error;
+	while (!ret && *budget > 0) {
+		size_t want = RX_BUF_SIZE;
+		ssize_t n;
+
+		(*budget)--;
+		ret = rx_direct(dp, buf, got);
+		if (ret != 1) {
+			ret = ret == -EAGAIN ? 1 : ret;
+			goto next;
+		}
+		/* Among large FPDUs: a header's worth, the payload direct. */
+		if (dp->rx->small_run < RX_SMALL_RUN &&
+		    dp->rx->parser.state != FPDU_RX_PAYLOAD)
+			want = RX_PROBE;
+		n = recv(dp->sock.fd, buf, want, MSG_DONTWAIT);
+		if (n == 0)
+			ret = -EPIPE;
+		else if (n < 0)
+			ret = errno == EAGAIN || errno == EINTR ? 1 : -errno;
+		else {
+			*got = true;
+			sw_dp_traffic(dp, &dp->rx_traffic, false, (uint64_t)n,
+				      0, false);
+			ret = rx_bytes(dp, buf, (size_t)n, false);
+		}
+next:
+		/* A Read Response or a Terminate goes out before the next
+		 * read, not after an empty one. */
+		if (!ret && dp->rx_wants_tx)
+			return SW_DP_RX_TX;
+	}
+	/* The connection ended: count the rest now. */
+	if (ret < 0)
+		sw_dp_traffic(dp, &dp->rx_traffic, false, 0, 0, true);
+	return ret > 0 ? 0 : ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Setup and teardown                                                 */
+
+int sw_dp_rx_create(struct sw_dp *dp, unsigned int rtr_received)
+{
+	dp->rx = calloc(1, sizeof(*dp->rx));
+	if (!dp->rx)
+		return -ENOMEM;
+	/* MSNs start at 1 on every queue (RFC 5041 5.1); the peer's Send or
+	 * Read RTR, read by the connector, took the first of its queue. */
+	dp->rx->msn_send = rtr_received == MPA_RTR_SEND ? 2 : 1;
+	dp->rx->msn_readreq = rtr_received == MPA_RTR_READ ? 2 : 1;
+	dp->rx->small_run = RX_SMALL_RUN;
+	fpdu_rx_init(&dp->rx->parser, dp->crc);
+	return 0;
+}
+
+void sw_dp_rx_free(struct sw_dp *dp)
+{
+	if (!dp->rx)
+		return;
+	if (dp->rx->have_ref)
+		sw_stag_put(&dp->rx->ref);
+	free(dp->rx);
+	dp->rx = NULL;
+}
+
+struct sw_rqe *sw_dp_rx_release(struct sw_dp *dp)
+{
+	struct sw_dp_rx *rx = dp->rx;
+	struct sw_rqe *rqe = rx->rqe;
+
+	rx->rqe = NULL;
+	if (rqe && sw_dp_attached(dp)) {
+		/* The connection goes on: the rest of this Send still
+		 * arrives, and goes nowhere. */
+		rx->send_dropped = true;
+		if (rx->target == RX_SEND)
+			rx->target = RX_SEND_DROP;
+	}
+	return rqe;
+}

@@ -1,0 +1,783 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * QP data path, transmit side: the initiator queue and the FPDUs it turns
+ * into (RFC 5040 RDMAP over RFC 5041 DDP over RFC 5044 MPA).
+ *
+ * Every FPDU is gathered from its pieces (header, the payload straight
+ * from registered memory, pad and CRC) and written with one non-blocking
+ * sendmsg; a partial write is finished on EPOLLOUT. Initiator requests
+ * complete in posting order (docs/ndk.md, "Completion rules"): a request that is done waits
+ * for those before it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include "front/adapter.h"
+#include "core/log.h"
+#include "iwarp/fpdu.h"
+#include "sw/cq.h"
+#include "sw/dp_tx.h"
+#include "sw/mr.h"
+#include "sw/mw.h"
+#include "sw/adapter.h"
+#include "sw/stag.h"
+
+/* ------------------------------------------------------------------ */
+/* The transmit batch                                                 */
+
+static void batch_reset(struct sw_dp *dp)
+{
+	dp->tx.iovcnt = 0;
+	dp->tx.iov_pos = 0;
+	dp->tx.nrec = 0;
+	dp->tx.rec_pos = 0;
+	dp->tx.rec_left = 0;
+	dp->tx.left = 0;
+}
+
+/* Room for one more FPDU of up to SW_TX_FPDU_IOV iovecs. */
+static bool batch_has_room(const struct sw_dp *dp)
+{
+	return dp->tx.nrec < SW_TX_BATCH &&
+	       dp->tx.iovcnt + SW_TX_FPDU_IOV <= SW_TX_IOV &&
+	       dp->tx.left < SW_TX_BATCH_BYTES;
+}
+
+/* The FPDU whose iovecs run from first to tx_iovcnt joins the batch. */
+static void batch_add(struct sw_dp *dp, int first, bool fin, uint32_t fin_idx)
+{
+	struct sw_dp_txrec *r = &dp->tx.rec[dp->tx.nrec];
+	size_t len = 0;
+	int i;
+
+	for (i = first; i < dp->tx.iovcnt; i++)
+		len += dp->tx.iov[i].iov_len;
+	r->len = (uint32_t)len;
+	r->iov_end = (uint16_t)dp->tx.iovcnt;
+	r->fin = fin;
+	r->fin_idx = fin_idx;
+	if (dp->tx.rec_pos == dp->tx.nrec)
+		dp->tx.rec_left = len;
+	dp->tx.nrec++;
+	dp->tx.left += len;
+}
+
+/* A frame built whole elsewhere (Terminate, RTR): an FPDU of its own. */
+static void batch_add_raw(struct sw_dp *dp, void *buf, size_t len)
+{
+	int first = dp->tx.iovcnt++;
+
+	dp->tx.iov[first].iov_base = buf;
+	dp->tx.iov[first].iov_len = len;
+	batch_add(dp, first, false, 0);
+}
+
+/*
+ * A Terminate goes out at the next FPDU boundary and nothing follows it
+ * (RFC 5040 5.2): the FPDUs of the batch not yet started are dropped.
+ * Their requests did not complete and are flushed with the QP.
+ */
+static void batch_cut(struct sw_dp *dp)
+{
+	const struct sw_dp_txrec *r = &dp->tx.rec[dp->tx.rec_pos];
+
+	if (dp->tx.rec_pos + 1 >= dp->tx.nrec)
+		return;
+	dp->tx.iovcnt = r->iov_end;
+	dp->tx.nrec = dp->tx.rec_pos + 1;
+	dp->tx.left = dp->tx.rec_left;
+}
+
+/*
+ * n more bytes of the batch were written: the iovecs and FPDUs they
+ * finish are consumed, and a request whose last FPDU is all out is done
+ * (as siw completes).
+ */
+static void batch_advance(struct sw_dp *dp, size_t n)
+{
+	uint32_t frames = 0;
+	size_t left = n;
+
+	dp->tx.left -= n;
+	while (left) {
+		struct iovec *v = &dp->tx.iov[dp->tx.iov_pos];
+		size_t take = MIN(left, v->iov_len);
+
+		v->iov_base = (uint8_t *)v->iov_base + take;
+		v->iov_len -= take;
+		left -= take;
+		if (!v->iov_len)
+			dp->tx.iov_pos++;
+	}
+	while (dp->tx.iov_pos < dp->tx.iovcnt &&
+	       !dp->tx.iov[dp->tx.iov_pos].iov_len)
+		dp->tx.iov_pos++;
+	for (left = n; left;) {
+		const struct sw_dp_txrec *r = &dp->tx.rec[dp->tx.rec_pos];
+		size_t take = MIN(left, dp->tx.rec_left);
+
+		dp->tx.rec_left -= take;
+		left -= take;
+		if (dp->tx.rec_left)
+			break;
+		frames++;
+		if (r->fin) {
+			struct sw_wqe *f = sw_dp_sq_slot(dp, r->fin_idx);
+
+			f->state = SW_WQE_DONE;
+			f->status = STATUS_SUCCESS;
+		}
+		if (++dp->tx.rec_pos < dp->tx.nrec)
+			dp->tx.rec_left = dp->tx.rec[dp->tx.rec_pos].len;
+	}
+	sw_dp_traffic(dp, &dp->tx.traffic, true, (uint64_t)n, frames, false);
+}
+
+/* Writes the batch; 0 when all of it is out, -EAGAIN, -errno. */
+static int batch_write(struct sw_dp *dp)
+{
+	struct msghdr msg = { 0 };
+	ssize_t n;
+
+	while (dp->tx.left) {
+		msg.msg_iov = dp->tx.iov + dp->tx.iov_pos;
+		msg.msg_iovlen = (size_t)(dp->tx.iovcnt - dp->tx.iov_pos);
+		n = sendmsg(dp->sock.fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? -EAGAIN : -errno;
+		}
+		batch_advance(dp, (size_t)n);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Building one FPDU                                                  */
+
+/*
+ * The FPDU header into its slot and iovec first; its payload iovecs
+ * follow (RFC 5044 4: ULPDU_Length counts header and payload).
+ */
+static void fpdu_header(struct sw_dp *dp, int first, const struct ddp_hdr *h,
+			const struct rdmap_read_req *rr, size_t payload_len)
+{
+	uint8_t *hdr = dp->tx.hdr[dp->tx.nrec];
+	int n = fpdu_tx_hdr(hdr, h, payload_len, rr);
+
+	dp->tx.iov[first].iov_base = hdr;
+	dp->tx.iov[first].iov_len = n > 0 ? (size_t)n : 0;
+}
+
+/*
+ * Pad and CRC over the FPDU's iovecs (RFC 5044 4, LE trailer); the FPDU
+ * joins the batch.
+ */
+static void fpdu_finish(struct sw_dp *dp, int first, bool fin, uint32_t fin_idx)
+{
+	const uint8_t *hdr = dp->tx.hdr[dp->tx.nrec];
+	uint8_t *trl = dp->tx.trl[dp->tx.nrec];
+	size_t ulpdu = (size_t)hdr[0] << 8 | hdr[1];
+	struct fpdu_tx_crc crc;
+	int i;
+
+	fpdu_tx_crc_init(&crc, dp->crc);
+	for (i = first; i < dp->tx.iovcnt; i++)
+		fpdu_tx_crc_add(&crc, dp->tx.iov[i].iov_base,
+				dp->tx.iov[i].iov_len);
+	dp->tx.iov[dp->tx.iovcnt].iov_base = trl;
+	dp->tx.iov[dp->tx.iovcnt].iov_len =
+		fpdu_tx_trailer(trl, crc.reg, ulpdu, dp->crc);
+	dp->tx.iovcnt++;
+	batch_add(dp, first, fin, fin_idx);
+}
+
+/*
+ * Adds len bytes of the SGE list starting at payload offset off as
+ * iovecs; returns how many bytes fitted (fewer if the iovec array is
+ * full), or a negative errno for a bad SGE (docs/ndk.md, "Work requests": the request
+ * completes with STATUS_ACCESS_VIOLATION).
+ */
+static long fpdu_add_sges(struct sw_dp *dp, int first, const struct sw_wqe *w,
+			  uint32_t off, uint32_t len)
+{
+	struct sw_stag_table *t = sw_stags(dp->ad);
+	uint32_t i, skip = off, added = 0;
+	/* One iovec is left for the trailer. */
+	const int max_iov = first + SW_TX_FPDU_IOV - 1;
+
+	if (w->inline_data) {
+		dp->tx.iov[dp->tx.iovcnt].iov_base =
+			(uint8_t *)(void *)w->sge + off;
+		dp->tx.iov[dp->tx.iovcnt].iov_len = len;
+		dp->tx.iovcnt++;
+		return len;
+	}
+	for (i = 0; i < w->nsge && added < len; i++) {
+		const NDK_SGE *s = &w->sge[i];
+		uint64_t pos, n, contig;
+		struct sw_stag_ref ref;
+		void *addr;
+		int ret;
+
+		if (skip >= s->Length) {
+			skip -= s->Length;
+			continue;
+		}
+		n = MIN((uint64_t)s->Length - skip, (uint64_t)len - added);
+		ret = sw_stag_sge_lookup(
+			t, dp->qp.pd_id, s->MemoryRegionToken,
+			(uint64_t)(uintptr_t)s->VirtualAddress + skip, n,
+			SW_ACCESS_LOCAL_READ, &ref, &addr);
+		if (ret)
+			return ret;
+		for (pos = 0; pos < n && dp->tx.iovcnt < max_iov;
+		     pos += contig) {
+			void *p = ref.mem ? sw_stag_ref_map(&ref, pos, &contig)
+					  : (uint8_t *)addr + pos;
+
+			if (!ref.mem)
+				contig = n - pos;
+			contig = MIN(contig, n - pos);
+			dp->tx.iov[dp->tx.iovcnt].iov_base = p;
+			dp->tx.iov[dp->tx.iovcnt].iov_len = contig;
+			dp->tx.iovcnt++;
+		}
+		sw_stag_put(&ref);
+		added += (uint32_t)pos;
+		skip = 0;
+		if (dp->tx.iovcnt >= max_iov)
+			break;
+	}
+	return added;
+}
+
+/* ------------------------------------------------------------------ */
+/* The next FPDU to send                                              */
+
+static void wqe_fail(struct sw_dp *dp, struct sw_wqe *w, NTSTATUS status)
+{
+	w->status = status;
+	w->state = SW_WQE_DONE;
+}
+
+/*
+ * Builds the next FPDU of the request at sq_next. Returns true if an FPDU
+ * was built, false if this request must wait (ORQ full, read fence).
+ */
+static bool build_from_sq(struct sw_dp *dp, struct sw_wqe *w)
+{
+	uint32_t room, n;
+	long got;
+	int first;
+	struct ddp_hdr h = { .dv = DDP_VERSION, .rv = RDMAP_VERSION };
+
+	if (w->op == SW_WQE_READ) {
+		struct rdmap_read_req rr;
+
+		/* At most ORD reads in flight; later ones wait their turn. */
+		if (dp->sq.reads_out + dp->sq.rtr_read_out >= MAX(dp->ord, 1u))
+			return false;
+		h.opcode = RDMAP_READ_REQ;
+		h.qn = DDP_QN_READ_REQ;
+		h.msn = dp->tx.msn_readreq++;
+		h.last = true;
+		/* The sink is our first SGE; the responder echoes STag/TO. */
+		rr.sink_stag = w->nsge ? w->sge[0].MemoryRegionToken : 0;
+		rr.sink_to =
+			w->nsge ? (uint64_t)(uintptr_t)w->sge[0].VirtualAddress
+				: 0;
+		rr.size = w->length;
+		rr.src_stag = w->stag;
+		rr.src_to = w->addr;
+		first = dp->tx.iovcnt++;
+		fpdu_header(dp, first, &h, &rr, 0);
+		fpdu_finish(dp, first, false, 0);
+		if (!dp->sq.reads_out)
+			dp->sq.orq_head = dp->sq.next;
+		dp->sq.reads_out++;
+		w->state = SW_WQE_WAIT_RESPONSE;
+		dp->sq.next++;
+		return true;
+	}
+
+	room = dp->mulpdu - (w->op == SW_WQE_WRITE ? DDP_TAGGED_HDR_LEN
+						   : DDP_UNTAGGED_HDR_LEN);
+	n = MIN(room, w->length - w->done_bytes);
+	first = dp->tx.iovcnt++;
+	got = fpdu_add_sges(dp, first, w, w->done_bytes, n);
+	if (got < 0) {
+		/* A bad local SGE: nothing (more) goes out for it. */
+		dp->tx.iovcnt = first;
+		wqe_fail(dp, w, STATUS_ACCESS_VIOLATION);
+		dp->sq.next++;
+		return false;
+	}
+	n = (uint32_t)got;
+	if (w->op == SW_WQE_WRITE) {
+		h.tagged = true;
+		h.opcode = RDMAP_WRITE;
+		h.stag = w->stag;
+		h.to = w->addr + w->done_bytes;
+	} else {
+		bool se = w->flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT;
+
+		h.opcode = w->stag ? (se ? RDMAP_SEND_SE_INV : RDMAP_SEND_INV)
+				   : (se ? RDMAP_SEND_SE : RDMAP_SEND);
+		h.inv_stag = w->stag;
+		h.qn = DDP_QN_SEND;
+		h.msn = dp->tx.msn_send;
+		h.mo = w->done_bytes;
+	}
+	h.last = w->done_bytes + n == w->length;
+	fpdu_header(dp, first, &h, NULL, n);
+	/* Done once this last FPDU is written (as siw completes). */
+	fpdu_finish(dp, first, h.last, dp->sq.next);
+	w->done_bytes += n;
+	w->state = SW_WQE_ACTIVE;
+	if (h.last) {
+		if (w->op == SW_WQE_SEND)
+			dp->tx.msn_send++;
+		dp->sq.next++;
+	}
+	return true;
+}
+
+/* A Read Response FPDU for the IRQ head (RFC 5040 4.5). */
+static bool build_read_response(struct sw_dp *dp)
+{
+	struct sw_irqe *e = &dp->irq.ring[dp->irq.head % MAX(dp->ird, 1u)];
+	struct sw_stag_ref ref;
+	struct ddp_hdr h = { .dv = DDP_VERSION,
+			     .rv = RDMAP_VERSION,
+			     .tagged = true,
+			     .opcode = RDMAP_READ_RESP };
+	uint32_t n = MIN(dp->mulpdu - DDP_TAGGED_HDR_LEN, e->length - e->sent);
+	uint64_t pos = 0, contig;
+	void *addr;
+	int first = dp->tx.iovcnt++;
+
+	if (n) {
+		/* Checked when the request arrived; if the source was
+		 * invalidated since, the response stops there. */
+		if (sw_stag_lookup(sw_stags(dp->ad), e->src_stag, dp->qp.pd_id,
+				   e->src_to + e->sent, n,
+				   SW_ACCESS_REMOTE_READ, &ref, &addr)) {
+			dp->tx.iovcnt = first;
+			return false;
+		}
+		for (; pos < n && dp->tx.iovcnt < first + SW_TX_FPDU_IOV - 1;
+		     pos += contig) {
+			dp->tx.iov[dp->tx.iovcnt].iov_base =
+				sw_stag_ref_map(&ref, pos, &contig);
+			contig = MIN(contig, n - pos);
+			dp->tx.iov[dp->tx.iovcnt].iov_len = contig;
+			dp->tx.iovcnt++;
+		}
+		sw_stag_put(&ref);
+		n = (uint32_t)pos;
+	}
+	h.stag = e->sink_stag;
+	h.to = e->sink_to + e->sent;
+	h.last = e->sent + n == e->length;
+	fpdu_header(dp, first, &h, NULL, n);
+	fpdu_finish(dp, first, false, 0);
+	e->sent += n;
+	if (h.last)
+		dp->irq.head++;
+	return true;
+}
+
+/*
+ * Fills the batch while it has room: Read Responses first (the peer waits
+ * for them), then the initiator queue in order. Returns whether it holds
+ * an FPDU. Lock held.
+ */
+static bool batch_fill(struct sw_dp *dp)
+{
+	while (batch_has_room(dp)) {
+		struct sw_wqe *w;
+
+		if (dp->irq.head != dp->irq.tail) {
+			if (!build_read_response(dp))
+				dp->irq.head++; /* source gone: drop it */
+			continue;
+		}
+		/* Nothing posted, or only deferred requests (docs/ndk.md,
+		 * "Deferred processing"). */
+		if ((int32_t)(dp->sq.rung - dp->sq.next) <= 0)
+			break;
+		w = sw_dp_sq_slot(dp, dp->sq.next);
+		/* READ_FENCE: wait for every earlier Read. */
+		if ((w->flags & NDK_OP_FLAG_READ_FENCE) && dp->sq.reads_out)
+			break;
+		if (w->state == SW_WQE_DONE) {
+			/* Bind, FastRegister, Invalidate: done. */
+			dp->sq.next++;
+			continue;
+		}
+		if (!build_from_sq(dp, w) && w->state == SW_WQE_QUEUED)
+			break; /* waits for ORQ room */
+	}
+	return dp->tx.nrec != 0;
+}
+
+/*
+ * Transmits while the socket takes data: a pending Terminate first, then
+ * batches of FPDUs. Lock held.
+ */
+void sw_dp_tx_locked(struct sw_dp *dp)
+{
+	int ret;
+
+	NDK_ASSERT_LOCKED(&dp->lock);
+
+	while (sw_dp_attached(dp)) {
+		if (dp->tx.left) {
+			if (dp->tx.term_len)
+				batch_cut(dp);
+			ret = batch_write(dp);
+			sw_dp_complete_locked(dp);
+			if (ret == -EAGAIN) {
+				sw_dp_want_out_locked(dp, true);
+				break;
+			}
+			if (ret) {
+				/* The connection is failing: RX will see it
+				 * end, and dp_end takes the cause from here. */
+				if (!dp->tx.error)
+					dp->tx.error = ret;
+				batch_reset(dp);
+				break;
+			}
+			continue;
+		}
+		batch_reset(dp);
+		if (dp->tx.terminated)
+			break;
+		if (dp->tx.term_len) {
+			batch_add_raw(dp, dp->tx.term, dp->tx.term_len);
+			dp->tx.term_len = 0;
+			dp->tx.terminated = true;
+			continue;
+		}
+		if (!batch_fill(dp))
+			break;
+	}
+	if (!dp->tx.left)
+		sw_dp_want_out_locked(dp, false);
+	sw_dp_complete_locked(dp);
+}
+
+bool sw_dp_send_raw_locked(struct sw_dp *dp, void *buf, size_t len)
+{
+	NDK_ASSERT_LOCKED(&dp->lock);
+	if (!sw_dp_attached(dp) || dp->tx.terminated || dp->tx.term_len ||
+	    dp->tx.left)
+		return false;
+	batch_reset(dp);
+	batch_add_raw(dp, buf, len);
+	sw_dp_tx_locked(dp);
+	return true;
+}
+
+bool sw_dp_send_rtr_locked(struct sw_dp *dp, enum mpa_rtr type)
+{
+	int len =
+		ddp_rtr_build(type, dp->crc, dp->tx.ctrl, sizeof(dp->tx.ctrl));
+
+	NDK_ASSERT_LOCKED(&dp->lock);
+
+	return len > 0 && sw_dp_send_raw_locked(dp, dp->tx.ctrl, (size_t)len);
+}
+
+/* ------------------------------------------------------------------ */
+/* Posting                                                            */
+
+/*
+ * A request was queued: it goes out now, or, with NDK_OP_FLAG_DEFER, with
+ * the next request posted without it (docs/ndk.md, "Deferred processing": the consumer ends
+ * every deferred chain with one), so a burst of posts leaves in one
+ * sendmsg. Lock held.
+ */
+static void sq_posted_locked(struct sw_dp *dp, ULONG flags)
+{
+	NDK_ASSERT_LOCKED(&dp->lock);
+	if (flags & NDK_OP_FLAG_DEFER)
+		return;
+	dp->sq.rung = dp->sq.tail;
+	sw_dp_tx_locked(dp);
+}
+
+void sw_dp_kick(struct sw_dp *dp)
+{
+	ndk_lock(&dp->lock);
+	sq_posted_locked(dp, 0); /* as if a request without DEFER came */
+	ndk_unlock(&dp->lock);
+}
+
+/*
+ * Checks every local SGE before anything is sent: a bad one must fail the
+ * whole request (docs/ndk.md, "Work requests": STATUS_ACCESS_VIOLATION) rather than cut a
+ * message short after some of its FPDUs went out.
+ */
+static bool sgl_valid(struct sw_dp *dp, const NDK_SGE *sgl, ULONG nsge,
+		      uint32_t access)
+{
+	struct sw_stag_table *t = sw_stags(dp->ad);
+	ULONG i;
+
+	for (i = 0; i < nsge; i++) {
+		struct sw_stag_ref ref;
+		void *addr;
+
+		if (sw_stag_sge_lookup(
+			    t, dp->qp.pd_id, sgl[i].MemoryRegionToken,
+			    (uint64_t)(uintptr_t)sgl[i].VirtualAddress,
+			    sgl[i].Length, access, &ref, &addr))
+			return false;
+		sw_stag_put(&ref);
+	}
+	return true;
+}
+
+/*
+ * Takes dp->lock and a free SQ slot, zeroed, with op, flags and context
+ * filled in. On failure the lock is not held and *status says why.
+ */
+static struct sw_wqe *sq_begin(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
+			       ULONG flags, NTSTATUS *status)
+{
+	struct sw_wqe *w;
+
+	ndk_lock(&dp->lock);
+	if (!sw_dp_attached(dp)) {
+		ndk_unlock(&dp->lock);
+		*status = STATUS_CONNECTION_INVALID;
+		return NULL;
+	}
+	if (dp->sq.tail - dp->sq.done >= dp->sq.depth) {
+		ndk_unlock(&dp->lock);
+		*status = STATUS_INSUFFICIENT_RESOURCES;
+		return NULL;
+	}
+	w = sw_dp_sq_slot(dp, dp->sq.tail);
+	memset(w, 0, sizeof(*w));
+	w->op = (uint8_t)op;
+	w->flags = flags;
+	w->ctx = ctx;
+	return w;
+}
+
+static uint64_t sgl_length(const NDK_SGE *sgl, ULONG nsge)
+{
+	uint64_t len = 0;
+	ULONG i;
+
+	for (i = 0; i < nsge; i++)
+		len += sgl[i].Length;
+	return len;
+}
+
+NTSTATUS sw_dp_post_send(struct sw_dp *dp, PVOID ctx, const NDK_SGE *sgl,
+			 ULONG nsge, ULONG flags, bool invalidate,
+			 UINT32 inv_stag)
+{
+	bool inl = flags & NDK_OP_FLAG_INLINE;
+	uint64_t len = sgl_length(sgl, nsge);
+	struct sw_wqe *w;
+	NTSTATUS status;
+	ULONG i;
+
+	if ((nsge && !sgl) || (!inl && nsge > dp->qp.max_sge) ||
+	    (inl && len > dp->qp.inline_size) ||
+	    len > dp->ad->info.MaxTransferLength)
+		return STATUS_INVALID_PARAMETER;
+	w = sq_begin(dp, SW_WQE_SEND, ctx, flags, &status);
+	if (!w)
+		return status;
+	w->length = (uint32_t)len;
+	w->stag = invalidate ? inv_stag : 0;
+	if (inl) {
+		/* Copied now: the buffer is only valid during the call. */
+		uint8_t *p = (uint8_t *)(void *)w->sge;
+
+		w->inline_data = true;
+		for (i = 0; i < nsge; i++) {
+			if (!sgl[i].Length)
+				continue;
+			memcpy(p, sgl[i].VirtualAddress, sgl[i].Length);
+			p += sgl[i].Length;
+		}
+	} else {
+		w->nsge = nsge;
+		if (nsge)
+			memcpy(w->sge, sgl, (size_t)nsge * sizeof(*sgl));
+		if (!sgl_valid(dp, sgl, nsge, SW_ACCESS_LOCAL_READ))
+			wqe_fail(dp, w, STATUS_ACCESS_VIOLATION);
+	}
+	dp->sq.tail++;
+	sq_posted_locked(dp, flags);
+	ndk_unlock(&dp->lock);
+	return STATUS_SUCCESS;
+}
+
+NTSTATUS sw_dp_post_rdma(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
+			 const NDK_SGE *sgl, ULONG nsge, UINT64 addr,
+			 UINT32 stag, ULONG flags)
+{
+	const NDK_ADAPTER_INFO *info = &dp->ad->info;
+	uint64_t len = sgl_length(sgl, nsge);
+	ULONG max_sge = op == SW_WQE_READ
+				? MIN(dp->qp.max_sge, info->MaxReadRequestSge)
+				: dp->qp.max_sge;
+	struct sw_wqe *w;
+	NTSTATUS status;
+
+	if ((nsge && !sgl) || nsge > max_sge || len > info->MaxTransferLength)
+		return STATUS_INVALID_PARAMETER;
+	w = sq_begin(dp, op, ctx, flags, &status);
+	if (!w)
+		return status;
+	w->length = (uint32_t)len;
+	w->stag = stag;
+	w->addr = addr;
+	w->nsge = nsge;
+	if (nsge)
+		memcpy(w->sge, sgl, (size_t)nsge * sizeof(*sgl));
+	/* A Read's status is decided when its response is placed. */
+	if (op == SW_WQE_READ)
+		w->status = STATUS_PENDING;
+	if (!sgl_valid(dp, sgl, nsge,
+		       op == SW_WQE_READ ? SW_ACCESS_LOCAL_WRITE
+					 : SW_ACCESS_LOCAL_READ))
+		wqe_fail(dp, w, STATUS_ACCESS_VIOLATION);
+	dp->sq.tail++;
+	sq_posted_locked(dp, flags);
+	ndk_unlock(&dp->lock);
+	return STATUS_SUCCESS;
+}
+
+/*
+ * Bind, FastRegister and Invalidate act on the STag table when posted:
+ * the new token must be readable as soon as NdkBind or NdkFastRegister
+ * returns (NDK_FN_BIND, NDK_FN_FAST_REGISTER). Their completions still come in order
+ * behind earlier requests. An inline failure means no completion.
+ */
+static NTSTATUS post_local(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
+			   ULONG flags, NTSTATUS done_status)
+{
+	struct sw_wqe *w;
+	NTSTATUS status;
+
+	w = sq_begin(dp, op, ctx, flags, &status);
+	if (!w)
+		return status;
+	w->status = done_status;
+	w->state = SW_WQE_DONE;
+	dp->sq.tail++;
+	/* Behind earlier requests still in progress it waits its turn. */
+	if (dp->sq.next == dp->sq.tail - 1)
+		dp->sq.next++;
+	sq_posted_locked(dp, flags);
+	ndk_unlock(&dp->lock);
+	return STATUS_SUCCESS;
+}
+
+static NTSTATUS local_status(int ret)
+{
+	switch (ret) {
+	case 0:
+		return STATUS_SUCCESS;
+	case -EACCES:
+		return STATUS_ACCESS_VIOLATION;
+	case -EBUSY:
+		return STATUS_INVALID_DEVICE_STATE;
+	default:
+		return STATUS_INVALID_PARAMETER;
+	}
+}
+
+NTSTATUS sw_dp_post_bind(struct sw_dp *dp, PVOID ctx, NDK_MR *mr, NDK_MW *mw,
+			 PVOID va, SIZE_T len, ULONG flags)
+{
+	int ret;
+
+	if (!mr || !mw || mr->Header.ObjectType != NdkObjectTypeMr ||
+	    mw->Header.ObjectType != NdkObjectTypeMw)
+		return STATUS_INVALID_PARAMETER;
+	if (to_sw_mw(mw)->pd_id != dp->qp.pd_id)
+		return STATUS_ACCESS_VIOLATION;
+	ret = sw_mw_bind(to_sw_mw(mw), to_sw_mr(mr), (uint64_t)(uintptr_t)va,
+			 len, flags);
+	if (ret)
+		return local_status(ret);
+	return post_local(dp, SW_WQE_BIND, ctx, flags, STATUS_SUCCESS);
+}
+
+NTSTATUS sw_dp_post_fast_register(struct sw_dp *dp, PVOID ctx, NDK_MR *mr,
+				  ULONG count, const NDK_LOGICAL_ADDRESS *pages,
+				  ULONG fbo, SIZE_T len, PVOID base,
+				  ULONG flags)
+{
+	int ret;
+
+	if (!mr || mr->Header.ObjectType != NdkObjectTypeMr ||
+	    (count && !pages))
+		return STATUS_INVALID_PARAMETER;
+	ret = sw_mr_fast_register(to_sw_mr(mr), pages, count, fbo, len,
+				  (uint64_t)(uintptr_t)base, flags);
+	if (ret)
+		return local_status(ret);
+	return post_local(dp, SW_WQE_FAST_REGISTER, ctx, flags, STATUS_SUCCESS);
+}
+
+NTSTATUS sw_dp_post_invalidate(struct sw_dp *dp, PVOID ctx,
+			       NDK_OBJECT_HEADER *obj, ULONG flags)
+{
+	int ret;
+
+	if (!obj || (obj->ObjectType != NdkObjectTypeMr &&
+		     obj->ObjectType != NdkObjectTypeMw))
+		return STATUS_INVALID_PARAMETER;
+	ret = obj->ObjectType == NdkObjectTypeMw
+		      ? sw_mw_invalidate(to_sw_mw((NDK_MW *)obj))
+		      : sw_mr_invalidate(to_sw_mr((NDK_MR *)obj));
+	/* A malformed request (a normal MR) completes with an error
+	 * (docs/ndk.md, "Work requests") rather than failing
+	 * inline. */
+	return post_local(dp, SW_WQE_INVALIDATE, ctx, flags,
+			  ret ? STATUS_INVALID_DEVICE_REQUEST : STATUS_SUCCESS);
+}
+
+void sw_dp_tx_flush(struct sw_dp *dp)
+{
+	uint32_t i;
+
+	ndk_lock(&dp->lock);
+	/* Everything not finished is cancelled, each exactly once. */
+	for (i = dp->sq.done; i != dp->sq.tail; i++) {
+		struct sw_wqe *w = sw_dp_sq_slot(dp, i);
+
+		if (w->state != SW_WQE_DONE) {
+			w->state = SW_WQE_DONE;
+			w->status = STATUS_CANCELLED;
+			w->flags &= ~(ULONG)NDK_OP_FLAG_SILENT_SUCCESS;
+		}
+	}
+	dp->sq.next = dp->sq.tail;
+	dp->sq.rung = dp->sq.tail;
+	dp->sq.reads_out = 0;
+	/* An FPDU half written is finished (the stream must stay whole),
+	 * but its request already completed as cancelled; the FPDUs not
+	 * started are dropped. */
+	if (dp->tx.left)
+		batch_cut(dp);
+	for (i = dp->tx.rec_pos; i < dp->tx.nrec; i++)
+		dp->tx.rec[i].fin = false;
+	sw_dp_complete_locked(dp);
+	ndk_unlock(&dp->lock);
+}

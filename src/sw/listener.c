@@ -1,0 +1,676 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * NDK listener (NDK_FN_LISTEN, NDK_FN_CONNECT_EVENT_CALLBACK): a listening
+ * TCP socket on an ND endpoint. The listener owns the accept phase: each
+ * accepted TCP connection is a pending connection that reads the MPA
+ * Request under the CM timeout; only a whole Request becomes a connector
+ * (sw_connector_new_passive), which the ConnectEvent hands to the
+ * consumer.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "sw/connector.h"
+#include "sw/listener.h"
+#include "sw/mpa_io.h"
+#include "sw/sockopt.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/status.h"
+#include "front/adapter.h"
+#include "front/address.h"
+#include "front/endpoint.h"
+
+static const char *const listener_state_names[SW_LISTENER_STATE_COUNT] = {
+	[SW_LISTENER_IDLE] = "IDLE",
+	[SW_LISTENER_LISTENING] = "LISTENING",
+	[SW_LISTENER_CLOSING] = "CLOSING",
+};
+
+static const bool listener_transition_ok[SW_LISTENER_STATE_COUNT]
+					[SW_LISTENER_STATE_COUNT] = {
+	[SW_LISTENER_IDLE] = {
+		[SW_LISTENER_LISTENING] = true,
+		[SW_LISTENER_CLOSING] = true,
+	},
+	[SW_LISTENER_LISTENING] = {
+		[SW_LISTENER_CLOSING] = true,
+	},
+};
+
+/* The one state setter; l->lock held. */
+static void listener_set_state(struct sw_listener *l, enum sw_listener_state to)
+{
+	enum sw_listener_state from = l->state;
+
+	if (!listener_transition_ok[from][to]) {
+		ndk_err("listener %p: illegal transition %s -> %s", (void *)l,
+			listener_state_names[from], listener_state_names[to]);
+		assert(!"illegal listener state transition");
+		return;
+	}
+	ndk_dbg("listener %p: %s -> %s", (void *)l, listener_state_names[from],
+		listener_state_names[to]);
+	l->state = to;
+}
+
+/* ------------------------------------------------------------------ */
+/* The accept gate                                                    */
+
+static const char *const accept_gate_names[SW_ACCEPT_GATE_COUNT] = {
+	[SW_ACCEPT_OPEN] = "OPEN",
+	[SW_ACCEPT_BACKLOG_FULL] = "BACKLOG_FULL",
+	[SW_ACCEPT_NO_RESOURCES] = "NO_RESOURCES",
+};
+
+static const bool accept_gate_ok[SW_ACCEPT_GATE_COUNT]
+				[SW_ACCEPT_GATE_COUNT] = {
+	[SW_ACCEPT_OPEN] = {
+		[SW_ACCEPT_BACKLOG_FULL] = true,
+		[SW_ACCEPT_NO_RESOURCES] = true,
+	},
+	[SW_ACCEPT_BACKLOG_FULL] = {
+		[SW_ACCEPT_OPEN] = true,
+	},
+	[SW_ACCEPT_NO_RESOURCES] = {
+		[SW_ACCEPT_OPEN] = true,
+		[SW_ACCEPT_BACKLOG_FULL] = true,
+	},
+};
+
+/* The first retry after EMFILE and friends, and the longest wait. */
+#define RETRY_FIRST_MS 10
+#define RETRY_MAX_MS   1000
+
+/*
+ * The one gate setter; engine thread. Only OPEN watches the listening
+ * socket; NO_RESOURCES is entered with its retry timer running, and an
+ * episode of it is logged once when it starts and once when it ends.
+ */
+static void accept_gate_set(struct sw_listener *l, enum sw_accept_gate to)
+{
+	struct ndk_engine *e = &l->obj.adapter->engine;
+	enum sw_accept_gate from = l->gate;
+
+	if (from == to)
+		return;
+	if (!accept_gate_ok[from][to]) {
+		ndk_err("listener %p: illegal accept gate %s -> %s", (void *)l,
+			accept_gate_names[from], accept_gate_names[to]);
+		assert(!"illegal accept gate transition");
+		return;
+	}
+	ndk_dbg("listener %p: accept %s -> %s", (void *)l,
+		accept_gate_names[from], accept_gate_names[to]);
+	l->gate = to;
+	if (to == SW_ACCEPT_NO_RESOURCES) {
+		if (!l->starved_since_ns) {
+			l->starved_since_ns = ndk_now_ns();
+			l->starved_retries = 0;
+			l->retry_ms = RETRY_FIRST_MS;
+		}
+		l->starved_retries++;
+		if (ndk_timer_start(e, &l->retry_timer, l->retry_ms))
+			ndk_err("listener %p: no retry timer", (void *)l);
+		l->retry_ms = MIN(2 * l->retry_ms, RETRY_MAX_MS);
+	}
+	if (l->fd >= 0)
+		ndk_engine_mod_fd(e, &l->io,
+				  to == SW_ACCEPT_OPEN ? EPOLLIN : 0);
+}
+
+/* An accept went through: an episode of NO_RESOURCES, if any, is over. */
+static void accept_starvation_over(struct sw_listener *l)
+{
+	if (!l->starved_since_ns)
+		return;
+	ndk_info("listener %p: accepting again after %llu ms (%u tries)",
+		 (void *)l,
+		 (unsigned long long)((ndk_now_ns() - l->starved_since_ns) /
+				      1000000),
+		 l->starved_retries);
+	l->starved_since_ns = 0;
+}
+
+/* Engine thread: accept (or allocation) failed for want of resources. */
+static void accept_starved(struct sw_listener *l, int err)
+{
+	if (!l->starved_since_ns)
+		ndk_warn("listener %p: accept: %s; new connections wait in the "
+			 "kernel's queue, retrying from %u ms to %u ms",
+			 (void *)l, strerror(err), RETRY_FIRST_MS,
+			 RETRY_MAX_MS);
+	accept_gate_set(l, SW_ACCEPT_NO_RESOURCES);
+}
+
+static void retry_timer_fn(struct ndk_timer *t)
+{
+	struct sw_listener *l =
+		container_of(t, struct sw_listener, retry_timer);
+
+	if (l->gate != SW_ACCEPT_NO_RESOURCES)
+		return;
+	accept_gate_set(l, list_empty(&l->parked) ? SW_ACCEPT_OPEN
+						  : SW_ACCEPT_BACKLOG_FULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Pending connections: accepted, reading the MPA Request             */
+
+/*
+ * One accepted TCP connection until its Request is in. Engine thread
+ * only: created by the listening socket's handler, ended by its own
+ * handler or timer, or by the listener's teardown.
+ */
+enum pending_state {
+	PENDING_READING, /* reading the Request, NDK_CM_TIMEOUT_MS */
+	PENDING_PARKED, /* Request in, the backlog full: waiting for a slot */
+};
+
+struct sw_pending_conn {
+	struct list_head entry; /* l->pending or l->parked */
+	struct sw_listener *l;
+	enum pending_state state;
+	int fd;
+	struct ndk_io io;
+	/* READING: the CM timeout; PARKED: NDK_LISTEN_WAIT_MS, then the
+	 * Request is refused as beyond the backlog. */
+	struct ndk_timer timer;
+	struct sw_mpa_rx rx;
+	struct mpa_rr req; /* PARKED: the Request, pd pointing into rx */
+};
+
+static struct sw_pending_conn *pending_of_io(struct ndk_io *io)
+{
+	return container_of(io, struct sw_pending_conn, io);
+}
+
+/* Ends a pending connection: no handler or timer of it runs after this. */
+static void pending_free(struct sw_pending_conn *p)
+{
+	struct ndk_engine *e = &p->l->obj.adapter->engine;
+
+	ndk_timer_cancel(e, &p->timer);
+	if (p->fd >= 0) {
+		ndk_engine_del_fd(e, &p->io);
+		close(p->fd);
+	}
+	list_del(&p->entry);
+	free(p);
+}
+
+/* How long a Request beyond a full backlog waits for a slot. */
+static uint64_t listen_wait_ms(void)
+{
+	return ndk_config_u64("NDK_LISTEN_WAIT_MS", 2000, 0, 3600000);
+}
+
+enum admission {
+	ADMIT, /* a slot is taken */
+	REFUSE, /* paused or closing: as if nobody listened */
+	NO_SLOT, /* the backlog is full, or Requests are already parked */
+};
+
+static enum admission listener_admit(struct sw_listener *l, bool queue_first,
+				     struct ndk_endpoint **ep)
+{
+	enum admission a = REFUSE;
+
+	ndk_lock(&l->lock);
+	if (l->state == SW_LISTENER_LISTENING && !l->paused)
+		a = !queue_first && sw_backlog_take(&l->backlog) ? ADMIT
+								 : NO_SLOT;
+	*ep = l->ep;
+	ndk_unlock(&l->lock);
+	return a;
+}
+
+/*
+ * The Request is in: the socket goes to a new connector, and the
+ * connector to the consumer's ConnectEvent; without a slot (admitted
+ * false) the connector refuses it with an MPA Reply with R=1.
+ */
+static void pending_hand_over(struct sw_pending_conn *p, bool admitted,
+			      struct ndk_endpoint *ep)
+{
+	struct sw_listener *l = p->l;
+	struct sw_passive_request r = {
+		.adapter = l->obj.adapter,
+		.listener = &l->obj,
+		.fd = p->fd,
+		.req = &p->req,
+		.slot = admitted ? &l->backlog : NULL,
+		.ep = ep,
+	};
+	NDK_CONNECTOR *conn;
+	bool delivered = false;
+	int ret;
+
+	/* The connector registers the fd anew. */
+	ndk_engine_del_fd(&l->obj.adapter->engine, &p->io);
+	p->fd = -1;
+	ret = sw_connector_new_passive(&r, &conn);
+	pending_free(p); /* req points into it: only now */
+	if (ret)
+		return;
+	if (ndk_obj_is_open(to_ndk_obj(&conn->Header)) &&
+	    ndk_obj_begin_event(&l->obj)) {
+		l->connect_event(l->connect_event_ctx, conn);
+		ndk_obj_release(&l->obj);
+		delivered = true;
+	}
+	sw_connector_handed_over(conn, delivered);
+}
+
+/* Nothing parked any more: a full backlog no longer stops accepting. */
+static void parked_drained(struct sw_listener *l)
+{
+	if (list_empty(&l->parked) && l->gate == SW_ACCEPT_BACKLOG_FULL)
+		accept_gate_set(l, SW_ACCEPT_OPEN);
+}
+
+/*
+ * The Request waits for a backlog slot: no Reply yet, and the listening
+ * socket is not read, so TCP holds the connections behind it. The socket
+ * is watched only for the peer leaving (bytes it sends before our Reply
+ * stay in the socket for the connector, which refuses them).
+ */
+static void pending_park(struct sw_pending_conn *p)
+{
+	struct sw_listener *l = p->l;
+	struct ndk_engine *e = &l->obj.adapter->engine;
+
+	p->state = PENDING_PARKED;
+	list_del(&p->entry);
+	list_add_tail(&p->entry, &l->parked);
+	ndk_timer_cancel(e, &p->timer);
+	if (ndk_engine_mod_fd(e, &p->io, EPOLLRDHUP) ||
+	    ndk_timer_start(e, &p->timer, listen_wait_ms())) {
+		pending_hand_over(p, false, NULL);
+		return;
+	}
+	atomic_store(&l->slot_wanted, true);
+	if (l->gate == SW_ACCEPT_OPEN)
+		accept_gate_set(l, SW_ACCEPT_BACKLOG_FULL);
+}
+
+/*
+ * Engine thread: slots came back. Parked Requests go out oldest first
+ * while slots last (refused if the listener was paused meanwhile).
+ */
+static void slot_work_fn(struct ndk_work *w)
+{
+	struct sw_listener *l = container_of(w, struct sw_listener, slot_work);
+	struct ndk_endpoint *ep;
+	enum admission a;
+
+	while (!list_empty(&l->parked)) {
+		struct sw_pending_conn *p = container_of(
+			l->parked.next, struct sw_pending_conn, entry);
+
+		a = listener_admit(l, false, &ep);
+		if (a == NO_SLOT) {
+			/* A slot returned before the flag was set posted
+			 * nothing: look once more. */
+			atomic_store(&l->slot_wanted, true);
+			a = listener_admit(l, false, &ep);
+			if (a == NO_SLOT)
+				break;
+		}
+		pending_hand_over(p, a == ADMIT, ep);
+	}
+	parked_drained(l);
+	ndk_obj_put(&l->obj);
+}
+
+/* Any thread, after a backlog slot came back (backlog.h). */
+static void listener_slot_freed(struct sw_backlog *b)
+{
+	struct sw_listener *l = container_of(b, struct sw_listener, backlog);
+
+	if (!atomic_exchange(&l->slot_wanted, false))
+		return;
+	ndk_obj_get(&l->obj);
+	if (!ndk_engine_post(&l->obj.adapter->engine, &l->slot_work))
+		ndk_obj_put(&l->obj);
+}
+
+static void pending_io_fn(struct ndk_io *io, uint32_t events)
+{
+	struct sw_pending_conn *p = pending_of_io(io);
+	struct sw_listener *l = p->l;
+	struct ndk_endpoint *ep;
+	enum admission a;
+	int ret;
+
+	if (p->state == PENDING_PARKED) {
+		/* The peer left (or reset) while it waited for a slot. */
+		pending_free(p);
+		parked_drained(l);
+		return;
+	}
+	ret = sw_mpa_rx_frame(&p->rx, p->fd, MPA_RR_REQUEST, &p->req,
+			      "listener", l);
+	if (ret < 0) {
+		/* Not MPA, too much PD, or gone: drop it, as siw does. */
+		pending_free(p);
+		return;
+	}
+	if (ret == 0)
+		return;
+	/* Behind parked Requests, a new one waits its turn. */
+	a = listener_admit(l, !list_empty(&l->parked), &ep);
+	if (a == NO_SLOT)
+		pending_park(p);
+	else
+		pending_hand_over(p, a == ADMIT, ep);
+}
+
+/*
+ * READING: the initiator stayed silent too long (siw drops it too).
+ * PARKED: no slot came in time: refused as beyond the backlog.
+ */
+static void pending_timer_fn(struct ndk_timer *t)
+{
+	struct sw_pending_conn *p =
+		container_of(t, struct sw_pending_conn, timer);
+	struct sw_listener *l = p->l;
+
+	if (p->state == PENDING_PARKED) {
+		pending_hand_over(p, false, NULL);
+		parked_drained(l);
+	} else {
+		pending_free(p);
+	}
+}
+
+/* A new TCP connection; fd is the pending connection's from here on. */
+static int pending_new(struct sw_listener *l, int fd)
+{
+	struct ndk_engine *e = &l->obj.adapter->engine;
+	struct sw_pending_conn *p;
+
+	/* Once its close is requested, the listener takes nothing new. */
+	if (!ndk_obj_is_open(&l->obj)) {
+		close(fd);
+		return -ESHUTDOWN;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		close(fd);
+		return -ENOMEM;
+	}
+	p->l = l;
+	p->state = PENDING_READING;
+	p->fd = fd;
+	ndk_io_init(&p->io, fd, pending_io_fn);
+	ndk_timer_init(&p->timer, pending_timer_fn);
+	list_add_tail(&p->entry, &l->pending);
+	sw_sock_set_conn_options(fd);
+	if (ndk_timer_start(e, &p->timer, ndk_cm_timeout_ms()) ||
+	    ndk_engine_add_fd(e, &p->io, EPOLLIN)) {
+		/* Not registered: del_fd finds nothing. */
+		pending_free(p);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The listener                                                       */
+
+static bool accept_err_is_starvation(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS ||
+	       err == ENOMEM;
+}
+
+static void listener_io_fn(struct ndk_io *io, uint32_t events)
+{
+	struct sw_listener *l = container_of(io, struct sw_listener, io);
+	int fd, ret;
+
+	while (l->gate == SW_ACCEPT_OPEN) {
+		fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (accept_err_is_starvation(errno))
+				accept_starved(l, errno);
+			else if (errno != EAGAIN)
+				ndk_warn("listener %p: accept: %s", (void *)l,
+					 strerror(errno));
+			return;
+		}
+		accept_starvation_over(l);
+		ret = pending_new(l, fd);
+		if (ret == -ENOMEM)
+			accept_starved(l, ENOMEM);
+	}
+}
+
+static NTSTATUS listener_listen(NDK_LISTENER *pNdkListener,
+				CONST PSOCKADDR pAddress, ULONG AddressLength,
+				NDK_FN_REQUEST_COMPLETION RequestCompletion,
+				PVOID RequestContext)
+{
+	struct sw_listener *l = to_sw_listener(pNdkListener);
+	struct ndk_endpoint *ep;
+	NTSTATUS status;
+	int fd;
+
+	ndk_lock(&l->lock);
+	if (l->state != SW_LISTENER_IDLE) {
+		status = STATUS_INVALID_DEVICE_STATE;
+		goto out;
+	}
+	/* Listener endpoint: +1 for the listener (NDKPI Listeners,
+	 * Connectors, and Endpoints). */
+	status = ndk_local_endpoint_acquire(l->obj.adapter, pAddress,
+					    AddressLength,
+					    NDK_ENDPOINT_LISTENER, &ep);
+	if (status)
+		goto out;
+	/* The socket goes with the listener; the reservation stays with
+	 * the endpoint while accepted connectors live. */
+	fd = ndk_endpoint_take_fd(ep);
+	if (listen(fd, SOMAXCONN)) {
+		/* Another process holds the port (bind allowed it). */
+		status = ndk_status_from_errno(-errno, NDK_SITE_BIND);
+		close(fd);
+		ndk_endpoint_put(ep);
+		goto out;
+	}
+	l->fd = fd;
+	ndk_io_init(&l->io, fd, listener_io_fn);
+	if (ndk_engine_add_fd(&l->obj.adapter->engine, &l->io, EPOLLIN)) {
+		close(fd);
+		l->fd = -1;
+		ndk_endpoint_put(ep);
+		status = STATUS_INSUFFICIENT_RESOURCES;
+		goto out;
+	}
+	l->ep = ep;
+	listener_set_state(l, SW_LISTENER_LISTENING);
+	ndk_endpoint_publish(ep, l->obj.adapter);
+out:
+	ndk_unlock(&l->lock);
+	return status;
+}
+
+static NTSTATUS listener_get_local_address(NDK_LISTENER *pNdkListener,
+					   PSOCKADDR pAddress,
+					   ULONG *pAddressLength)
+{
+	struct sw_listener *l = to_sw_listener(pNdkListener);
+	NTSTATUS status;
+
+	ndk_lock(&l->lock);
+	status = ndk_endpoint_local_address(l->ep, pAddress, pAddressLength);
+	ndk_unlock(&l->lock);
+	return status;
+}
+
+static VOID listener_control_connect_events(NDK_LISTENER *pNdkListener,
+					    BOOLEAN Pause)
+{
+	struct sw_listener *l = to_sw_listener(pNdkListener);
+
+	/* While paused, requests are refused as if nobody listened. */
+	ndk_lock(&l->lock);
+	l->paused = Pause != FALSE;
+	ndk_unlock(&l->lock);
+}
+
+static const NDK_LISTENER_DISPATCH listener_dispatch = {
+	.NdkCloseListener = ndk_close_object,
+	.NdkQueryExtension = ndk_query_extension,
+	.NdkListen = listener_listen,
+	.NdkGetLocalAddress = listener_get_local_address,
+	.NdkControlConnectEvents = listener_control_connect_events,
+};
+
+/*
+ * Engine thread: stop accepting and drop the connections still reading
+ * their Request (never handed out, so the provider's to end); no handler
+ * runs after del_fd.
+ */
+static void listener_teardown_fn(struct ndk_work *w)
+{
+	struct sw_listener *l =
+		container_of(w, struct sw_listener, teardown_work);
+
+	ndk_lock(&l->lock);
+	if (l->fd >= 0) {
+		ndk_engine_del_fd(&l->obj.adapter->engine, &l->io);
+		close(l->fd);
+		l->fd = -1;
+	}
+	ndk_unlock(&l->lock);
+	ndk_timer_cancel(&l->obj.adapter->engine, &l->retry_timer);
+	while (!list_empty(&l->pending))
+		pending_free(container_of(l->pending.next,
+					  struct sw_pending_conn, entry));
+	/* Parked Requests are refused: the listener is going away. */
+	while (!list_empty(&l->parked))
+		pending_hand_over(container_of(l->parked.next,
+					       struct sw_pending_conn, entry),
+				  false, NULL);
+	ndk_obj_release(&l->obj);
+}
+
+/*
+ * Once its close is requested a listener refuses every new request at
+ * once (NDK_FN_CLOSE_OBJECT). Its close completes after the connectors
+ * created through it are closed; their endpoint references keep the
+ * address reserved until then (NDKPI Listeners, Connectors, and
+ * Endpoints).
+ */
+static void listener_close_begin(struct ndk_obj *obj)
+{
+	struct sw_listener *l = container_of(obj, struct sw_listener, obj);
+	bool posted = false;
+
+	ndk_lock(&l->lock);
+	listener_set_state(l, SW_LISTENER_CLOSING);
+	if (l->fd >= 0) {
+		/* Off the engine, epoll removal must wait for it. */
+		ndk_obj_hold(&l->obj);
+		posted = true;
+	}
+	ndk_unlock(&l->lock);
+	if (posted &&
+	    !ndk_engine_post(&l->obj.adapter->engine, &l->teardown_work))
+		ndk_obj_release(&l->obj); /* the engine is gone: see destroy */
+}
+
+static void listener_close_end(struct ndk_obj *obj)
+{
+	struct sw_listener *l = container_of(obj, struct sw_listener, obj);
+
+	if (l->ep)
+		ndk_endpoint_put(l->ep);
+	l->ep = NULL;
+}
+
+/* No engine left: close and free without touching it. */
+static void pending_list_drop(struct list_head *list)
+{
+	while (!list_empty(list)) {
+		struct sw_pending_conn *p =
+			container_of(list->next, struct sw_pending_conn, entry);
+
+		if (p->fd >= 0)
+			close(p->fd);
+		list_del(&p->entry);
+		free(p);
+	}
+}
+
+static void listener_destroy(struct ndk_obj *obj)
+{
+	struct sw_listener *l = container_of(obj, struct sw_listener, obj);
+
+	if (l->fd >= 0)
+		close(l->fd);
+	/* Left only if the engine stopped before the teardown ran. */
+	pending_list_drop(&l->pending);
+	pending_list_drop(&l->parked);
+	ndk_lock_destroy(&l->lock);
+	free(l);
+}
+
+static const struct ndk_obj_ops listener_ops = {
+	.type = NdkObjectTypeListener,
+	.name = "listener",
+	.close_begin = listener_close_begin,
+	.close_end = listener_close_end,
+	.destroy = listener_destroy,
+};
+
+NTSTATUS sw_create_listener(NDK_ADAPTER *pNdkAdapter,
+			    NDK_FN_CONNECT_EVENT_CALLBACK ConnectEvent,
+			    PVOID ConnectEventContext,
+			    NDK_FN_CREATE_COMPLETION CreateCompletion,
+			    PVOID RequestContext, NDK_LISTENER **ppNdkListener)
+{
+	struct ndk_adapter *ad = to_ndk_adapter(pNdkAdapter);
+	struct ndk_obj *antes[] = { &ad->obj };
+	struct sw_listener *l;
+	NTSTATUS status;
+
+	if (!ppNdkListener || !ConnectEvent)
+		return STATUS_INVALID_PARAMETER;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return STATUS_INSUFFICIENT_RESOURCES;
+	l->connect_event = ConnectEvent;
+	l->connect_event_ctx = ConnectEventContext;
+	l->fd = -1;
+	l->state = SW_LISTENER_IDLE;
+	/* As many as the kernel queues for a listening socket by default. */
+	sw_backlog_init(&l->backlog,
+			(unsigned int)ndk_config_u64("NDK_LISTEN_BACKLOG",
+						     SOMAXCONN, 1, 65535),
+			listener_slot_freed);
+	list_init(&l->pending);
+	list_init(&l->parked);
+	l->gate = SW_ACCEPT_OPEN;
+	ndk_timer_init(&l->retry_timer, retry_timer_fn);
+	atomic_init(&l->slot_wanted, false);
+	ndk_work_init(&l->slot_work, slot_work_fn);
+	ndk_work_init(&l->teardown_work, listener_teardown_fn);
+	ndk_lock_init(&l->lock, NDK_LOCK_LISTENER);
+	status = ndk_obj_setup(&l->obj, ad, &listener_ops, &listener_dispatch,
+			       antes, 1);
+	if (status)
+		return status;
+	*ppNdkListener = &l->obj.pub.listener;
+	return STATUS_SUCCESS;
+}

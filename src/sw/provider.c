@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The software iWARP provider as the front end sees it
+ * (front/provider.h): its queues, memory and data path and its
+ * connection management, all in src/sw. It serves every interface.
+ */
+#include "sw/sw.h"
+#include "front/provider.h"
+#include "front/shared_endpoint.h"
+#include "sw/adapter.h"
+#include "sw/connector.h"
+#include "sw/listener.h"
+#include "sw/pd.h"
+
+const struct ndk_provider_ops ndk_software_provider = {
+	.name = "software",
+	.adapter_init = sw_adapter_init,
+	.adapter_fini = sw_adapter_fini,
+	.create_cq = sw_create_cq,
+	.create_mr = sw_create_mr,
+	.create_mw = sw_create_mw,
+	.create_srq = sw_create_srq,
+	.create_qp = sw_create_qp,
+	.pd_size = sizeof(struct sw_pd),
+	.pd_init = sw_pd_init,
+	.pd_fini = sw_pd_fini,
+	.privileged_token = SW_PRIVILEGED_TOKEN,
+	.create_shared_endpoint = ndk_create_shared_endpoint,
+	.create_connector = sw_create_connector,
+	.create_listener = sw_create_listener,
+	.build_lam = sw_build_lam,
+	.release_lam = sw_release_lam,
+};

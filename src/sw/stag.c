@@ -1,0 +1,725 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The STag table (see stag.h for the token format and the locking
+ * design) and the registry of live logical-address mappings.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "core/lock.h"
+#include "core/log.h"
+#include "sw/pd.h"
+#include "sw/stag.h"
+
+/* Entries come in chunks that never move, so a pinned entry stays put. */
+#define CHUNK_SHIFT 10
+#define CHUNK_SIZE  (1u << CHUNK_SHIFT)
+#define NCHUNKS	    ((SW_STAG_MAX_INDEX + 1) / CHUNK_SIZE)
+
+enum entry_state {
+	ENTRY_FREE,
+	ENTRY_INVALID, /* owned by an MR or MW, grants nothing */
+	ENTRY_VALID,
+};
+
+struct sw_stag_entry {
+	/* Everything but users is under the table lock. */
+	uint8_t state;
+	uint8_t type;
+	uint8_t key;
+	uint32_t pd_id;
+	uint32_t access;
+	uint32_t gen; /* bumped at every validation, unlike the 8-bit key */
+	uint64_t base_va;
+	uint64_t length;
+	uintptr_t host;
+	const uint64_t *pages;
+	uint32_t npages;
+	uint32_t fbo;
+	/* MW: the MR entry and the registration (gen) it was bound to. */
+	struct sw_stag_entry *parent;
+	uint32_t parent_gen;
+	uint32_t next_free; /* free-list link; 0 ends the list */
+	atomic_uint users; /* pins: accesses in flight */
+};
+
+struct lam_range {
+	uint64_t start;
+	uint64_t end;
+	uint64_t cookie;
+};
+
+struct sw_stag_table {
+	struct ndk_rwlock lock;
+	struct sw_stag_entry **chunks; /* NCHUNKS slots */
+	uint32_t nalloc; /* indices [0, nalloc) exist */
+	/*
+	 * FIFO free list: a freed index is reused as late as possible, so
+	 * together with the key a stale token rarely names a live entry.
+	 */
+	uint32_t free_head, free_tail;
+	uint32_t used;
+
+	/* Live LAMs sorted by start; ranges may overlap. */
+	struct ndk_rwlock lam_lock;
+	struct lam_range *lams;
+	size_t nlams, lam_cap;
+	uint64_t lam_max_len; /* longest range ever added: bounds the scan */
+	uint64_t lam_next; /* cookie counter */
+};
+
+enum sw_stag_fault sw_stag_fault_of(int err)
+{
+	switch (-err) {
+	case 0:
+		return SW_STAG_FAULT_NONE;
+	case ENOENT:
+		return SW_STAG_FAULT_INVALID_STAG;
+	case ERANGE:
+		return SW_STAG_FAULT_BOUNDS;
+	case EACCES:
+		return SW_STAG_FAULT_ACCESS;
+	case EPERM:
+		return SW_STAG_FAULT_PD;
+	case EOVERFLOW:
+		return SW_STAG_FAULT_TO_WRAP;
+	case EOPNOTSUPP:
+		return SW_STAG_FAULT_NO_INVALIDATE;
+	default:
+		return SW_STAG_FAULT_OTHER;
+	}
+}
+
+const char *sw_stag_fault_name(enum sw_stag_fault f)
+{
+	static const char *const names[] = {
+		[SW_STAG_FAULT_NONE] = "none",
+		[SW_STAG_FAULT_INVALID_STAG] = "invalid STag",
+		[SW_STAG_FAULT_BOUNDS] = "base/bounds violation",
+		[SW_STAG_FAULT_ACCESS] = "access rights violation",
+		[SW_STAG_FAULT_PD] = "STag not associated with stream",
+		[SW_STAG_FAULT_TO_WRAP] = "TO wrap",
+		[SW_STAG_FAULT_NO_INVALIDATE] = "STag cannot be invalidated",
+		[SW_STAG_FAULT_OTHER] = "other",
+	};
+
+	if ((unsigned int)f >= sizeof(names) / sizeof(names[0]))
+		return "?";
+	return names[f];
+}
+
+struct sw_stag_table *sw_stag_table_create(void)
+{
+	struct sw_stag_table *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->chunks = calloc(NCHUNKS, sizeof(*t->chunks));
+	if (!t->chunks) {
+		free(t);
+		return NULL;
+	}
+	ndk_rwlock_init(&t->lock, NDK_LOCK_STAG);
+	ndk_rwlock_init(&t->lam_lock, NDK_LOCK_LAM);
+	t->lam_next = 1;
+	return t;
+}
+
+void sw_stag_table_destroy(struct sw_stag_table *t)
+{
+	uint32_t i;
+
+	if (!t)
+		return;
+	if (t->used)
+		ndk_warn("stag table destroyed with %u entries in use",
+			 t->used);
+	if (t->nlams)
+		ndk_warn("adapter closed with %zu LAMs not released", t->nlams);
+	for (i = 0; i < NCHUNKS; i++)
+		free(t->chunks[i]);
+	free(t->chunks);
+	free(t->lams);
+	ndk_rwlock_destroy(&t->lock);
+	ndk_rwlock_destroy(&t->lam_lock);
+	free(t);
+}
+
+/* Table lock held (either mode). NULL for index 0 and unknown indices. */
+static struct sw_stag_entry *get_entry(struct sw_stag_table *t, uint32_t index)
+{
+	if (index == 0 || index >= t->nalloc)
+		return NULL;
+	return &t->chunks[index >> CHUNK_SHIFT][index & (CHUNK_SIZE - 1)];
+}
+
+/* Table lock held exclusive. */
+static void free_push(struct sw_stag_table *t, uint32_t index)
+{
+	struct sw_stag_entry *e = get_entry(t, index);
+
+	e->next_free = 0;
+	if (t->free_tail)
+		get_entry(t, t->free_tail)->next_free = index;
+	else
+		t->free_head = index;
+	t->free_tail = index;
+}
+
+/* Table lock held exclusive: adds a chunk of free entries. */
+static int grow(struct sw_stag_table *t)
+{
+	uint32_t c = t->nalloc >> CHUNK_SHIFT, i;
+	struct sw_stag_entry *chunk;
+
+	if (c >= NCHUNKS)
+		return -ENOSPC;
+	chunk = calloc(CHUNK_SIZE, sizeof(*chunk));
+	if (!chunk)
+		return -ENOMEM;
+	for (i = 0; i < CHUNK_SIZE; i++)
+		atomic_init(&chunk[i].users, 0);
+	t->chunks[c] = chunk;
+	t->nalloc += CHUNK_SIZE;
+	/* Index 0 stays reserved: it is the privileged token's value. */
+	for (i = c ? 0 : 1; i < CHUNK_SIZE; i++)
+		free_push(t, (c << CHUNK_SHIFT) + i);
+	return 0;
+}
+
+int sw_stag_alloc(struct sw_stag_table *t, enum sw_stag_type type,
+		  uint32_t pd_id, uint32_t *stag)
+{
+	struct sw_stag_entry *e;
+	uint32_t index;
+	int err = 0;
+
+	ndk_write_lock(&t->lock);
+	if (!t->free_head)
+		err = grow(t);
+	if (err)
+		goto out;
+	index = t->free_head;
+	e = get_entry(t, index);
+	t->free_head = e->next_free;
+	if (!t->free_head)
+		t->free_tail = 0;
+	e->state = ENTRY_INVALID;
+	e->type = (uint8_t)type;
+	e->pd_id = pd_id;
+	e->access = 0;
+	e->pages = NULL;
+	e->parent = NULL;
+	t->used++;
+	*stag = sw_stag_make(index, e->key);
+out:
+	ndk_rw_unlock(&t->lock);
+	return err;
+}
+
+/*
+ * Waits until no access holds a pin on e. The entry is not VALID, so no
+ * new pin can be taken. Pins are held for one copy, so this is short.
+ */
+static void drain(struct sw_stag_entry *e)
+{
+	unsigned int spins = 0;
+
+	while (atomic_load_explicit(&e->users, memory_order_acquire)) {
+		if (++spins < 64) {
+			sched_yield();
+		} else {
+			struct timespec ts = { 0, 50 * 1000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+bool sw_stag_revoke(struct sw_stag_table *t, uint32_t stag)
+{
+	struct sw_stag_entry *e;
+	bool was_valid = false;
+
+	ndk_write_lock(&t->lock);
+	e = get_entry(t, sw_stag_index(stag));
+	if (e && e->state == ENTRY_VALID) {
+		e->state = ENTRY_INVALID;
+		was_valid = true;
+	}
+	ndk_rw_unlock(&t->lock);
+	/* Even if already INVALID: a racing invalidation may still drain. */
+	if (e)
+		drain(e);
+	return was_valid;
+}
+
+void sw_stag_free(struct sw_stag_table *t, uint32_t stag)
+{
+	struct sw_stag_entry *e;
+	uint32_t index = sw_stag_index(stag);
+
+	sw_stag_revoke(t, stag);
+	ndk_write_lock(&t->lock);
+	e = get_entry(t, index);
+	if (e && e->state != ENTRY_FREE) {
+		e->state = ENTRY_FREE;
+		e->pages = NULL;
+		e->parent = NULL;
+		t->used--;
+		free_push(t, index);
+	}
+	ndk_rw_unlock(&t->lock);
+}
+
+bool sw_stag_is_valid(struct sw_stag_table *t, uint32_t stag)
+{
+	struct sw_stag_entry *e;
+	bool valid;
+
+	ndk_read_lock(&t->lock);
+	e = get_entry(t, sw_stag_index(stag));
+	valid = e && e->state == ENTRY_VALID && e->key == sw_stag_key(stag);
+	ndk_rw_unlock(&t->lock);
+	return valid;
+}
+
+int sw_stag_validate(struct sw_stag_table *t, uint32_t *stag,
+		     const struct sw_stag_mem *m)
+{
+	uint32_t index = sw_stag_index(*stag);
+	struct sw_stag_entry *e;
+	int err = 0;
+
+	ndk_read_lock(&t->lock);
+	e = get_entry(t, index);
+	ndk_rw_unlock(&t->lock);
+	if (!e)
+		return -ENOENT;
+	/*
+	 * Pins left by an invalidation that is still draining must be gone
+	 * before the mapping fields they read are rewritten.
+	 */
+	drain(e);
+
+	ndk_write_lock(&t->lock);
+	if (e->state == ENTRY_FREE || e->type == SW_STAG_MW) {
+		err = -ENOENT;
+		goto out;
+	}
+	if (e->state == ENTRY_VALID) {
+		err = -EBUSY;
+		goto out;
+	}
+	e->key++;
+	e->gen++;
+	e->base_va = m->base_va;
+	e->length = m->length;
+	e->access = m->access;
+	e->host = m->host;
+	e->pages = m->pages;
+	e->npages = m->npages;
+	e->fbo = m->fbo;
+	e->state = ENTRY_VALID;
+	*stag = sw_stag_make(index, e->key);
+out:
+	ndk_rw_unlock(&t->lock);
+	return err;
+}
+
+/*
+ * [va, va + len) against [base, base + length): TO wrap first, then
+ * bounds. A zero-length range may sit one past the end.
+ */
+static int check_range(uint64_t base, uint64_t length, uint64_t va,
+		       uint64_t len)
+{
+	uint64_t off;
+
+	if (len && va > UINT64_MAX - (len - 1))
+		return -EOVERFLOW;
+	if (va < base)
+		return -ERANGE;
+	off = va - base;
+	if (off > length || len > length - off)
+		return -ERANGE;
+	return 0;
+}
+
+int sw_stag_bind(struct sw_stag_table *t, uint32_t *mw_stag, uint32_t mr_stag,
+		 uint64_t va, uint64_t len, uint32_t access)
+{
+	struct sw_stag_entry *mw, *mr;
+	int err = 0;
+
+	if (access & ~SW_ACCESS_REMOTE)
+		return -EINVAL;
+	ndk_write_lock(&t->lock);
+	mw = get_entry(t, sw_stag_index(*mw_stag));
+	mr = get_entry(t, sw_stag_index(mr_stag));
+	if (!mw || mw->state == ENTRY_FREE || mw->type != SW_STAG_MW) {
+		err = -EINVAL;
+		goto out;
+	}
+	if (!mr || mr->state != ENTRY_VALID || mr->type == SW_STAG_MW ||
+	    mr->key != sw_stag_key(mr_stag)) {
+		err = -ENOENT;
+		goto out;
+	}
+	if (mr->pd_id != mw->pd_id) {
+		err = -EPERM;
+		goto out;
+	}
+	/* NdkBind: VirtualAddress lies in [MR base, MR base + length). */
+	if (len && va > UINT64_MAX - (len - 1)) {
+		err = -EOVERFLOW;
+		goto out;
+	}
+	if (va < mr->base_va || va - mr->base_va >= mr->length ||
+	    len > mr->length - (va - mr->base_va)) {
+		err = -ERANGE;
+		goto out;
+	}
+	/* A window may grant remote write only onto locally writable memory. */
+	if ((access & SW_ACCESS_REMOTE_WRITE) &&
+	    !(mr->access & SW_ACCESS_LOCAL_WRITE)) {
+		err = -EACCES;
+		goto out;
+	}
+	/*
+	 * Rebinding needs no drain: an access still in flight through the
+	 * old binding holds the MR's pin, and its memory stays registered.
+	 */
+	mw->key++;
+	mw->gen++;
+	mw->base_va = va;
+	mw->length = len;
+	mw->access = access;
+	mw->parent = mr;
+	mw->parent_gen = mr->gen;
+	mw->state = ENTRY_VALID;
+	*mw_stag = sw_stag_make(sw_stag_index(*mw_stag), mw->key);
+out:
+	ndk_rw_unlock(&t->lock);
+	return err;
+}
+
+int sw_stag_invalidate(struct sw_stag_table *t, uint32_t stag, uint32_t pd_id)
+{
+	struct sw_stag_entry *e;
+	int err = 0;
+
+	ndk_write_lock(&t->lock);
+	e = get_entry(t, sw_stag_index(stag));
+	if (!e || e->state != ENTRY_VALID || e->key != sw_stag_key(stag)) {
+		err = -ENOENT;
+	} else if (e->pd_id != pd_id) {
+		err = -EPERM;
+	} else if (e->type == SW_STAG_MR) {
+		err = -EOPNOTSUPP;
+	} else {
+		e->state = ENTRY_INVALID;
+	}
+	ndk_rw_unlock(&t->lock);
+	if (!err)
+		drain(e);
+	return err;
+}
+
+/* Host address of va, which lies in [m->base_va, m->base_va + length). */
+static uintptr_t entry_host(const struct sw_stag_entry *m, uint64_t va)
+{
+	uint64_t off = va - m->base_va, pos;
+
+	if (!m->pages)
+		return m->host + off;
+	pos = m->fbo + off;
+	return m->pages[pos / PAGE_SIZE] + pos % PAGE_SIZE;
+}
+
+int sw_stag_lookup(struct sw_stag_table *t, uint32_t stag, uint32_t pd_id,
+		   uint64_t va, uint64_t len, uint32_t access,
+		   struct sw_stag_ref *ref, void **addr)
+{
+	struct sw_stag_entry *e, *mem;
+	uintptr_t host = 0;
+	int err;
+
+	ndk_read_lock(&t->lock);
+	e = get_entry(t, sw_stag_index(stag));
+	if (!e || e->state != ENTRY_VALID || e->key != sw_stag_key(stag)) {
+		err = -ENOENT;
+		goto fail;
+	}
+	mem = e;
+	if (e->type == SW_STAG_MW) {
+		/* A window dies with the registration it was bound to. */
+		mem = e->parent;
+		if (!mem || mem->state != ENTRY_VALID ||
+		    mem->gen != e->parent_gen) {
+			err = -ENOENT;
+			goto fail;
+		}
+	}
+	if (e->pd_id != pd_id) {
+		err = -EPERM;
+		goto fail;
+	}
+	if (access & ~e->access) {
+		err = -EACCES;
+		goto fail;
+	}
+	err = check_range(e->base_va, e->length, va, len);
+	if (err)
+		goto fail;
+	if (len)
+		host = entry_host(mem, va);
+	if (ref) {
+		atomic_fetch_add_explicit(&mem->users, 1, memory_order_relaxed);
+		if (mem != e)
+			atomic_fetch_add_explicit(&e->users, 1,
+						  memory_order_relaxed);
+		ref->mem = mem;
+		ref->win = mem != e ? e : NULL;
+		ref->va = va;
+		ref->len = len;
+		ref->host = mem->pages ? 0 : host;
+	}
+	ndk_rw_unlock(&t->lock);
+	if (addr)
+		*addr = (void *)host;
+	return 0;
+fail:
+	ndk_rw_unlock(&t->lock);
+	return err;
+}
+
+void sw_stag_put(struct sw_stag_ref *ref)
+{
+	if (!ref)
+		return;
+	if (ref->win)
+		atomic_fetch_sub_explicit(&ref->win->users, 1,
+					  memory_order_release);
+	if (ref->mem)
+		atomic_fetch_sub_explicit(&ref->mem->users, 1,
+					  memory_order_release);
+	ref->mem = NULL;
+	ref->win = NULL;
+}
+
+void *sw_stag_ref_map(const struct sw_stag_ref *ref, uint64_t off,
+		      uint64_t *contig)
+{
+	const struct sw_stag_entry *m = ref->mem;
+	uint64_t remain, pos, pg, run;
+
+	if (off >= ref->len) {
+		*contig = 0;
+		return NULL;
+	}
+	remain = ref->len - off;
+	if (!m || !m->pages) {
+		*contig = remain;
+		return (void *)(ref->host + off);
+	}
+	/* Pinned: the page list cannot change under us. */
+	pos = m->fbo + (ref->va - m->base_va) + off;
+	pg = pos / PAGE_SIZE;
+	run = PAGE_SIZE - pos % PAGE_SIZE;
+	while (run < remain && pg + 1 < m->npages &&
+	       m->pages[pg + 1] == m->pages[pg] + PAGE_SIZE) {
+		run += PAGE_SIZE;
+		pg++;
+	}
+	*contig = run < remain ? run : remain;
+	return (void *)(m->pages[pos / PAGE_SIZE] + pos % PAGE_SIZE);
+}
+
+int sw_stag_ref_write(const struct sw_stag_ref *ref, uint64_t off,
+		      const void *src, size_t n)
+{
+	const char *s = src;
+	uint64_t contig;
+	void *p;
+
+	if (off > ref->len || n > ref->len - off)
+		return -ERANGE;
+	while (n) {
+		p = sw_stag_ref_map(ref, off, &contig);
+		if (contig > n)
+			contig = n;
+		memcpy(p, s, contig);
+		s += contig;
+		off += contig;
+		n -= contig;
+	}
+	return 0;
+}
+
+int sw_stag_ref_read(const struct sw_stag_ref *ref, uint64_t off, void *dst,
+		     size_t n)
+{
+	char *d = dst;
+	uint64_t contig;
+	const void *p;
+
+	if (off > ref->len || n > ref->len - off)
+		return -ERANGE;
+	while (n) {
+		p = sw_stag_ref_map(ref, off, &contig);
+		if (contig > n)
+			contig = n;
+		memcpy(d, p, contig);
+		d += contig;
+		off += contig;
+		n -= contig;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Logical-address mappings                                           */
+
+/* First index whose start is > key (LAM lock held). */
+static size_t lam_upper(const struct sw_stag_table *t, uint64_t key)
+{
+	size_t lo = 0, hi = t->nlams;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->lams[mid].start <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int sw_stag_lam_add(struct sw_stag_table *t, uint64_t start, uint64_t end,
+		    uint64_t *cookie)
+{
+	size_t pos;
+
+	ndk_write_lock(&t->lam_lock);
+	if (t->nlams == t->lam_cap) {
+		size_t cap = t->lam_cap ? t->lam_cap * 2 : 16;
+		struct lam_range *n = realloc(t->lams, cap * sizeof(*n));
+
+		if (!n) {
+			ndk_rw_unlock(&t->lam_lock);
+			return -ENOMEM;
+		}
+		t->lams = n;
+		t->lam_cap = cap;
+	}
+	pos = lam_upper(t, start);
+	memmove(&t->lams[pos + 1], &t->lams[pos],
+		(t->nlams - pos) * sizeof(*t->lams));
+	/* A recognisable, never-zero AdapterContext ("LAM" in the top bits). */
+	*cookie = (UINT64_C(0x4c414d) << 40) | (t->lam_next++ & 0xffffffffff);
+	t->lams[pos].start = start;
+	t->lams[pos].end = end;
+	t->lams[pos].cookie = *cookie;
+	t->nlams++;
+	if (end - start > t->lam_max_len)
+		t->lam_max_len = end - start;
+	ndk_rw_unlock(&t->lam_lock);
+	return 0;
+}
+
+int sw_stag_lam_remove(struct sw_stag_table *t, uint64_t start, uint64_t cookie)
+{
+	size_t i, found = SIZE_MAX;
+
+	ndk_write_lock(&t->lam_lock);
+	/* Fast path: entries with this start sit just before lam_upper. */
+	for (i = lam_upper(t, start); i > 0 && t->lams[i - 1].start == start;
+	     i--) {
+		if (t->lams[i - 1].cookie == cookie) {
+			found = i - 1;
+			break;
+		}
+	}
+	/* The consumer may have scribbled on the page array: search all. */
+	for (i = 0; found == SIZE_MAX && i < t->nlams; i++)
+		if (t->lams[i].cookie == cookie)
+			found = i;
+	if (found != SIZE_MAX) {
+		memmove(&t->lams[found], &t->lams[found + 1],
+			(t->nlams - found - 1) * sizeof(*t->lams));
+		t->nlams--;
+	}
+	ndk_rw_unlock(&t->lam_lock);
+	return found == SIZE_MAX ? -ENOENT : 0;
+}
+
+int sw_stag_lam_lookup(struct sw_stag_table *t, uint64_t la, uint64_t len,
+		       void **addr)
+{
+	uint64_t end;
+	size_t i;
+	int err = -EFAULT;
+
+	if (!len) {
+		if (addr)
+			*addr = NULL;
+		return 0;
+	}
+	if (la > UINT64_MAX - (len - 1))
+		return -EOVERFLOW;
+	/* No LAM ends at 2^64: user-space pages sit far below it. */
+	if (la + (len - 1) == UINT64_MAX)
+		return -EFAULT;
+	end = la + len;
+	ndk_read_lock(&t->lam_lock);
+	/*
+	 * Candidates start at or before la; scanning back stops once no
+	 * range (at most lam_max_len long) can reach end.
+	 */
+	for (i = lam_upper(t, la); i > 0; i--) {
+		const struct lam_range *r = &t->lams[i - 1];
+
+		if (r->end >= end) {
+			err = 0;
+			break;
+		}
+		if (end - r->start > t->lam_max_len)
+			break;
+	}
+	ndk_rw_unlock(&t->lam_lock);
+	if (!err && addr)
+		*addr = (void *)(uintptr_t)la;
+	return err;
+}
+
+int sw_stag_sge_lookup(struct sw_stag_table *t, uint32_t pd_id, uint32_t token,
+		       uint64_t va, uint64_t len, uint32_t access,
+		       struct sw_stag_ref *ref, void **addr)
+{
+	int err;
+
+	if (token != SW_PRIVILEGED_TOKEN)
+		return sw_stag_lookup(t, token, pd_id, va, len, access, ref,
+				      addr);
+	/* The privileged token never grants remote access
+	 * (NDK_FN_GET_PRIVILEGED_MEMORY_REGION_TOKEN). */
+	if (access & SW_ACCESS_REMOTE)
+		return -EACCES;
+	err = sw_stag_lam_lookup(t, va, len, addr);
+	if (err)
+		return err;
+	if (ref) {
+		ref->mem = NULL;
+		ref->win = NULL;
+		ref->va = va;
+		ref->len = len;
+		ref->host = (uintptr_t)va;
+	}
+	return 0;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The software provider (src/sw): NDK objects over iWARP on TCP. This
+ * header holds the creates of the adapter's and the PD's dispatch tables
+ * for its queues and memory; sw/connector.h and sw/listener.h hold the
+ * connection-management ones, and sw/provider.c puts them all together
+ * with sw/adapter.h into ndk_software_provider (front/provider.h).
+ */
+#ifndef SW_SW_H
+#define SW_SW_H
+
+#include <stdbool.h>
+#include <ndk/ndk.h>
+
+struct ndk_adapter;
+struct ndk_obj;
+struct ndk_cq_attr;
+struct ndk_qp_attr;
+struct ndk_srq_attr;
+
+/* The provider's creates (front/provider.h): the front end checked the
+ * arguments. */
+NTSTATUS sw_create_cq(struct ndk_adapter *ad, const struct ndk_cq_attr *attr,
+		      NDK_CQ **out);
+NTSTATUS sw_create_mr(struct ndk_obj *pd, bool fast_register, NDK_MR **out);
+NTSTATUS sw_create_mw(struct ndk_obj *pd, NDK_MW **out);
+NTSTATUS sw_create_srq(struct ndk_obj *pd, const struct ndk_srq_attr *attr,
+		       NDK_SRQ **out);
+NTSTATUS sw_create_qp(struct ndk_obj *pd, const struct ndk_qp_attr *attr,
+		      NDK_QP **out);
+/* The provider's part of a PD (front/pd.c). */
+NTSTATUS sw_pd_init(struct ndk_obj *pd);
+void sw_pd_fini(struct ndk_obj *pd);
+
+NTSTATUS sw_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
+		      NDK_FN_REQUEST_COMPLETION RequestCompletion,
+		      PVOID RequestContext,
+		      NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM, ULONG *pLAMSize,
+		      ULONG *pFBO);
+VOID sw_release_lam(NDK_ADAPTER *pNdkAdapter,
+		    NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM);
+
+#endif /* SW_SW_H */
