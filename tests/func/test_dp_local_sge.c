@@ -61,7 +61,7 @@ static void test_bad_local_sge_send(void **state)
 
 /*
  * Guards against a fixed bug, "partial Send on a late bad SGE": the SGEs
- * of a Send were checked one FPDU at a time (src/qp/dp_tx.c
+ * of a Send were checked one FPDU at a time (src/sw/dp_tx.c
  * fpdu_add_sges, called per FPDU), so a bad range that starts beyond the
  * first FPDU was found only after earlier FPDUs of the message went out
  * without L. The request completed STATUS_ACCESS_VIOLATION, but the peer

@@ -271,7 +271,7 @@ static void test_terminate_while_sending(void **state)
  * Guards against a fixed bug, "taken receive never flushed": a receive
  * the data path took for a Send whose last segment never came (the peer
  * sent a Terminate, or closed, mid-message) was skipped by NdkFlush and
- * NdkDisconnect (src/qp/qp.c rq_flush marked only the untaken ones), so
+ * NdkDisconnect (src/sw/qp.c rq_flush marked only the untaken ones), so
  * neither it nor any receive posted after it completed until NdkCloseQp.
  */
 static void test_terminate_mid_message(void **state)

@@ -248,3 +248,37 @@ int tool_parse_interface(const char *arg, NET_IFINDEX *index,
 	snprintf(name, IF_NAMESIZE, "%s", arg);
 	return 0;
 }
+
+int tool_parse_size(const char *s, uint64_t *out)
+{
+	unsigned int shift = 0;
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return -1;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		shift = 10;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		break;
+	}
+	if (shift)
+		end++;
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What ndkstat and ndkinfo share: a small JSON writer that always emits
- * valid JSON (escaped, valid UTF-8), printable text for names taken from
- * the system, and the -I argument (a name or an index).
+ * What the tools share: a small JSON writer that always emits valid JSON
+ * (escaped, valid UTF-8), printable text for names taken from the system,
+ * sizes ("64k"), and the -I argument (a name or an index).
  */
 #ifndef NDK_TOOLS_TOOLUTIL_H
 #define NDK_TOOLS_TOOLUTIL_H
@@ -48,6 +48,13 @@ void json_finish(struct json *j);
  * control characters and bytes that are not valid UTF-8 replaced by '?'.
  */
 void text_printable(const char *s, char *out, size_t len);
+
+/*
+ * A byte count: a number (decimal, or 0x hex) with an optional k, m or g
+ * (powers of two), "64k", "1m", "4096". 0, or -1 when s is empty, negative,
+ * has anything after the suffix, or overflows 64 bits.
+ */
+int tool_parse_size(const char *s, uint64_t *out);
 
 /*
  * Resolves -I: an interface name, or a decimal interface index. Returns 0

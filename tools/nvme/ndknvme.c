@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include "nvme_host.h"
+#include "toolutil.h"
 
 #define NVME_RDMA_PORT	  4420
 #define DEFAULT_QSIZE	  32
@@ -169,31 +170,10 @@ static uint64_t parse_u64(const char *what, const char *s)
 /* A byte count with an optional k, m or g (powers of two). */
 static uint64_t parse_size(const char *what, const char *s)
 {
-	char *end;
-	unsigned long long v;
+	uint64_t v;
 
-	if (!s || !*s || *s == '-')
+	if (tool_parse_size(s, &v))
 		bad_arg(what, s ? s : "(none)");
-	v = strtoull(s, &end, 0);
-	switch (*end) {
-	case 'k':
-	case 'K':
-		v <<= 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		v <<= 30;
-		end++;
-		break;
-	}
-	if (*end)
-		bad_arg(what, s);
 	return v;
 }
 

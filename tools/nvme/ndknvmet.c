@@ -15,13 +15,13 @@
  */
 #include <getopt.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <net/if.h>
 #include "nvmet.h"
+#include "toolutil.h"
 
 #ifndef NDK_TOOLS_VERSION
 #define NDK_TOOLS_VERSION "0"
@@ -35,39 +35,6 @@
 #define STOP_WAIT_MS	 30000
 
 static volatile sig_atomic_t stop;
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void vlog(const char *fmt, va_list ap)
-{
-	pthread_mutex_lock(&log_lock);
-	fputs("ndknvmet: ", stdout);
-	vprintf(fmt, ap);
-	fputc('\n', stdout);
-	fflush(stdout);
-	pthread_mutex_unlock(&log_lock);
-}
-
-void nvmet_log(struct nvmet_target *t, const char *fmt, ...)
-{
-	va_list ap;
-
-	(void)t;
-	va_start(ap, fmt);
-	vlog(fmt, ap);
-	va_end(ap);
-}
-
-void nvmet_debug(struct nvmet_target *t, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (t->verbose < 1)
-		return;
-	va_start(ap, fmt);
-	vlog(fmt, ap);
-	va_end(ap);
-}
-
 static void on_signal(int sig)
 {
 	(void)sig;
@@ -97,29 +64,9 @@ static void usage(FILE *f)
 /* "64m", "1g", "4096": bytes, or 0 when malformed. */
 static uint64_t parse_size(const char *s)
 {
-	char *end;
-	unsigned long long v = strtoull(s, &end, 0);
+	uint64_t v;
 
-	switch (*end) {
-	case 'k':
-	case 'K':
-		v <<= 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		v <<= 30;
-		end++;
-		break;
-	default:
-		break;
-	}
-	return *end ? 0 : v;
+	return tool_parse_size(s, &v) ? 0 : v;
 }
 
 static unsigned int parse_uint(const char *s, unsigned int min,

@@ -202,7 +202,7 @@ bool nvmet_ctrl_keep_alive_expired(struct nvmet_ctrl *ctrl);
 /* nvmet_io.c */
 enum nvmet_next nvmet_io_cmd(struct nvmet_slot *s);
 
-/* ndknvmet.c */
+/* nvmet_log.c: one line on stdout; nvmet_debug only with -v. */
 void nvmet_log(struct nvmet_target *t, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void nvmet_debug(struct nvmet_target *t, const char *fmt, ...)

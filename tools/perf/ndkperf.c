@@ -1496,6 +1496,7 @@ int main(int argc, char **argv)
 	const char *bind_addr = "127.0.0.1";
 	unsigned int port = PERF_PORT;
 	bool size_set = false;
+	uint64_t v64;
 	int c, t;
 
 	tool_prog = "ndkperf";
@@ -1515,7 +1516,12 @@ int main(int argc, char **argv)
 			opt.test = (enum perf_test)t;
 			break;
 		case 's':
-			opt.size = perf_parse_size(optarg);
+			if (tool_parse_size(optarg, &v64) || v64 > SIZE_MAX) {
+				fprintf(stderr,
+					"ndkperf: -s: a size (4096, 64k, 1m)\n");
+				return 2;
+			}
+			opt.size = (size_t)v64;
 			size_set = true;
 			break;
 		case 'A':

@@ -823,6 +823,7 @@ int main(int argc, char **argv)
 {
 	const char *bind_addr = "127.0.0.1";
 	unsigned int port = STRESS_PORT;
+	uint64_t v64;
 	int c;
 
 	tool_prog = "ndkstress";
@@ -838,7 +839,9 @@ int main(int argc, char **argv)
 			opt.seconds = (unsigned int)strtoul(optarg, NULL, 0);
 			break;
 		case 'm':
-			opt.max_size = perf_parse_size(optarg);
+			if (tool_parse_size(optarg, &v64))
+				v64 = 0;
+			opt.max_size = (size_t)MIN(v64, (uint64_t)SIZE_MAX);
 			if (!opt.max_size || opt.max_size > MAX_RDMA) {
 				fprintf(stderr, "-m: 1 to 4m\n");
 				return 2;

@@ -122,18 +122,6 @@ NDK_QP *perf_qp_create(struct tool_host *h, struct perf_cq *c, ULONG depth)
 	return qp;
 }
 
-size_t perf_parse_size(const char *s)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 0);
-
-	if (*end == 'k' || *end == 'K')
-		v <<= 10;
-	else if (*end == 'm' || *end == 'M')
-		v <<= 20;
-	return (size_t)v;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <ndk/ndk.h>
 #include "tool_host.h"
+#include "toolutil.h"
 
 #define PERF_DEFAULT_PORT 7471
 
@@ -57,9 +58,6 @@ void perf_cq_abandon(struct perf_cq *c);
 void perf_cq_wait_any(struct perf_cq *c);
 
 NDK_QP *perf_qp_create(struct tool_host *h, struct perf_cq *c, ULONG depth);
-
-/* A size in bytes with an optional k or m suffix (KiB, MiB). */
-size_t perf_parse_size(const char *s);
 
 /* Percentile p (0-100) of n samples, sorting them. */
 double perf_percentile(double *v, size_t n, double p);
