@@ -35,8 +35,8 @@ NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
 	}
 	if (!CqDepth || CqDepth > ad->info.MaxCqDepth) {
 		ndk_dbg("NdkCreateCq: depth %lu outside 1..%lu",
-			  (unsigned long)CqDepth,
-			  (unsigned long)ad->info.MaxCqDepth);
+			(unsigned long)CqDepth,
+			(unsigned long)ad->info.MaxCqDepth);
 		return STATUS_INVALID_PARAMETER;
 	}
 	/* Created inline: no CreateCompletion (NDK_FN_CREATE_COMPLETION). */

@@ -1,6 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* NdkCreateMr for every provider: the PD's slot, checked here. */
+/*
+ * Memory registration for every provider: NdkCreateMr (the PD's slot)
+ * and the rules of access flags, NdkRegisterMr's arguments and
+ * NdkFastRegister's geometry (front/mr.h).
+ */
+#include <errno.h>
 #include "front/adapter.h"
+#include "front/mdl.h"
+#include "front/mr.h"
 #include "front/pd.h"
 #include "front/provider.h"
 
@@ -16,4 +23,76 @@ NTSTATUS ndk_create_mr(NDK_PD *pNdkPd, BOOLEAN FastRegister,
 	/* Created inline: no CreateCompletion (NDK_FN_CREATE_COMPLETION). */
 	return pd->adapter->provider->create_mr(pd, FastRegister != FALSE,
 						ppNdkMr);
+}
+
+int ndk_access_from_mr_flags(ULONG flags, unsigned int *access)
+{
+	unsigned int a = 0;
+
+	if (flags & ~(ULONG)(NDK_MR_FLAG_ALLOW_LOCAL_WRITE |
+			     NDK_MR_FLAG_ALLOW_REMOTE_READ |
+			     NDK_MR_FLAG_ALLOW_REMOTE_WRITE |
+			     NDK_MR_FLAG_RDMA_READ_SINK))
+		return -EINVAL;
+	/* Remote write is defined as 0x5: never without local write. */
+	if ((flags & NDK_MR_FLAG_ALLOW_REMOTE_WRITE) == 0x4)
+		return -EINVAL;
+	if (flags & NDK_MR_FLAG_ALLOW_LOCAL_WRITE)
+		a |= NDK_ACCESS_LOCAL_WRITE;
+	if (flags & NDK_MR_FLAG_ALLOW_REMOTE_READ)
+		a |= NDK_ACCESS_REMOTE_READ;
+	if ((flags & NDK_MR_FLAG_ALLOW_REMOTE_WRITE) ==
+	    NDK_MR_FLAG_ALLOW_REMOTE_WRITE)
+		a |= NDK_ACCESS_REMOTE_WRITE | NDK_ACCESS_LOCAL_WRITE;
+	if (flags & NDK_MR_FLAG_RDMA_READ_SINK)
+		a |= NDK_ACCESS_READ_SINK;
+	*access = a;
+	return 0;
+}
+
+int ndk_access_from_op_flags(ULONG flags, unsigned int *access)
+{
+	unsigned int a = 0;
+
+	/* Remote write is defined as 0x30: never without local write. */
+	if ((flags & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == 0x20)
+		return -EINVAL;
+	if (flags & NDK_OP_FLAG_ALLOW_LOCAL_WRITE)
+		a |= NDK_ACCESS_LOCAL_WRITE;
+	if (flags & NDK_OP_FLAG_ALLOW_REMOTE_READ)
+		a |= NDK_ACCESS_REMOTE_READ;
+	if ((flags & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) ==
+	    NDK_OP_FLAG_ALLOW_REMOTE_WRITE)
+		a |= NDK_ACCESS_REMOTE_WRITE | NDK_ACCESS_LOCAL_WRITE;
+	if (flags & NDK_OP_FLAG_RDMA_READ_SINK)
+		a |= NDK_ACCESS_READ_SINK;
+	*access = a;
+	return 0;
+}
+
+NTSTATUS ndk_mr_register_args(const struct ndk_adapter *ad, MDL *mdl,
+			      SIZE_T length, ULONG flags, uint64_t *va,
+			      unsigned int *access)
+{
+	if (ndk_access_from_mr_flags(flags, access) || !length ||
+	    length > ad->info.MaxRegistrationSize ||
+	    ndk_mdl_range(mdl, length, va) || ndk_mem_check_mapped(*va, length))
+		return STATUS_INVALID_PARAMETER;
+	return STATUS_SUCCESS;
+}
+
+int ndk_fr_geometry(ULONG count, ULONG fbo, uint64_t length, uint64_t base,
+		    uint32_t *need)
+{
+	const uint64_t page_mask = (uint64_t)PAGE_SIZE - 1;
+
+	if (!count || fbo >= PAGE_SIZE || !length ||
+	    length > (uint64_t)count * PAGE_SIZE - fbo)
+		return -EINVAL;
+	/* BaseVirtualAddress = FBO + n * PAGE_SIZE; no wrap. */
+	if ((base & page_mask) != fbo || base > UINT64_MAX - (length - 1))
+		return -EINVAL;
+	/* Pages past FBO + Length are allowed but never used or checked. */
+	*need = (uint32_t)((fbo + length + PAGE_SIZE - 1) / PAGE_SIZE);
+	return 0;
 }

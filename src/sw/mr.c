@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "front/adapter.h"
+#include "front/mr.h"
 #include "sw/adapter.h"
 #include "sw/sw.h"
 #include "sw/mr.h"
@@ -14,44 +15,22 @@
 
 #define PAGE_MASK ((uint64_t)PAGE_SIZE - 1)
 
-int sw_mr_access_from_flags(ULONG flags, uint32_t *access)
+/* The front end's access bits (front/mr.h) as STag access. */
+static uint32_t sw_access(unsigned int a)
 {
-	uint32_t a = SW_ACCESS_LOCAL_READ;
-
-	if (flags & ~(ULONG)(NDK_MR_FLAG_ALLOW_LOCAL_WRITE |
-			     NDK_MR_FLAG_ALLOW_REMOTE_READ |
-			     NDK_MR_FLAG_ALLOW_REMOTE_WRITE |
-			     NDK_MR_FLAG_RDMA_READ_SINK))
-		return -EINVAL;
-	/* Remote write is defined as 0x5: never without local write. */
-	if ((flags & NDK_MR_FLAG_ALLOW_REMOTE_WRITE) == 0x4)
-		return -EINVAL;
-	if (flags & NDK_MR_FLAG_ALLOW_LOCAL_WRITE)
-		a |= SW_ACCESS_LOCAL_WRITE;
-	if (flags & NDK_MR_FLAG_ALLOW_REMOTE_READ)
-		a |= SW_ACCESS_REMOTE_READ;
-	if ((flags & NDK_MR_FLAG_ALLOW_REMOTE_WRITE) ==
-	    NDK_MR_FLAG_ALLOW_REMOTE_WRITE)
-		a |= SW_ACCESS_REMOTE_WRITE;
-	*access = a;
-	return 0;
+	return SW_ACCESS_LOCAL_READ |
+	       (a & NDK_ACCESS_LOCAL_WRITE ? SW_ACCESS_LOCAL_WRITE : 0) |
+	       (a & NDK_ACCESS_REMOTE_READ ? SW_ACCESS_REMOTE_READ : 0) |
+	       (a & NDK_ACCESS_REMOTE_WRITE ? SW_ACCESS_REMOTE_WRITE : 0);
 }
 
 int sw_access_from_op_flags(ULONG flags, uint32_t *access)
 {
-	uint32_t a = SW_ACCESS_LOCAL_READ;
+	unsigned int a;
 
-	/* Remote write is defined as 0x30: never without local write. */
-	if ((flags & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == 0x20)
+	if (ndk_access_from_op_flags(flags, &a))
 		return -EINVAL;
-	if (flags & NDK_OP_FLAG_ALLOW_LOCAL_WRITE)
-		a |= SW_ACCESS_LOCAL_WRITE;
-	if (flags & NDK_OP_FLAG_ALLOW_REMOTE_READ)
-		a |= SW_ACCESS_REMOTE_READ;
-	if ((flags & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) ==
-	    NDK_OP_FLAG_ALLOW_REMOTE_WRITE)
-		a |= SW_ACCESS_REMOTE_WRITE;
-	*access = a;
+	*access = sw_access(a);
 	return 0;
 }
 
@@ -104,10 +83,10 @@ static NTSTATUS mr_register(NDK_MR *pNdkMr, MDL *Mdl, SIZE_T Length,
 			    PVOID RequestContext)
 {
 	struct sw_mr *mr = to_sw_mr(pNdkMr);
-	const NDK_ADAPTER_INFO *info = &mr->obj.adapter->info;
 	struct sw_stag_mem m = { 0 };
 	NTSTATUS status = STATUS_SUCCESS;
-	uint32_t access, stag;
+	unsigned int access;
+	uint32_t stag;
 	uint64_t va;
 
 	/* NdkRegisterMr is for MRs created with FastRegister FALSE only. */
@@ -118,16 +97,13 @@ static NTSTATUS mr_register(NDK_MR *pNdkMr, MDL *Mdl, SIZE_T Length,
 		status = STATUS_INVALID_DEVICE_STATE;
 		goto out;
 	}
-	if (sw_mr_access_from_flags(Flags, &access) || !Length ||
-	    Length > info->MaxRegistrationSize ||
-	    ndk_mdl_range(Mdl, Length, &va) ||
-	    ndk_mem_check_mapped(va, Length)) {
-		status = STATUS_INVALID_PARAMETER;
+	status = ndk_mr_register_args(mr->obj.adapter, Mdl, Length, Flags, &va,
+				      &access);
+	if (status)
 		goto out;
-	}
 	m.base_va = va;
 	m.length = Length;
-	m.access = access;
+	m.access = sw_access(access);
 	m.host = (uintptr_t)va;
 	stag = sw_mr_token(mr);
 	if (sw_stag_validate(mr->stags, &stag, &m)) {
@@ -288,22 +264,13 @@ int sw_mr_fast_register(struct sw_mr *mr, const NDK_LOGICAL_ADDRESS *pages,
 		return -EINVAL;
 	ndk_lock(&mr->lock);
 	err = -EINVAL;
-	if (!mr->fr_ready || !count || count > mr->fr_max_pages)
-		goto out;
-	/* NDK_FN_FAST_REGISTER: FBO in the first page, Length fits the
-	 * pages. */
-	if (fbo >= PAGE_SIZE || !length ||
-	    length > (uint64_t)count * PAGE_SIZE - fbo)
-		goto out;
-	/* BaseVirtualAddress = FBO + n * PAGE_SIZE; the range must not wrap. */
-	if ((base_va & PAGE_MASK) != fbo || base_va > UINT64_MAX - (length - 1))
+	if (!mr->fr_ready || count > mr->fr_max_pages ||
+	    ndk_fr_geometry(count, fbo, length, base_va, &need))
 		goto out;
 	if ((access & SW_ACCESS_REMOTE) && !mr->fr_remote) {
 		err = -EACCES;
 		goto out;
 	}
-	/* Pages past FBO + Length are allowed but never used or checked. */
-	need = (uint32_t)((fbo + length + PAGE_SIZE - 1) / PAGE_SIZE);
 	err = check_pages(pages, need, &contig);
 	if (err)
 		goto out;

@@ -70,19 +70,10 @@ uint32_t sw_mr_token(struct sw_mr *mr);
 uint32_t sw_mr_fr_max_pages(const struct ndk_adapter *ad);
 
 /*
- * NDK_MR_FLAG_* (NdkRegisterMr) to NDK_ACCESS_*. Local read is implicit;
- * ALLOW_REMOTE_WRITE (0x5) includes local write, and the bare 0x4 bit is
- * refused; RDMA_READ_SINK grants nothing extra and is not refused, since
- * the adapter advertises READ_SINK_NOT_REQUIRED (NDK_FN_REGISTER_MR). -EINVAL
- * for unknown bits.
- */
-int sw_mr_access_from_flags(ULONG flags, uint32_t *access);
-
-/*
- * NDK_OP_FLAG_* of NdkFastRegister / NdkBind to NDK_ACCESS_*. Local read is
- * implicit; ALLOW_REMOTE_WRITE (0x30) includes local write and the bare
- * 0x20 bit is refused (-EINVAL); RDMA_READ_SINK and the non-access flags
- * (SILENT_SUCCESS, READ_FENCE, DEFER, ...) are ignored here.
+ * NDK_OP_FLAG_* of NdkFastRegister / NdkBind to SW_ACCESS_*, by the front
+ * end's rules (ndk_access_from_op_flags): local read is implicit, the bare
+ * 0x20 bit is refused (-EINVAL), RDMA_READ_SINK and the non-access flags
+ * (SILENT_SUCCESS, READ_FENCE, DEFER, ...) grant nothing here.
  */
 int sw_access_from_op_flags(ULONG flags, uint32_t *access);
 

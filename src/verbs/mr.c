@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include "core/log.h"
 #include "front/mdl.h"
+#include "front/mr.h"
 #include "verbs/lam.h"
 #include "verbs/mr.h"
 
@@ -25,35 +26,26 @@ uint32_t ndk_vmr_fr_max_pages(uint64_t max_mr_size)
 }
 
 /*
- * NDK_MR_FLAG_* to IBV_ACCESS_*. Remote write is 0x5 in NDK (never
- * without local write), as verbs wants it too; the bare 0x4 bit is
- * refused. RDMA_READ_SINK is remote write on iWARP (a Read Response is a
- * tagged write into the sink), nothing elsewhere.
+ * The front end's access bits (front/mr.h) as IBV_ACCESS_*. Windows may
+ * be bound to every MR (NDK has no flag for it). A Read's sink needs
+ * remote write on iWARP (a Read Response is a tagged write into it), and
+ * nothing elsewhere; in a fast registration only where the MR may have
+ * remote access at all (remote_ok).
  */
-static int mr_access(ULONG flags, const struct ndk_vadapter *v, int *access)
+static int ibv_access(unsigned int a, const struct ndk_vadapter *v,
+		      bool remote_ok)
 {
-	bool iwarp = v->iwarp;
-	/* Windows may be bound to every MR (NDK has no flag for it). */
-	int a = v->mw2 ? IBV_ACCESS_MW_BIND : 0;
+	int access = v->mw2 ? IBV_ACCESS_MW_BIND : 0;
 
-	if (flags & ~(ULONG)(NDK_MR_FLAG_ALLOW_LOCAL_WRITE |
-			     NDK_MR_FLAG_ALLOW_REMOTE_READ |
-			     NDK_MR_FLAG_ALLOW_REMOTE_WRITE |
-			     NDK_MR_FLAG_RDMA_READ_SINK))
-		return -EINVAL;
-	if ((flags & NDK_MR_FLAG_ALLOW_REMOTE_WRITE) == 0x4)
-		return -EINVAL;
-	if (flags & NDK_MR_FLAG_ALLOW_LOCAL_WRITE)
-		a |= IBV_ACCESS_LOCAL_WRITE;
-	if (flags & NDK_MR_FLAG_ALLOW_REMOTE_READ)
-		a |= IBV_ACCESS_REMOTE_READ;
-	if ((flags & NDK_MR_FLAG_ALLOW_REMOTE_WRITE) ==
-	    NDK_MR_FLAG_ALLOW_REMOTE_WRITE)
-		a |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
-	if (iwarp && (flags & NDK_MR_FLAG_RDMA_READ_SINK))
-		a |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
-	*access = a;
-	return 0;
+	if (a & NDK_ACCESS_LOCAL_WRITE)
+		access |= IBV_ACCESS_LOCAL_WRITE;
+	if (a & NDK_ACCESS_REMOTE_READ)
+		access |= IBV_ACCESS_REMOTE_READ;
+	if (a & NDK_ACCESS_REMOTE_WRITE)
+		access |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+	if (v->iwarp && remote_ok && (a & NDK_ACCESS_READ_SINK))
+		access |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+	return access;
 }
 
 /* Lock held: drops the registration; its tokens name nothing after. */
@@ -82,6 +74,7 @@ static NTSTATUS mr_register(NDK_MR *pNdkMr, MDL *Mdl, SIZE_T Length,
 	struct ndk_vmr *mr = to_vmr(pNdkMr);
 	struct ndk_adapter *ad = mr->obj.adapter;
 	NTSTATUS status = STATUS_SUCCESS;
+	unsigned int acc;
 	uint64_t va;
 	int access;
 
@@ -93,13 +86,10 @@ static NTSTATUS mr_register(NDK_MR *pNdkMr, MDL *Mdl, SIZE_T Length,
 		status = STATUS_INVALID_DEVICE_STATE;
 		goto out;
 	}
-	if (mr_access(Flags, to_vad(ad), &access) || !Length ||
-	    Length > ad->info.MaxRegistrationSize ||
-	    ndk_mdl_range(Mdl, Length, &va) ||
-	    ndk_mem_check_mapped(va, Length)) {
-		status = STATUS_INVALID_PARAMETER;
+	status = ndk_mr_register_args(ad, Mdl, Length, Flags, &va, &acc);
+	if (status)
 		goto out;
-	}
+	access = ibv_access(acc, to_vad(ad), true);
 	mr->mr = ndk_verbs_reg(mr->pd->pd, va, Length, va, access);
 	if (!mr->mr) {
 		status = ndk_verbs_errno_status(errno, NDK_VERBS_CREATE);
@@ -150,29 +140,6 @@ static NTSTATUS mr_init_fast_register(
 	return STATUS_SUCCESS;
 }
 
-/* NDK_OP_FLAG_* of NdkFastRegister to IBV_ACCESS_*, as mr_access. */
-static int fr_access(ULONG flags, const struct ndk_vadapter *v, bool remote,
-		     int *access)
-{
-	int a = v->mw2 ? IBV_ACCESS_MW_BIND : 0;
-
-	if ((flags & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == 0x20)
-		return -EINVAL;
-	if (flags & NDK_OP_FLAG_ALLOW_LOCAL_WRITE)
-		a |= IBV_ACCESS_LOCAL_WRITE;
-	if (flags & NDK_OP_FLAG_ALLOW_REMOTE_READ)
-		a |= IBV_ACCESS_REMOTE_READ;
-	if ((flags & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) ==
-	    NDK_OP_FLAG_ALLOW_REMOTE_WRITE)
-		a |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
-	/* A Read Response is a tagged write into the sink on iWARP; only
-	 * where the MR may have remote access at all. */
-	if (v->iwarp && remote && (flags & NDK_OP_FLAG_RDMA_READ_SINK))
-		a |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
-	*access = a;
-	return 0;
-}
-
 /* Every page used aligned (-EINVAL), mapped (-EFAULT), and each the one
  * after the one before (else -EOPNOTSUPP: one registration cannot map
  * scattered pages from user space). */
@@ -198,29 +165,23 @@ NTSTATUS ndk_vmr_fast_register_locked(struct ndk_vmr *mr, struct ndk_vpd *pd,
 				      ULONG count, ULONG fbo, SIZE_T length,
 				      uint64_t base, ULONG flags, bool iova_ok)
 {
+	unsigned int acc;
 	uint64_t host;
 	uint32_t need;
 	int access, ret;
 
 	NDK_ASSERT_LOCKED(&mr->lock);
-	if (!mr->fast || !pages || !mr->fr_ready || !count ||
-	    count > mr->fr_max_pages ||
-	    fr_access(flags, to_vad(mr->obj.adapter), mr->fr_remote, &access))
+	if (!mr->fast || !pages || !mr->fr_ready || count > mr->fr_max_pages ||
+	    ndk_access_from_op_flags(flags, &acc) ||
+	    ndk_fr_geometry(count, fbo, length, base, &need))
 		return STATUS_INVALID_PARAMETER;
-	/* NDK_FN_FAST_REGISTER: FBO in the first page, Length fits the
-	 * pages, BaseVirtualAddress = FBO + n * PAGE_SIZE, no wrap. */
-	if (fbo >= PAGE_SIZE || !length ||
-	    length > (uint64_t)count * PAGE_SIZE - fbo ||
-	    (base & PAGE_MASK) != fbo || base > UINT64_MAX - (length - 1))
-		return STATUS_INVALID_PARAMETER;
+	access = ibv_access(acc, to_vad(mr->obj.adapter), mr->fr_remote);
 	if ((access & (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE)) &&
 	    !mr->fr_remote)
 		return STATUS_ACCESS_VIOLATION;
 	/* The MR's PD must be the QP's, as for a bind. */
 	if (mr->pd != pd)
 		return STATUS_ACCESS_VIOLATION;
-	/* Pages past FBO + Length are allowed but never used or checked. */
-	need = (uint32_t)((fbo + length + PAGE_SIZE - 1) / PAGE_SIZE);
 	ret = fr_pages(pages, need);
 	if (ret == -EOPNOTSUPP)
 		return STATUS_NOT_SUPPORTED;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/log.h"
+#include "front/mr.h"
 #include "verbs/mr.h"
 #include "verbs/mw.h"
 
@@ -88,6 +89,7 @@ NTSTATUS ndk_vmw_bind_begin(struct ndk_vmw_bind *b, NDK_MW *pMw, NDK_MR *pMr,
 	uint64_t start = (uint64_t)(uintptr_t)va, mr_start;
 	struct ndk_vmw *mw;
 	struct ndk_vmr *mr;
+	unsigned int acc;
 	int access = 0;
 
 	if (!pMw || !pMr || pMw->Header.ObjectType != NdkObjectTypeMw ||
@@ -98,13 +100,12 @@ NTSTATUS ndk_vmw_bind_begin(struct ndk_vmw_bind *b, NDK_MW *pMw, NDK_MR *pMr,
 	/* The window's PD must be the QP's, as for the software provider. */
 	if (mw->pd != qp_pd)
 		return STATUS_ACCESS_VIOLATION;
-	/* Remote write is 0x30: never without local write. */
-	if ((flags & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == 0x20)
+	/* A window grants remote access only (front/mr.h's rules). */
+	if (ndk_access_from_op_flags(flags, &acc))
 		return STATUS_INVALID_PARAMETER;
-	if (flags & NDK_OP_FLAG_ALLOW_REMOTE_READ)
+	if (acc & NDK_ACCESS_REMOTE_READ)
 		access |= IBV_ACCESS_REMOTE_READ;
-	if ((flags & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) ==
-	    NDK_OP_FLAG_ALLOW_REMOTE_WRITE)
+	if (acc & NDK_ACCESS_REMOTE_WRITE)
 		access |= IBV_ACCESS_REMOTE_WRITE;
 	if (len > mw->obj.adapter->info.MaxWindowSize || mr->pd != mw->pd)
 		return STATUS_INVALID_PARAMETER;
