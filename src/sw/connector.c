@@ -150,25 +150,45 @@ static bool conn_state_listed(enum sw_conn_state s)
 static void conn_publish(struct sw_connector *c)
 {
 	struct ndk_reg_entry e =
-		ndk_adapter_reg_entry(c->obj.adapter, NDK_REG_CONNECTION);
+		ndk_adapter_reg_entry(c->conn.obj.adapter, NDK_REG_CONNECTION);
 
-	ndk_reg_sockaddr(&e.local, (const struct sockaddr *)&c->local);
-	ndk_reg_sockaddr(&e.remote, (const struct sockaddr *)&c->peer);
+	ndk_reg_sockaddr(&e.local, (const struct sockaddr *)&c->conn.local);
+	ndk_reg_sockaddr(&e.remote, (const struct sockaddr *)&c->conn.peer);
 	c->reg_slot = ndk_reg_publish(&e);
 }
 
 /*
- * The one state setter; c->lock held. An illegal transition is a bug:
+ * The one state setter; c->conn.lock held. An illegal transition is a bug:
  * logged, then asserted. Leaving REQUESTED frees the request's slot in
  * the listener's backlog (NdkAccept, NdkReject, or its end).
  */
+/* The NDK phase of each state (front/connector.h): the MPA steps inside a
+ * Connect or an Accept are one phase each. */
+static const enum ndk_conn_phase conn_phase[SW_CONN_STATE_COUNT] = {
+	[SW_CONN_IDLE] = NDK_CONN_IDLE,
+	[SW_CONN_TCP_CONNECTING] = NDK_CONN_CONNECTING,
+	[SW_CONN_AWAIT_REPLY] = NDK_CONN_CONNECTING,
+	[SW_CONN_REPLIED] = NDK_CONN_REPLIED,
+	[SW_CONN_RTR_SENT] = NDK_CONN_ESTABLISHED,
+	[SW_CONN_REQUESTED] = NDK_CONN_REQUESTED,
+	[SW_CONN_AWAIT_RTR] = NDK_CONN_ACCEPTING,
+	[SW_CONN_SENDING_REPLY] = NDK_CONN_ACCEPTING,
+	[SW_CONN_ACCEPT_GRACE] = NDK_CONN_ACCEPTING,
+	[SW_CONN_ESTABLISHED] = NDK_CONN_ESTABLISHED,
+	[SW_CONN_PEER_CLOSED] = NDK_CONN_PEER_CLOSED,
+	[SW_CONN_DISCONNECTING] = NDK_CONN_DISCONNECTING,
+	[SW_CONN_FAILED] = NDK_CONN_FAILED,
+	[SW_CONN_ABANDONED] = NDK_CONN_ABANDONED,
+	[SW_CONN_CLOSED] = NDK_CONN_CLOSED,
+};
+
 void conn_set_state_at(struct sw_connector *c, enum sw_conn_state to,
 		       const char *file, int line)
 {
 	enum sw_conn_state from = c->state;
 	bool was_listed = conn_state_listed(from);
 
-	NDK_ASSERT_LOCKED(&c->lock);
+	NDK_ASSERT_LOCKED(&c->conn.lock);
 	if ((unsigned int)to >= SW_CONN_STATE_COUNT ||
 	    !conn_transition_ok[from][to]) {
 		ndk_err("connector %p: illegal transition %s -> %s (%s:%d)",
@@ -180,6 +200,7 @@ void conn_set_state_at(struct sw_connector *c, enum sw_conn_state to,
 	ndk_dbg("connector %p: %s -> %s (%s:%d)", (void *)c,
 		sw_conn_state_name(from), sw_conn_state_name(to), file, line);
 	c->state = to;
+	ndk_conn_set_phase(&c->conn, conn_phase[to]);
 	conn_timer_enter_state(c, to);
 	if (!was_listed && conn_state_listed(to)) {
 		conn_publish(c);
@@ -202,14 +223,14 @@ static void conn_attempt_failed(struct sw_connector *c, struct ndk_req *req,
 				NTSTATUS status)
 {
 	ndk_info("connector %p: %s failed in %s: %s", (void *)c,
-		 c->passive ? "accept" : "connect",
+		 c->conn.passive ? "accept" : "connect",
 		 sw_conn_state_name(c->state), NdkStatusName(status));
 	conn_stop_timer(c);
 	conn_drop_socket(c);
 	conn_qp_failed(c);
 	conn_set_state(c, SW_CONN_FAILED);
-	c->fail = status;
-	ndk_adapter_count(c->obj.adapter, NDK_CTR(ConnectFailure), 1);
+	c->conn.fail = status;
+	ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(ConnectFailure), 1);
 	ndk_req_complete(req, status);
 }
 
@@ -230,9 +251,9 @@ void conn_abandon(struct sw_connector *c, NTSTATUS status)
 	conn_stop_timer(c);
 	conn_drop_socket(c);
 	conn_qp_failed(c);
-	ndk_adapter_count(c->obj.adapter, NDK_CTR(ConnectFailure), 1);
+	ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(ConnectFailure), 1);
 	conn_set_state(c, SW_CONN_ABANDONED);
-	c->fail = status;
+	c->conn.fail = status;
 }
 
 /* ------------------------------------------------------------------ */
@@ -243,7 +264,7 @@ void conn_io_fn(struct ndk_io *io, uint32_t events)
 	struct sw_connector *c = container_of(io, struct sw_connector, io);
 	int err;
 
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
 	/* No socket, or the data path owns it now: a wake-up fetched before
 	 * the handoff ends here. */
 	if (c->fd < 0)
@@ -286,21 +307,11 @@ void conn_io_fn(struct ndk_io *io, uint32_t events)
 		break;
 	}
 out:
-	ndk_unlock(&c->lock);
+	ndk_unlock(&c->conn.lock);
 }
 
 /* ------------------------------------------------------------------ */
 /* Checks and queries shared by both sides                            */
-
-NTSTATUS conn_check_private_data(const void *pd, ULONG len, ULONG max)
-{
-	if (len && !pd)
-		return STATUS_INVALID_PARAMETER;
-	/* More than the adapter advertises is refused, nothing is sent. */
-	if (len > max)
-		return STATUS_INVALID_BUFFER_SIZE;
-	return STATUS_SUCCESS;
-}
 
 struct mpa_read_limits conn_capped_limits(struct ndk_adapter *ad, ULONG ird,
 					  ULONG ord)
@@ -313,61 +324,6 @@ struct mpa_read_limits conn_capped_limits(struct ndk_adapter *ad, ULONG ird,
 	return l;
 }
 
-static NTSTATUS connector_get_connection_data(NDK_CONNECTOR *pNdkConnector,
-					      ULONG *pInboundReadLimit,
-					      ULONG *pOutboundReadLimit,
-					      PVOID pPrivateData,
-					      ULONG *pPrivateDataLength)
-{
-	struct sw_connector *c = to_sw_connector(pNdkConnector);
-	NTSTATUS status = ndk_conndata_check(pPrivateData, pPrivateDataLength);
-
-	if (status)
-		return status;
-	ndk_lock(&c->lock);
-	/* RDS is exactly what the peer sent: MPA carries the length. */
-	status = !c->peer_rev ? STATUS_CONNECTION_INVALID
-			      : ndk_conndata_copy_out(
-					c->eff.ird, c->eff.ord, c->peer_pd,
-					c->peer_pd_len, pInboundReadLimit,
-					pOutboundReadLimit, pPrivateData,
-					pPrivateDataLength);
-	ndk_unlock(&c->lock);
-	return status;
-}
-
-static NTSTATUS conn_get_address(struct sw_connector *c, bool peer,
-				 PSOCKADDR addr, ULONG *len)
-{
-	NTSTATUS status;
-
-	ndk_lock(&c->lock);
-	if (!c->passive && c->state == SW_CONN_IDLE)
-		status = STATUS_CONNECTION_INVALID;
-	else
-		status = ndk_addr_copy_out(peer ? (struct sockaddr *)&c->peer
-						: (struct sockaddr *)&c->local,
-					   addr, len);
-	ndk_unlock(&c->lock);
-	return status;
-}
-
-static NTSTATUS connector_get_local_address(NDK_CONNECTOR *pNdkConnector,
-					    PSOCKADDR pAddress,
-					    ULONG *pAddressLength)
-{
-	return conn_get_address(to_sw_connector(pNdkConnector), false, pAddress,
-				pAddressLength);
-}
-
-static NTSTATUS connector_get_peer_address(NDK_CONNECTOR *pNdkConnector,
-					   PSOCKADDR pAddress,
-					   ULONG *pAddressLength)
-{
-	return conn_get_address(to_sw_connector(pNdkConnector), true, pAddress,
-				pAddressLength);
-}
-
 static const NDK_CONNECTOR_DISPATCH connector_dispatch = {
 	.NdkCloseConnector = ndk_close_object,
 	.NdkQueryExtension = ndk_query_extension,
@@ -376,9 +332,9 @@ static const NDK_CONNECTOR_DISPATCH connector_dispatch = {
 	.NdkCompleteConnect = connector_complete_connect,
 	.NdkAccept = connector_accept,
 	.NdkReject = connector_reject,
-	.NdkGetConnectionData = connector_get_connection_data,
-	.NdkGetLocalAddress = connector_get_local_address,
-	.NdkGetPeerAddress = connector_get_peer_address,
+	.NdkGetConnectionData = ndk_conn_get_connection_data,
+	.NdkGetLocalAddress = ndk_conn_get_local_address,
+	.NdkGetPeerAddress = ndk_conn_get_peer_address,
 	.NdkDisconnect = connector_disconnect,
 	.NdkCompleteConnectEx = connector_complete_connect_ex,
 	.NdkAcceptEx = connector_accept_ex,
@@ -395,9 +351,10 @@ static const NDK_CONNECTOR_DISPATCH connector_dispatch = {
  */
 static void connector_close_begin(struct ndk_obj *obj)
 {
-	struct sw_connector *c = container_of(obj, struct sw_connector, obj);
+	struct sw_connector *c =
+		container_of(obj, struct sw_connector, conn.obj);
 
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
 	if (conn_state_listed(c->state) || c->state == SW_CONN_DISCONNECTING)
 		conn_qp_disconnected(c, true);
 	else
@@ -409,25 +366,26 @@ static void connector_close_begin(struct ndk_obj *obj)
 		conn_set_state(c, SW_CONN_CLOSED);
 	conn_stop_timer(c);
 	/*
-	 * A timer function may already be waiting for c->lock: unless the
+	 * A timer function may already be waiting for c->conn.lock: unless the
 	 * connector never started a connection, let the engine pass first.
 	 */
 	if (c->fd >= 0)
 		conn_drop_socket(c);
 	else if (c->engine_used && !conn_on_engine(c))
 		conn_sync_with_engine(c);
-	ndk_unlock(&c->lock);
+	ndk_unlock(&c->conn.lock);
 }
 
 static void connector_close_end(struct ndk_obj *obj)
 {
-	struct sw_connector *c = container_of(obj, struct sw_connector, obj);
+	struct sw_connector *c =
+		container_of(obj, struct sw_connector, conn.obj);
 
 	/* The timer cannot be armed: close_begin stopped it and no end
 	 * state arms it. The socket is gone (teardown ran). */
 	if (c->tuple_registered)
-		ndk_tuple_unregister((struct sockaddr *)&c->local,
-				     (struct sockaddr *)&c->peer);
+		ndk_tuple_unregister((struct sockaddr *)&c->conn.local,
+				     (struct sockaddr *)&c->conn.peer);
 	c->tuple_registered = false;
 	if (c->ep)
 		ndk_endpoint_put(c->ep);
@@ -436,11 +394,12 @@ static void connector_close_end(struct ndk_obj *obj)
 
 static void connector_destroy(struct ndk_obj *obj)
 {
-	struct sw_connector *c = container_of(obj, struct sw_connector, obj);
+	struct sw_connector *c =
+		container_of(obj, struct sw_connector, conn.obj);
 
 	if (c->fd >= 0)
 		close(c->fd);
-	ndk_lock_destroy(&c->lock);
+	ndk_conn_fini(&c->conn);
 	free(c);
 }
 
@@ -458,7 +417,7 @@ struct sw_connector *conn_alloc(void)
 
 	if (!c)
 		return NULL;
-	ndk_lock_init(&c->lock, NDK_LOCK_CONNECTOR);
+	ndk_conn_init(&c->conn, false);
 	/* Initialised once: re-initialising a queued item corrupts the
 	 * engine's queue. */
 	ndk_work_init(&c->teardown_work, conn_drop_work_fn);
@@ -473,8 +432,8 @@ struct sw_connector *conn_alloc(void)
 NTSTATUS conn_obj_setup(struct sw_connector *c, struct ndk_adapter *ad,
 			struct ndk_obj *const antes[], unsigned int n)
 {
-	return ndk_obj_setup(&c->obj, ad, &connector_ops, &connector_dispatch,
-			     antes, n);
+	return ndk_obj_setup(&c->conn.obj, ad, &connector_ops,
+			     &connector_dispatch, antes, n);
 }
 
 NTSTATUS sw_create_connector(NDK_ADAPTER *pNdkAdapter,
@@ -495,6 +454,6 @@ NTSTATUS sw_create_connector(NDK_ADAPTER *pNdkAdapter,
 	status = conn_obj_setup(c, ad, antes, 1);
 	if (status)
 		return status;
-	*ppNdkConnector = &c->obj.pub.connector;
+	*ppNdkConnector = &c->conn.obj.pub.connector;
 	return STATUS_SUCCESS;
 }

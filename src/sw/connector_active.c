@@ -69,10 +69,10 @@ static bool conn_tcp_up_now(struct sw_connector *c)
 /* The TCP connection is up: send the MPA Request kept in tx. */
 static void conn_tcp_connected(struct sw_connector *c)
 {
-	socklen_t len = sizeof(c->local);
+	socklen_t len = sizeof(c->conn.local);
 	int ret;
 
-	getsockname(c->fd, (struct sockaddr *)&c->local, &len);
+	getsockname(c->fd, (struct sockaddr *)&c->conn.local, &len);
 	conn_set_state(c, SW_CONN_AWAIT_REPLY);
 	ret = conn_flush_tx(c);
 	if (ret && ret != -EAGAIN) {
@@ -100,7 +100,7 @@ void conn_tcp_connect_io(struct sw_connector *c, uint32_t events)
 /* The Reply is complete in c->rx (RFC 5044 7.1, RFC 6581). */
 static void conn_got_reply(struct sw_connector *c, const struct mpa_rr *rr)
 {
-	const NDK_ADAPTER_INFO *info = &c->obj.adapter->info;
+	const NDK_ADAPTER_INFO *info = &c->conn.obj.adapter->info;
 	struct mpa_read_limits max = { info->MaxInboundReadLimit,
 				       info->MaxOutboundReadLimit };
 	/* An MPA v1 peer says nothing: assume 1/1, as siw runs (RFC 5044
@@ -108,9 +108,9 @@ static void conn_got_reply(struct sw_connector *c, const struct mpa_rr *rr)
 	struct mpa_read_limits peer = { 1, 1 };
 	int rtr;
 
+	struct mpa_read_limits eff;
+
 	conn_stop_timer(c);
-	memcpy(c->peer_pd, rr->pd, rr->pd_len);
-	c->peer_pd_len = rr->pd_len;
 	c->peer_rev = rr->rev;
 	c->peer_enhanced = mpa_rr_enhanced(rr);
 	if (c->peer_enhanced) {
@@ -118,7 +118,8 @@ static void conn_got_reply(struct sw_connector *c, const struct mpa_rr *rr)
 		peer.ord = rr->ord;
 	}
 	c->peer_limits = peer;
-	c->eff = mpa_negotiate_ird_ord(c->req, max, peer);
+	eff = mpa_negotiate_ird_ord(c->req, max, peer);
+	ndk_conn_set_peer(&c->conn, rr->pd, rr->pd_len, eff.ird, eff.ord);
 	c->rx.len = 0;
 
 	if (mpa_rr_rejected(rr)) {
@@ -147,8 +148,8 @@ static void conn_got_reply(struct sw_connector *c, const struct mpa_rr *rr)
 		}
 		c->rtr = (unsigned int)rtr;
 		/* A Read RTR takes an ORQ slot, as in siw. */
-		if (c->rtr == MPA_RTR_READ && c->eff.ord == 0)
-			c->eff.ord = 1;
+		if (c->rtr == MPA_RTR_READ && c->conn.eff_ord == 0)
+			c->conn.eff_ord = 1;
 	} else {
 		c->rtr = MPA_RTR_NONE;
 	}
@@ -178,8 +179,8 @@ void conn_read_reply(struct sw_connector *c)
 }
 
 /*
- * Common tail of NdkConnect and NdkConnectWithSharedEndpoint: c->lock
- * held, c->fd bound, c->ep referenced, c->local set. On an inline failure
+ * Common tail of NdkConnect and NdkConnectWithSharedEndpoint: c->conn.lock
+ * held, c->fd bound, c->ep referenced, c->conn.local set. On an inline failure
  * the connector is left IDLE, owning nothing, so it may try again.
  */
 static NTSTATUS conn_start(struct sw_connector *c, struct ndk_endpoint *ep,
@@ -187,7 +188,7 @@ static NTSTATUS conn_start(struct sw_connector *c, struct ndk_endpoint *ep,
 			   ULONG ird, ULONG ord, const void *pd, ULONG pd_len,
 			   NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
 {
-	struct ndk_adapter *ad = c->obj.adapter;
+	struct ndk_adapter *ad = c->conn.obj.adapter;
 	const struct sockaddr *local;
 	socklen_t len;
 	NTSTATUS status;
@@ -196,11 +197,11 @@ static NTSTATUS conn_start(struct sw_connector *c, struct ndk_endpoint *ep,
 	c->ep = ep;
 	c->fd = fd;
 	local = ndk_endpoint_addr(ep, &len);
-	memset(&c->local, 0, sizeof(c->local));
-	memcpy(&c->local, local, len);
-	memset(&c->peer, 0, sizeof(c->peer));
-	memcpy(&c->peer, dst, ndk_addr_len(dst));
-	ret = ndk_tuple_register((struct sockaddr *)&c->local, dst);
+	memset(&c->conn.local, 0, sizeof(c->conn.local));
+	memcpy(&c->conn.local, local, len);
+	memset(&c->conn.peer, 0, sizeof(c->conn.peer));
+	memcpy(&c->conn.peer, dst, ndk_addr_len(dst));
+	ret = ndk_tuple_register((struct sockaddr *)&c->conn.local, dst);
 	if (ret) {
 		status = ndk_status_from_errno(ret, NDK_SITE_CONNECT);
 		goto fail;
@@ -218,7 +219,7 @@ static NTSTATUS conn_start(struct sw_connector *c, struct ndk_endpoint *ep,
 	}
 	sw_sock_set_conn_options(c->fd);
 
-	ndk_req_pend(&c->connect_req, &c->obj, cb, ctx);
+	ndk_req_pend(&c->connect_req, &c->conn.obj, cb, ctx);
 	conn_set_state(c, SW_CONN_TCP_CONNECTING);
 	conn_arm_timer(c, CONN_TIMER_CONNECT, ndk_cm_timeout_ms());
 	ret = connect(c->fd, dst, ndk_addr_len(dst));
@@ -240,7 +241,7 @@ fail_qp:
 	conn_unbind_qp(c);
 fail:
 	if (c->tuple_registered) {
-		ndk_tuple_unregister((struct sockaddr *)&c->local, dst);
+		ndk_tuple_unregister((struct sockaddr *)&c->conn.local, dst);
 		c->tuple_registered = false;
 	}
 	close(c->fd);
@@ -260,13 +261,11 @@ static NTSTATUS conn_check_connect_args(struct sw_connector *c, NDK_QP *qp,
 
 	if (!qp || ndk_addr_check(dst, dstlen))
 		return STATUS_INVALID_PARAMETER;
-	status = conn_check_private_data(pd, pdlen,
-					 c->obj.adapter->info.MaxCallerData);
+	status = ndk_conn_check_private_data(
+		pd, pdlen, c->conn.obj.adapter->info.MaxCallerData);
 	if (status)
 		return status;
-	if (c->passive || c->state != SW_CONN_IDLE)
-		return STATUS_INVALID_DEVICE_STATE;
-	return STATUS_SUCCESS;
+	return ndk_conn_check_call(&c->conn, NDK_CALL_CONNECT);
 }
 
 NTSTATUS
@@ -282,7 +281,7 @@ connector_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 	struct ndk_endpoint *ep;
 	NTSTATUS status;
 
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
 	status = conn_check_connect_args(c, pNdkQp, pDestAddress,
 					 DestAddressLength, pPrivateData,
 					 PrivateDataLength);
@@ -293,7 +292,7 @@ connector_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 		goto out;
 	/* The connector's own endpoint: one reference (NDKPI Listeners,
 	 * Connectors, and Endpoints). */
-	status = ndk_local_endpoint_acquire(c->obj.adapter, pSrcAddress,
+	status = ndk_local_endpoint_acquire(c->conn.obj.adapter, pSrcAddress,
 					    SrcAddressLength,
 					    NDK_ENDPOINT_CONNECTOR, &ep);
 	if (status)
@@ -303,7 +302,7 @@ connector_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 			    pPrivateData, PrivateDataLength, RequestCompletion,
 			    RequestContext);
 out:
-	ndk_unlock(&c->lock);
+	ndk_unlock(&c->conn.lock);
 	return status;
 }
 
@@ -323,7 +322,7 @@ connector_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 	NTSTATUS status;
 	int fd;
 
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
 	status = conn_check_connect_args(c, pNdkQp, pDestAddress,
 					 DestAddressLength, pPrivateData,
 					 PrivateDataLength);
@@ -345,7 +344,7 @@ connector_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 	}
 	if (!c->sep) {
 		/* +1 on the shared endpoint per connector. */
-		if (ndk_obj_link(&c->obj, &sep->obj)) {
+		if (ndk_obj_link(&c->conn.obj, &sep->obj)) {
 			close(fd);
 			status = STATUS_INVALID_PARAMETER;
 			goto out;
@@ -358,7 +357,7 @@ connector_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 			    PrivateDataLength, RequestCompletion,
 			    RequestContext);
 out:
-	ndk_unlock(&c->lock);
+	ndk_unlock(&c->conn.lock);
 	return status;
 }
 
@@ -367,23 +366,15 @@ static NTSTATUS conn_complete_connect(struct sw_connector *c,
 				      NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev_ex,
 				      PVOID ev_ctx)
 {
-	struct ndk_adapter *ad = c->obj.adapter;
+	struct ndk_adapter *ad = c->conn.obj.adapter;
 	NTSTATUS status = STATUS_SUCCESS;
 	uint64_t nudge_ms = 0;
 	int len, ret;
 
-	ndk_lock(&c->lock);
-	if (!c->passive && c->state == SW_CONN_ABANDONED &&
-	    (c->fail == STATUS_CONNECTION_ABORTED ||
-	     c->fail == STATUS_IO_TIMEOUT)) {
-		/* The acceptor abandoned it, or our timer ended it. */
-		status = c->fail;
+	ndk_lock(&c->conn.lock);
+	status = ndk_conn_check_call(&c->conn, NDK_CALL_COMPLETE_CONNECT);
+	if (status)
 		goto out;
-	}
-	if (c->passive || c->state != SW_CONN_REPLIED) {
-		status = STATUS_CONNECTION_INVALID;
-		goto out;
-	}
 	if (conn_abandon_if_peer_acted(c)) {
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;
@@ -415,7 +406,7 @@ static NTSTATUS conn_complete_connect(struct sw_connector *c,
 	if (nudge_ms)
 		conn_arm_timer(c, CONN_TIMER_RTR_NUDGE, nudge_ms);
 out:
-	ndk_unlock(&c->lock);
+	ndk_unlock(&c->conn.lock);
 	return status;
 }
 

@@ -21,24 +21,24 @@ void conn_disc_work_fn(struct ndk_work *w)
 	NTSTATUS reason;
 	PVOID ctx;
 
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
 	cb = c->disc_cb;
 	cb_ex = c->disc_cb_ex;
 	ctx = c->disc_ctx;
 	reason = c->disc_reason;
-	ndk_unlock(&c->lock);
-	ndk_obj_disconnect_event(&c->obj, cb, cb_ex, ctx, reason);
-	ndk_obj_release(&c->obj);
+	ndk_unlock(&c->conn.lock);
+	ndk_obj_disconnect_event(&c->conn.obj, cb, cb_ex, ctx, reason);
+	ndk_obj_release(&c->conn.obj);
 }
 
 /*
  * The peer disconnected an established connection: raise the disconnect
  * event (once: a connection leaves the established states only once) and
- * do not flush (NDK_FN_DISCONNECT_EVENT_CALLBACK). c->lock held.
+ * do not flush (NDK_FN_DISCONNECT_EVENT_CALLBACK). c->conn.lock held.
  */
 static void conn_peer_disconnected(struct sw_connector *c, int err)
 {
-	struct ndk_adapter *ad = c->obj.adapter;
+	struct ndk_adapter *ad = c->conn.obj.adapter;
 	bool error = err != -EPIPE;
 
 	conn_set_state(c, SW_CONN_PEER_CLOSED);
@@ -54,9 +54,9 @@ static void conn_peer_disconnected(struct sw_connector *c, int err)
 		ndk_adapter_count(ad, NDK_CTR(ConnectionError), 1);
 	if (!c->disc_cb && !c->disc_cb_ex)
 		return;
-	ndk_obj_hold(&c->obj);
+	ndk_obj_hold(&c->conn.obj);
 	if (!ndk_engine_post(conn_engine(c), &c->disc_work))
-		ndk_obj_release(&c->obj);
+		ndk_obj_release(&c->conn.obj);
 }
 
 void conn_stream_ended(struct sw_connector *c, int err)
@@ -72,7 +72,7 @@ void conn_stream_ended(struct sw_connector *c, int err)
 		conn_stop_timer(c);
 		conn_qp_disconnected(c, true);
 		conn_set_state(c, SW_CONN_CLOSED);
-		c->fail = STATUS_CONNECTION_INVALID;
+		c->conn.fail = STATUS_CONNECTION_INVALID;
 		ndk_req_complete(&c->disconnect_req, err == -ETIMEDOUT
 							     ? STATUS_IO_TIMEOUT
 							     : STATUS_SUCCESS);
@@ -95,7 +95,7 @@ void conn_stream_ended(struct sw_connector *c, int err)
  * nothing, RFC 6581 relies on it for the RTR itself), and a new segment
  * for siw. Anything from the peer proves it read the RTR; an FPDU of ours
  * in progress (or the RTR itself, not all out) is a new segment already;
- * the data path checks both (sw_dp_nudge). c->lock held, engine thread.
+ * the data path checks both (sw_dp_nudge). c->conn.lock held, engine thread.
  */
 void conn_nudge(struct sw_connector *c)
 {
@@ -113,30 +113,27 @@ connector_disconnect(NDK_CONNECTOR *pNdkConnector,
 	struct sw_connector *c = to_sw_connector(pNdkConnector);
 	NTSTATUS status = STATUS_SUCCESS;
 
-	ndk_lock(&c->lock);
-	switch (c->state) {
-	case SW_CONN_ESTABLISHED:
-	case SW_CONN_RTR_SENT:
-		/* Graceful: FIN, then wait for the peer's (NDK_FN_DISCONNECT),
-		 * which the data path reports. */
-		conn_dp_shutdown(c);
-		ndk_req_pend(&c->disconnect_req, &c->obj, RequestCompletion,
-			     RequestContext);
-		conn_set_state(c, SW_CONN_DISCONNECTING);
-		conn_arm_timer(c, CONN_TIMER_DISCONNECT, ndk_cm_timeout_ms());
-		status = STATUS_PENDING;
-		break;
-	case SW_CONN_PEER_CLOSED:
+	ndk_lock(&c->conn.lock);
+	status = ndk_conn_check_call(&c->conn, NDK_CALL_DISCONNECT);
+	if (status)
+		goto out;
+	if (c->state == SW_CONN_PEER_CLOSED) {
 		/* The peer is gone already: finish at once, flushing. */
 		conn_qp_disconnected(c, true);
 		conn_set_state(c, SW_CONN_CLOSED);
-		c->fail = STATUS_CONNECTION_INVALID;
-		break;
-	default:
-		status = STATUS_CONNECTION_INVALID;
-		break;
+		c->conn.fail = STATUS_CONNECTION_INVALID;
+		goto out;
 	}
-	ndk_unlock(&c->lock);
+	/* Graceful: FIN, then wait for the peer's (NDK_FN_DISCONNECT),
+	 * which the data path reports. */
+	conn_dp_shutdown(c);
+	ndk_req_pend(&c->disconnect_req, &c->conn.obj, RequestCompletion,
+		     RequestContext);
+	conn_set_state(c, SW_CONN_DISCONNECTING);
+	conn_arm_timer(c, CONN_TIMER_DISCONNECT, ndk_cm_timeout_ms());
+	status = STATUS_PENDING;
+out:
+	ndk_unlock(&c->conn.lock);
 	return status;
 }
 

@@ -18,7 +18,7 @@
  * Threads: the engine thread does every socket read and runs timers;
  * consumer calls write the (small) MPA frames directly on the non-blocking
  * socket under lock, so no consumer call ever waits for the engine.
- * c->lock protects the whole struct. It is never held across a consumer
+ * c->conn.lock protects the whole struct. It is never held across a consumer
  * callback; requests complete through ndk_req (always on the engine).
  * Lock order: core/lock.h (the connector's lock is the outermost).
  */
@@ -30,6 +30,7 @@
 #include <sys/socket.h>
 #include "core/lock.h"
 #include "core/list.h"
+#include "front/connector.h"
 #include "front/object.h"
 #include "engine/engine.h"
 #include "sw/mpa_io.h"
@@ -84,10 +85,11 @@ enum conn_timer_purpose {
 };
 
 struct sw_connector {
-	struct ndk_obj obj;
-	struct ndk_lock lock;
+	/* First: the consumer-visible part (front/connector.h): the lock,
+	 * the NDK phase, the side, fail, the addresses, the peer's private
+	 * data and the effective read limits. */
+	struct ndk_conn conn;
 	enum sw_conn_state state;
-	bool passive;
 	int fd;
 	struct ndk_io io;
 	bool io_added;
@@ -98,7 +100,6 @@ struct sw_connector {
 	 * or the data path may report the end of its stream): a close off
 	 * the engine syncs with it. */
 	bool engine_used;
-	NTSTATUS fail; /* what the next call reports once FAILED/ABANDONED */
 
 	/* Local endpoint reference: own (NdkConnect), shared or listener's. */
 	struct ndk_endpoint *ep;
@@ -106,9 +107,6 @@ struct sw_connector {
 	struct sw_backlog *backlog;
 	struct ndk_shared_endpoint *sep;
 	struct sw_qp *qp;
-	/* Known on the passive side, and on the active one once NdkConnect
-	 * passed its inline checks (any state but IDLE). */
-	struct sockaddr_storage local, peer;
 	bool tuple_registered;
 	int reg_slot; /* OID_NDK_CONNECTIONS entry while listed, else -1 */
 
@@ -123,9 +121,6 @@ struct sw_connector {
 	unsigned int rtr; /* offered (active) or chosen (both, once known) */
 	struct mpa_read_limits req; /* own request, capped to the adapter */
 	struct mpa_read_limits peer_limits; /* the peer's IRD/ORD block */
-	struct mpa_read_limits eff; /* effective, once negotiated */
-	uint8_t peer_pd[MPA_PRIVATE_DATA_MAX];
-	uint16_t peer_pd_len;
 
 	/* Requests that pend, and the disconnect event (raised once: on the
 	 * one move from an established state to PEER_CLOSED). */
@@ -142,12 +137,12 @@ struct sw_connector {
 
 static inline struct sw_connector *to_sw_connector(NDK_CONNECTOR *c)
 {
-	return container_of(c, struct sw_connector, obj.pub.connector);
+	return container_of(c, struct sw_connector, conn.obj.pub.connector);
 }
 
 static inline struct ndk_engine *conn_engine(struct sw_connector *c)
 {
-	return c->obj.domain->engine;
+	return c->conn.obj.domain->engine;
 }
 
 static inline bool conn_on_engine(struct sw_connector *c)
@@ -177,12 +172,12 @@ static inline bool conn_state_ended(enum sw_conn_state s)
 #else
 #define SW_CM_FILE __FILE__
 #endif
-/* The one state setter; c->lock held. */
+/* The one state setter; c->conn.lock held. */
 void conn_set_state_at(struct sw_connector *c, enum sw_conn_state to,
 		       const char *file, int line);
 #define conn_set_state(c, s) conn_set_state_at(c, s, SW_CM_FILE, __LINE__)
 
-/* ---- Endings (connector.c), c->lock held --------------------------- */
+/* ---- Endings (connector.c), c->conn.lock held --------------------------- */
 
 /* The pending Connect or Accept fails with status: FAILED. */
 void conn_connect_failed(struct sw_connector *c, NTSTATUS status);
@@ -201,7 +196,6 @@ void conn_abandon(struct sw_connector *c, NTSTATUS status);
 enum cm_crc_mode { CRC_NEVER, CRC_INITIATOR, CRC_REQUIRED };
 enum cm_crc_mode cm_crc_mode(void);
 
-NTSTATUS conn_check_private_data(const void *pd, ULONG len, ULONG max);
 struct mpa_read_limits conn_capped_limits(struct ndk_adapter *ad, ULONG ird,
 					  ULONG ord);
 
@@ -215,7 +209,7 @@ NTSTATUS conn_obj_setup(struct sw_connector *c, struct ndk_adapter *ad,
 /* The engine's handler of the socket: dispatches on the state. */
 void conn_io_fn(struct ndk_io *io, uint32_t events);
 
-/* ---- Socket (connector_socket.c), c->lock held ---------------------- */
+/* ---- Socket (connector_socket.c), c->conn.lock held ---------------------- */
 
 /* Sets the epoll interest, registering the fd the first time. */
 int conn_watch(struct sw_connector *c, uint32_t events);
@@ -237,7 +231,7 @@ bool conn_peer_gone(struct sw_connector *c);
  * attempt is abandoned; true if so. */
 bool conn_abandon_if_peer_acted(struct sw_connector *c);
 
-/* ---- Timer (connector_timer.c), c->lock held ------------------------ */
+/* ---- Timer (connector_timer.c), c->conn.lock held ------------------------ */
 
 /* Arms the one timer for purpose (a purpose of the current state). */
 void conn_arm_timer(struct sw_connector *c, enum conn_timer_purpose purpose,
@@ -309,7 +303,7 @@ connector_accept_ex(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 NTSTATUS connector_reject(NDK_CONNECTOR *pNdkConnector,
 			  CONST PVOID pPrivateData, ULONG PrivateDataLength);
 
-/* ---- The QP and its data path (connector_qp.c), c->lock held -------- */
+/* ---- The QP and its data path (connector_qp.c), c->conn.lock held -------- */
 
 /* NdkConnect/NdkAccept bind qp (IDLE -> CONNECTING) and link it. */
 NTSTATUS conn_bind_qp(struct sw_connector *c, struct sw_qp *qp);

@@ -33,8 +33,8 @@ static void conn_send_reject(struct sw_connector *c, const void *pd,
 		.flags = (c->peer_enhanced ? MPA_FLAG_ENHANCED : 0) |
 			 (c->crc ? MPA_FLAG_CRC : 0),
 		.p2p = c->p2p,
-		.ird = (uint16_t)c->eff.ird,
-		.ord = (uint16_t)c->eff.ord,
+		.ird = (uint16_t)c->conn.eff_ird,
+		.ord = (uint16_t)c->conn.eff_ord,
 		.pd = pd,
 		.pd_len = pd_len,
 	};
@@ -46,12 +46,13 @@ static void conn_send_reject(struct sw_connector *c, const void *pd,
 		shutdown(c->fd, SHUT_WR);
 }
 
-/* What the Request says, before NdkAccept chooses (c->lock held). */
+/* What the Request says, before NdkAccept chooses (c->conn.lock held). */
 static void conn_take_request(struct sw_connector *c, const struct mpa_rr *rr)
 {
-	const NDK_ADAPTER_INFO *info = &c->obj.adapter->info;
+	const NDK_ADAPTER_INFO *info = &c->conn.obj.adapter->info;
 	struct mpa_read_limits max = { info->MaxInboundReadLimit,
 				       info->MaxOutboundReadLimit };
+	struct mpa_read_limits eff;
 
 	c->peer_rev = rr->rev;
 	c->peer_enhanced = mpa_rr_enhanced(rr);
@@ -63,9 +64,8 @@ static void conn_take_request(struct sw_connector *c, const struct mpa_rr *rr)
 	c->peer_limits.ord = c->peer_enhanced ? rr->ord : 1;
 	/* Before Accept, the limits are the peer's, capped to the adapter's
 	 * (NDK_FN_GET_CONNECTION_DATA). */
-	c->eff = mpa_negotiate_ird_ord(max, max, c->peer_limits);
-	memcpy(c->peer_pd, rr->pd, rr->pd_len);
-	c->peer_pd_len = rr->pd_len;
+	eff = mpa_negotiate_ird_ord(max, max, c->peer_limits);
+	ndk_conn_set_peer(&c->conn, rr->pd, rr->pd_len, eff.ird, eff.ord);
 }
 
 int sw_connector_new_passive(const struct sw_passive_request *r,
@@ -83,18 +83,18 @@ int sw_connector_new_passive(const struct sw_passive_request *r,
 		return -ENOMEM;
 	}
 	/* Before setup, so that a failed setup closes the fd (destroy). */
-	c->passive = true;
+	c->conn.passive = true;
 	c->fd = r->fd;
-	len = sizeof(c->local);
-	getsockname(c->fd, (struct sockaddr *)&c->local, &len);
-	len = sizeof(c->peer);
-	getpeername(c->fd, (struct sockaddr *)&c->peer, &len);
+	len = sizeof(c->conn.local);
+	getsockname(c->fd, (struct sockaddr *)&c->conn.local, &len);
+	len = sizeof(c->conn.peer);
+	getpeername(c->fd, (struct sockaddr *)&c->conn.peer, &len);
 	if (conn_obj_setup(c, ad, antes, 2)) {
 		if (r->slot)
 			sw_backlog_put(r->slot);
 		return -ESHUTDOWN;
 	}
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
 	/* An accepted connector holds the listener's endpoint (NDKPI
 	 * Listeners, Connectors, and Endpoints). */
 	c->ep = r->ep;
@@ -112,10 +112,10 @@ int sw_connector_new_passive(const struct sw_passive_request *r,
 			ndk_info("connector %p: request asks for markers",
 				 (void *)c);
 		conn_send_reject(c, NULL, 0);
-		ndk_unlock(&c->lock);
+		ndk_unlock(&c->conn.lock);
 		if (r->slot)
 			sw_backlog_put(r->slot);
-		ndk_obj_close_internal(&c->obj);
+		ndk_obj_close_internal(&c->conn.obj);
 		return -ECONNREFUSED;
 	}
 	c->backlog = r->slot;
@@ -123,14 +123,14 @@ int sw_connector_new_passive(const struct sw_passive_request *r,
 	/* Only to notice the peer leaving. */
 	if (conn_watch(c, EPOLLIN)) {
 		conn_abandon(c, STATUS_CONNECTION_ABORTED);
-		ndk_unlock(&c->lock);
-		ndk_obj_close_internal(&c->obj);
+		ndk_unlock(&c->conn.lock);
+		ndk_obj_close_internal(&c->conn.obj);
 		return -ENOMEM;
 	}
 	/* Busy until the listener has raised its ConnectEvent. */
-	ndk_obj_hold(&c->obj);
-	ndk_unlock(&c->lock);
-	*out = &c->obj.pub.connector;
+	ndk_obj_hold(&c->conn.obj);
+	ndk_unlock(&c->conn.lock);
+	*out = &c->conn.obj.pub.connector;
 	return 0;
 }
 
@@ -140,16 +140,16 @@ void sw_connector_handed_over(NDK_CONNECTOR *conn, bool delivered)
 
 	if (!delivered) {
 		/* The listener is closing: as if it were not there. */
-		ndk_lock(&c->lock);
+		ndk_lock(&c->conn.lock);
 		if (c->state == SW_CONN_REQUESTED)
 			conn_send_reject(c, NULL, 0);
 		if (!conn_state_ended(c->state))
 			conn_abandon(c, STATUS_CONNECTION_ABORTED);
-		ndk_unlock(&c->lock);
-		if (ndk_obj_is_open(&c->obj))
-			ndk_obj_close_internal(&c->obj);
+		ndk_unlock(&c->conn.lock);
+		if (ndk_obj_is_open(&c->conn.obj))
+			ndk_obj_close_internal(&c->conn.obj);
 	}
-	ndk_obj_release(&c->obj);
+	ndk_obj_release(&c->conn.obj);
 }
 
 /* The handshake of the passive side is over: hand the stream over. */
@@ -161,7 +161,7 @@ static void conn_accept_established(struct sw_connector *c)
 		return;
 	}
 	conn_set_state(c, SW_CONN_ESTABLISHED);
-	ndk_adapter_count(c->obj.adapter, NDK_CTR(Accept), 1);
+	ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(Accept), 1);
 	ndk_req_complete(&c->accept_req, STATUS_SUCCESS);
 }
 
@@ -174,7 +174,7 @@ static void conn_accept_established(struct sw_connector *c)
  * Not waiting at all puts our first FPDU in the Reply's segment, and siw
  * drops a connection whose Reply has bytes behind it
  * (tests/interop/README.md). What the initiator sent is the data path's to
- * read. SENDING_REPLY, engine thread, c->lock held.
+ * read. SENDING_REPLY, engine thread, c->conn.lock held.
  */
 void conn_reply_out(struct sw_connector *c)
 {
@@ -267,9 +267,10 @@ static NTSTATUS conn_accept(struct sw_connector *c, NDK_QP *pNdkQp, ULONG ird,
 			    PVOID ev_ctx, NDK_FN_REQUEST_COMPLETION cb,
 			    PVOID ctx)
 {
-	struct ndk_adapter *ad = c->obj.adapter;
+	struct ndk_adapter *ad = c->conn.obj.adapter;
 	struct mpa_read_limits max = { ad->info.MaxInboundReadLimit,
 				       ad->info.MaxOutboundReadLimit };
+	struct mpa_read_limits eff;
 	struct sw_qp *qp;
 	struct mpa_rr rr;
 	NTSTATUS status;
@@ -277,21 +278,15 @@ static NTSTATUS conn_accept(struct sw_connector *c, NDK_QP *pNdkQp, ULONG ird,
 
 	if (!pNdkQp)
 		return STATUS_INVALID_PARAMETER;
-	status = conn_check_private_data(pd, pd_len, ad->info.MaxCalleeData);
+	status =
+		ndk_conn_check_private_data(pd, pd_len, ad->info.MaxCalleeData);
 	if (status)
 		return status;
 	qp = to_sw_qp(pNdkQp);
-	ndk_lock(&c->lock);
-	if (c->passive && conn_state_ended(c->state) &&
-	    c->fail == STATUS_CONNECTION_ABORTED) {
-		/* The connecting peer abandoned the attempt (NDK_FN_ACCEPT). */
-		status = STATUS_CONNECTION_ABORTED;
+	ndk_lock(&c->conn.lock);
+	status = ndk_conn_check_call(&c->conn, NDK_CALL_ACCEPT);
+	if (status)
 		goto out;
-	}
-	if (!c->passive || c->state != SW_CONN_REQUESTED) {
-		status = STATUS_CONNECTION_INVALID;
-		goto out;
-	}
 	if (conn_abandon_if_peer_acted(c)) {
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;
@@ -300,7 +295,9 @@ static NTSTATUS conn_accept(struct sw_connector *c, NDK_QP *pNdkQp, ULONG ird,
 	if (status)
 		goto out;
 	c->req = conn_capped_limits(ad, ird, ord);
-	c->eff = mpa_negotiate_ird_ord(c->req, max, c->peer_limits);
+	eff = mpa_negotiate_ird_ord(c->req, max, c->peer_limits);
+	c->conn.eff_ird = eff.ird;
+	c->conn.eff_ord = eff.ord;
 	if (c->p2p) {
 		unsigned int chosen = mpa_rtr_choose(c->rtr, MPA_RTR_ALL);
 
@@ -314,8 +311,8 @@ static NTSTATUS conn_accept(struct sw_connector *c, NDK_QP *pNdkQp, ULONG ird,
 		   (c->crc ? MPA_FLAG_CRC : 0);
 	rr.p2p = c->p2p;
 	rr.rtr = (uint8_t)(c->p2p ? c->rtr : 0);
-	rr.ird = (uint16_t)c->eff.ird;
-	rr.ord = (uint16_t)c->eff.ord;
+	rr.ird = (uint16_t)c->conn.eff_ird;
+	rr.ord = (uint16_t)c->conn.eff_ord;
 	rr.pd = pd;
 	rr.pd_len = (uint16_t)pd_len;
 	len = mpa_rr_encode(&rr, c->tx, sizeof(c->tx));
@@ -328,7 +325,7 @@ static NTSTATUS conn_accept(struct sw_connector *c, NDK_QP *pNdkQp, ULONG ird,
 	c->disc_cb = ev;
 	c->disc_cb_ex = ev_ex;
 	c->disc_ctx = ev_ctx;
-	ndk_req_pend(&c->accept_req, &c->obj, cb, ctx);
+	ndk_req_pend(&c->accept_req, &c->conn.obj, cb, ctx);
 	conn_set_state(c, c->p2p ? SW_CONN_AWAIT_RTR : SW_CONN_SENDING_REPLY);
 	conn_arm_timer(c, CONN_TIMER_ACCEPT, ndk_cm_timeout_ms());
 	/* Non-P2P: writable means the Reply is out, and that is the end of
@@ -336,7 +333,7 @@ static NTSTATUS conn_accept(struct sw_connector *c, NDK_QP *pNdkQp, ULONG ird,
 	conn_watch(c, EPOLLIN | (ret == -EAGAIN || !c->p2p ? EPOLLOUT : 0));
 	status = STATUS_PENDING;
 out:
-	ndk_unlock(&c->lock);
+	ndk_unlock(&c->conn.lock);
 	return status;
 }
 
@@ -378,41 +375,27 @@ NTSTATUS connector_reject(NDK_CONNECTOR *pNdkConnector,
 	struct sw_connector *c = to_sw_connector(pNdkConnector);
 	NTSTATUS status;
 
-	status = conn_check_private_data(pPrivateData, PrivateDataLength,
-					 c->obj.adapter->info.MaxCalleeData);
+	status = ndk_conn_check_private_data(
+		pPrivateData, PrivateDataLength,
+		c->conn.obj.adapter->info.MaxCalleeData);
 	if (status)
 		return status;
-	ndk_lock(&c->lock);
-	switch (c->state) {
-	case SW_CONN_REQUESTED:
+	ndk_lock(&c->conn.lock);
+	status = ndk_conn_check_call(&c->conn, NDK_CALL_REJECT);
+	if (status)
+		goto out;
+	if (c->state == SW_CONN_REQUESTED) {
 		if (conn_abandon_if_peer_acted(c)) {
 			status = STATUS_CONNECTION_ABORTED;
-			break;
+			goto out;
 		}
 		conn_send_reject(c, pPrivateData, (uint16_t)PrivateDataLength);
-		conn_abandon(c, STATUS_CONNECTION_INVALID);
-		break;
-	case SW_CONN_REPLIED:
-		/* Active side after Connect completed: closing TCP makes the
-		 * peer's Accept fail with CONNECTION_ABORTED (docs/design.md,
-		 * connection management). */
-		conn_abandon(c, STATUS_CONNECTION_INVALID);
-		break;
-	case SW_CONN_FAILED:
-	case SW_CONN_ABANDONED:
-	case SW_CONN_CLOSED:
-		/* The other side already abandoned (NDK_FN_REJECT), or our
-		 * CompleteConnect timer ended the attempt. */
-		status = c->fail == STATUS_CONNECTION_ABORTED ||
-					 (c->state == SW_CONN_ABANDONED &&
-					  c->fail == STATUS_IO_TIMEOUT)
-				 ? STATUS_CONNECTION_ABORTED
-				 : STATUS_CONNECTION_INVALID;
-		break;
-	default:
-		status = STATUS_CONNECTION_INVALID;
-		break;
 	}
-	ndk_unlock(&c->lock);
+	/* The active side after Connect completed: closing TCP makes the
+	 * peer's Accept fail with CONNECTION_ABORTED (docs/design.md,
+	 * connection management). */
+	conn_abandon(c, STATUS_CONNECTION_INVALID);
+out:
+	ndk_unlock(&c->conn.lock);
 	return status;
 }

@@ -3,7 +3,7 @@
  * The connector's side of its QP. Every call into src/sw/ (the QP's
  * connection state, ndk_qp_cm_*, and its data path, ndk_dp_*) is one small
  * function here. From ESTABLISHED on the data path owns the socket; the
- * connector asks it through these calls and never takes its locks. c->lock
+ * connector asks it through these calls and never takes its locks. c->conn.lock
  * held throughout (docs/design.md, Locks).
  */
 #include <errno.h>
@@ -19,7 +19,7 @@ NTSTATUS conn_bind_qp(struct sw_connector *c, struct sw_qp *qp)
 	if (ret)
 		return ret == -EBUSY ? STATUS_CONNECTION_ACTIVE
 				     : STATUS_INVALID_DEVICE_STATE;
-	ret = ndk_obj_link(&c->obj, &qp->obj);
+	ret = ndk_obj_link(&c->conn.obj, &qp->obj);
 	if (ret && ret != -EEXIST) {
 		sw_qp_cm_failed(qp);
 		return STATUS_INVALID_PARAMETER;
@@ -31,7 +31,7 @@ NTSTATUS conn_bind_qp(struct sw_connector *c, struct sw_qp *qp)
 void conn_unbind_qp(struct sw_connector *c)
 {
 	sw_qp_cm_failed(c->qp);
-	ndk_obj_unlink(&c->obj, &c->qp->obj);
+	ndk_obj_unlink(&c->conn.obj, &c->qp->obj);
 	c->qp = NULL;
 }
 
@@ -61,9 +61,9 @@ static void conn_dp_ended(void *ctx, int err)
 {
 	struct sw_connector *c = ctx;
 
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
 	conn_stream_ended(c, err);
-	ndk_unlock(&c->lock);
+	ndk_unlock(&c->conn.lock);
 }
 
 /*
@@ -76,13 +76,13 @@ int conn_attach_dp(struct sw_connector *c)
 {
 	struct sw_dp_socket s = {
 		.fd = c->fd,
-		.family = c->local.ss_family,
+		.family = c->conn.local.ss_family,
 		.engine = conn_engine(c),
 		.crc = c->crc,
-		.ird = c->eff.ird,
-		.ord = c->eff.ord,
-		.rtr_sent = c->passive ? MPA_RTR_NONE : c->rtr,
-		.rtr_received = c->passive ? c->rtr : MPA_RTR_NONE,
+		.ird = c->conn.eff_ird,
+		.ord = c->conn.eff_ord,
+		.rtr_sent = c->conn.passive ? MPA_RTR_NONE : c->rtr,
+		.rtr_received = c->conn.passive ? c->rtr : MPA_RTR_NONE,
 		.unsent = c->tx + c->tx_off,
 		.unsent_len = c->tx_len - c->tx_off,
 		.end_fn = conn_dp_ended,

@@ -12,12 +12,12 @@
 #include "core/log.h"
 #include "front/adapter.h"
 
-/* Sets the epoll interest; c->lock held, any thread. */
+/* Sets the epoll interest; c->conn.lock held, any thread. */
 int conn_watch(struct sw_connector *c, uint32_t events)
 {
 	int ret;
 
-	NDK_ASSERT_LOCKED(&c->lock);
+	NDK_ASSERT_LOCKED(&c->conn.lock);
 	if (c->fd < 0)
 		return -EBADF;
 	if (!c->io_added) {
@@ -36,11 +36,11 @@ int conn_watch(struct sw_connector *c, uint32_t events)
  * is not enough: epoll reports EPOLLHUP and EPOLLERR whatever the mask, so
  * a connection the peer reset would wake the engine in a loop for as long
  * as the consumer keeps its connector. Off the engine thread the mask is
- * cleared and the next wake-up (conn_io_fn) deregisters. c->lock held.
+ * cleared and the next wake-up (conn_io_fn) deregisters. c->conn.lock held.
  */
 void conn_unwatch(struct sw_connector *c)
 {
-	NDK_ASSERT_LOCKED(&c->lock);
+	NDK_ASSERT_LOCKED(&c->conn.lock);
 	if (!c->io_added)
 		return;
 	if (!conn_on_engine(c)) {
@@ -55,25 +55,26 @@ void conn_unwatch(struct sw_connector *c)
  * Hands the rest of the teardown to the engine thread and keeps the
  * connector busy until it has run: by then no handler or timer function
  * of this connector is running or can start (the engine runs them one at
- * a time). c->lock held, off the engine thread.
+ * a time). c->conn.lock held, off the engine thread.
  */
 void conn_sync_with_engine(struct sw_connector *c)
 {
 	/* No more wake-ups until the engine closes the fd. */
 	conn_unwatch(c);
-	ndk_obj_hold(&c->obj);
+	ndk_obj_hold(&c->conn.obj);
 	if (!ndk_engine_post(conn_engine(c), &c->teardown_work))
-		ndk_obj_release(&c->obj); /* already queued, with its hold */
+		ndk_obj_release(
+			&c->conn.obj); /* already queued, with its hold */
 }
 
 /*
  * Ends the TCP connection. Deregistering from epoll must happen on the
  * engine thread (so no handler runs after it), so off the engine the fd is
- * handed over to a work item. c->lock held.
+ * handed over to a work item. c->conn.lock held.
  */
 void conn_drop_socket(struct sw_connector *c)
 {
-	NDK_ASSERT_LOCKED(&c->lock);
+	NDK_ASSERT_LOCKED(&c->conn.lock);
 	if (c->fd < 0)
 		return;
 	if (conn_on_engine(c)) {
@@ -92,11 +93,11 @@ void conn_drop_work_fn(struct ndk_work *w)
 	struct sw_connector *c =
 		container_of(w, struct sw_connector, teardown_work);
 
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
 	ndk_timer_cancel(conn_engine(c), &c->timer);
 	conn_drop_socket(c);
-	ndk_unlock(&c->lock);
-	ndk_obj_release(&c->obj);
+	ndk_unlock(&c->conn.lock);
+	ndk_obj_release(&c->conn.obj);
 }
 
 /* Sends what is left of c->tx. 0 when all is out, -EAGAIN if the socket

@@ -39,11 +39,11 @@ static const char *const conn_timer_names[CONN_TIMER_PURPOSE_COUNT] = {
 	[CONN_TIMER_DISCONNECT] = "disconnect",
 };
 
-/* Arms the one timer for purpose, replacing any other; c->lock held. */
+/* Arms the one timer for purpose, replacing any other; c->conn.lock held. */
 void conn_arm_timer(struct sw_connector *c, enum conn_timer_purpose purpose,
 		    uint64_t ms)
 {
-	NDK_ASSERT_LOCKED(&c->lock);
+	NDK_ASSERT_LOCKED(&c->conn.lock);
 	assert(conn_timer_states[purpose] & CONN_STATE_BIT(c->state));
 	c->engine_used = true;
 	ndk_dbg("connector %p: %s timer %llu ms in %s", (void *)c,
@@ -56,12 +56,12 @@ void conn_arm_timer(struct sw_connector *c, enum conn_timer_purpose purpose,
 
 /*
  * Off the engine thread the timer function may already be waiting for
- * c->lock: with no purpose left it ignores that stale fire (and one whose
+ * c->conn.lock: with no purpose left it ignores that stale fire (and one whose
  * deadline a re-arm moved on).
  */
 void conn_stop_timer(struct sw_connector *c)
 {
-	NDK_ASSERT_LOCKED(&c->lock);
+	NDK_ASSERT_LOCKED(&c->conn.lock);
 	c->timer_purpose = CONN_TIMER_NONE;
 	c->timer_deadline_ns = UINT64_MAX;
 	ndk_timer_cancel(conn_engine(c), &c->timer);
@@ -84,10 +84,10 @@ void conn_timer_fn(struct ndk_timer *t)
 	struct sw_connector *c = container_of(t, struct sw_connector, timer);
 	enum conn_timer_purpose purpose;
 
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
 	purpose = c->timer_purpose;
 	if (purpose == CONN_TIMER_NONE || ndk_now_ns() < c->timer_deadline_ns) {
-		ndk_unlock(&c->lock); /* stale */
+		ndk_unlock(&c->conn.lock); /* stale */
 		return;
 	}
 	ndk_dbg("connector %p: %s timer fired in %s", (void *)c,
@@ -120,5 +120,5 @@ void conn_timer_fn(struct ndk_timer *t)
 	default:
 		break;
 	}
-	ndk_unlock(&c->lock);
+	ndk_unlock(&c->conn.lock);
 }

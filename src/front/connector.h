@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The connector as a consumer sees it, the same for every provider
+ * (docs/ndk.md, Connecting, Accepting, Disconnect): its phase in NDK's
+ * three-step handshake, the status each call returns in each phase, the
+ * addresses and the peer's connection data. A provider's connector embeds
+ * struct ndk_conn first and runs its own transport states below it (MPA
+ * frames, rdma_cm events); each of its states is one of these phases,
+ * which the provider's state setter reports through ndk_conn_set_phase.
+ */
+#ifndef NDK_FRONT_CONNECTOR_H
+#define NDK_FRONT_CONNECTOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include "core/lock.h"
+#include "front/object.h"
+
+/* The largest private data any provider carries (MPA: 256 bytes less its
+ * IRD/ORD block; the IB CM: 196). */
+#define NDK_CONN_PD_MAX 256
+
+/*
+ * The consumer-visible phases. The transition table in front/connector.c
+ * is NDK's: both providers' state machines map onto it, and its setter
+ * refuses any other move.
+ */
+enum ndk_conn_phase {
+	NDK_CONN_IDLE, /* created, or a Connect that failed inline */
+	NDK_CONN_CONNECTING, /* active: Connect pending */
+	NDK_CONN_REPLIED, /* active: Connect completed, CompleteConnect due */
+	NDK_CONN_REQUESTED, /* passive: ConnectEvent raised, Accept/Reject due */
+	NDK_CONN_ACCEPTING, /* passive: Accept pending */
+	NDK_CONN_ESTABLISHED,
+	NDK_CONN_PEER_CLOSED, /* the peer disconnected; DisconnectEvent raised */
+	NDK_CONN_DISCONNECTING, /* NdkDisconnect pending */
+	NDK_CONN_FAILED, /* the Connect or Accept failed with fail */
+	NDK_CONN_ABANDONED, /* ended between handshake steps; fail says why */
+	NDK_CONN_CLOSED, /* disconnected, rejected, or closed */
+	NDK_CONN_PHASE_COUNT
+};
+
+/* The consumer's calls whose status depends on the phase. */
+enum ndk_conn_call {
+	NDK_CALL_CONNECT, /* NdkConnect, NdkConnectWithSharedEndpoint */
+	NDK_CALL_COMPLETE_CONNECT, /* NdkCompleteConnect(Ex) */
+	NDK_CALL_ACCEPT, /* NdkAccept(Ex) */
+	NDK_CALL_REJECT,
+	NDK_CALL_DISCONNECT,
+	NDK_CALL_COUNT
+};
+
+struct ndk_conn {
+	struct ndk_obj obj; /* must stay first */
+	/* The connector lock: the whole connector, the provider's part
+	 * included (core/lock.h: the outermost). */
+	struct ndk_lock lock;
+	enum ndk_conn_phase phase;
+	bool passive;
+	/* What a late call reports once FAILED or ABANDONED (the rules are
+	 * ndk_conn_check_call's). */
+	NTSTATUS fail;
+	/* Known on the passive side from creation, on the active one once
+	 * NdkConnect passed its inline checks. */
+	struct sockaddr_storage local, peer;
+	/* The peer's Request or Reply was read: NdkGetConnectionData
+	 * reports eff_ird, eff_ord (docs/ndk.md, Read limits) and its
+	 * private data. */
+	bool peer_known;
+	ULONG eff_ird, eff_ord;
+	uint16_t peer_pd_len;
+	uint8_t peer_pd[NDK_CONN_PD_MAX];
+};
+
+static inline struct ndk_conn *to_ndk_conn(NDK_CONNECTOR *c)
+{
+	return container_of(c, struct ndk_conn, obj.pub.connector);
+}
+
+const char *ndk_conn_phase_name(enum ndk_conn_phase phase);
+
+/* Sets up what the front end owns of a new connector (before
+ * ndk_obj_setup): IDLE, the side, the lock. */
+void ndk_conn_init(struct ndk_conn *c, bool passive);
+void ndk_conn_fini(struct ndk_conn *c);
+
+/* The provider's state setter moves the phase (c->lock held); a move the
+ * table does not allow aborts in debug builds and is logged. */
+void ndk_conn_set_phase(struct ndk_conn *c, enum ndk_conn_phase to);
+
+static inline bool ndk_conn_phase_ended(enum ndk_conn_phase p)
+{
+	return p == NDK_CONN_FAILED || p == NDK_CONN_ABANDONED ||
+	       p == NDK_CONN_CLOSED;
+}
+
+/*
+ * Whether call may proceed in the connector's phase (c->lock held):
+ * STATUS_SUCCESS, or the status the call returns, the same for every
+ * provider (docs/ndk.md, Connecting, Accepting).
+ */
+NTSTATUS ndk_conn_check_call(struct ndk_conn *c, enum ndk_conn_call call);
+
+/* Private data for a Connect, Accept or Reject: INVALID_PARAMETER for
+ * data without a buffer, INVALID_BUFFER_SIZE over max (nothing is sent). */
+NTSTATUS ndk_conn_check_private_data(const void *pd, ULONG len, ULONG max);
+
+/* The peer's Request or Reply was read (c->lock held, or c not yet
+ * published): its private data
+ * (at most NDK_CONN_PD_MAX bytes) and the effective read limits. */
+void ndk_conn_set_peer(struct ndk_conn *c, const void *pd, size_t len,
+		       ULONG eff_ird, ULONG eff_ord);
+
+/* The dispatch slots every provider's connector uses as they are. */
+NTSTATUS ndk_conn_get_connection_data(NDK_CONNECTOR *pNdkConnector,
+				      ULONG *pInboundReadLimit,
+				      ULONG *pOutboundReadLimit,
+				      PVOID pPrivateData,
+				      ULONG *pPrivateDataLength);
+NTSTATUS ndk_conn_get_local_address(NDK_CONNECTOR *pNdkConnector,
+				    PSOCKADDR pAddress, ULONG *pAddressLength);
+NTSTATUS ndk_conn_get_peer_address(NDK_CONNECTOR *pNdkConnector,
+				   PSOCKADDR pAddress, ULONG *pAddressLength);
+
+#endif /* NDK_FRONT_CONNECTOR_H */
