@@ -8,6 +8,7 @@
 #include <string.h>
 #include "front/adapter.h"
 #include "front/cq.h"
+#include "front/listener.h"
 #include "front/pd.h"
 #include "front/provider.h"
 
@@ -40,7 +41,7 @@ void ndk_adapter_fill_dispatch(NDK_ADAPTER_DISPATCH *d,
 	d->NdkCreatePd = ndk_create_pd;
 	d->NdkCreateSharedEndpoint = p->create_shared_endpoint;
 	d->NdkCreateConnector = p->create_connector;
-	d->NdkCreateListener = p->create_listener;
+	d->NdkCreateListener = ndk_create_listener;
 	d->NdkBuildLAM = p->build_lam;
 	d->NdkReleaseLAM = p->release_lam;
 }

@@ -115,8 +115,8 @@ void ndk_conn_set_phase(struct ndk_conn *c, enum ndk_conn_phase to)
 static NTSTATUS late_call(const struct ndk_conn *c, enum ndk_conn_call call)
 {
 	bool aborted = c->fail == STATUS_CONNECTION_ABORTED;
-	bool timed_out = c->phase == NDK_CONN_ABANDONED &&
-			 c->fail == STATUS_IO_TIMEOUT;
+	bool timed_out =
+		c->phase == NDK_CONN_ABANDONED && c->fail == STATUS_IO_TIMEOUT;
 
 	switch (call) {
 	case NDK_CALL_COMPLETE_CONNECT:

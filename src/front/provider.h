@@ -16,6 +16,8 @@
 #include <ndk/ndk.h>
 
 struct ndk_adapter;
+struct ndk_endpoint;
+struct ndk_listener;
 struct ndk_obj;
 
 /* NdkCreateCq's arguments, checked (front/cq.c). */
@@ -109,7 +111,18 @@ struct ndk_provider_ops {
 	/* The remaining slots of the adapter's dispatch table. */
 	NDK_FN_CREATE_SHARED_ENDPOINT create_shared_endpoint;
 	NDK_FN_CREATE_CONNECTOR create_connector;
-	NDK_FN_CREATE_LISTENER create_listener;
+	/*
+	 * The listener is front/listener.c's with the provider's state
+	 * behind it: create_listener allocates it (struct ndk_listener
+	 * first, ndk_listener_init, ndk_listener_dispatch) after the front
+	 * end checked the arguments; listen starts listening on the
+	 * endpoint NdkListen reserved (l->lock held; on failure the front
+	 * end drops the reservation).
+	 */
+	NTSTATUS(*create_listener)
+	(struct ndk_adapter *ad, NDK_FN_CONNECT_EVENT_CALLBACK cb, PVOID ctx,
+	 NDK_LISTENER **out);
+	NTSTATUS (*listen)(struct ndk_listener *l, struct ndk_endpoint *ep);
 	NDK_FN_BUILD_LAM build_lam;
 	NDK_FN_RELEASE_LAM release_lam;
 };

@@ -26,39 +26,7 @@
 #include "front/adapter.h"
 #include "front/address.h"
 #include "front/endpoint.h"
-
-static const char *const listener_state_names[SW_LISTENER_STATE_COUNT] = {
-	[SW_LISTENER_IDLE] = "IDLE",
-	[SW_LISTENER_LISTENING] = "LISTENING",
-	[SW_LISTENER_CLOSING] = "CLOSING",
-};
-
-static const bool listener_transition_ok[SW_LISTENER_STATE_COUNT]
-					[SW_LISTENER_STATE_COUNT] = {
-	[SW_LISTENER_IDLE] = {
-		[SW_LISTENER_LISTENING] = true,
-		[SW_LISTENER_CLOSING] = true,
-	},
-	[SW_LISTENER_LISTENING] = {
-		[SW_LISTENER_CLOSING] = true,
-	},
-};
-
-/* The one state setter; l->lock held. */
-static void listener_set_state(struct sw_listener *l, enum sw_listener_state to)
-{
-	enum sw_listener_state from = l->state;
-
-	if (!listener_transition_ok[from][to]) {
-		ndk_err("listener %p: illegal transition %s -> %s", (void *)l,
-			listener_state_names[from], listener_state_names[to]);
-		assert(!"illegal listener state transition");
-		return;
-	}
-	ndk_dbg("listener %p: %s -> %s", (void *)l, listener_state_names[from],
-		listener_state_names[to]);
-	l->state = to;
-}
+#include "front/listener.h"
 
 /* ------------------------------------------------------------------ */
 /* The accept gate                                                    */
@@ -95,7 +63,7 @@ static const bool accept_gate_ok[SW_ACCEPT_GATE_COUNT]
  */
 static void accept_gate_set(struct sw_listener *l, enum sw_accept_gate to)
 {
-	struct ndk_engine *e = &l->obj.adapter->engine;
+	struct ndk_engine *e = &l->lis.obj.adapter->engine;
 	enum sw_accept_gate from = l->gate;
 
 	if (from == to)
@@ -194,7 +162,7 @@ static struct sw_pending_conn *pending_of_io(struct ndk_io *io)
 /* Ends a pending connection: no handler or timer of it runs after this. */
 static void pending_free(struct sw_pending_conn *p)
 {
-	struct ndk_engine *e = &p->l->obj.adapter->engine;
+	struct ndk_engine *e = &p->l->lis.obj.adapter->engine;
 
 	ndk_timer_cancel(e, &p->timer);
 	if (p->fd >= 0) {
@@ -222,12 +190,12 @@ static enum admission listener_admit(struct sw_listener *l, bool queue_first,
 {
 	enum admission a = REFUSE;
 
-	ndk_lock(&l->lock);
-	if (l->state == SW_LISTENER_LISTENING && !l->paused)
+	ndk_lock(&l->lis.lock);
+	if (ndk_listener_open_locked(&l->lis))
 		a = !queue_first && sw_backlog_take(&l->backlog) ? ADMIT
 								 : NO_SLOT;
-	*ep = l->ep;
-	ndk_unlock(&l->lock);
+	*ep = l->lis.ep;
+	ndk_unlock(&l->lis.lock);
 	return a;
 }
 
@@ -241,31 +209,24 @@ static void pending_hand_over(struct sw_pending_conn *p, bool admitted,
 {
 	struct sw_listener *l = p->l;
 	struct sw_passive_request r = {
-		.adapter = l->obj.adapter,
-		.listener = &l->obj,
+		.adapter = l->lis.obj.adapter,
+		.listener = &l->lis.obj,
 		.fd = p->fd,
 		.req = &p->req,
 		.slot = admitted ? &l->backlog : NULL,
 		.ep = ep,
 	};
 	NDK_CONNECTOR *conn;
-	bool delivered = false;
 	int ret;
 
 	/* The connector registers the fd anew. */
-	ndk_engine_del_fd(&l->obj.adapter->engine, &p->io);
+	ndk_engine_del_fd(&l->lis.obj.adapter->engine, &p->io);
 	p->fd = -1;
 	ret = sw_connector_new_passive(&r, &conn);
 	pending_free(p); /* req points into it: only now */
 	if (ret)
 		return;
-	if (ndk_obj_is_open(to_ndk_obj(&conn->Header)) &&
-	    ndk_obj_begin_event(&l->obj)) {
-		l->connect_event(l->connect_event_ctx, conn);
-		ndk_obj_release(&l->obj);
-		delivered = true;
-	}
-	sw_connector_handed_over(conn, delivered);
+	sw_connector_handed_over(conn, ndk_listener_deliver(&l->lis, conn));
 }
 
 /* Nothing parked any more: a full backlog no longer stops accepting. */
@@ -284,7 +245,7 @@ static void parked_drained(struct sw_listener *l)
 static void pending_park(struct sw_pending_conn *p)
 {
 	struct sw_listener *l = p->l;
-	struct ndk_engine *e = &l->obj.adapter->engine;
+	struct ndk_engine *e = &l->lis.obj.adapter->engine;
 
 	p->state = PENDING_PARKED;
 	list_del(&p->entry);
@@ -326,7 +287,7 @@ static void slot_work_fn(struct ndk_work *w)
 		pending_hand_over(p, a == ADMIT, ep);
 	}
 	parked_drained(l);
-	ndk_obj_put(&l->obj);
+	ndk_obj_put(&l->lis.obj);
 }
 
 /* Any thread, after a backlog slot came back (backlog.h). */
@@ -336,9 +297,9 @@ static void listener_slot_freed(struct sw_backlog *b)
 
 	if (!atomic_exchange(&l->slot_wanted, false))
 		return;
-	ndk_obj_get(&l->obj);
-	if (!ndk_engine_post(&l->obj.adapter->engine, &l->slot_work))
-		ndk_obj_put(&l->obj);
+	ndk_obj_get(&l->lis.obj);
+	if (!ndk_engine_post(&l->lis.obj.adapter->engine, &l->slot_work))
+		ndk_obj_put(&l->lis.obj);
 }
 
 static void pending_io_fn(struct ndk_io *io, uint32_t events)
@@ -393,11 +354,11 @@ static void pending_timer_fn(struct ndk_timer *t)
 /* A new TCP connection; fd is the pending connection's from here on. */
 static int pending_new(struct sw_listener *l, int fd)
 {
-	struct ndk_engine *e = &l->obj.adapter->engine;
+	struct ndk_engine *e = &l->lis.obj.adapter->engine;
 	struct sw_pending_conn *p;
 
 	/* Once its close is requested, the listener takes nothing new. */
-	if (!ndk_obj_is_open(&l->obj)) {
+	if (!ndk_obj_is_open(&l->lis.obj)) {
 		close(fd);
 		return -ESHUTDOWN;
 	}
@@ -455,28 +416,14 @@ static void listener_io_fn(struct ndk_io *io, uint32_t events)
 	}
 }
 
-static NTSTATUS listener_listen(NDK_LISTENER *pNdkListener,
-				CONST PSOCKADDR pAddress, ULONG AddressLength,
-				NDK_FN_REQUEST_COMPLETION RequestCompletion,
-				PVOID RequestContext)
+/* NdkListen's transport part (front/listener.c reserved ep; l->lock
+ * held): a listening socket on it, read by the engine. */
+NTSTATUS sw_listen(struct ndk_listener *lis, struct ndk_endpoint *ep)
 {
-	struct sw_listener *l = to_sw_listener(pNdkListener);
-	struct ndk_endpoint *ep;
+	struct sw_listener *l = container_of(lis, struct sw_listener, lis);
 	NTSTATUS status;
 	int fd;
 
-	ndk_lock(&l->lock);
-	if (l->state != SW_LISTENER_IDLE) {
-		status = STATUS_INVALID_DEVICE_STATE;
-		goto out;
-	}
-	/* Listener endpoint: +1 for the listener (NDKPI Listeners,
-	 * Connectors, and Endpoints). */
-	status = ndk_local_endpoint_acquire(l->obj.adapter, pAddress,
-					    AddressLength,
-					    NDK_ENDPOINT_LISTENER, &ep);
-	if (status)
-		goto out;
 	/* The socket goes with the listener; the reservation stays with
 	 * the endpoint while accepted connectors live. */
 	fd = ndk_endpoint_take_fd(ep);
@@ -484,57 +431,17 @@ static NTSTATUS listener_listen(NDK_LISTENER *pNdkListener,
 		/* Another process holds the port (bind allowed it). */
 		status = ndk_status_from_errno(-errno, NDK_SITE_BIND);
 		close(fd);
-		ndk_endpoint_put(ep);
-		goto out;
+		return status;
 	}
 	l->fd = fd;
 	ndk_io_init(&l->io, fd, listener_io_fn);
-	if (ndk_engine_add_fd(&l->obj.adapter->engine, &l->io, EPOLLIN)) {
+	if (ndk_engine_add_fd(&l->lis.obj.adapter->engine, &l->io, EPOLLIN)) {
 		close(fd);
 		l->fd = -1;
-		ndk_endpoint_put(ep);
-		status = STATUS_INSUFFICIENT_RESOURCES;
-		goto out;
+		return STATUS_INSUFFICIENT_RESOURCES;
 	}
-	l->ep = ep;
-	listener_set_state(l, SW_LISTENER_LISTENING);
-	ndk_endpoint_publish(ep, l->obj.adapter);
-out:
-	ndk_unlock(&l->lock);
-	return status;
+	return STATUS_SUCCESS;
 }
-
-static NTSTATUS listener_get_local_address(NDK_LISTENER *pNdkListener,
-					   PSOCKADDR pAddress,
-					   ULONG *pAddressLength)
-{
-	struct sw_listener *l = to_sw_listener(pNdkListener);
-	NTSTATUS status;
-
-	ndk_lock(&l->lock);
-	status = ndk_endpoint_local_address(l->ep, pAddress, pAddressLength);
-	ndk_unlock(&l->lock);
-	return status;
-}
-
-static VOID listener_control_connect_events(NDK_LISTENER *pNdkListener,
-					    BOOLEAN Pause)
-{
-	struct sw_listener *l = to_sw_listener(pNdkListener);
-
-	/* While paused, requests are refused as if nobody listened. */
-	ndk_lock(&l->lock);
-	l->paused = Pause != FALSE;
-	ndk_unlock(&l->lock);
-}
-
-static const NDK_LISTENER_DISPATCH listener_dispatch = {
-	.NdkCloseListener = ndk_close_object,
-	.NdkQueryExtension = ndk_query_extension,
-	.NdkListen = listener_listen,
-	.NdkGetLocalAddress = listener_get_local_address,
-	.NdkControlConnectEvents = listener_control_connect_events,
-};
 
 /*
  * Engine thread: stop accepting and drop the connections still reading
@@ -546,14 +453,14 @@ static void listener_teardown_fn(struct ndk_work *w)
 	struct sw_listener *l =
 		container_of(w, struct sw_listener, teardown_work);
 
-	ndk_lock(&l->lock);
+	ndk_lock(&l->lis.lock);
 	if (l->fd >= 0) {
-		ndk_engine_del_fd(&l->obj.adapter->engine, &l->io);
+		ndk_engine_del_fd(&l->lis.obj.adapter->engine, &l->io);
 		close(l->fd);
 		l->fd = -1;
 	}
-	ndk_unlock(&l->lock);
-	ndk_timer_cancel(&l->obj.adapter->engine, &l->retry_timer);
+	ndk_unlock(&l->lis.lock);
+	ndk_timer_cancel(&l->lis.obj.adapter->engine, &l->retry_timer);
 	while (!list_empty(&l->pending))
 		pending_free(container_of(l->pending.next,
 					  struct sw_pending_conn, entry));
@@ -562,7 +469,7 @@ static void listener_teardown_fn(struct ndk_work *w)
 		pending_hand_over(container_of(l->parked.next,
 					       struct sw_pending_conn, entry),
 				  false, NULL);
-	ndk_obj_release(&l->obj);
+	ndk_obj_release(&l->lis.obj);
 }
 
 /*
@@ -574,29 +481,28 @@ static void listener_teardown_fn(struct ndk_work *w)
  */
 static void listener_close_begin(struct ndk_obj *obj)
 {
-	struct sw_listener *l = container_of(obj, struct sw_listener, obj);
+	struct sw_listener *l = container_of(obj, struct sw_listener, lis.obj);
 	bool posted = false;
 
-	ndk_lock(&l->lock);
-	listener_set_state(l, SW_LISTENER_CLOSING);
+	ndk_lock(&l->lis.lock);
+	ndk_listener_set_state(&l->lis, NDK_LISTENER_CLOSING);
 	if (l->fd >= 0) {
 		/* Off the engine, epoll removal must wait for it. */
-		ndk_obj_hold(&l->obj);
+		ndk_obj_hold(&l->lis.obj);
 		posted = true;
 	}
-	ndk_unlock(&l->lock);
+	ndk_unlock(&l->lis.lock);
 	if (posted &&
-	    !ndk_engine_post(&l->obj.adapter->engine, &l->teardown_work))
-		ndk_obj_release(&l->obj); /* the engine is gone: see destroy */
+	    !ndk_engine_post(&l->lis.obj.adapter->engine, &l->teardown_work))
+		ndk_obj_release(
+			&l->lis.obj); /* the engine is gone: see destroy */
 }
 
 static void listener_close_end(struct ndk_obj *obj)
 {
-	struct sw_listener *l = container_of(obj, struct sw_listener, obj);
+	struct sw_listener *l = container_of(obj, struct sw_listener, lis.obj);
 
-	if (l->ep)
-		ndk_endpoint_put(l->ep);
-	l->ep = NULL;
+	ndk_listener_close_end(&l->lis);
 }
 
 /* No engine left: close and free without touching it. */
@@ -615,14 +521,14 @@ static void pending_list_drop(struct list_head *list)
 
 static void listener_destroy(struct ndk_obj *obj)
 {
-	struct sw_listener *l = container_of(obj, struct sw_listener, obj);
+	struct sw_listener *l = container_of(obj, struct sw_listener, lis.obj);
 
 	if (l->fd >= 0)
 		close(l->fd);
 	/* Left only if the engine stopped before the teardown ran. */
 	pending_list_drop(&l->pending);
 	pending_list_drop(&l->parked);
-	ndk_lock_destroy(&l->lock);
+	ndk_listener_fini(&l->lis);
 	free(l);
 }
 
@@ -634,26 +540,20 @@ static const struct ndk_obj_ops listener_ops = {
 	.destroy = listener_destroy,
 };
 
-NTSTATUS sw_create_listener(NDK_ADAPTER *pNdkAdapter,
+NTSTATUS sw_create_listener(struct ndk_adapter *ad,
 			    NDK_FN_CONNECT_EVENT_CALLBACK ConnectEvent,
 			    PVOID ConnectEventContext,
-			    NDK_FN_CREATE_COMPLETION CreateCompletion,
-			    PVOID RequestContext, NDK_LISTENER **ppNdkListener)
+			    NDK_LISTENER **ppNdkListener)
 {
-	struct ndk_adapter *ad = to_ndk_adapter(pNdkAdapter);
 	struct ndk_obj *antes[] = { &ad->obj };
 	struct sw_listener *l;
 	NTSTATUS status;
 
-	if (!ppNdkListener || !ConnectEvent)
-		return STATUS_INVALID_PARAMETER;
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return STATUS_INSUFFICIENT_RESOURCES;
-	l->connect_event = ConnectEvent;
-	l->connect_event_ctx = ConnectEventContext;
+	ndk_listener_init(&l->lis, ConnectEvent, ConnectEventContext);
 	l->fd = -1;
-	l->state = SW_LISTENER_IDLE;
 	/* As many as the kernel queues for a listening socket by default. */
 	sw_backlog_init(&l->backlog,
 			(unsigned int)ndk_config_u64("NDK_LISTEN_BACKLOG",
@@ -666,11 +566,10 @@ NTSTATUS sw_create_listener(NDK_ADAPTER *pNdkAdapter,
 	atomic_init(&l->slot_wanted, false);
 	ndk_work_init(&l->slot_work, slot_work_fn);
 	ndk_work_init(&l->teardown_work, listener_teardown_fn);
-	ndk_lock_init(&l->lock, NDK_LOCK_LISTENER);
-	status = ndk_obj_setup(&l->obj, ad, &listener_ops, &listener_dispatch,
-			       antes, 1);
+	status = ndk_obj_setup(&l->lis.obj, ad, &listener_ops,
+			       &ndk_listener_dispatch, antes, 1);
 	if (status)
 		return status;
-	*ppNdkListener = &l->obj.pub.listener;
+	*ppNdkListener = &l->lis.obj.pub.listener;
 	return STATUS_SUCCESS;
 }

@@ -7,17 +7,12 @@
 #include "core/lock.h"
 #include "sw/backlog.h"
 #include "core/list.h"
+#include "front/listener.h"
 #include "front/object.h"
 #include "engine/engine.h"
 
+struct ndk_adapter;
 struct ndk_endpoint;
-
-enum sw_listener_state {
-	SW_LISTENER_IDLE, /* created */
-	SW_LISTENER_LISTENING, /* NdkListen succeeded */
-	SW_LISTENER_CLOSING, /* close requested: refuse everything new */
-	SW_LISTENER_STATE_COUNT
-};
 
 /*
  * NDK listener (NDK_FN_LISTEN, NDK_FN_CONNECT_EVENT_CALLBACK). It owns the
@@ -42,16 +37,11 @@ enum sw_accept_gate {
 };
 
 struct sw_listener {
-	struct ndk_obj obj;
-	NDK_FN_CONNECT_EVENT_CALLBACK connect_event;
-	PVOID connect_event_ctx;
-
-	struct ndk_lock lock;
-	enum sw_listener_state state;
-	bool paused; /* NdkControlConnectEvents(TRUE) */
+	/* First: the consumer-visible part (front/listener.h): the lock,
+	 * the state, pausing, the endpoint, the ConnectEvent. */
+	struct ndk_listener lis;
 	int fd;
 	struct ndk_io io;
-	struct ndk_endpoint *ep;
 	struct ndk_work teardown_work;
 	/* Requests handed out but not accepted or rejected yet. */
 	struct sw_backlog backlog;
@@ -72,14 +62,14 @@ struct sw_listener {
 
 static inline struct sw_listener *to_sw_listener(NDK_LISTENER *l)
 {
-	return container_of(l, struct sw_listener, obj.pub.listener);
+	return container_of(l, struct sw_listener, lis.obj.pub.listener);
 }
 
-/* NdkCreateListener: the adapter's slot. */
-NTSTATUS sw_create_listener(NDK_ADAPTER *pNdkAdapter,
+/* The provider's listener ops (front/provider.h). */
+NTSTATUS sw_create_listener(struct ndk_adapter *ad,
 			    NDK_FN_CONNECT_EVENT_CALLBACK ConnectEvent,
 			    PVOID ConnectEventContext,
-			    NDK_FN_CREATE_COMPLETION CreateCompletion,
-			    PVOID RequestContext, NDK_LISTENER **ppNdkListener);
+			    NDK_LISTENER **ppNdkListener);
+NTSTATUS sw_listen(struct ndk_listener *l, struct ndk_endpoint *ep);
 
 #endif /* SW_LISTENER_H */

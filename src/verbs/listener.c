@@ -21,42 +21,32 @@
 #include "front/adapter.h"
 #include "front/address.h"
 #include "front/endpoint.h"
+#include "front/listener.h"
 #include "verbs/connector.h"
 #include "verbs/listener.h"
 
-enum vlis_state {
-	VLIS_IDLE,
-	VLIS_LISTENING,
-	VLIS_CLOSING,
-};
-
 struct ndk_vlistener {
-	struct ndk_obj obj;
+	/* First: the consumer-visible part (front/listener.h); its lock
+	 * covers the id too. */
+	struct ndk_listener lis;
 	struct ndk_vcm_ref ref; /* the id's context */
-	NDK_FN_CONNECT_EVENT_CALLBACK connect_event;
-	PVOID connect_event_ctx;
-
-	struct ndk_lock lock; /* everything below */
-	enum vlis_state state;
-	bool paused;
 	struct rdma_cm_id *id;
-	struct ndk_endpoint *ep;
 };
 
 static inline struct ndk_vlistener *to_vlis(NDK_LISTENER *l)
 {
-	return container_of(l, struct ndk_vlistener, obj.pub.listener);
+	return container_of(l, struct ndk_vlistener, lis.obj.pub.listener);
 }
 
 struct ndk_obj *ndk_vlis_obj(struct ndk_vcm_ref *ref)
 {
-	return &container_of(ref, struct ndk_vlistener, ref)->obj;
+	return &container_of(ref, struct ndk_vlistener, ref)->lis.obj;
 }
 
 /* Lock held. */
 static void vlis_destroy_id(struct ndk_vlistener *l)
 {
-	NDK_ASSERT_LOCKED(&l->lock);
+	NDK_ASSERT_LOCKED(&l->lis.lock);
 	if (!l->id)
 		return;
 	l->id->context = NULL;
@@ -77,17 +67,17 @@ static void vlis_request(struct ndk_vlistener *l, const struct ndk_vcm_event *e)
 	struct ndk_endpoint *ep = NULL;
 	struct ndk_vconn *c = NULL;
 
-	ndk_lock(&l->lock);
+	ndk_lock(&l->lis.lock);
 	/* A request that came through another device (a wildcard listener
 	 * listens on all of them) cannot be accepted on our QPs. */
-	if (l->state == VLIS_LISTENING && !l->paused &&
-	    e->id->verbs == to_vad(l->obj.adapter)->ctx) {
-		ep = l->ep;
+	if (ndk_listener_open_locked(&l->lis) &&
+	    e->id->verbs == to_vad(l->lis.obj.adapter)->ctx) {
+		ep = l->lis.ep;
 		ndk_endpoint_get(ep);
 	}
-	ndk_unlock(&l->lock);
+	ndk_unlock(&l->lis.lock);
 	if (ep) {
-		c = ndk_vconn_incoming(&l->obj, ep, e);
+		c = ndk_vconn_incoming(&l->lis.obj, ep, e);
 		ndk_endpoint_put(ep);
 	}
 	if (!c) {
@@ -96,12 +86,8 @@ static void vlis_request(struct ndk_vlistener *l, const struct ndk_vcm_event *e)
 	}
 	/* No event once the close started: the request is refused by
 	 * closing its connector. */
-	if (ndk_obj_begin_event(&l->obj)) {
-		l->connect_event(l->connect_event_ctx, ndk_vconn_pub(c));
-		ndk_obj_release(&l->obj);
-	} else {
+	if (!ndk_listener_deliver(&l->lis, ndk_vconn_pub(c)))
 		ndk_obj_close_internal(to_ndk_obj(&ndk_vconn_pub(c)->Header));
-	}
 }
 
 void ndk_vlis_event(struct ndk_vcm_ref *ref, const struct ndk_vcm_event *e)
@@ -116,30 +102,16 @@ void ndk_vlis_event(struct ndk_vcm_ref *ref, const struct ndk_vcm_event *e)
 	ndk_info("verbs: listener %p: %s", (void *)l, rdma_event_str(e->type));
 }
 
-static NTSTATUS vlis_listen(NDK_LISTENER *pNdkListener,
-			    CONST PSOCKADDR pAddress, ULONG AddressLength,
-			    NDK_FN_REQUEST_COMPLETION RequestCompletion,
-			    PVOID RequestContext)
+/* NdkListen's transport part (front/listener.c reserved ep; l->lock
+ * held): a listening rdma_cm id on it. */
+NTSTATUS ndk_verbs_listen(struct ndk_listener *lis, struct ndk_endpoint *ep)
 {
-	struct ndk_vlistener *l = to_vlis(pNdkListener);
-	struct ndk_adapter *ad = l->obj.adapter;
-	struct ndk_endpoint *ep;
+	struct ndk_vlistener *l = container_of(lis, struct ndk_vlistener, lis);
+	struct ndk_adapter *ad = l->lis.obj.adapter;
 	const struct sockaddr *sa;
 	socklen_t len;
-	NTSTATUS status;
 	int fd;
 
-	ndk_lock(&l->lock);
-	if (l->state != VLIS_IDLE) {
-		status = STATUS_INVALID_DEVICE_STATE;
-		goto out;
-	}
-	/* Listener endpoint: +1 for the listener (NDKPI Listeners,
-	 * Connectors, and Endpoints). */
-	status = ndk_local_endpoint_acquire(ad, pAddress, AddressLength,
-					    NDK_ENDPOINT_LISTENER, &ep);
-	if (status)
-		goto out;
 	/*
 	 * The table keeps the reservation; its TCP socket goes, since an
 	 * iWARP device listens on that port with a kernel socket of its
@@ -150,62 +122,22 @@ static NTSTATUS vlis_listen(NDK_LISTENER *pNdkListener,
 	if (fd >= 0)
 		close(fd);
 	sa = ndk_endpoint_addr(ep, &len);
-	if (rdma_create_id(to_vad(ad)->cm, &l->id, &l->ref, RDMA_PS_TCP)) {
-		status = ndk_verbs_errno_status(errno, NDK_VERBS_CM);
-		ndk_endpoint_put(ep);
-		goto out;
-	}
+	if (rdma_create_id(to_vad(ad)->cm, &l->id, &l->ref, RDMA_PS_TCP))
+		return ndk_verbs_errno_status(errno, NDK_VERBS_CM);
 	if (rdma_bind_addr(l->id, (struct sockaddr *)sa) ||
 	    rdma_listen(l->id, (int)ndk_config_u64("NDK_LISTEN_BACKLOG",
 						   SOMAXCONN, 1, 65535))) {
 		/* rdma_cm's port space: another process listens there. */
+		NTSTATUS status =
+			ndk_verbs_errno_status(errno, NDK_VERBS_CM_BIND);
+
 		ndk_info("verbs: listener %p: rdma_bind_addr/listen: %s",
 			 (void *)l, strerror(errno));
-		status = ndk_verbs_errno_status(errno, NDK_VERBS_CM_BIND);
 		vlis_destroy_id(l);
-		ndk_endpoint_put(ep);
-		goto out;
+		return status;
 	}
-	l->ep = ep;
-	l->state = VLIS_LISTENING;
-	ndk_endpoint_publish(ep, ad);
-	/* Listening now: no callback (NDK_FN_REQUEST_COMPLETION). */
-out:
-	ndk_unlock(&l->lock);
-	return status;
+	return STATUS_SUCCESS;
 }
-
-static NTSTATUS vlis_get_local_address(NDK_LISTENER *pNdkListener,
-				       PSOCKADDR pAddress,
-				       ULONG *pAddressLength)
-{
-	struct ndk_vlistener *l = to_vlis(pNdkListener);
-	NTSTATUS status;
-
-	ndk_lock(&l->lock);
-	status = ndk_endpoint_local_address(l->ep, pAddress, pAddressLength);
-	ndk_unlock(&l->lock);
-	return status;
-}
-
-static VOID vlis_control_connect_events(NDK_LISTENER *pNdkListener,
-					BOOLEAN Pause)
-{
-	struct ndk_vlistener *l = to_vlis(pNdkListener);
-
-	/* While paused, requests are refused as if nobody listened. */
-	ndk_lock(&l->lock);
-	l->paused = Pause != FALSE;
-	ndk_unlock(&l->lock);
-}
-
-static const NDK_LISTENER_DISPATCH vlis_dispatch = {
-	.NdkCloseListener = ndk_close_object,
-	.NdkQueryExtension = ndk_query_extension,
-	.NdkListen = vlis_listen,
-	.NdkGetLocalAddress = vlis_get_local_address,
-	.NdkControlConnectEvents = vlis_control_connect_events,
-};
 
 /*
  * Once its close is requested the listener takes no new request: its id
@@ -215,28 +147,29 @@ static const NDK_LISTENER_DISPATCH vlis_dispatch = {
  */
 static void vlis_close_begin(struct ndk_obj *obj)
 {
-	struct ndk_vlistener *l = container_of(obj, struct ndk_vlistener, obj);
+	struct ndk_vlistener *l =
+		container_of(obj, struct ndk_vlistener, lis.obj);
 
-	ndk_lock(&l->lock);
-	l->state = VLIS_CLOSING;
+	ndk_lock(&l->lis.lock);
+	ndk_listener_set_state(&l->lis, NDK_LISTENER_CLOSING);
 	vlis_destroy_id(l);
-	ndk_unlock(&l->lock);
+	ndk_unlock(&l->lis.lock);
 }
 
 static void vlis_close_end(struct ndk_obj *obj)
 {
-	struct ndk_vlistener *l = container_of(obj, struct ndk_vlistener, obj);
+	struct ndk_vlistener *l =
+		container_of(obj, struct ndk_vlistener, lis.obj);
 
-	if (l->ep)
-		ndk_endpoint_put(l->ep);
-	l->ep = NULL;
+	ndk_listener_close_end(&l->lis);
 }
 
 static void vlis_destroy(struct ndk_obj *obj)
 {
-	struct ndk_vlistener *l = container_of(obj, struct ndk_vlistener, obj);
+	struct ndk_vlistener *l =
+		container_of(obj, struct ndk_vlistener, lis.obj);
 
-	ndk_lock_destroy(&l->lock);
+	ndk_listener_fini(&l->lis);
 	free(l);
 }
 
@@ -248,32 +181,24 @@ static const struct ndk_obj_ops vlis_ops = {
 	.destroy = vlis_destroy,
 };
 
-NTSTATUS ndk_verbs_create_listener(NDK_ADAPTER *pNdkAdapter,
+NTSTATUS ndk_verbs_create_listener(struct ndk_adapter *ad,
 				   NDK_FN_CONNECT_EVENT_CALLBACK ConnectEvent,
 				   PVOID ConnectEventContext,
-				   NDK_FN_CREATE_COMPLETION CreateCompletion,
-				   PVOID RequestContext,
 				   NDK_LISTENER **ppNdkListener)
 {
-	struct ndk_adapter *ad = to_ndk_adapter(pNdkAdapter);
 	struct ndk_obj *antes[] = { &ad->obj };
 	struct ndk_vlistener *l;
 	NTSTATUS status;
 
-	if (!ppNdkListener || !ConnectEvent)
-		return STATUS_INVALID_PARAMETER;
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return STATUS_INSUFFICIENT_RESOURCES;
 	l->ref.kind = NDK_VCM_LISTENER;
-	l->connect_event = ConnectEvent;
-	l->connect_event_ctx = ConnectEventContext;
-	l->state = VLIS_IDLE;
-	ndk_lock_init(&l->lock, NDK_LOCK_LISTENER);
-	status =
-		ndk_obj_setup(&l->obj, ad, &vlis_ops, &vlis_dispatch, antes, 1);
+	ndk_listener_init(&l->lis, ConnectEvent, ConnectEventContext);
+	status = ndk_obj_setup(&l->lis.obj, ad, &vlis_ops,
+			       &ndk_listener_dispatch, antes, 1);
 	if (status)
 		return status;
-	*ppNdkListener = &l->obj.pub.listener;
+	*ppNdkListener = &l->lis.obj.pub.listener;
 	return STATUS_SUCCESS;
 }

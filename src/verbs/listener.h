@@ -6,12 +6,16 @@
 #include "front/object.h"
 #include "verbs/cm_event.h"
 
-NTSTATUS ndk_verbs_create_listener(NDK_ADAPTER *pNdkAdapter,
+struct ndk_adapter;
+struct ndk_endpoint;
+struct ndk_listener;
+
+/* The provider's listener ops (front/provider.h, front/listener.c). */
+NTSTATUS ndk_verbs_create_listener(struct ndk_adapter *ad,
 				   NDK_FN_CONNECT_EVENT_CALLBACK ConnectEvent,
 				   PVOID ConnectEventContext,
-				   NDK_FN_CREATE_COMPLETION CreateCompletion,
-				   PVOID RequestContext,
 				   NDK_LISTENER **ppNdkListener);
+NTSTATUS ndk_verbs_listen(struct ndk_listener *l, struct ndk_endpoint *ep);
 
 /* The cm channel's entry points for a listener's id (verbs/cm.c). */
 struct ndk_obj *ndk_vlis_obj(struct ndk_vcm_ref *ref);
