@@ -77,6 +77,7 @@ static void adapter_free(struct ndk_adapter *ad)
 {
 	ndk_reg_counters_close(ad->counters);
 	ad->provider->adapter_fini(ad);
+	ndk_lam_table_fini(&ad->lams);
 	ndk_ifaddr_fini(&ad->addrs);
 	pthread_cond_destroy(&ad->objects.cond);
 	ndk_lock_destroy(&ad->objects.lock);
@@ -126,6 +127,7 @@ NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 	ndk_obj_init(&ad->obj, ad, &ad->objects, &adapter_ops, &ad->dispatch);
 
 	ndk_ifaddr_init(&ad->addrs, name, IfIndex);
+	ndk_lam_table_init(&ad->lams);
 	ret = provider->adapter_init(ad);
 	/* The provider's limits are for this version's structure. */
 	ad->info.Version = run;

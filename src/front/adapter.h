@@ -9,6 +9,7 @@
 #include <net/if.h>
 #include <pthread.h>
 #include "front/ifaddr.h"
+#include "front/lam_table.h"
 #include "front/object.h"
 #include "engine/engine.h"
 #include "oid/registry.h"
@@ -38,6 +39,7 @@ struct ndk_adapter {
 
 	struct ndk_engine engine;
 	struct ndk_ifaddr_cache addrs; /* the interface's addresses */
+	struct ndk_lam_table lams; /* live LAMs (front/lam.c) */
 
 	/* Where the adapter lives (registry.h): its network namespace and
 	 * the machine-wide counters behind OID_NDK_STATISTICS (NULL if the

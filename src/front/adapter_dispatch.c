@@ -8,6 +8,7 @@
 #include <string.h>
 #include "front/adapter.h"
 #include "front/cq.h"
+#include "front/lam.h"
 #include "front/listener.h"
 #include "front/pd.h"
 #include "front/provider.h"
@@ -42,6 +43,6 @@ void ndk_adapter_fill_dispatch(NDK_ADAPTER_DISPATCH *d,
 	d->NdkCreateSharedEndpoint = p->create_shared_endpoint;
 	d->NdkCreateConnector = p->create_connector;
 	d->NdkCreateListener = ndk_create_listener;
-	d->NdkBuildLAM = p->build_lam;
-	d->NdkReleaseLAM = p->release_lam;
+	d->NdkBuildLAM = ndk_build_lam;
+	d->NdkReleaseLAM = ndk_release_lam;
 }

@@ -29,8 +29,8 @@ static const bool state_ok[NDK_LISTENER_STATE_COUNT][NDK_LISTENER_STATE_COUNT] =
 	},
 };
 
-void ndk_listener_init(struct ndk_listener *l,
-		       NDK_FN_CONNECT_EVENT_CALLBACK cb, PVOID ctx)
+void ndk_listener_init(struct ndk_listener *l, NDK_FN_CONNECT_EVENT_CALLBACK cb,
+		       PVOID ctx)
 {
 	l->connect_event = cb;
 	l->connect_event_ctx = ctx;
@@ -43,8 +43,7 @@ void ndk_listener_fini(struct ndk_listener *l)
 	ndk_lock_destroy(&l->lock);
 }
 
-void ndk_listener_set_state(struct ndk_listener *l,
-			    enum ndk_listener_state to)
+void ndk_listener_set_state(struct ndk_listener *l, enum ndk_listener_state to)
 {
 	enum ndk_listener_state from = l->state;
 
@@ -149,8 +148,7 @@ NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter,
 			     NDK_FN_CONNECT_EVENT_CALLBACK ConnectEvent,
 			     PVOID ConnectEventContext,
 			     NDK_FN_CREATE_COMPLETION CreateCompletion,
-			     PVOID RequestContext,
-			     NDK_LISTENER **ppNdkListener)
+			     PVOID RequestContext, NDK_LISTENER **ppNdkListener)
 {
 	struct ndk_adapter *ad;
 
@@ -158,7 +156,6 @@ NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter,
 		return STATUS_INVALID_PARAMETER;
 	ad = to_ndk_adapter(pNdkAdapter);
 	/* Created inline: no CreateCompletion (NDK_FN_CREATE_COMPLETION). */
-	return ad->provider->create_listener(ad, ConnectEvent,
-					     ConnectEventContext,
-					     ppNdkListener);
+	return ad->provider->create_listener(
+		ad, ConnectEvent, ConnectEventContext, ppNdkListener);
 }

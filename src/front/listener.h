@@ -52,13 +52,12 @@ NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter,
 			     NDK_LISTENER **ppNdkListener);
 
 /* A new listener (before ndk_obj_setup) and its end (destroy). */
-void ndk_listener_init(struct ndk_listener *l,
-		       NDK_FN_CONNECT_EVENT_CALLBACK cb, PVOID ctx);
+void ndk_listener_init(struct ndk_listener *l, NDK_FN_CONNECT_EVENT_CALLBACK cb,
+		       PVOID ctx);
 void ndk_listener_fini(struct ndk_listener *l);
 
 /* The one state setter (l->lock held). */
-void ndk_listener_set_state(struct ndk_listener *l,
-			    enum ndk_listener_state to);
+void ndk_listener_set_state(struct ndk_listener *l, enum ndk_listener_state to);
 
 /* A request may be handed out: listening and not paused (l->lock held).
  * Otherwise it is refused as if nobody listened. */

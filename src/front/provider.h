@@ -123,8 +123,9 @@ struct ndk_provider_ops {
 	(struct ndk_adapter *ad, NDK_FN_CONNECT_EVENT_CALLBACK cb, PVOID ctx,
 	 NDK_LISTENER **out);
 	NTSTATUS (*listen)(struct ndk_listener *l, struct ndk_endpoint *ep);
-	NDK_FN_BUILD_LAM build_lam;
-	NDK_FN_RELEASE_LAM release_lam;
+	/* A LAM was released (front/lam.c): what the provider kept with
+	 * its range (priv, not NULL) goes. NULL: nothing is kept. */
+	void (*lam_released)(struct ndk_adapter *ad, void *priv);
 };
 
 /* The providers linked in (front/provider.c lists them in the order auto

@@ -47,7 +47,7 @@ static void sw_adapter_info(NDK_ADAPTER_INFO *info)
 int sw_adapter_init(struct ndk_adapter *ad)
 {
 	sw_adapter_info(&ad->info);
-	ad->priv = sw_stag_table_create();
+	ad->priv = sw_stag_table_create(&ad->lams);
 	return ad->priv ? 0 : -ENOMEM;
 }
 

@@ -29,6 +29,4 @@ const struct ndk_provider_ops ndk_software_provider = {
 	.create_connector = sw_create_connector,
 	.create_listener = sw_create_listener,
 	.listen = sw_listen,
-	.build_lam = sw_build_lam,
-	.release_lam = sw_release_lam,
 };

@@ -12,6 +12,7 @@
 #include <time.h>
 #include "core/lock.h"
 #include "core/log.h"
+#include "front/lam_table.h"
 #include "sw/pd.h"
 #include "sw/stag.h"
 
@@ -47,12 +48,6 @@ struct sw_stag_entry {
 	atomic_uint users; /* pins: accesses in flight */
 };
 
-struct lam_range {
-	uint64_t start;
-	uint64_t end;
-	uint64_t cookie;
-};
-
 struct sw_stag_table {
 	struct ndk_rwlock lock;
 	struct sw_stag_entry **chunks; /* NCHUNKS slots */
@@ -64,12 +59,9 @@ struct sw_stag_table {
 	uint32_t free_head, free_tail;
 	uint32_t used;
 
-	/* Live LAMs sorted by start; ranges may overlap. */
-	struct ndk_rwlock lam_lock;
-	struct lam_range *lams;
-	size_t nlams, lam_cap;
-	uint64_t lam_max_len; /* longest range ever added: bounds the scan */
-	uint64_t lam_next; /* cookie counter */
+	/* The adapter's live LAMs (front/lam_table.h): what SGEs with the
+	 * privileged token may address. */
+	struct ndk_lam_table *lams;
 };
 
 enum sw_stag_fault sw_stag_fault_of(int err)
@@ -112,7 +104,7 @@ const char *sw_stag_fault_name(enum sw_stag_fault f)
 	return names[f];
 }
 
-struct sw_stag_table *sw_stag_table_create(void)
+struct sw_stag_table *sw_stag_table_create(struct ndk_lam_table *lams)
 {
 	struct sw_stag_table *t = calloc(1, sizeof(*t));
 
@@ -124,8 +116,7 @@ struct sw_stag_table *sw_stag_table_create(void)
 		return NULL;
 	}
 	ndk_rwlock_init(&t->lock, NDK_LOCK_STAG);
-	ndk_rwlock_init(&t->lam_lock, NDK_LOCK_LAM);
-	t->lam_next = 1;
+	t->lams = lams;
 	return t;
 }
 
@@ -138,14 +129,10 @@ void sw_stag_table_destroy(struct sw_stag_table *t)
 	if (t->used)
 		ndk_warn("stag table destroyed with %u entries in use",
 			 t->used);
-	if (t->nlams)
-		ndk_warn("adapter closed with %zu LAMs not released", t->nlams);
 	for (i = 0; i < NCHUNKS; i++)
 		free(t->chunks[i]);
 	free(t->chunks);
-	free(t->lams);
 	ndk_rwlock_destroy(&t->lock);
-	ndk_rwlock_destroy(&t->lam_lock);
 	free(t);
 }
 
@@ -585,86 +572,10 @@ int sw_stag_ref_read(const struct sw_stag_ref *ref, uint64_t off, void *dst,
 /* ------------------------------------------------------------------ */
 /* Logical-address mappings                                           */
 
-/* First index whose start is > key (LAM lock held). */
-static size_t lam_upper(const struct sw_stag_table *t, uint64_t key)
-{
-	size_t lo = 0, hi = t->nlams;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->lams[mid].start <= key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-int sw_stag_lam_add(struct sw_stag_table *t, uint64_t start, uint64_t end,
-		    uint64_t *cookie)
-{
-	size_t pos;
-
-	ndk_write_lock(&t->lam_lock);
-	if (t->nlams == t->lam_cap) {
-		size_t cap = t->lam_cap ? t->lam_cap * 2 : 16;
-		struct lam_range *n = realloc(t->lams, cap * sizeof(*n));
-
-		if (!n) {
-			ndk_rw_unlock(&t->lam_lock);
-			return -ENOMEM;
-		}
-		t->lams = n;
-		t->lam_cap = cap;
-	}
-	pos = lam_upper(t, start);
-	memmove(&t->lams[pos + 1], &t->lams[pos],
-		(t->nlams - pos) * sizeof(*t->lams));
-	/* A recognisable, never-zero AdapterContext ("LAM" in the top bits). */
-	*cookie = (UINT64_C(0x4c414d) << 40) | (t->lam_next++ & 0xffffffffff);
-	t->lams[pos].start = start;
-	t->lams[pos].end = end;
-	t->lams[pos].cookie = *cookie;
-	t->nlams++;
-	if (end - start > t->lam_max_len)
-		t->lam_max_len = end - start;
-	ndk_rw_unlock(&t->lam_lock);
-	return 0;
-}
-
-int sw_stag_lam_remove(struct sw_stag_table *t, uint64_t start, uint64_t cookie)
-{
-	size_t i, found = SIZE_MAX;
-
-	ndk_write_lock(&t->lam_lock);
-	/* Fast path: entries with this start sit just before lam_upper. */
-	for (i = lam_upper(t, start); i > 0 && t->lams[i - 1].start == start;
-	     i--) {
-		if (t->lams[i - 1].cookie == cookie) {
-			found = i - 1;
-			break;
-		}
-	}
-	/* The consumer may have scribbled on the page array: search all. */
-	for (i = 0; found == SIZE_MAX && i < t->nlams; i++)
-		if (t->lams[i].cookie == cookie)
-			found = i;
-	if (found != SIZE_MAX) {
-		memmove(&t->lams[found], &t->lams[found + 1],
-			(t->nlams - found - 1) * sizeof(*t->lams));
-		t->nlams--;
-	}
-	ndk_rw_unlock(&t->lam_lock);
-	return found == SIZE_MAX ? -ENOENT : 0;
-}
-
 int sw_stag_lam_lookup(struct sw_stag_table *t, uint64_t la, uint64_t len,
 		       void **addr)
 {
-	uint64_t end;
-	size_t i;
-	int err = -EFAULT;
+	int i;
 
 	if (!len) {
 		if (addr)
@@ -673,29 +584,16 @@ int sw_stag_lam_lookup(struct sw_stag_table *t, uint64_t la, uint64_t len,
 	}
 	if (la > UINT64_MAX - (len - 1))
 		return -EOVERFLOW;
-	/* No LAM ends at 2^64: user-space pages sit far below it. */
-	if (la + (len - 1) == UINT64_MAX)
+	if (!t->lams)
 		return -EFAULT;
-	end = la + len;
-	ndk_read_lock(&t->lam_lock);
-	/*
-	 * Candidates start at or before la; scanning back stops once no
-	 * range (at most lam_max_len long) can reach end.
-	 */
-	for (i = lam_upper(t, la); i > 0; i--) {
-		const struct lam_range *r = &t->lams[i - 1];
-
-		if (r->end >= end) {
-			err = 0;
-			break;
-		}
-		if (end - r->start > t->lam_max_len)
-			break;
-	}
-	ndk_rw_unlock(&t->lam_lock);
-	if (!err && addr)
+	ndk_read_lock(&t->lams->lock);
+	i = ndk_lam_table_find(t->lams, la, len);
+	ndk_rw_unlock(&t->lams->lock);
+	if (i < 0)
+		return -EFAULT;
+	if (addr)
 		*addr = (void *)(uintptr_t)la;
-	return err;
+	return 0;
 }
 
 int sw_stag_sge_lookup(struct sw_stag_table *t, uint32_t pd_id, uint32_t token,

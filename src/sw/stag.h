@@ -98,7 +98,10 @@ enum sw_stag_fault {
 enum sw_stag_fault sw_stag_fault_of(int err);
 const char *sw_stag_fault_name(enum sw_stag_fault f);
 
-struct sw_stag_table *sw_stag_table_create(void);
+struct ndk_lam_table;
+/* A table whose privileged-token lookups go to the adapter's live LAMs
+ * (lams; NULL: a table that only maps STags, for tests). */
+struct sw_stag_table *sw_stag_table_create(struct ndk_lam_table *lams);
 /* All entries must be freed and all LAMs released (adapter close). */
 void sw_stag_table_destroy(struct sw_stag_table *t);
 
@@ -214,18 +217,9 @@ int sw_stag_ref_read(const struct sw_stag_ref *ref, uint64_t off, void *dst,
 		     size_t n);
 
 /*
- * Logical-address mappings (NdkBuildLAM). A LAM here covers the host VA
- * range [start, end) of whole PAGE_SIZE pages; the table records live
- * LAMs so an SGE with the privileged token can be checked against them.
- */
-int sw_stag_lam_add(struct sw_stag_table *t, uint64_t start, uint64_t end,
-		    uint64_t *cookie);
-/* -ENOENT if no live LAM has that cookie (start is a search hint). */
-int sw_stag_lam_remove(struct sw_stag_table *t, uint64_t start,
-		       uint64_t cookie);
-/*
- * Privileged-token SGE check: [la, la + len) must lie inside one live
- * LAM. 0 and *addr = host address (NULL when len is 0); -EFAULT outside
+ * Privileged-token SGE check against the adapter's live LAMs
+ * (front/lam_table.h: host VA ranges of whole pages): [la, la + len) must
+ * lie inside one live LAM. 0 and *addr = host address (NULL when len is 0); -EFAULT outside
  * every LAM, -EOVERFLOW if the range wraps.
  */
 int sw_stag_lam_lookup(struct sw_stag_table *t, uint64_t la, uint64_t len,

@@ -32,12 +32,4 @@ NTSTATUS sw_create_qp(struct ndk_obj *pd, const struct ndk_qp_attr *attr,
 NTSTATUS sw_pd_init(struct ndk_obj *pd);
 void sw_pd_fini(struct ndk_obj *pd);
 
-NTSTATUS sw_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
-		      NDK_FN_REQUEST_COMPLETION RequestCompletion,
-		      PVOID RequestContext,
-		      NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM, ULONG *pLAMSize,
-		      ULONG *pFBO);
-VOID sw_release_lam(NDK_ADAPTER *pNdkAdapter,
-		    NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM);
-
 #endif /* SW_SW_H */

@@ -417,10 +417,7 @@ int ndk_verbs_adapter_init(struct ndk_adapter *ad)
 	if (!v->qps || ndk_vqpmap_init(v->qps))
 		return -ENOMEM;
 	v->qps->on_error = ndk_vqp_wc_error;
-	v->lams = calloc(1, sizeof(*v->lams));
-	if (!v->lams)
-		return -ENOMEM;
-	ndk_vlam_init(v->lams);
+	v->lams = &ad->lams;
 
 	v->comp = ibv_create_comp_channel(v->ctx);
 	v->cm = rdma_create_event_channel();
@@ -552,10 +549,6 @@ void ndk_verbs_adapter_fini(struct ndk_adapter *ad)
 	if (v->qps && v->qps->e)
 		ndk_vqpmap_fini(v->qps);
 	free(v->qps);
-	/* Every PD is gone, and with it every LAM registration. */
-	if (v->lams)
-		ndk_vlam_fini(v->lams);
-	free(v->lams);
 	free(v);
 	ad->priv = NULL;
 }

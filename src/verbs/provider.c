@@ -37,6 +37,5 @@ const struct ndk_provider_ops ndk_verbs_provider = {
 	.create_connector = ndk_verbs_create_connector,
 	.create_listener = ndk_verbs_create_listener,
 	.listen = ndk_verbs_listen,
-	.build_lam = ndk_verbs_build_lam,
-	.release_lam = ndk_verbs_release_lam,
+	.lam_released = ndk_vlam_released,
 };

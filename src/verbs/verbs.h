@@ -28,7 +28,7 @@
 #include "verbs/worker.h"
 
 struct ndk_vqpmap;
-struct ndk_vlam_table;
+struct ndk_lam_table;
 
 /* What the verbs provider keeps per adapter (ad->priv). */
 struct ndk_vadapter {
@@ -49,8 +49,9 @@ struct ndk_vadapter {
 	uint32_t max_inline; /* found by trying, see device.c */
 	ULONG max_reject_data; /* private data of a reject */
 
-	/* Live logical address mappings (verbs/lam.h). */
-	struct ndk_vlam_table *lams;
+	/* The adapter's live logical address mappings (front/lam_table.h),
+	 * each with its registrations (verbs/lam.h). */
+	struct ndk_lam_table *lams;
 	/* Work-request keys to QPs (verbs/wr.h). */
 	struct ndk_vqpmap *qps;
 	/* Completion events of every CQ of the adapter, on the engine. */

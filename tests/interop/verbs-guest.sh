@@ -119,6 +119,7 @@ for dev in $devices; do
 			echo "FAIL \$dev \$n (timed out after ${per_test} s)"
 		elif [ \$rc -gt 128 ]; then
 			echo "FAIL \$dev \$n (killed by signal \$((rc - 128)))"
+			tail -n 20 \$n.log
 		elif [ \$rc != 0 ] && ! grep -q '^\[  \(FAILED\|ERROR\)' \$n.log; then
 			# Every case passed, yet the exit says otherwise: a
 			# sanitizer's report at exit (leaks), say.

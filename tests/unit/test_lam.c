@@ -342,53 +342,6 @@ static void test_overlapping(void **state)
 	free(l2);
 }
 
-/* The registry's search against brute force over random ranges. */
-static void test_registry_random(void **state)
-{
-	struct sw_stag_table *t = sw_stag_table_create();
-	enum { N = 300, Q = 20000 };
-	static uint64_t start[N], end[N], cookie[N];
-	static bool live[N];
-	unsigned int seed = 12345, i, q;
-	const uint64_t P = PAGE_SIZE, base = 0x10000000;
-
-	(void)state;
-	assert_non_null(t);
-	for (i = 0; i < N; i++) {
-		start[i] = base + (uint64_t)(rand_r(&seed) % 2000) * P;
-		end[i] = start[i] + (uint64_t)(1 + rand_r(&seed) % 40) * P;
-		assert_int_equal(
-			sw_stag_lam_add(t, start[i], end[i], &cookie[i]), 0);
-		live[i] = true;
-	}
-	for (q = 0; q < Q; q++) {
-		uint64_t la = base - 4 * P +
-			      (uint64_t)(rand_r(&seed) % 2100) * P +
-			      (uint64_t)(rand_r(&seed) % P);
-		uint64_t len = 1 + (uint64_t)(rand_r(&seed) % (30 * P));
-		bool want = false;
-
-		if (q % 50 == 0) {
-			/* Release one at random, sometimes by a wrong start. */
-			i = (unsigned int)rand_r(&seed) % N;
-			assert_int_equal(
-				sw_stag_lam_remove(t, q % 100 ? start[i] : 0,
-						   cookie[i]),
-				live[i] ? 0 : -ENOENT);
-			live[i] = false;
-		}
-		for (i = 0; i < N && !want; i++)
-			want = live[i] && start[i] <= la && la + len <= end[i];
-		assert_int_equal(sw_stag_lam_lookup(t, la, len, NULL),
-				 want ? 0 : -EFAULT);
-	}
-	for (i = 0; i < N; i++)
-		if (live[i])
-			assert_int_equal(
-				sw_stag_lam_remove(t, start[i], cookie[i]), 0);
-	sw_stag_table_destroy(t);
-}
-
 /* LAM pages fast-registered into an FRMR, then written through its STag. */
 static void test_lam_fast_register(void **state)
 {
@@ -466,7 +419,6 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_overlapping, setup,
 						teardown),
-		cmocka_unit_test(test_registry_random),
 		cmocka_unit_test_setup_teardown(test_lam_fast_register, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_unreleased_at_close, setup,

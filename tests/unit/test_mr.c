@@ -1142,7 +1142,7 @@ static void test_adapter_close_cleans_up(void **state)
 /* The table itself: growth past one chunk, FIFO reuse, never index 0. */
 static void test_table_alloc(void **state)
 {
-	struct sw_stag_table *t = sw_stag_table_create();
+	struct sw_stag_table *t = sw_stag_table_create(NULL);
 	static uint32_t s[3000];
 	uint32_t again;
 	unsigned int i;
