@@ -32,9 +32,8 @@ NTSTATUS ndk_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
 	if (status)
 		return status;
 	ndk_write_lock(&t->lock);
-	ret = ndk_lam_table_insert(t, plan.first,
-				   plan.first + plan.count * PAGE_SIZE,
-				   &cookie);
+	ret = ndk_lam_table_insert(
+		t, plan.first, plan.first + plan.count * PAGE_SIZE, &cookie);
 	ndk_rw_unlock(&t->lock);
 	if (ret)
 		return STATUS_INSUFFICIENT_RESOURCES;

@@ -51,8 +51,8 @@ static uint32_t upper_bound(const struct ndk_lam_table *t, uint64_t va)
 	return lo;
 }
 
-int ndk_lam_table_insert(struct ndk_lam_table *t, uint64_t start,
-			 uint64_t end, uint64_t *cookie)
+int ndk_lam_table_insert(struct ndk_lam_table *t, uint64_t start, uint64_t end,
+			 uint64_t *cookie)
 {
 	uint32_t i;
 
@@ -105,8 +105,7 @@ int ndk_lam_table_remove(struct ndk_lam_table *t, uint64_t start,
 	return 0;
 }
 
-int ndk_lam_table_find(const struct ndk_lam_table *t, uint64_t va,
-		       uint64_t len)
+int ndk_lam_table_find(const struct ndk_lam_table *t, uint64_t va, uint64_t len)
 {
 	uint64_t last;
 	uint32_t i;

@@ -33,8 +33,8 @@ struct ndk_lam_table {
 void ndk_lam_table_init(struct ndk_lam_table *t);
 void ndk_lam_table_fini(struct ndk_lam_table *t);
 /* Adds [start, end) (end > start): 0 and its cookie (never 0), or -ENOMEM. */
-int ndk_lam_table_insert(struct ndk_lam_table *t, uint64_t start,
-			 uint64_t end, uint64_t *cookie);
+int ndk_lam_table_insert(struct ndk_lam_table *t, uint64_t start, uint64_t end,
+			 uint64_t *cookie);
 /*
  * Takes out the range of that cookie and gives back its priv. start is
  * where to look first; a consumer may have changed the LAM's page array

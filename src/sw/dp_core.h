@@ -58,6 +58,9 @@ struct sw_wqe {
 	NTSTATUS status;
 	uint32_t length; /* payload bytes */
 	uint32_t done_bytes; /* sent (Send, Write) or placed (Read) */
+	/* Send, Write: where done_bytes falls in the SGL (the SGE and the
+	 * bytes of it already sent), so each FPDU starts there. */
+	uint32_t cur_sge, cur_off;
 	uint32_t stag; /* remote STag (Write, Read) or invalidate STag */
 	uint64_t addr; /* remote address (Write, Read) */
 	void *obj; /* Bind: MW; FastRegister/Invalidate: MR or MW header */

@@ -196,27 +196,30 @@ static void fpdu_finish(struct sw_dp *dp, int first, bool fin, uint32_t fin_idx)
 }
 
 /*
- * Adds len bytes of the SGE list starting at payload offset off as
- * iovecs; returns how many bytes fitted (fewer if the iovec array is
- * full), or a negative errno for a bad SGE (docs/ndk.md, "Work requests": the request
- * completes with STATUS_ACCESS_VIOLATION).
+ * Adds len bytes of the SGE list, from the request's cursor (the byte
+ * done_bytes), as iovecs and moves the cursor past them; returns how many
+ * bytes fitted (fewer if the iovec array is full), or a negative errno
+ * for a bad SGE (docs/ndk.md, "Work requests": the request completes with
+ * STATUS_ACCESS_VIOLATION). Each SGE is looked up again for each FPDU:
+ * the lookup pins the memory only while its bytes are queued, so a
+ * deregistration never waits for a send that stalls (sw/stag.h).
  */
-static long fpdu_add_sges(struct sw_dp *dp, int first, const struct sw_wqe *w,
-			  uint32_t off, uint32_t len)
+static long fpdu_add_sges(struct sw_dp *dp, int first, struct sw_wqe *w,
+			  uint32_t len)
 {
 	struct sw_stag_table *t = sw_stags(dp->ad);
-	uint32_t i, skip = off, added = 0;
+	uint32_t i, skip = w->cur_off, added = 0;
 	/* One iovec is left for the trailer. */
 	const int max_iov = first + SW_TX_FPDU_IOV - 1;
 
 	if (w->inline_data) {
 		dp->tx.iov[dp->tx.iovcnt].iov_base =
-			(uint8_t *)(void *)w->sge + off;
+			(uint8_t *)(void *)w->sge + w->done_bytes;
 		dp->tx.iov[dp->tx.iovcnt].iov_len = len;
 		dp->tx.iovcnt++;
 		return len;
 	}
-	for (i = 0; i < w->nsge && added < len; i++) {
+	for (i = w->cur_sge; i < w->nsge && added < len; i++) {
 		const NDK_SGE *s = &w->sge[i];
 		uint64_t pos, n, contig;
 		struct sw_stag_ref ref;
@@ -224,7 +227,8 @@ static long fpdu_add_sges(struct sw_dp *dp, int first, const struct sw_wqe *w,
 		int ret;
 
 		if (skip >= s->Length) {
-			skip -= s->Length;
+			/* Zero-length SGEs, and an SGE just finished. */
+			skip = 0;
 			continue;
 		}
 		n = MIN((uint64_t)s->Length - skip, (uint64_t)len - added);
@@ -248,10 +252,20 @@ static long fpdu_add_sges(struct sw_dp *dp, int first, const struct sw_wqe *w,
 		}
 		sw_stag_put(&ref);
 		added += (uint32_t)pos;
+		if (skip + pos < s->Length) {
+			/* The FPDU (or its iovecs) ends inside this SGE. */
+			w->cur_sge = i;
+			w->cur_off = skip + (uint32_t)pos;
+			return added;
+		}
 		skip = 0;
-		if (dp->tx.iovcnt >= max_iov)
+		if (dp->tx.iovcnt >= max_iov) {
+			i++;
 			break;
+		}
 	}
+	w->cur_sge = i;
+	w->cur_off = 0;
 	return added;
 }
 
@@ -273,7 +287,7 @@ static bool build_from_sq(struct sw_dp *dp, struct sw_wqe *w)
 	uint32_t room, n;
 	long got;
 	int first;
-	struct ddp_hdr h = { .dv = DDP_VERSION, .rv = RDMAP_VERSION };
+	struct ddp_hdr msg = { .dv = DDP_VERSION, .rv = RDMAP_VERSION }, h;
 
 	if (w->op == SW_WQE_READ) {
 		struct rdmap_read_req rr;
@@ -281,6 +295,7 @@ static bool build_from_sq(struct sw_dp *dp, struct sw_wqe *w)
 		/* At most ORD reads in flight; later ones wait their turn. */
 		if (dp->sq.reads_out + dp->sq.rtr_read_out >= MAX(dp->ord, 1u))
 			return false;
+		h = msg;
 		h.opcode = RDMAP_READ_REQ;
 		h.qn = DDP_QN_READ_REQ;
 		h.msn = dp->tx.msn_readreq++;
@@ -304,11 +319,25 @@ static bool build_from_sq(struct sw_dp *dp, struct sw_wqe *w)
 		return true;
 	}
 
-	room = dp->mulpdu - (w->op == SW_WQE_WRITE ? DDP_TAGGED_HDR_LEN
-						   : DDP_UNTAGGED_HDR_LEN);
+	/* The message's header; fpdu_seg_at makes each segment's. */
+	if (w->op == SW_WQE_WRITE) {
+		msg.tagged = true;
+		msg.opcode = RDMAP_WRITE;
+		msg.stag = w->stag;
+		msg.to = w->addr;
+	} else {
+		bool se = w->flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT;
+
+		msg.opcode = w->stag ? (se ? RDMAP_SEND_SE_INV : RDMAP_SEND_INV)
+				     : (se ? RDMAP_SEND_SE : RDMAP_SEND);
+		msg.inv_stag = w->stag;
+		msg.qn = DDP_QN_SEND;
+		msg.msn = dp->tx.msn_send;
+	}
+	room = (uint32_t)fpdu_max_payload(dp->mulpdu, msg.tagged);
 	n = MIN(room, w->length - w->done_bytes);
 	first = dp->tx.iovcnt++;
-	got = fpdu_add_sges(dp, first, w, w->done_bytes, n);
+	got = fpdu_add_sges(dp, first, w, n);
 	if (got < 0) {
 		/* A bad local SGE: nothing (more) goes out for it. */
 		dp->tx.iovcnt = first;
@@ -316,23 +345,9 @@ static bool build_from_sq(struct sw_dp *dp, struct sw_wqe *w)
 		dp->sq.next++;
 		return false;
 	}
-	n = (uint32_t)got;
-	if (w->op == SW_WQE_WRITE) {
-		h.tagged = true;
-		h.opcode = RDMAP_WRITE;
-		h.stag = w->stag;
-		h.to = w->addr + w->done_bytes;
-	} else {
-		bool se = w->flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT;
-
-		h.opcode = w->stag ? (se ? RDMAP_SEND_SE_INV : RDMAP_SEND_INV)
-				   : (se ? RDMAP_SEND_SE : RDMAP_SEND);
-		h.inv_stag = w->stag;
-		h.qn = DDP_QN_SEND;
-		h.msn = dp->tx.msn_send;
-		h.mo = w->done_bytes;
-	}
-	h.last = w->done_bytes + n == w->length;
+	/* As many bytes as the iovecs took: the segment ends there. */
+	n = (uint32_t)fpdu_seg_at(&msg, w->length, w->done_bytes, (size_t)got,
+				  &h);
 	fpdu_header(dp, first, &h, NULL, n);
 	/* Done once this last FPDU is written (as siw completes). */
 	fpdu_finish(dp, first, h.last, dp->sq.next);
@@ -351,11 +366,15 @@ static bool build_read_response(struct sw_dp *dp)
 {
 	struct sw_irqe *e = &dp->irq.ring[dp->irq.head % MAX(dp->ird, 1u)];
 	struct sw_stag_ref ref;
-	struct ddp_hdr h = { .dv = DDP_VERSION,
-			     .rv = RDMAP_VERSION,
-			     .tagged = true,
-			     .opcode = RDMAP_READ_RESP };
-	uint32_t n = MIN(dp->mulpdu - DDP_TAGGED_HDR_LEN, e->length - e->sent);
+	const struct ddp_hdr msg = { .dv = DDP_VERSION,
+				     .rv = RDMAP_VERSION,
+				     .tagged = true,
+				     .opcode = RDMAP_READ_RESP,
+				     .stag = e->sink_stag,
+				     .to = e->sink_to };
+	struct ddp_hdr h;
+	uint32_t n = MIN((uint32_t)fpdu_max_payload(dp->mulpdu, true),
+			 e->length - e->sent);
 	uint64_t pos = 0, contig;
 	void *addr;
 	int first = dp->tx.iovcnt++;
@@ -380,9 +399,7 @@ static bool build_read_response(struct sw_dp *dp)
 		sw_stag_put(&ref);
 		n = (uint32_t)pos;
 	}
-	h.stag = e->sink_stag;
-	h.to = e->sink_to + e->sent;
-	h.last = e->sent + n == e->length;
+	n = (uint32_t)fpdu_seg_at(&msg, e->length, e->sent, n, &h);
 	fpdu_header(dp, first, &h, NULL, n);
 	fpdu_finish(dp, first, false, 0);
 	e->sent += n;

@@ -201,12 +201,60 @@ static void test_read_into_sges(void **state)
 	assert_all(sink + 8 + n, 8, 0x33, "after the sink");
 }
 
+/*
+ * A Send and a Write gathered from SGEs of odd sizes, one of them empty,
+ * larger than one FPDU even on lo: segment boundaries fall inside SGEs,
+ * and each FPDU must go on where the one before ended.
+ */
+static void test_gather_over_fpdus(void **state)
+{
+	static const size_t len[] = { 70001, 0, 130003, 55555 };
+	enum { NSGE = 4 };
+	NDK_SGE ss[NSGE];
+	NDK_RESULT_EX res[1];
+	size_t n = 0, off = 0;
+	uint8_t *dst = P.buf + (1 << 20);
+	int i;
+
+	for (i = 0; i < NSGE; i++)
+		n += len[i];
+	fill(A.buf, n + 4 * 4099, 17);
+	/* Each SGE starts 4099 bytes past the last one's end. */
+	for (i = 0; i < NSGE; i++) {
+		ss[i] = sge(A.buf + off + (size_t)i * 4099, len[i], A.ltok);
+		off += len[i];
+	}
+	memset(P.buf, 0x5a, 2 << 20);
+	post_recv(P.qp, 1, P.buf, n + 64, P.ltok);
+	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, (PVOID)2, ss, NSGE, 0),
+			 STATUS_SUCCESS);
+	poll_one_ok(srv.cq, res, NdkOperationTypeReceive);
+	assert_int_equal(res[0].BytesTransferred, n);
+	assert_int_equal(A.qp->Dispatch->NdkWrite(A.qp, (PVOID)3, ss, NSGE,
+						  (UINT64)(uintptr_t)dst,
+						  P.rtok, 0),
+			 STATUS_SUCCESS);
+	poll_one_ok(cli.cq, res, NdkOperationTypeSend);
+	poll_one_ok(cli.cq, res, NdkOperationTypeWrite);
+	placed_by_send();
+	for (off = 0, i = 0; i < NSGE; off += len[i], i++) {
+		const uint8_t *src = A.buf + off + (size_t)i * 4099;
+
+		assert_memory_equal(P.buf + off, src, len[i]);
+		assert_memory_equal(dst + off, src, len[i]);
+	}
+	assert_all(P.buf + n, 64, 0x5a, "past the Send");
+	assert_all(dst + n, 64, 0x5a, "past the Write");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_mixed_sizes_in_order,
 						setup, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_send_over_sges, setup,
+						dp_teardown),
+		cmocka_unit_test_setup_teardown(test_gather_over_fpdus, setup,
 						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_write_to_scattered_pages,
 						setup, dp_teardown),
