@@ -42,4 +42,7 @@ NTSTATUS ndk_create_qp_with_srq(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq,
 				NDK_FN_CREATE_COMPLETION CreateCompletion,
 				PVOID RequestContext, NDK_QP **ppNdkQp);
 
+/* A window's dispatch table, for every provider (front/mw.c). */
+extern const NDK_MW_DISPATCH ndk_mw_dispatch;
+
 #endif /* NDK_FRONT_PD_H */

@@ -91,6 +91,9 @@ struct ndk_provider_ops {
 	/* NULL when the adapter announces no windows (MaxWindowSize 0);
 	 * the front end refuses NdkCreateMw with STATUS_NOT_SUPPORTED. */
 	NTSTATUS (*create_mw)(struct ndk_obj *pd, NDK_MW **out);
+	/* NdkGetRemoteTokenFromMw: a window made by create_mw, which gives
+	 * it front/pd.h's ndk_mw_dispatch. */
+	UINT32 (*mw_token)(struct ndk_obj *mw);
 	NTSTATUS(*create_srq)
 	(struct ndk_obj *pd, const struct ndk_srq_attr *attr, NDK_SRQ **out);
 	NTSTATUS(*create_qp)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "front/adapter.h"
+#include "front/pd.h"
 #include "sw/adapter.h"
 #include "sw/sw.h"
 #include "sw/mr.h"
@@ -40,16 +41,10 @@ static const struct ndk_obj_ops mw_ops = {
 	.destroy = mw_destroy,
 };
 
-static UINT32 mw_get_remote_token(NDK_MW *pNdkMw)
+UINT32 sw_mw_remote_token(struct ndk_obj *obj)
 {
-	return sw_mw_token(to_sw_mw(pNdkMw));
+	return sw_mw_token(container_of(obj, struct sw_mw, obj));
 }
-
-static const NDK_MW_DISPATCH mw_dispatch = {
-	.NdkCloseMw = ndk_close_object,
-	.NdkQueryExtension = ndk_query_extension,
-	.NdkGetRemoteTokenFromMw = mw_get_remote_token,
-};
 
 NTSTATUS sw_create_mw(struct ndk_obj *pd_obj, NDK_MW **ppNdkMw)
 {
@@ -74,7 +69,8 @@ NTSTATUS sw_create_mw(struct ndk_obj *pd_obj, NDK_MW **ppNdkMw)
 	}
 	atomic_init(&mw->stag, stag);
 	mw->has_stag = true;
-	status = ndk_obj_setup(&mw->obj, ad, &mw_ops, &mw_dispatch, antes, 1);
+	status = ndk_obj_setup(&mw->obj, ad, &mw_ops, &ndk_mw_dispatch, antes,
+			       1);
 	if (status)
 		return status;
 	*ppNdkMw = &mw->obj.pub.mw;

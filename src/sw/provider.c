@@ -19,6 +19,7 @@ const struct ndk_provider_ops ndk_software_provider = {
 	.create_cq = sw_create_cq,
 	.create_mr = sw_create_mr,
 	.create_mw = sw_create_mw,
+	.mw_token = sw_mw_remote_token,
 	.create_srq = sw_create_srq,
 	.create_qp = sw_create_qp,
 	.pd_size = sizeof(struct sw_pd),

@@ -24,6 +24,7 @@ NTSTATUS sw_create_cq(struct ndk_adapter *ad, const struct ndk_cq_attr *attr,
 		      NDK_CQ **out);
 NTSTATUS sw_create_mr(struct ndk_obj *pd, bool fast_register, NDK_MR **out);
 NTSTATUS sw_create_mw(struct ndk_obj *pd, NDK_MW **out);
+UINT32 sw_mw_remote_token(struct ndk_obj *mw);
 NTSTATUS sw_create_srq(struct ndk_obj *pd, const struct ndk_srq_attr *attr,
 		       NDK_SRQ **out);
 NTSTATUS sw_create_qp(struct ndk_obj *pd, const struct ndk_qp_attr *attr,

@@ -9,13 +9,15 @@
 #include <string.h>
 #include "core/log.h"
 #include "front/mr.h"
+#include "front/pd.h"
 #include "verbs/mr.h"
 #include "verbs/mw.h"
 
-static UINT32 vmw_get_remote_token(NDK_MW *pNdkMw)
+UINT32 ndk_verbs_mw_token(struct ndk_obj *obj)
 {
-	return atomic_load_explicit(&to_vmw(pNdkMw)->rkey,
-				    memory_order_acquire);
+	return atomic_load_explicit(
+		&container_of(obj, struct ndk_vmw, obj)->rkey,
+		memory_order_acquire);
 }
 
 /* No successors: the window goes, and with it any access through it. */
@@ -45,12 +47,6 @@ static const struct ndk_obj_ops vmw_ops = {
 	.destroy = vmw_destroy,
 };
 
-static const NDK_MW_DISPATCH vmw_dispatch = {
-	.NdkCloseMw = ndk_close_object,
-	.NdkQueryExtension = ndk_query_extension,
-	.NdkGetRemoteTokenFromMw = vmw_get_remote_token,
-};
-
 NTSTATUS ndk_verbs_create_mw(struct ndk_obj *pd_obj, NDK_MW **ppNdkMw)
 {
 	struct ndk_vpd *pd = container_of(pd_obj, struct ndk_vpd, obj);
@@ -75,7 +71,7 @@ NTSTATUS ndk_verbs_create_mw(struct ndk_obj *pd_obj, NDK_MW **ppNdkMw)
 	atomic_init(&mw->rkey, mw->mw->rkey);
 	antes[0] = &pd->obj;
 	status = ndk_obj_setup(&mw->obj, pd->obj.adapter, &vmw_ops,
-			       &vmw_dispatch, antes, 1);
+			       &ndk_mw_dispatch, antes, 1);
 	if (status)
 		return status; /* vmw_destroy freed it */
 	*ppNdkMw = &mw->obj.pub.mw;

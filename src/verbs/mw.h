@@ -32,6 +32,7 @@ static inline struct ndk_vmw *to_vmw(NDK_MW *mw)
 
 /* The provider's create (front/provider.h, front/mw.c). */
 NTSTATUS ndk_verbs_create_mw(struct ndk_obj *pd, NDK_MW **ppNdkMw);
+UINT32 ndk_verbs_mw_token(struct ndk_obj *mw);
 
 /*
  * NdkBind, in two halves around the post: begin checks the request as

@@ -27,6 +27,7 @@ const struct ndk_provider_ops ndk_verbs_provider = {
 	.create_cq = ndk_verbs_create_cq,
 	.create_mr = ndk_verbs_create_mr,
 	.create_mw = ndk_verbs_create_mw,
+	.mw_token = ndk_verbs_mw_token,
 	.create_srq = ndk_verbs_create_srq,
 	.create_qp = ndk_verbs_create_qp,
 	.pd_size = sizeof(struct ndk_vpd),
