@@ -5,6 +5,7 @@
  * NdkControlConnectEvents and the ConnectEvent (front/listener.h).
  */
 #include <assert.h>
+#include <stdlib.h>
 #include "core/log.h"
 #include "front/adapter.h"
 #include "front/address.h"
@@ -28,20 +29,6 @@ static const bool state_ok[NDK_LISTENER_STATE_COUNT][NDK_LISTENER_STATE_COUNT] =
 		[NDK_LISTENER_CLOSING] = true,
 	},
 };
-
-void ndk_listener_init(struct ndk_listener *l, NDK_FN_CONNECT_EVENT_CALLBACK cb,
-		       PVOID ctx)
-{
-	l->connect_event = cb;
-	l->connect_event_ctx = ctx;
-	l->state = NDK_LISTENER_IDLE;
-	ndk_lock_init(&l->lock, NDK_LOCK_LISTENER);
-}
-
-void ndk_listener_fini(struct ndk_listener *l)
-{
-	ndk_lock_destroy(&l->lock);
-}
 
 void ndk_listener_set_state(struct ndk_listener *l, enum ndk_listener_state to)
 {
@@ -68,13 +55,6 @@ bool ndk_listener_deliver(struct ndk_listener *l, NDK_CONNECTOR *conn)
 	l->connect_event(l->connect_event_ctx, conn);
 	ndk_obj_release(&l->obj);
 	return true;
-}
-
-void ndk_listener_close_end(struct ndk_listener *l)
-{
-	if (l->ep)
-		ndk_endpoint_put(l->ep);
-	l->ep = NULL;
 }
 
 static NTSTATUS listener_listen(NDK_LISTENER *pNdkListener,
@@ -136,12 +116,55 @@ static VOID listener_control_connect_events(NDK_LISTENER *pNdkListener,
 	ndk_unlock(&l->lock);
 }
 
-const NDK_LISTENER_DISPATCH ndk_listener_dispatch = {
+static const NDK_LISTENER_DISPATCH listener_dispatch = {
 	.NdkCloseListener = ndk_close_object,
 	.NdkQueryExtension = ndk_query_extension,
 	.NdkListen = listener_listen,
 	.NdkGetLocalAddress = listener_get_local_address,
 	.NdkControlConnectEvents = listener_control_connect_events,
+};
+
+/*
+ * Once its close is requested a listener refuses every new request at
+ * once (NDK_FN_CLOSE_OBJECT). Its close completes after the connectors
+ * created through it are closed; their endpoint references keep the
+ * address reserved until then (NDKPI Listeners, Connectors, and
+ * Endpoints).
+ */
+static void listener_close_begin(struct ndk_obj *obj)
+{
+	struct ndk_listener *l = container_of(obj, struct ndk_listener, obj);
+
+	ndk_lock(&l->lock);
+	ndk_listener_set_state(l, NDK_LISTENER_CLOSING);
+	obj->adapter->provider->listener_close(l);
+	ndk_unlock(&l->lock);
+}
+
+static void listener_close_end(struct ndk_obj *obj)
+{
+	struct ndk_listener *l = container_of(obj, struct ndk_listener, obj);
+
+	if (l->ep)
+		ndk_endpoint_put(l->ep);
+	l->ep = NULL;
+}
+
+static void listener_destroy(struct ndk_obj *obj)
+{
+	struct ndk_listener *l = container_of(obj, struct ndk_listener, obj);
+
+	obj->adapter->provider->listener_fini(l);
+	ndk_lock_destroy(&l->lock);
+	free(l);
+}
+
+static const struct ndk_obj_ops listener_ops = {
+	.type = NdkObjectTypeListener,
+	.name = "listener",
+	.close_begin = listener_close_begin,
+	.close_end = listener_close_end,
+	.destroy = listener_destroy,
 };
 
 NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter,
@@ -150,12 +173,36 @@ NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter,
 			     NDK_FN_CREATE_COMPLETION CreateCompletion,
 			     PVOID RequestContext, NDK_LISTENER **ppNdkListener)
 {
+	const struct ndk_provider_ops *prov;
+	struct ndk_obj *antes[1];
 	struct ndk_adapter *ad;
+	struct ndk_listener *l;
+	NTSTATUS status;
 
 	if (!pNdkAdapter || !ppNdkListener || !ConnectEvent)
 		return STATUS_INVALID_PARAMETER;
 	ad = to_ndk_adapter(pNdkAdapter);
+	prov = ad->provider;
+	l = calloc(1, prov->listener_size);
+	if (!l)
+		return STATUS_INSUFFICIENT_RESOURCES;
+	/* listener_destroy finds the provider through it. */
+	l->obj.adapter = ad;
+	l->connect_event = ConnectEvent;
+	l->connect_event_ctx = ConnectEventContext;
+	l->state = NDK_LISTENER_IDLE;
+	ndk_lock_init(&l->lock, NDK_LOCK_LISTENER);
+	status = prov->listener_init(l);
+	if (status) {
+		listener_destroy(&l->obj);
+		return status;
+	}
+	antes[0] = &ad->obj;
+	status = ndk_obj_setup(&l->obj, ad, &listener_ops, &listener_dispatch,
+			       antes, 1);
+	if (status)
+		return status; /* listener_destroy freed it */
 	/* Created inline: no CreateCompletion (NDK_FN_CREATE_COMPLETION). */
-	return ad->provider->create_listener(
-		ad, ConnectEvent, ConnectEventContext, ppNdkListener);
+	*ppNdkListener = &l->obj.pub.listener;
+	return STATUS_SUCCESS;
 }

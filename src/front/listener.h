@@ -4,9 +4,10 @@
  * (docs/ndk.md, Accepting; NDKPI Listeners, Connectors, and Endpoints):
  * NdkListen's rules and the endpoint it reserves, pausing, the address
  * query, and raising the ConnectEvent. A provider's listener embeds
- * struct ndk_listener first and does the transport's part: listen on the
- * endpoint (ndk_provider_ops.listen) and turn each request into a
- * connector for ndk_listener_deliver.
+ * struct ndk_listener first (the front end allocates, closes and frees
+ * it) and does the transport's part: listen on the endpoint
+ * (ndk_provider_ops.listen) and turn each request into a connector for
+ * ndk_listener_deliver.
  */
 #ifndef NDK_FRONT_LISTENER_H
 #define NDK_FRONT_LISTENER_H
@@ -40,9 +41,6 @@ static inline struct ndk_listener *to_ndk_listener(NDK_LISTENER *l)
 	return container_of(l, struct ndk_listener, obj.pub.listener);
 }
 
-/* The listener's dispatch table, for every provider. */
-extern const NDK_LISTENER_DISPATCH ndk_listener_dispatch;
-
 /* NdkCreateListener, the adapter's slot: checks, then the provider's. */
 NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter,
 			     NDK_FN_CONNECT_EVENT_CALLBACK ConnectEvent,
@@ -50,11 +48,6 @@ NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter,
 			     NDK_FN_CREATE_COMPLETION CreateCompletion,
 			     PVOID RequestContext,
 			     NDK_LISTENER **ppNdkListener);
-
-/* A new listener (before ndk_obj_setup) and its end (destroy). */
-void ndk_listener_init(struct ndk_listener *l, NDK_FN_CONNECT_EVENT_CALLBACK cb,
-		       PVOID ctx);
-void ndk_listener_fini(struct ndk_listener *l);
 
 /* The one state setter (l->lock held). */
 void ndk_listener_set_state(struct ndk_listener *l, enum ndk_listener_state to);
@@ -72,8 +65,5 @@ static inline bool ndk_listener_open_locked(const struct ndk_listener *l)
  * closing (the provider then refuses the request).
  */
 bool ndk_listener_deliver(struct ndk_listener *l, NDK_CONNECTOR *conn);
-
-/* The close completed: the endpoint's reservation goes. */
-void ndk_listener_close_end(struct ndk_listener *l);
 
 #endif /* NDK_FRONT_LISTENER_H */

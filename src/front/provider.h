@@ -115,17 +115,20 @@ struct ndk_provider_ops {
 	NDK_FN_CREATE_SHARED_ENDPOINT create_shared_endpoint;
 	NDK_FN_CREATE_CONNECTOR create_connector;
 	/*
-	 * The listener is front/listener.c's with the provider's state
-	 * behind it: create_listener allocates it (struct ndk_listener
-	 * first, ndk_listener_init, ndk_listener_dispatch) after the front
-	 * end checked the arguments; listen starts listening on the
-	 * endpoint NdkListen reserved (l->lock held; on failure the front
-	 * end drops the reservation).
+	 * The listener is front/listener.c's object with the provider's
+	 * state behind it: listener_size bytes, struct ndk_listener first,
+	 * zeroed. listener_init sets up the provider's part (an NTSTATUS;
+	 * listener_fini runs after a failed one too); listen starts
+	 * listening on the endpoint NdkListen reserved (on failure the front
+	 * end drops the reservation); listener_close stops taking requests
+	 * once the close begins. listen and listener_close run with l->lock
+	 * held.
 	 */
-	NTSTATUS(*create_listener)
-	(struct ndk_adapter *ad, NDK_FN_CONNECT_EVENT_CALLBACK cb, PVOID ctx,
-	 NDK_LISTENER **out);
+	size_t listener_size;
+	NTSTATUS (*listener_init)(struct ndk_listener *l);
 	NTSTATUS (*listen)(struct ndk_listener *l, struct ndk_endpoint *ep);
+	void (*listener_close)(struct ndk_listener *l);
+	void (*listener_fini)(struct ndk_listener *l);
 	/* A LAM was released (front/lam.c): what the provider kept with
 	 * its range (priv, not NULL) goes. NULL: nothing is kept. */
 	void (*lam_released)(struct ndk_adapter *ad, void *priv);

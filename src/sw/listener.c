@@ -472,37 +472,17 @@ static void listener_teardown_fn(struct ndk_work *w)
 	ndk_obj_release(&l->lis.obj);
 }
 
-/*
- * Once its close is requested a listener refuses every new request at
- * once (NDK_FN_CLOSE_OBJECT). Its close completes after the connectors
- * created through it are closed; their endpoint references keep the
- * address reserved until then (NDKPI Listeners, Connectors, and
- * Endpoints).
- */
-static void listener_close_begin(struct ndk_obj *obj)
+/* The close began (l->lock held): the engine stops accepting. */
+void sw_listener_close(struct ndk_listener *lis)
 {
-	struct sw_listener *l = container_of(obj, struct sw_listener, lis.obj);
-	bool posted = false;
+	struct sw_listener *l = container_of(lis, struct sw_listener, lis);
 
-	ndk_lock(&l->lis.lock);
-	ndk_listener_set_state(&l->lis, NDK_LISTENER_CLOSING);
-	if (l->fd >= 0) {
-		/* Off the engine, epoll removal must wait for it. */
-		ndk_obj_hold(&l->lis.obj);
-		posted = true;
-	}
-	ndk_unlock(&l->lis.lock);
-	if (posted &&
-	    !ndk_engine_post(&l->lis.obj.adapter->engine, &l->teardown_work))
-		ndk_obj_release(
-			&l->lis.obj); /* the engine is gone: see destroy */
-}
-
-static void listener_close_end(struct ndk_obj *obj)
-{
-	struct sw_listener *l = container_of(obj, struct sw_listener, lis.obj);
-
-	ndk_listener_close_end(&l->lis);
+	if (l->fd < 0)
+		return;
+	/* Off the engine, epoll removal must wait for it. */
+	ndk_obj_hold(&l->lis.obj);
+	if (!ndk_engine_post(&l->lis.obj.adapter->engine, &l->teardown_work))
+		ndk_obj_release(&l->lis.obj); /* the engine is gone: fini */
 }
 
 /* No engine left: close and free without touching it. */
@@ -519,40 +499,21 @@ static void pending_list_drop(struct list_head *list)
 	}
 }
 
-static void listener_destroy(struct ndk_obj *obj)
+void sw_listener_fini(struct ndk_listener *lis)
 {
-	struct sw_listener *l = container_of(obj, struct sw_listener, lis.obj);
+	struct sw_listener *l = container_of(lis, struct sw_listener, lis);
 
 	if (l->fd >= 0)
 		close(l->fd);
 	/* Left only if the engine stopped before the teardown ran. */
 	pending_list_drop(&l->pending);
 	pending_list_drop(&l->parked);
-	ndk_listener_fini(&l->lis);
-	free(l);
 }
 
-static const struct ndk_obj_ops listener_ops = {
-	.type = NdkObjectTypeListener,
-	.name = "listener",
-	.close_begin = listener_close_begin,
-	.close_end = listener_close_end,
-	.destroy = listener_destroy,
-};
-
-NTSTATUS sw_create_listener(struct ndk_adapter *ad,
-			    NDK_FN_CONNECT_EVENT_CALLBACK ConnectEvent,
-			    PVOID ConnectEventContext,
-			    NDK_LISTENER **ppNdkListener)
+NTSTATUS sw_listener_init(struct ndk_listener *lis)
 {
-	struct ndk_obj *antes[] = { &ad->obj };
-	struct sw_listener *l;
-	NTSTATUS status;
+	struct sw_listener *l = container_of(lis, struct sw_listener, lis);
 
-	l = calloc(1, sizeof(*l));
-	if (!l)
-		return STATUS_INSUFFICIENT_RESOURCES;
-	ndk_listener_init(&l->lis, ConnectEvent, ConnectEventContext);
 	l->fd = -1;
 	/* As many as the kernel queues for a listening socket by default. */
 	sw_backlog_init(&l->backlog,
@@ -566,10 +527,5 @@ NTSTATUS sw_create_listener(struct ndk_adapter *ad,
 	atomic_init(&l->slot_wanted, false);
 	ndk_work_init(&l->slot_work, slot_work_fn);
 	ndk_work_init(&l->teardown_work, listener_teardown_fn);
-	status = ndk_obj_setup(&l->lis.obj, ad, &listener_ops,
-			       &ndk_listener_dispatch, antes, 1);
-	if (status)
-		return status;
-	*ppNdkListener = &l->lis.obj.pub.listener;
 	return STATUS_SUCCESS;
 }

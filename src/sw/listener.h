@@ -66,10 +66,9 @@ static inline struct sw_listener *to_sw_listener(NDK_LISTENER *l)
 }
 
 /* The provider's listener ops (front/provider.h). */
-NTSTATUS sw_create_listener(struct ndk_adapter *ad,
-			    NDK_FN_CONNECT_EVENT_CALLBACK ConnectEvent,
-			    PVOID ConnectEventContext,
-			    NDK_LISTENER **ppNdkListener);
+NTSTATUS sw_listener_init(struct ndk_listener *l);
 NTSTATUS sw_listen(struct ndk_listener *l, struct ndk_endpoint *ep);
+void sw_listener_close(struct ndk_listener *l);
+void sw_listener_fini(struct ndk_listener *l);
 
 #endif /* SW_LISTENER_H */

@@ -28,6 +28,9 @@ const struct ndk_provider_ops ndk_software_provider = {
 	.privileged_token = SW_PRIVILEGED_TOKEN,
 	.create_shared_endpoint = ndk_create_shared_endpoint,
 	.create_connector = sw_create_connector,
-	.create_listener = sw_create_listener,
+	.listener_size = sizeof(struct sw_listener),
+	.listener_init = sw_listener_init,
 	.listen = sw_listen,
+	.listener_close = sw_listener_close,
+	.listener_fini = sw_listener_fini,
 };

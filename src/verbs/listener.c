@@ -25,14 +25,6 @@
 #include "verbs/connector.h"
 #include "verbs/listener.h"
 
-struct ndk_vlistener {
-	/* First: the consumer-visible part (front/listener.h); its lock
-	 * covers the id too. */
-	struct ndk_listener lis;
-	struct ndk_vcm_ref ref; /* the id's context */
-	struct rdma_cm_id *id;
-};
-
 static inline struct ndk_vlistener *to_vlis(NDK_LISTENER *l)
 {
 	return container_of(l, struct ndk_vlistener, lis.obj.pub.listener);
@@ -139,66 +131,21 @@ NTSTATUS ndk_verbs_listen(struct ndk_listener *lis, struct ndk_endpoint *ep)
 	return STATUS_SUCCESS;
 }
 
-/*
- * Once its close is requested the listener takes no new request: its id
- * goes now (connections it handed out have their own ids). The close
- * completes after those connectors are closed; their endpoint references
- * keep the address reserved until then.
- */
-static void vlis_close_begin(struct ndk_obj *obj)
+/* The close began (l->lock held): the id goes now (connections it handed
+ * out have their own ids). */
+void ndk_verbs_listener_close(struct ndk_listener *lis)
 {
-	struct ndk_vlistener *l =
-		container_of(obj, struct ndk_vlistener, lis.obj);
-
-	ndk_lock(&l->lis.lock);
-	ndk_listener_set_state(&l->lis, NDK_LISTENER_CLOSING);
-	vlis_destroy_id(l);
-	ndk_unlock(&l->lis.lock);
+	vlis_destroy_id(container_of(lis, struct ndk_vlistener, lis));
 }
 
-static void vlis_close_end(struct ndk_obj *obj)
+NTSTATUS ndk_verbs_listener_init(struct ndk_listener *lis)
 {
-	struct ndk_vlistener *l =
-		container_of(obj, struct ndk_vlistener, lis.obj);
-
-	ndk_listener_close_end(&l->lis);
-}
-
-static void vlis_destroy(struct ndk_obj *obj)
-{
-	struct ndk_vlistener *l =
-		container_of(obj, struct ndk_vlistener, lis.obj);
-
-	ndk_listener_fini(&l->lis);
-	free(l);
-}
-
-static const struct ndk_obj_ops vlis_ops = {
-	.type = NdkObjectTypeListener,
-	.name = "listener",
-	.close_begin = vlis_close_begin,
-	.close_end = vlis_close_end,
-	.destroy = vlis_destroy,
-};
-
-NTSTATUS ndk_verbs_create_listener(struct ndk_adapter *ad,
-				   NDK_FN_CONNECT_EVENT_CALLBACK ConnectEvent,
-				   PVOID ConnectEventContext,
-				   NDK_LISTENER **ppNdkListener)
-{
-	struct ndk_obj *antes[] = { &ad->obj };
-	struct ndk_vlistener *l;
-	NTSTATUS status;
-
-	l = calloc(1, sizeof(*l));
-	if (!l)
-		return STATUS_INSUFFICIENT_RESOURCES;
-	l->ref.kind = NDK_VCM_LISTENER;
-	ndk_listener_init(&l->lis, ConnectEvent, ConnectEventContext);
-	status = ndk_obj_setup(&l->lis.obj, ad, &vlis_ops,
-			       &ndk_listener_dispatch, antes, 1);
-	if (status)
-		return status;
-	*ppNdkListener = &l->lis.obj.pub.listener;
+	container_of(lis, struct ndk_vlistener, lis)->ref.kind =
+		NDK_VCM_LISTENER;
 	return STATUS_SUCCESS;
+}
+
+void ndk_verbs_listener_fini(struct ndk_listener *lis)
+{
+	(void)lis;
 }

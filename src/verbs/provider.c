@@ -36,7 +36,10 @@ const struct ndk_provider_ops ndk_verbs_provider = {
 	.privileged_token = NDK_VERBS_PRIVILEGED_TOKEN,
 	.create_shared_endpoint = ndk_create_shared_endpoint,
 	.create_connector = ndk_verbs_create_connector,
-	.create_listener = ndk_verbs_create_listener,
+	.listener_size = sizeof(struct ndk_vlistener),
+	.listener_init = ndk_verbs_listener_init,
 	.listen = ndk_verbs_listen,
+	.listener_close = ndk_verbs_listener_close,
+	.listener_fini = ndk_verbs_listener_fini,
 	.lam_released = ndk_vlam_released,
 };
