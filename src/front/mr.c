@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Memory registration for every provider: NdkCreateMr (the PD's slot)
- * and the rules of access flags, NdkRegisterMr's arguments and
- * NdkFastRegister's geometry (front/mr.h).
+ * Memory registration for every provider: NdkCreateMr (the PD's slot),
+ * the MR's dispatch table with its states, and the rules of access flags,
+ * NdkRegisterMr's arguments and NdkFastRegister's geometry (front/mr.h).
  */
 #include <errno.h>
 #include "front/adapter.h"
@@ -96,3 +96,113 @@ int ndk_fr_geometry(ULONG count, ULONG fbo, uint64_t length, uint64_t base,
 	*need = (uint32_t)((fbo + length + PAGE_SIZE - 1) / PAGE_SIZE);
 	return 0;
 }
+
+void ndk_mr_init(struct ndk_mr *mr, bool fast)
+{
+	mr->fast = fast;
+	ndk_lock_init(&mr->lock, NDK_LOCK_MR);
+}
+
+void ndk_mr_fini(struct ndk_mr *mr)
+{
+	ndk_lock_destroy(&mr->lock);
+}
+
+/* Requests complete inline: no callback is ever made
+ * (NDK_FN_REQUEST_COMPLETION). */
+static NTSTATUS mr_register(NDK_MR *pNdkMr, MDL *Mdl, SIZE_T Length,
+			    ULONG Flags,
+			    NDK_FN_REQUEST_COMPLETION RequestCompletion,
+			    PVOID RequestContext)
+{
+	struct ndk_mr *mr = to_ndk_mr(pNdkMr);
+	NTSTATUS status;
+	unsigned int access;
+	uint64_t va;
+
+	/* NdkRegisterMr is for MRs created with FastRegister FALSE only. */
+	if (mr->fast)
+		return STATUS_INVALID_DEVICE_REQUEST;
+	ndk_lock(&mr->lock);
+	if (mr->registered || !ndk_obj_is_open(&mr->obj)) {
+		status = STATUS_INVALID_DEVICE_STATE;
+		goto out;
+	}
+	status = ndk_mr_register_args(mr->obj.adapter, Mdl, Length, Flags, &va,
+				      &access);
+	if (!status)
+		status = mr->obj.adapter->provider->mr_register(mr, va, Length,
+								access);
+	if (!status)
+		mr->registered = true;
+out:
+	ndk_unlock(&mr->lock);
+	return status;
+}
+
+static NTSTATUS mr_deregister(NDK_MR *pNdkMr,
+			      NDK_FN_REQUEST_COMPLETION RequestCompletion,
+			      PVOID RequestContext)
+{
+	struct ndk_mr *mr = to_ndk_mr(pNdkMr);
+	NTSTATUS status = STATUS_SUCCESS;
+
+	ndk_lock(&mr->lock);
+	/* Tolerated on a fast-register MR: drops its registration. Returns
+	 * once no access to the memory is in flight. */
+	if (!mr->fast && !mr->registered)
+		status = STATUS_INVALID_DEVICE_STATE;
+	else
+		mr->obj.adapter->provider->mr_deregister(mr);
+	mr->registered = false;
+	ndk_unlock(&mr->lock);
+	return status;
+}
+
+static NTSTATUS mr_init_fast_register(
+	NDK_MR *pNdkMr, ULONG AdapterPageCount, BOOLEAN RemoteAccess,
+	NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext)
+{
+	struct ndk_mr *mr = to_ndk_mr(pNdkMr);
+	NTSTATUS status;
+
+	if (!mr->fast)
+		return STATUS_INVALID_DEVICE_REQUEST;
+	if (!AdapterPageCount ||
+	    AdapterPageCount > mr->obj.adapter->info.FRMRPageCount)
+		return STATUS_IMPLEMENTATION_LIMIT;
+	ndk_lock(&mr->lock);
+	/* Re-initialising drops the current fast registration, if any. */
+	status = mr->obj.adapter->provider->mr_fr_init(mr, AdapterPageCount);
+	if (!status) {
+		mr->fr_max_pages = AdapterPageCount;
+		mr->fr_remote = RemoteAccess != FALSE;
+		mr->fr_ready = true;
+	}
+	ndk_unlock(&mr->lock);
+	return status;
+}
+
+static UINT32 mr_get_local_token(NDK_MR *pNdkMr)
+{
+	struct ndk_mr *mr = to_ndk_mr(pNdkMr);
+
+	return mr->obj.adapter->provider->mr_token(mr, false);
+}
+
+static UINT32 mr_get_remote_token(NDK_MR *pNdkMr)
+{
+	struct ndk_mr *mr = to_ndk_mr(pNdkMr);
+
+	return mr->obj.adapter->provider->mr_token(mr, true);
+}
+
+const NDK_MR_DISPATCH ndk_mr_dispatch = {
+	.NdkCloseMr = ndk_close_object,
+	.NdkQueryExtension = ndk_query_extension,
+	.NdkRegisterMr = mr_register,
+	.NdkDeregisterMr = mr_deregister,
+	.NdkInitializeFastRegisterMr = mr_init_fast_register,
+	.NdkGetRemoteTokenFromMr = mr_get_remote_token,
+	.NdkGetLocalTokenFromMr = mr_get_local_token,
+};

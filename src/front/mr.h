@@ -8,10 +8,42 @@
 #ifndef NDK_FRONT_MR_H
 #define NDK_FRONT_MR_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <ndk/ndk.h>
+#include "core/lock.h"
+#include "front/object.h"
 
 struct ndk_adapter;
+
+/*
+ * The MR as a consumer sees it, for every provider: a provider's MR
+ * embeds it first, and its dispatch table (ndk_mr_dispatch) is the front
+ * end's, which checks every call and its state before the provider's
+ * mr_register, mr_deregister, mr_fr_init and mr_token (front/provider.h).
+ */
+struct ndk_mr {
+	struct ndk_obj obj; /* must stay first */
+	bool fast; /* created with FastRegister TRUE */
+	/* NDK_LOCK_MR: the registration, the provider's part included. */
+	struct ndk_lock lock;
+	bool registered; /* not fast: NdkRegisterMr done, not deregistered */
+	/* NdkInitializeFastRegisterMr done, with these parameters. */
+	bool fr_ready, fr_remote;
+	uint32_t fr_max_pages;
+};
+
+static inline struct ndk_mr *to_ndk_mr(NDK_MR *mr)
+{
+	return container_of(mr, struct ndk_mr, obj.pub.mr);
+}
+
+extern const NDK_MR_DISPATCH ndk_mr_dispatch;
+
+/* A provider's create_mr: the front end's part of a new MR, before
+ * ndk_obj_setup; ndk_mr_fini in its destroy. */
+void ndk_mr_init(struct ndk_mr *mr, bool fast);
+void ndk_mr_fini(struct ndk_mr *mr);
 
 /* Access an NDK consumer asked for; local read is always allowed. */
 enum ndk_access {

@@ -13,11 +13,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <ndk/ndk.h>
 
 struct ndk_adapter;
 struct ndk_endpoint;
 struct ndk_listener;
+struct ndk_mr;
 struct ndk_obj;
 
 /* NdkCreateCq's arguments, checked (front/cq.c). */
@@ -88,6 +90,20 @@ struct ndk_provider_ops {
 	(struct ndk_adapter *ad, const struct ndk_cq_attr *attr, NDK_CQ **out);
 	NTSTATUS(*create_mr)
 	(struct ndk_obj *pd, bool fast_register, NDK_MR **out);
+	/*
+	 * An MR made by create_mr embeds struct ndk_mr (front/mr.h), whose
+	 * dispatch table calls these with mr->lock held (mr_token without)
+	 * once the call and the MR's state passed the front end's checks:
+	 * register [va, va + len) with the access bits (front/mr.h);
+	 * deregister (a fast-register MR's registration too), returning once
+	 * no access to the memory is in flight; make a fast-register MR
+	 * ready for count pages, dropping its current registration.
+	 */
+	NTSTATUS(*mr_register)
+	(struct ndk_mr *mr, uint64_t va, uint64_t len, unsigned int access);
+	void (*mr_deregister)(struct ndk_mr *mr);
+	NTSTATUS (*mr_fr_init)(struct ndk_mr *mr, ULONG count);
+	UINT32 (*mr_token)(struct ndk_mr *mr, bool remote);
 	/* NULL when the adapter announces no windows (MaxWindowSize 0);
 	 * the front end refuses NdkCreateMw with STATUS_NOT_SUPPORTED. */
 	NTSTATUS (*create_mw)(struct ndk_obj *pd, NDK_MW **out);

@@ -20,7 +20,9 @@ static void sw_adapter_info(NDK_ADAPTER_INFO *info)
 	info->DeviceId = 0x4e444b; /* "NDK" */
 	info->MaxRegistrationSize = (SIZE_T)1 << 40;
 	info->MaxWindowSize = (SIZE_T)1 << 40;
-	info->FRMRPageCount = 256;
+	/* What NdkInitializeFastRegisterMr accepts. */
+	info->FRMRPageCount = (ULONG)MIN(info->MaxRegistrationSize / PAGE_SIZE,
+					 (SIZE_T)SW_MR_FR_MAX_PAGES);
 	info->MaxInitiatorRequestSge = 16;
 	info->MaxReceiveRequestSge = 16;
 	info->MaxReadRequestSge = 16;

@@ -10,6 +10,13 @@
 
 struct sw_stag_table;
 
+/*
+ * NdkInitializeFastRegisterMr's largest AdapterPageCount, as the
+ * adapter's FRMRPageCount: 2^18 pages (1 GiB), or MaxRegistrationSize /
+ * PAGE_SIZE if that is smaller; the pages' list is allocated per MR.
+ */
+#define SW_MR_FR_MAX_PAGES (1u << 18)
+
 static inline struct sw_stag_table *sw_stags(const struct ndk_adapter *ad)
 {
 	return ad->priv;

@@ -34,13 +34,6 @@ int sw_access_from_op_flags(ULONG flags, uint32_t *access)
 	return 0;
 }
 
-uint32_t sw_mr_fr_max_pages(const struct ndk_adapter *ad)
-{
-	uint64_t n = ad->info.MaxRegistrationSize / PAGE_SIZE;
-
-	return n < SW_MR_FR_MAX_PAGES ? (uint32_t)n : SW_MR_FR_MAX_PAGES;
-}
-
 uint32_t sw_mr_token(struct sw_mr *mr)
 {
 	return atomic_load_explicit(&mr->stag, memory_order_acquire);
@@ -48,7 +41,7 @@ uint32_t sw_mr_token(struct sw_mr *mr)
 
 static void mr_close_begin(struct ndk_obj *obj)
 {
-	struct sw_mr *mr = container_of(obj, struct sw_mr, obj);
+	struct sw_mr *mr = container_of(obj, struct sw_mr, base.obj);
 
 	/*
 	 * Closing deregisters: the consumer may free the memory as soon as
@@ -59,11 +52,11 @@ static void mr_close_begin(struct ndk_obj *obj)
 
 static void mr_destroy(struct ndk_obj *obj)
 {
-	struct sw_mr *mr = container_of(obj, struct sw_mr, obj);
+	struct sw_mr *mr = container_of(obj, struct sw_mr, base.obj);
 
 	if (mr->has_stag)
 		sw_stag_free(mr->stags, sw_mr_token(mr));
-	ndk_lock_destroy(&mr->lock);
+	ndk_mr_fini(&mr->base);
 	free(mr->pages);
 	free(mr);
 }
@@ -75,118 +68,56 @@ static const struct ndk_obj_ops mr_ops = {
 	.destroy = mr_destroy,
 };
 
-/* Requests complete inline: no callback is ever made
- * (NDK_FN_REQUEST_COMPLETION). */
-static NTSTATUS mr_register(NDK_MR *pNdkMr, MDL *Mdl, SIZE_T Length,
-			    ULONG Flags,
-			    NDK_FN_REQUEST_COMPLETION RequestCompletion,
-			    PVOID RequestContext)
+/* NdkRegisterMr's registration (front/mr.c checked it; mr->lock held):
+ * the MR's STag comes to name the range. */
+NTSTATUS sw_mr_register(struct ndk_mr *base, uint64_t va, uint64_t len,
+			unsigned int access)
 {
-	struct sw_mr *mr = to_sw_mr(pNdkMr);
-	struct sw_stag_mem m = { 0 };
-	NTSTATUS status = STATUS_SUCCESS;
-	unsigned int access;
-	uint32_t stag;
-	uint64_t va;
+	struct sw_mr *mr = container_of(base, struct sw_mr, base);
+	struct sw_stag_mem m = {
+		.base_va = va,
+		.length = len,
+		.access = sw_access(access),
+		.host = (uintptr_t)va,
+	};
+	uint32_t stag = sw_mr_token(mr);
 
-	/* NdkRegisterMr is for MRs created with FastRegister FALSE only. */
-	if (mr->fast)
-		return STATUS_INVALID_DEVICE_REQUEST;
-	ndk_lock(&mr->lock);
-	if (mr->registered || !ndk_obj_is_open(&mr->obj)) {
-		status = STATUS_INVALID_DEVICE_STATE;
-		goto out;
-	}
-	status = ndk_mr_register_args(mr->obj.adapter, Mdl, Length, Flags, &va,
-				      &access);
-	if (status)
-		goto out;
-	m.base_va = va;
-	m.length = Length;
-	m.access = sw_access(access);
-	m.host = (uintptr_t)va;
-	stag = sw_mr_token(mr);
-	if (sw_stag_validate(mr->stags, &stag, &m)) {
-		status = STATUS_INVALID_DEVICE_STATE;
-		goto out;
-	}
+	if (sw_stag_validate(mr->stags, &stag, &m))
+		return STATUS_INVALID_DEVICE_STATE;
 	atomic_store_explicit(&mr->stag, stag, memory_order_release);
-	mr->registered = true;
-out:
-	ndk_unlock(&mr->lock);
-	return status;
+	return STATUS_SUCCESS;
 }
 
-static NTSTATUS mr_deregister(NDK_MR *pNdkMr,
-			      NDK_FN_REQUEST_COMPLETION RequestCompletion,
-			      PVOID RequestContext)
+/* Returns once no access to the memory is in flight. */
+void sw_mr_deregister(struct ndk_mr *base)
 {
-	struct sw_mr *mr = to_sw_mr(pNdkMr);
-	NTSTATUS status = STATUS_SUCCESS;
+	struct sw_mr *mr = container_of(base, struct sw_mr, base);
 
-	ndk_lock(&mr->lock);
-	if (mr->fast) {
-		/* Tolerated on a fast-register MR: drops its registration. */
-		sw_stag_revoke(mr->stags, sw_mr_token(mr));
-	} else if (!mr->registered) {
-		status = STATUS_INVALID_DEVICE_STATE;
-	} else {
-		/* Returns once no access to the memory is in flight. */
-		sw_stag_revoke(mr->stags, sw_mr_token(mr));
-		mr->registered = false;
-	}
-	ndk_unlock(&mr->lock);
-	return status;
-}
-
-static NTSTATUS mr_init_fast_register(
-	NDK_MR *pNdkMr, ULONG AdapterPageCount, BOOLEAN RemoteAccess,
-	NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext)
-{
-	struct sw_mr *mr = to_sw_mr(pNdkMr);
-	NTSTATUS status = STATUS_SUCCESS;
-
-	if (!mr->fast)
-		return STATUS_INVALID_DEVICE_REQUEST;
-	if (!AdapterPageCount ||
-	    AdapterPageCount > sw_mr_fr_max_pages(mr->obj.adapter))
-		return STATUS_IMPLEMENTATION_LIMIT;
-	ndk_lock(&mr->lock);
-	/* Re-initialising drops the current fast registration, if any. */
 	sw_stag_revoke(mr->stags, sw_mr_token(mr));
-	if (mr->pages_cap < AdapterPageCount) {
-		uint64_t *p = malloc(AdapterPageCount * sizeof(*p));
-
-		if (!p) {
-			status = STATUS_INSUFFICIENT_RESOURCES;
-			goto out;
-		}
-		free(mr->pages);
-		mr->pages = p;
-		mr->pages_cap = AdapterPageCount;
-	}
-	mr->fr_max_pages = AdapterPageCount;
-	mr->fr_remote = RemoteAccess != FALSE;
-	mr->fr_ready = true;
-out:
-	ndk_unlock(&mr->lock);
-	return status;
 }
 
-static UINT32 mr_get_token(NDK_MR *pNdkMr)
+NTSTATUS sw_mr_fr_init(struct ndk_mr *base, ULONG count)
 {
-	return sw_mr_token(to_sw_mr(pNdkMr));
+	struct sw_mr *mr = container_of(base, struct sw_mr, base);
+	uint64_t *p;
+
+	sw_stag_revoke(mr->stags, sw_mr_token(mr));
+	if (mr->pages_cap >= count)
+		return STATUS_SUCCESS;
+	p = malloc(count * sizeof(*p));
+	if (!p)
+		return STATUS_INSUFFICIENT_RESOURCES;
+	free(mr->pages);
+	mr->pages = p;
+	mr->pages_cap = count;
+	return STATUS_SUCCESS;
 }
 
-static const NDK_MR_DISPATCH mr_dispatch = {
-	.NdkCloseMr = ndk_close_object,
-	.NdkQueryExtension = ndk_query_extension,
-	.NdkRegisterMr = mr_register,
-	.NdkDeregisterMr = mr_deregister,
-	.NdkInitializeFastRegisterMr = mr_init_fast_register,
-	.NdkGetRemoteTokenFromMr = mr_get_token,
-	.NdkGetLocalTokenFromMr = mr_get_token,
-};
+UINT32 sw_mr_get_token(struct ndk_mr *base, bool remote)
+{
+	(void)remote; /* one STag serves both */
+	return sw_mr_token(container_of(base, struct sw_mr, base));
+}
 
 NTSTATUS sw_create_mr(struct ndk_obj *pd_obj, bool fast_register,
 		      NDK_MR **ppNdkMr)
@@ -202,23 +133,24 @@ NTSTATUS sw_create_mr(struct ndk_obj *pd_obj, bool fast_register,
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return STATUS_INSUFFICIENT_RESOURCES;
-	ndk_lock_init(&mr->lock, NDK_LOCK_MR);
+	ndk_mr_init(&mr->base, fast_register);
 	mr->stags = sw_stags(ad);
 	mr->pd_id = pd->id;
-	mr->fast = fast_register;
 	/* The index is taken now so registration cannot run out of them. */
-	if (sw_stag_alloc(sw_stags(ad), mr->fast ? SW_STAG_FRMR : SW_STAG_MR,
-			  pd->id, &stag)) {
-		ndk_lock_destroy(&mr->lock);
+	if (sw_stag_alloc(sw_stags(ad),
+			  mr->base.fast ? SW_STAG_FRMR : SW_STAG_MR, pd->id,
+			  &stag)) {
+		ndk_mr_fini(&mr->base);
 		free(mr);
 		return STATUS_INSUFFICIENT_RESOURCES;
 	}
 	atomic_init(&mr->stag, stag);
 	mr->has_stag = true;
-	status = ndk_obj_setup(&mr->obj, ad, &mr_ops, &mr_dispatch, antes, 1);
+	status = ndk_obj_setup(&mr->base.obj, ad, &mr_ops, &ndk_mr_dispatch,
+			       antes, 1);
 	if (status)
 		return status;
-	*ppNdkMr = &mr->obj.pub.mr;
+	*ppNdkMr = &mr->base.obj.pub.mr;
 	return STATUS_SUCCESS;
 }
 
@@ -258,16 +190,16 @@ int sw_mr_fast_register(struct sw_mr *mr, const NDK_LOGICAL_ADDRESS *pages,
 	bool contig;
 	int err;
 
-	if (!mr || !mr->fast || !pages)
+	if (!mr || !mr->base.fast || !pages)
 		return -EINVAL;
 	if (sw_access_from_op_flags(flags, &access))
 		return -EINVAL;
-	ndk_lock(&mr->lock);
+	ndk_lock(&mr->base.lock);
 	err = -EINVAL;
-	if (!mr->fr_ready || count > mr->fr_max_pages ||
+	if (!mr->base.fr_ready || count > mr->base.fr_max_pages ||
 	    ndk_fr_geometry(count, fbo, length, base_va, &need))
 		goto out;
-	if ((access & SW_ACCESS_REMOTE) && !mr->fr_remote) {
+	if ((access & SW_ACCESS_REMOTE) && !mr->base.fr_remote) {
 		err = -EACCES;
 		goto out;
 	}
@@ -299,16 +231,16 @@ int sw_mr_fast_register(struct sw_mr *mr, const NDK_LOGICAL_ADDRESS *pages,
 	if (!err)
 		atomic_store_explicit(&mr->stag, stag, memory_order_release);
 out:
-	ndk_unlock(&mr->lock);
+	ndk_unlock(&mr->base.lock);
 	return err;
 }
 
 int sw_mr_invalidate(struct sw_mr *mr)
 {
-	if (!mr || !mr->fast)
+	if (!mr || !mr->base.fast)
 		return -EINVAL;
-	ndk_lock(&mr->lock);
+	ndk_lock(&mr->base.lock);
 	sw_stag_revoke(mr->stags, sw_mr_token(mr));
-	ndk_unlock(&mr->lock);
+	ndk_unlock(&mr->base.lock);
 	return 0;
 }

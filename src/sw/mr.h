@@ -27,47 +27,31 @@
 #include <stdatomic.h>
 #include "core/lock.h"
 #include "front/mdl.h"
+#include "front/mr.h"
 #include "front/object.h"
 
 struct ndk_adapter;
 struct sw_stag_table;
 
-/*
- * Cap on NdkInitializeFastRegisterMr's AdapterPageCount: 2^18 pages
- * (1 GiB at 4 KiB pages, a 2 MiB page list), or MaxRegistrationSize /
- * PAGE_SIZE if that is smaller. Larger counts get
- * STATUS_IMPLEMENTATION_LIMIT.
- */
-#define SW_MR_FR_MAX_PAGES (1u << 18)
-
 struct sw_mr {
-	struct ndk_obj obj;
+	/* First: the consumer-visible part (front/mr.h): the lock, the
+	 * registration state, the fast-register parameters. */
+	struct ndk_mr base;
 	struct sw_stag_table *stags;
 	uint32_t pd_id;
-	bool fast; /* created with FastRegister TRUE */
 	bool has_stag;
 	atomic_uint stag; /* current token; its key changes per registration */
-
-	/* lock serialises every state change of this MR. */
-	struct ndk_lock lock;
-	bool registered; /* normal MR: NdkRegisterMr done, not deregistered */
-	bool fr_ready; /* NdkInitializeFastRegisterMr done */
-	bool fr_remote; /* ... with RemoteAccess TRUE */
-	uint32_t fr_max_pages; /* ... with this AdapterPageCount */
 	uint64_t *pages; /* fast-register page list (host addresses) */
 	uint32_t pages_cap;
 };
 
 static inline struct sw_mr *to_sw_mr(NDK_MR *mr)
 {
-	return container_of(mr, struct sw_mr, obj.pub.mr);
+	return container_of(mr, struct sw_mr, base.obj.pub.mr);
 }
 
 /* The MR's current token (both NdkGetLocal/RemoteTokenFromMr). */
 uint32_t sw_mr_token(struct sw_mr *mr);
-
-/* The largest AdapterPageCount this adapter accepts. */
-uint32_t sw_mr_fr_max_pages(const struct ndk_adapter *ad);
 
 /*
  * NDK_OP_FLAG_* of NdkFastRegister / NdkBind to SW_ACCESS_*, by the front

@@ -84,7 +84,7 @@ int sw_mw_bind(struct sw_mw *mw, struct sw_mr *mr, uint64_t va, uint64_t len,
 	bool linked = false;
 	int err;
 
-	if (!mw || !mr || mw->obj.adapter != mr->obj.adapter)
+	if (!mw || !mr || mw->obj.adapter != mr->base.obj.adapter)
 		return -EINVAL;
 	if (sw_access_from_op_flags(flags, &access))
 		return -EINVAL;
@@ -99,7 +99,7 @@ int sw_mw_bind(struct sw_mw *mw, struct sw_mr *mr, uint64_t va, uint64_t len,
 	if (mw->mr != mr) {
 		/* NdkBind makes the MR an antecedent of the MW (NDKPI
 		 * Terminology). */
-		if (ndk_obj_link(&mw->obj, &mr->obj)) {
+		if (ndk_obj_link(&mw->obj, &mr->base.obj)) {
 			err = -EINVAL;
 			goto out;
 		}
@@ -109,13 +109,13 @@ int sw_mw_bind(struct sw_mw *mw, struct sw_mr *mr, uint64_t va, uint64_t len,
 	err = sw_stag_bind(mw->stags, &stag, sw_mr_token(mr), va, len, access);
 	if (err) {
 		if (linked)
-			ndk_obj_unlink(&mw->obj, &mr->obj);
+			ndk_obj_unlink(&mw->obj, &mr->base.obj);
 		goto out;
 	}
 	atomic_store_explicit(&mw->stag, stag, memory_order_release);
 	if (linked) {
 		if (mw->mr)
-			ndk_obj_unlink(&mw->obj, &mw->mr->obj);
+			ndk_obj_unlink(&mw->obj, &mw->mr->base.obj);
 		mw->mr = mr;
 	}
 out:

@@ -10,6 +10,7 @@
 #define SW_SW_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <ndk/ndk.h>
 
 struct ndk_adapter;
@@ -23,6 +24,12 @@ struct ndk_srq_attr;
 NTSTATUS sw_create_cq(struct ndk_adapter *ad, const struct ndk_cq_attr *attr,
 		      NDK_CQ **out);
 NTSTATUS sw_create_mr(struct ndk_obj *pd, bool fast_register, NDK_MR **out);
+struct ndk_mr;
+NTSTATUS sw_mr_register(struct ndk_mr *mr, uint64_t va, uint64_t len,
+			unsigned int access);
+void sw_mr_deregister(struct ndk_mr *mr);
+NTSTATUS sw_mr_fr_init(struct ndk_mr *mr, ULONG count);
+UINT32 sw_mr_get_token(struct ndk_mr *mr, bool remote);
 NTSTATUS sw_create_mw(struct ndk_obj *pd, NDK_MW **out);
 UINT32 sw_mw_remote_token(struct ndk_obj *mw);
 NTSTATUS sw_create_srq(struct ndk_obj *pd, const struct ndk_srq_attr *attr,

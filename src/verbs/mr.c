@@ -53,7 +53,7 @@ static void mr_deregister_locked(struct ndk_vmr *mr)
 {
 	int ret;
 
-	NDK_ASSERT_LOCKED(&mr->lock);
+	NDK_ASSERT_LOCKED(&mr->base.lock);
 	if (!mr->mr)
 		return;
 	ret = ibv_dereg_mr(mr->mr);
@@ -65,79 +65,40 @@ static void mr_deregister_locked(struct ndk_vmr *mr)
 	atomic_store(&mr->rkey, 0);
 }
 
-/* Registration completes inline: no callback (NDK_FN_REQUEST_COMPLETION). */
-static NTSTATUS mr_register(NDK_MR *pNdkMr, MDL *Mdl, SIZE_T Length,
-			    ULONG Flags,
-			    NDK_FN_REQUEST_COMPLETION RequestCompletion,
-			    PVOID RequestContext)
+/* NdkRegisterMr's registration (front/mr.c checked it; mr->lock held). */
+NTSTATUS ndk_verbs_mr_register(struct ndk_mr *base, uint64_t va, uint64_t len,
+			       unsigned int acc)
 {
-	struct ndk_vmr *mr = to_vmr(pNdkMr);
-	struct ndk_adapter *ad = mr->obj.adapter;
-	NTSTATUS status = STATUS_SUCCESS;
-	unsigned int acc;
-	uint64_t va;
-	int access;
+	struct ndk_vmr *mr = container_of(base, struct ndk_vmr, base);
+	int access = ibv_access(acc, to_vad(base->obj.adapter), true);
 
-	/* NdkRegisterMr is for MRs created with FastRegister FALSE only. */
-	if (mr->fast)
-		return STATUS_INVALID_DEVICE_REQUEST;
-	ndk_lock(&mr->lock);
-	if (mr->mr || !ndk_obj_is_open(&mr->obj)) {
-		status = STATUS_INVALID_DEVICE_STATE;
-		goto out;
-	}
-	status = ndk_mr_register_args(ad, Mdl, Length, Flags, &va, &acc);
-	if (status)
-		goto out;
-	access = ibv_access(acc, to_vad(ad), true);
-	mr->mr = ndk_verbs_reg(mr->pd->pd, va, Length, va, access);
-	if (!mr->mr) {
-		status = ndk_verbs_errno_status(errno, NDK_VERBS_CREATE);
-		goto out;
-	}
+	mr->mr = ndk_verbs_reg(mr->pd->pd, va, len, va, access);
+	if (!mr->mr)
+		return ndk_verbs_errno_status(errno, NDK_VERBS_CREATE);
 	atomic_store(&mr->lkey, mr->mr->lkey);
 	atomic_store(&mr->rkey, mr->mr->rkey);
 	mr->local_write = access & IBV_ACCESS_LOCAL_WRITE;
-out:
-	ndk_unlock(&mr->lock);
-	return status;
-}
-
-static NTSTATUS mr_deregister(NDK_MR *pNdkMr,
-			      NDK_FN_REQUEST_COMPLETION RequestCompletion,
-			      PVOID RequestContext)
-{
-	struct ndk_vmr *mr = to_vmr(pNdkMr);
-	NTSTATUS status = STATUS_SUCCESS;
-
-	ndk_lock(&mr->lock);
-	if (!mr->fast && !mr->mr)
-		status = STATUS_INVALID_DEVICE_STATE;
-	else
-		mr_deregister_locked(mr);
-	ndk_unlock(&mr->lock);
-	return status;
-}
-
-static NTSTATUS mr_init_fast_register(
-	NDK_MR *pNdkMr, ULONG AdapterPageCount, BOOLEAN RemoteAccess,
-	NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext)
-{
-	struct ndk_vmr *mr = to_vmr(pNdkMr);
-
-	if (!mr->fast)
-		return STATUS_INVALID_DEVICE_REQUEST;
-	if (!AdapterPageCount ||
-	    AdapterPageCount > mr->obj.adapter->info.FRMRPageCount)
-		return STATUS_IMPLEMENTATION_LIMIT;
-	ndk_lock(&mr->lock);
-	/* Re-initialising drops the current fast registration, if any. */
-	mr_deregister_locked(mr);
-	mr->fr_max_pages = AdapterPageCount;
-	mr->fr_remote = RemoteAccess != FALSE;
-	mr->fr_ready = true;
-	ndk_unlock(&mr->lock);
 	return STATUS_SUCCESS;
+}
+
+void ndk_verbs_mr_deregister(struct ndk_mr *base)
+{
+	mr_deregister_locked(container_of(base, struct ndk_vmr, base));
+}
+
+/* Re-initialising drops the current fast registration, if any. */
+NTSTATUS ndk_verbs_mr_fr_init(struct ndk_mr *base, ULONG count)
+{
+	(void)count;
+	mr_deregister_locked(container_of(base, struct ndk_vmr, base));
+	return STATUS_SUCCESS;
+}
+
+UINT32 ndk_verbs_mr_token(struct ndk_mr *base, bool remote)
+{
+	struct ndk_vmr *mr = container_of(base, struct ndk_vmr, base);
+
+	return atomic_load(remote ? &mr->rkey : &mr->lkey);
 }
 
 /* Every page used aligned (-EINVAL), mapped (-EFAULT), and each the one
@@ -170,14 +131,16 @@ NTSTATUS ndk_vmr_fast_register_locked(struct ndk_vmr *mr, struct ndk_vpd *pd,
 	uint32_t need;
 	int access, ret;
 
-	NDK_ASSERT_LOCKED(&mr->lock);
-	if (!mr->fast || !pages || !mr->fr_ready || count > mr->fr_max_pages ||
+	NDK_ASSERT_LOCKED(&mr->base.lock);
+	if (!mr->base.fast || !pages || !mr->base.fr_ready ||
+	    count > mr->base.fr_max_pages ||
 	    ndk_access_from_op_flags(flags, &acc) ||
 	    ndk_fr_geometry(count, fbo, length, base, &need))
 		return STATUS_INVALID_PARAMETER;
-	access = ibv_access(acc, to_vad(mr->obj.adapter), mr->fr_remote);
+	access = ibv_access(acc, to_vad(mr->base.obj.adapter),
+			    mr->base.fr_remote);
 	if ((access & (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE)) &&
-	    !mr->fr_remote)
+	    !mr->base.fr_remote)
 		return STATUS_ACCESS_VIOLATION;
 	/* The MR's PD must be the QP's, as for a bind. */
 	if (mr->pd != pd)
@@ -213,40 +176,30 @@ struct ibv_mr *ndk_vmr_invalidate_locked(struct ndk_vmr *mr)
 {
 	struct ibv_mr *old = mr->mr;
 
-	NDK_ASSERT_LOCKED(&mr->lock);
+	NDK_ASSERT_LOCKED(&mr->base.lock);
 	/* The tokens keep their values, which now name nothing. */
 	mr->mr = NULL;
 	return old;
-}
-
-static UINT32 mr_get_local_token(NDK_MR *pNdkMr)
-{
-	return atomic_load(&to_vmr(pNdkMr)->lkey);
-}
-
-static UINT32 mr_get_remote_token(NDK_MR *pNdkMr)
-{
-	return atomic_load(&to_vmr(pNdkMr)->rkey);
 }
 
 /* Closing deregisters: the consumer may free the memory as soon as the
  * close completes. */
 static void mr_close_begin(struct ndk_obj *obj)
 {
-	struct ndk_vmr *mr = container_of(obj, struct ndk_vmr, obj);
+	struct ndk_vmr *mr = container_of(obj, struct ndk_vmr, base.obj);
 
-	ndk_lock(&mr->lock);
+	ndk_lock(&mr->base.lock);
 	mr_deregister_locked(mr);
-	ndk_unlock(&mr->lock);
+	ndk_unlock(&mr->base.lock);
 }
 
 static void mr_destroy(struct ndk_obj *obj)
 {
-	struct ndk_vmr *mr = container_of(obj, struct ndk_vmr, obj);
+	struct ndk_vmr *mr = container_of(obj, struct ndk_vmr, base.obj);
 
 	if (mr->mr)
 		ibv_dereg_mr(mr->mr);
-	ndk_lock_destroy(&mr->lock);
+	ndk_mr_fini(&mr->base);
 	free(mr);
 }
 
@@ -255,16 +208,6 @@ static const struct ndk_obj_ops mr_ops = {
 	.name = "mr",
 	.close_begin = mr_close_begin,
 	.destroy = mr_destroy,
-};
-
-static const NDK_MR_DISPATCH mr_dispatch = {
-	.NdkCloseMr = ndk_close_object,
-	.NdkQueryExtension = ndk_query_extension,
-	.NdkRegisterMr = mr_register,
-	.NdkDeregisterMr = mr_deregister,
-	.NdkInitializeFastRegisterMr = mr_init_fast_register,
-	.NdkGetRemoteTokenFromMr = mr_get_remote_token,
-	.NdkGetLocalTokenFromMr = mr_get_local_token,
 };
 
 NTSTATUS ndk_verbs_create_mr(struct ndk_obj *pd_obj, bool fast_register,
@@ -279,13 +222,12 @@ NTSTATUS ndk_verbs_create_mr(struct ndk_obj *pd_obj, bool fast_register,
 	if (!mr)
 		return STATUS_INSUFFICIENT_RESOURCES;
 	mr->pd = pd;
-	mr->fast = fast_register;
-	ndk_lock_init(&mr->lock, NDK_LOCK_MR);
+	ndk_mr_init(&mr->base, fast_register);
 	antes[0] = &pd->obj;
-	status = ndk_obj_setup(&mr->obj, pd->obj.adapter, &mr_ops, &mr_dispatch,
-			       antes, 1);
+	status = ndk_obj_setup(&mr->base.obj, pd->obj.adapter, &mr_ops,
+			       &ndk_mr_dispatch, antes, 1);
 	if (status)
 		return status;
-	*ppNdkMr = &mr->obj.pub.mr;
+	*ppNdkMr = &mr->base.obj.pub.mr;
 	return STATUS_SUCCESS;
 }

@@ -10,25 +10,23 @@
 #include <stdatomic.h>
 #include "core/lock.h"
 #include "front/object.h"
+#include "front/mr.h"
 #include "verbs/verbs.h"
 
 struct ndk_vmr {
-	struct ndk_obj obj;
+	/* First: the consumer-visible part (front/mr.h); its lock covers
+	 * the registration below. */
+	struct ndk_mr base;
 	struct ndk_vpd *pd;
-	bool fast; /* created with FastRegister TRUE */
-	struct ndk_lock lock; /* registration */
-	struct ibv_mr *mr; /* NULL until NdkRegisterMr */
+	struct ibv_mr *mr; /* NULL until registered */
 	bool local_write; /* registered with it (windows with remote write) */
-	/* NdkInitializeFastRegisterMr done, with these parameters. */
-	bool fr_ready, fr_remote;
-	uint32_t fr_max_pages;
 	/* The tokens, read lock-free by the consumer's data path. */
 	_Atomic uint32_t lkey, rkey;
 };
 
 static inline struct ndk_vmr *to_vmr(NDK_MR *mr)
 {
-	return container_of(mr, struct ndk_vmr, obj.pub.mr);
+	return container_of(mr, struct ndk_vmr, base.obj.pub.mr);
 }
 
 /* The largest AdapterPageCount (FRMRPageCount) for a device whose
@@ -56,8 +54,13 @@ void ndk_vmr_fast_register_undo(struct ndk_vmr *mr);
  */
 struct ibv_mr *ndk_vmr_invalidate_locked(struct ndk_vmr *mr);
 
-/* The provider's create (front/provider.h, front/mr.c). */
+/* The provider's MR ops (front/provider.h, front/mr.c). */
 NTSTATUS ndk_verbs_create_mr(struct ndk_obj *pd, bool fast_register,
 			     NDK_MR **ppNdkMr);
+NTSTATUS ndk_verbs_mr_register(struct ndk_mr *mr, uint64_t va, uint64_t len,
+			       unsigned int access);
+void ndk_verbs_mr_deregister(struct ndk_mr *mr);
+NTSTATUS ndk_verbs_mr_fr_init(struct ndk_mr *mr, ULONG count);
+UINT32 ndk_verbs_mr_token(struct ndk_mr *mr, bool remote);
 
 #endif /* NDK_VERBS_MR_H */

@@ -106,21 +106,21 @@ NTSTATUS ndk_vmw_bind_begin(struct ndk_vmw_bind *b, NDK_MW *pMw, NDK_MR *pMr,
 	if (len > mw->obj.adapter->info.MaxWindowSize || mr->pd != mw->pd)
 		return STATUS_INVALID_PARAMETER;
 
-	ndk_lock(&mr->lock);
+	ndk_lock(&mr->base.lock);
 	mr_start = mr->mr ? (uint64_t)(uintptr_t)mr->mr->addr : 0;
 	if (!mr->mr || start < mr_start || len > mr->mr->length ||
 	    start - mr_start > mr->mr->length - len) {
-		ndk_unlock(&mr->lock);
+		ndk_unlock(&mr->base.lock);
 		return STATUS_INVALID_PARAMETER;
 	}
 	if ((access & IBV_ACCESS_REMOTE_WRITE) && !mr->local_write) {
-		ndk_unlock(&mr->lock);
+		ndk_unlock(&mr->base.lock);
 		return STATUS_ACCESS_VIOLATION;
 	}
 	memset(wr, 0, sizeof(*wr));
 	wr->opcode = IBV_WR_BIND_MW;
 	wr->bind_mw.bind_info.mr = mr->mr;
-	ndk_unlock(&mr->lock);
+	ndk_unlock(&mr->base.lock);
 
 	memset(b, 0, sizeof(*b));
 	b->mw = mw;
@@ -129,7 +129,7 @@ NTSTATUS ndk_vmw_bind_begin(struct ndk_vmw_bind *b, NDK_MW *pMw, NDK_MR *pMr,
 	if (mw->mr != mr) {
 		/* NdkBind makes the MR an antecedent of the MW (NDKPI
 		 * Terminology). */
-		if (ndk_obj_link(&mw->obj, &mr->obj)) {
+		if (ndk_obj_link(&mw->obj, &mr->base.obj)) {
 			ndk_unlock(&mw->lock);
 			return STATUS_INVALID_PARAMETER;
 		}
@@ -155,11 +155,11 @@ void ndk_vmw_bind_end(struct ndk_vmw_bind *b, NTSTATUS status)
 		atomic_store_explicit(&mw->rkey, b->rkey, memory_order_release);
 		if (b->linked) {
 			if (mw->mr)
-				ndk_obj_unlink(&mw->obj, &mw->mr->obj);
+				ndk_obj_unlink(&mw->obj, &mw->mr->base.obj);
 			mw->mr = b->mr;
 		}
 	} else if (b->linked) {
-		ndk_obj_unlink(&mw->obj, &b->mr->obj);
+		ndk_obj_unlink(&mw->obj, &b->mr->base.obj);
 	}
 	ndk_unlock(&mw->lock);
 }

@@ -436,7 +436,7 @@ static NTSTATUS vqp_fast_register(NDK_QP *pNdkQp, PVOID RequestContext,
 	if (ndk_vqp_state(qp) != VQP_CONNECTED)
 		return STATUS_CONNECTION_INVALID;
 	mr = to_vmr(pMr);
-	ndk_lock(&mr->lock);
+	ndk_lock(&mr->base.lock);
 	status = ndk_vmr_fast_register_locked(
 		mr, qp->pd, AdapterPageArray, AdapterPageCount, FBO, Length,
 		(uint64_t)(uintptr_t)BaseVirtualAddress, Flags, !qp->vad->siw);
@@ -446,7 +446,7 @@ static NTSTATUS vqp_fast_register(NDK_QP *pNdkQp, PVOID RequestContext,
 		if (status)
 			ndk_vmr_fast_register_undo(mr);
 	}
-	ndk_unlock(&mr->lock);
+	ndk_unlock(&mr->base.lock);
 	return status;
 }
 
@@ -459,13 +459,13 @@ static NTSTATUS vqp_invalidate_mr(struct ndk_vqp *qp, PVOID ctx,
 
 	if (ndk_vqp_state(qp) != VQP_CONNECTED)
 		return STATUS_CONNECTION_INVALID;
-	ndk_lock(&mr->lock);
+	ndk_lock(&mr->base.lock);
 	old = ndk_vmr_invalidate_locked(mr);
 	status = vqp_post_marker(qp, NdkOperationTypeInvalidate, ctx, flags,
 				 old);
 	if (status && old)
 		mr->mr = old; /* not posted: still registered */
-	ndk_unlock(&mr->lock);
+	ndk_unlock(&mr->base.lock);
 	return status;
 }
 
@@ -487,7 +487,7 @@ static NTSTATUS vqp_invalidate(NDK_QP *pNdkQp, PVOID RequestContext,
 	if (pNdkMrOrMw->ObjectType == NdkObjectTypeMr) {
 		struct ndk_vmr *mr = to_vmr((NDK_MR *)pNdkMrOrMw);
 
-		if (!mr->fast)
+		if (!mr->base.fast)
 			return STATUS_INVALID_DEVICE_REQUEST;
 		return vqp_invalidate_mr(qp, RequestContext, mr, Flags);
 	}

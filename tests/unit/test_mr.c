@@ -658,11 +658,12 @@ static void test_fr_init(void **state)
 {
 	struct fixture *f = *state;
 	NDK_MR *fr = mr_new(f->pd, TRUE);
-	uint32_t max = sw_mr_fr_max_pages(f->ad);
+	uint32_t max = f->ad->info.FRMRPageCount;
 	NDK_FN_INITIALIZE_FAST_REGISTER_MR init =
 		fr->Dispatch->NdkInitializeFastRegisterMr;
 
-	assert_true(max >= f->ad->info.FRMRPageCount);
+	/* The announced limit is the one enforced. */
+	assert_true(max >= 16);
 	assert_true(max <= SW_MR_FR_MAX_PAGES);
 	assert_int_equal(init(fr, 0, FALSE, NULL, NULL),
 			 STATUS_IMPLEMENTATION_LIMIT);
@@ -673,11 +674,11 @@ static void test_fr_init(void **state)
 	assert_int_equal(init(fr, max, TRUE, NULL, NULL), STATUS_SUCCESS);
 	/* Repeated calls are fine; the latest count is the limit. */
 	assert_int_equal(init(fr, 4, FALSE, NULL, NULL), STATUS_SUCCESS);
-	assert_int_equal(to_sw_mr(fr)->fr_max_pages, 4);
-	assert_false(to_sw_mr(fr)->fr_remote);
+	assert_int_equal(to_sw_mr(fr)->base.fr_max_pages, 4);
+	assert_false(to_sw_mr(fr)->base.fr_remote);
 	assert_int_equal(init(fr, f->ad->info.FRMRPageCount, TRUE, NULL, NULL),
 			 STATUS_SUCCESS);
-	assert_true(to_sw_mr(fr)->fr_remote);
+	assert_true(to_sw_mr(fr)->base.fr_remote);
 	/* DeregisterMr on a fast-register MR is tolerated. */
 	assert_int_equal(dereg(fr), STATUS_SUCCESS);
 	mr_close(fr);
@@ -928,13 +929,13 @@ static void test_mw_bind_rules(void **state)
 	assert_int_equal(sw_mw_bind(mw, mr, b + 10, UINT64_MAX, R),
 			 -EINVAL); /* > MaxWindowSize */
 	assert_int_equal(t0, mwp->Dispatch->NdkGetRemoteTokenFromMw(mwp));
-	assert_false(ndk_obj_is_linked(&mw->obj, &mr->obj));
+	assert_false(ndk_obj_is_linked(&mw->obj, &mr->base.obj));
 	/* A good bind: new token, MR becomes the MW's antecedent. */
 	assert_int_equal(sw_mw_bind(mw, mr, b + P, 2 * P, R), 0);
 	t1 = mwp->Dispatch->NdkGetRemoteTokenFromMw(mwp);
 	assert_int_not_equal(t1, t0);
 	assert_int_equal(sw_stag_index(t1), sw_stag_index(t0));
-	assert_true(ndk_obj_is_linked(&mw->obj, &mr->obj));
+	assert_true(ndk_obj_is_linked(&mw->obj, &mr->base.obj));
 	assert_int_equal(
 		look(f, t1, pd, b + P, 2 * P, SW_ACCESS_REMOTE_READ, &addr), 0);
 	assert_ptr_equal(addr, f->buf + P);
@@ -963,8 +964,8 @@ static void test_mw_bind_rules(void **state)
 			 -ENOENT);
 	assert_int_equal(
 		look(f, t2, pd, b + P - 1, 1, SW_ACCESS_REMOTE_WRITE, NULL), 0);
-	assert_true(ndk_obj_is_linked(&mw->obj, &wr->obj));
-	assert_false(ndk_obj_is_linked(&mw->obj, &mr->obj));
+	assert_true(ndk_obj_is_linked(&mw->obj, &wr->base.obj));
+	assert_false(ndk_obj_is_linked(&mw->obj, &mr->base.obj));
 	/* The window dies with its MR's registration, even re-registered. */
 	assert_int_equal(dereg(wrp), STATUS_SUCCESS);
 	assert_int_equal(look(f, t2, pd, b, 1, SW_ACCESS_REMOTE_READ, NULL),
@@ -974,8 +975,8 @@ static void test_mw_bind_rules(void **state)
 			 -ENOENT);
 	/* A failed bind leaves the links alone. */
 	assert_int_equal(sw_mw_bind(mw, mr, b, 1, W), -EACCES);
-	assert_true(ndk_obj_is_linked(&mw->obj, &wr->obj));
-	assert_false(ndk_obj_is_linked(&mw->obj, &mr->obj));
+	assert_true(ndk_obj_is_linked(&mw->obj, &wr->base.obj));
+	assert_false(ndk_obj_is_linked(&mw->obj, &mr->base.obj));
 	/* Local and remote invalidation of a window. */
 	assert_int_equal(sw_mw_bind(mw, wr, b, 16, W), 0);
 	t2 = sw_mw_token(mw);
