@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +96,7 @@ struct fx {
 	struct notif an, pn;
 	NDK_QP *aqp, *pqp;
 	struct cm_req conn, acc, adisc, pdisc;
-	struct cm_req extra[8];
+	struct cm_req extra[32];
 	int nextra;
 	/* What the build saw, for the rows that report it. */
 	NTSTATUS conn_st, acc_st, read_st;
@@ -103,7 +104,7 @@ struct fx {
 	NTSTATUS lim_st[3];
 	char pdata[2][96];
 	/* Closed at teardown: connectors first, then the rest backwards. */
-	NDK_OBJECT_HEADER *conns[16], *objs[32];
+	NDK_OBJECT_HEADER *conns[32], *objs[64];
 	int nconns, nobjs;
 };
 
@@ -152,7 +153,7 @@ static bool fx_fail(struct fx *f, const char *fmt, ...)
 
 static struct cm_req *fx_req(struct fx *f)
 {
-	struct cm_req *r = &f->extra[f->nextra++ % 8];
+	struct cm_req *r = &f->extra[f->nextra++ % 32];
 
 	cm_req_init(r);
 	return r;
@@ -160,13 +161,13 @@ static struct cm_req *fx_req(struct fx *f)
 
 static void track_conn(struct fx *f, NDK_CONNECTOR *c)
 {
-	if (c && f->nconns < 16)
+	if (c && f->nconns < 32)
 		f->conns[f->nconns++] = &c->Header;
 }
 
 static void track(struct fx *f, NDK_OBJECT_HEADER *o)
 {
-	if (o && f->nobjs < 32)
+	if (o && f->nobjs < 64)
 		f->objs[f->nobjs++] = o;
 }
 
@@ -1167,7 +1168,17 @@ enum create_case {
 	MR_FAST_PAGES_HUGE,
 	MW_CREATE,
 	MW_BIND_NOT_CONNECTED,
+	PD_NULL_OUT,
+	CONNECTOR_NULL_OUT,
+	LISTENER_NULL_CONNECT_EVENT,
+	LISTEN_ADDRESS_IN_USE,
+	SEP_ADDRESS_NOT_ON_ADAPTER,
+	SEP_ADDRESS_LENGTH_3,
 };
+
+static VOID on_connect_event(PVOID ctx, NDK_CONNECTOR *c)
+{
+}
 
 static VOID on_srq(PVOID ctx, NTSTATUS status)
 {
@@ -1199,6 +1210,9 @@ static void row_create(struct fx *f, const struct row *r, char *got, size_t n)
 	ULONG rd = 16, id = 16, rs = 1, is = 1, inl = 0;
 	ULONG sd = 16, ss = 1, th = 0;
 	NDK_CQ *rcq = cq;
+	NDK_LISTENER *lis = NULL;
+	NDK_SHARED_ENDPOINT *sep = NULL;
+	struct sockaddr_in sin = cm_lo4(0);
 	NTSTATUS st;
 
 	switch (r->call) {
@@ -1313,11 +1327,44 @@ static void row_create(struct fx *f, const struct row *r, char *got, size_t n)
 				qp, NULL, abuf.mr, mw, abuf.mem, 4096,
 				NDK_OP_FLAG_ALLOW_REMOTE_READ);
 		break;
+	case PD_NULL_OUT:
+		st = ad->Dispatch->NdkCreatePd(ad, NULL, NULL, NULL);
+		break;
+	case CONNECTOR_NULL_OUT:
+		st = ad->Dispatch->NdkCreateConnector(ad, NULL, NULL, NULL);
+		break;
+	case LISTENER_NULL_CONNECT_EVENT:
+		st = ad->Dispatch->NdkCreateListener(ad, NULL, NULL, NULL, NULL,
+						     &lis);
+		break;
+	case LISTEN_ADDRESS_IN_USE:
+		/* L's address (docs/ndk.md, Endpoints). */
+		st = srv.ad->Dispatch->NdkCreateListener(
+			srv.ad, on_connect_event, NULL, NULL, NULL, &lis);
+		if (!st)
+			st = lis->Dispatch->NdkListen(
+				lis, (PSOCKADDR)&L.addr,
+				sizeof(struct sockaddr_in), NULL, NULL);
+		break;
+	case SEP_ADDRESS_NOT_ON_ADAPTER:
+	case SEP_ADDRESS_LENGTH_3:
+		/* TEST-NET-1 is on no interface. */
+		if (r->call == SEP_ADDRESS_NOT_ON_ADAPTER)
+			sin.sin_addr.s_addr = htonl(0xc0000201);
+		st = ad->Dispatch->NdkCreateSharedEndpoint(
+			ad, (PSOCKADDR)&sin,
+			r->call == SEP_ADDRESS_LENGTH_3 ? 3 : sizeof(sin), NULL,
+			NULL, &sep);
+		break;
 	default:
 		snprintf(got, n, "no such case");
 		return;
 	}
 	fmt_st(got, n, st, NONE);
+	if (lis)
+		close_wait(&lis->Header);
+	if (sep)
+		close_wait(&sep->Header);
 	if (qp)
 		close_wait(&qp->Header);
 	if (srq)
@@ -1442,6 +1489,17 @@ static const struct row rows[] = {
 	CREATE_RULE("MwCreate", MW_CREATE, OK, expect_mw),
 	CREATE_RULE("MwBindOnUnconnectedQp", MW_BIND_NOT_CONNECTED, CI,
 		    expect_mw),
+	CREATE("PdNullOut", PD_NULL_OUT, STATUS_INVALID_PARAMETER),
+	CREATE("ConnectorNullOut", CONNECTOR_NULL_OUT,
+	       STATUS_INVALID_PARAMETER),
+	CREATE("ListenerNullConnectEvent", LISTENER_NULL_CONNECT_EVENT,
+	       STATUS_INVALID_PARAMETER),
+	CREATE("ListenAddressInUse", LISTEN_ADDRESS_IN_USE,
+	       STATUS_SHARING_VIOLATION),
+	CREATE("SharedEndpointAddressNotOnAdapter", SEP_ADDRESS_NOT_ON_ADAPTER,
+	       STATUS_INVALID_ADDRESS),
+	CREATE("SharedEndpointAddressLength3", SEP_ADDRESS_LENGTH_3,
+	       STATUS_INVALID_PARAMETER),
 
 	/* Every connector call in every state (docs/ndk.md, Connecting,
 	 * Accepting, Private data, Disconnect). */
