@@ -29,12 +29,18 @@
 #include "cmutil.h"
 #include "testutil.h"
 
-#define WAIT_MS	   5000 /* for what must happen */
-#define QUIET_MS   300 /* how long "nothing happens" is watched */
-#define SETTLE_MS  200 /* for a peer's close to arrive */
-#define TIMEOUT_MS 1000 /* NDK_CM_TIMEOUT_MS of the timed-out fixture */
-#define BUF_LEN	   65536
-#define NONE	   ((NTSTATUS)-1) /* no completion came */
+#ifdef __SANITIZE_THREAD__
+#define WAIT_MS 30000 /* for what must happen (TSan is slow) */
+#else
+#define WAIT_MS 5000 /* for what must happen */
+#endif
+#define QUIET_MS  300 /* how long "nothing happens" is watched */
+#define SETTLE_MS 200 /* for a peer's close to arrive */
+/* NDK_CM_TIMEOUT_MS of the timed-out fixture */
+#define TIMEOUT_MS     1000
+#define TIMEOUT_MS_STR "1000"
+#define BUF_LEN	       65536
+#define NONE	       ((NTSTATUS)-1) /* no completion came */
 
 static struct cm_host srv, cli;
 static struct tool_listener L;
@@ -465,7 +471,7 @@ static bool fx_build(struct fx *f)
 		if (!fx_connect(f, 4, 4, "ping", 4))
 			return false;
 		/* Read when the Accept arms its timer. */
-		setenv("NDK_CM_TIMEOUT_MS", "1000", 1);
+		setenv("NDK_CM_TIMEOUT_MS", TIMEOUT_MS_STR, 1);
 		if (!fx_accept(f, 4, 4, NULL, 0) || !fx_replied(f)) {
 			unsetenv("NDK_CM_TIMEOUT_MS");
 			return false;
