@@ -848,6 +848,78 @@ static void row_connect_no_listener(struct fx *f, const struct row *r,
 	       st == STATUS_PENDING ? cm_req_wait(req, WAIT_MS) : NONE);
 }
 
+static VOID on_connect_event(PVOID ctx, NDK_CONNECTOR *c)
+{
+}
+
+/* A paused listener refuses (NDK_FN_CONTROL_CONNECT_EVENTS). */
+static void row_connect_paused(struct fx *f, const struct row *r, char *got,
+			       size_t n)
+{
+	struct sockaddr_in sin = cm_lo4(0);
+	ULONG len = sizeof(sin);
+	struct cm_req *req = fx_req(f);
+	NDK_LISTENER *lis;
+	NTSTATUS st;
+
+	st = srv.ad->Dispatch->NdkCreateListener(srv.ad, on_connect_event, NULL,
+						 NULL, NULL, &lis);
+	if (st) {
+		snprintf(got, n, "NdkCreateListener: %s", NdkStatusName(st));
+		return;
+	}
+	track(f, &lis->Header);
+	st = lis->Dispatch->NdkListen(lis, (PSOCKADDR)&sin, sizeof(sin), NULL,
+				      NULL);
+	if (!st)
+		st = lis->Dispatch->NdkGetLocalAddress(lis, (PSOCKADDR)&sin,
+						       &len);
+	if (st) {
+		snprintf(got, n, "NdkListen: %s", NdkStatusName(st));
+		return;
+	}
+	lis->Dispatch->NdkControlConnectEvents(lis, TRUE);
+	st = cm_connect(f->a, new_qp(f, &cli), (struct sockaddr *)&sin, 4, 4,
+			NULL, 0, req);
+	fmt_st(got, n, st,
+	       st == STATUS_PENDING ? cm_req_wait(req, WAIT_MS) : NONE);
+}
+
+/* Two connectors of one shared endpoint to one destination
+ * (docs/ndk.md, Endpoints). */
+static void row_tuple_exists(struct fx *f, const struct row *r, char *got,
+			     size_t n)
+{
+	struct sockaddr_in any = cm_lo4(0);
+	NDK_CONNECTOR *c2 = new_conn(f, &cli);
+	NDK_SHARED_ENDPOINT *sep;
+	struct cm_req *req;
+	NTSTATUS st;
+
+	st = cli.ad->Dispatch->NdkCreateSharedEndpoint(
+		cli.ad, (PSOCKADDR)&any, sizeof(any), NULL, NULL, &sep);
+	if (st || !c2) {
+		snprintf(got, n, "NdkCreateSharedEndpoint: %s",
+			 NdkStatusName(st));
+		return;
+	}
+	track(f, &sep->Header);
+	st = f->a->Dispatch->NdkConnectWithSharedEndpoint(
+		f->a, new_qp(f, &cli), sep, (PSOCKADDR)&L.addr,
+		sizeof(struct sockaddr_in), 4, 4, NULL, 0, cm_req_done,
+		fx_req(f));
+	if (st != STATUS_PENDING) {
+		snprintf(got, n, "first: %s", NdkStatusName(st));
+		return;
+	}
+	req = fx_req(f);
+	st = c2->Dispatch->NdkConnectWithSharedEndpoint(
+		c2, new_qp(f, &cli), sep, (PSOCKADDR)&L.addr,
+		sizeof(struct sockaddr_in), 4, 4, NULL, 0, cm_req_done, req);
+	fmt_st(got, n, st,
+	       st == STATUS_PENDING ? cm_req_wait(req, WAIT_MS) : NONE);
+}
+
 /* Arguments the row's call refuses inline (r->arg says which). */
 enum { ARG_PD_OVER_MAX, ARG_PD_MAX, ARG_NULL_QP, ARG_NULL_BUF, ARG_SMALL_BUF };
 
@@ -1180,11 +1252,21 @@ enum create_case {
 	LISTEN_ADDRESS_IN_USE,
 	SEP_ADDRESS_NOT_ON_ADAPTER,
 	SEP_ADDRESS_LENGTH_3,
+	QUERY_INFO_SMALL_BUFFER,
+	EXT_ADAPTER,
+	EXT_CQ,
+	EXT_PD,
+	EXT_QP,
+	EXT_CONNECTOR,
+	CQ_RESIZE,
+	CQ_MODERATION,
+	CQ_MODERATION_BOTH_UNLIMITED,
+	QP_SEND_UNCONNECTED,
+	QP_WRITE_UNCONNECTED,
+	QP_READ_UNCONNECTED,
+	QP_RECEIVE_UNCONNECTED,
+	QP_RECEIVE_WITH_SRQ,
 };
-
-static VOID on_connect_event(PVOID ctx, NDK_CONNECTOR *c)
-{
-}
 
 static VOID on_srq(PVOID ctx, NTSTATUS status)
 {
@@ -1203,6 +1285,102 @@ static NTSTATUS register_mr(NDK_MR *mr, void *p, SIZE_T len)
 	return st;
 }
 
+/* NdkQueryExtension of any object: no extension is defined. */
+static NTSTATUS query_extension(NDK_OBJECT_HEADER *o)
+{
+	const struct {
+		NDK_OBJECT_HEADER h;
+		const NDK_FN_QUERY_EXTENSION_INTERFACE *d;
+	} *any = (const void *)o;
+	GUID g = { 0x12345678, 0x1234, 0x1234, { 1, 2, 3, 4, 5, 6, 7, 8 } };
+	NDK_VERSION v = { 1, 0 };
+	NDK_EXTENSION_INTERFACE ext;
+
+	/* The second slot of every dispatch table but the adapter's, which
+	 * has no close slot. */
+	return any->d[o->ObjectType == NdkObjectTypeAdapter ? 0 : 1](o, &g, v,
+								     &ext);
+}
+
+/* The rows that need more than one create: an object in a state. */
+static NTSTATUS row_object(const struct row *r, NDK_QP **qp, NDK_CQ **cq,
+			   NDK_SRQ **srq, NDK_CONNECTOR **conn)
+{
+	NDK_ADAPTER *ad = cli.ad;
+	NDK_PD *pd = cli.pd;
+	NDK_ADAPTER_INFO info;
+	ULONG size = 8;
+	NDK_SGE s = { .VirtualAddress = abuf.mem,
+		      .Length = 64,
+		      .MemoryRegionToken = abuf.ltok };
+	NTSTATUS st;
+
+	switch (r->call) {
+	case QUERY_INFO_SMALL_BUFFER:
+		st = ad->Dispatch->NdkQueryAdapterInfo(ad, &info, &size);
+		/* The size needed comes back. */
+		return st == STATUS_BUFFER_TOO_SMALL && size != sizeof(info)
+			       ? STATUS_UNSUCCESSFUL
+			       : st;
+	case EXT_ADAPTER:
+		return query_extension(&ad->Header);
+	case EXT_PD:
+		return query_extension(&pd->Header);
+	case EXT_CONNECTOR:
+		st = ad->Dispatch->NdkCreateConnector(ad, NULL, NULL, conn);
+		return st ? st : query_extension(&(*conn)->Header);
+	default:
+		break;
+	}
+	st = ad->Dispatch->NdkCreateCq(ad, 16, on_notify, &cur.an, NULL, NULL,
+				       NULL, cq);
+	if (st)
+		return st;
+	switch (r->call) {
+	case EXT_CQ:
+		return query_extension(&(*cq)->Header);
+	case CQ_RESIZE:
+		return (*cq)->Dispatch->NdkResizeCq(*cq, 32, NULL, NULL);
+	case CQ_MODERATION:
+		return (*cq)->Dispatch->NdkControlCqInterruptModeration(*cq, 10,
+									4);
+	case CQ_MODERATION_BOTH_UNLIMITED:
+		return (*cq)->Dispatch->NdkControlCqInterruptModeration(
+			*cq, 0xffffffff, 0xffffffff);
+	case QP_RECEIVE_WITH_SRQ:
+		st = pd->Dispatch->NdkCreateSrq(pd, 16, 1, 0, on_srq, NULL,
+						NULL, NULL, NULL, srq);
+		if (!st)
+			st = pd->Dispatch->NdkCreateQpWithSrq(
+				pd, *cq, *cq, *srq, NULL, 16, 1, 0, NULL, NULL,
+				qp);
+		return st ? st : (*qp)->Dispatch->NdkReceive(*qp, NULL, &s, 1);
+	default:
+		break;
+	}
+	st = pd->Dispatch->NdkCreateQp(pd, *cq, *cq, NULL, 16, 16, 1, 1, 0,
+				       NULL, NULL, qp);
+	if (st)
+		return st;
+	switch (r->call) {
+	case EXT_QP:
+		return query_extension(&(*qp)->Header);
+	case QP_SEND_UNCONNECTED:
+		return (*qp)->Dispatch->NdkSend(*qp, NULL, &s, 1, 0);
+	case QP_WRITE_UNCONNECTED:
+		return (*qp)->Dispatch->NdkWrite(*qp, NULL, &s, 1,
+						 (UINT64)(uintptr_t)pbuf.mem,
+						 pbuf.rtok, 0);
+	case QP_READ_UNCONNECTED:
+		return (*qp)->Dispatch->NdkRead(*qp, NULL, &s, 1,
+						(UINT64)(uintptr_t)pbuf.mem,
+						pbuf.rtok, 0);
+	default:
+		/* Receives may be posted before the connection exists. */
+		return (*qp)->Dispatch->NdkReceive(*qp, NULL, &s, 1);
+	}
+}
+
 static void row_create(struct fx *f, const struct row *r, char *got, size_t n)
 {
 	const NDK_ADAPTER_INFO *i = &cli.info;
@@ -1218,6 +1396,7 @@ static void row_create(struct fx *f, const struct row *r, char *got, size_t n)
 	NDK_CQ *rcq = cq;
 	NDK_LISTENER *lis = NULL;
 	NDK_SHARED_ENDPOINT *sep = NULL;
+	NDK_CONNECTOR *conn = NULL;
 	struct sockaddr_in sin = cm_lo4(0);
 	NTSTATUS st;
 
@@ -1362,11 +1541,29 @@ static void row_create(struct fx *f, const struct row *r, char *got, size_t n)
 			r->call == SEP_ADDRESS_LENGTH_3 ? 3 : sizeof(sin), NULL,
 			NULL, &sep);
 		break;
+	case QUERY_INFO_SMALL_BUFFER:
+	case EXT_ADAPTER:
+	case EXT_CQ:
+	case EXT_PD:
+	case EXT_QP:
+	case EXT_CONNECTOR:
+	case CQ_RESIZE:
+	case CQ_MODERATION:
+	case CQ_MODERATION_BOTH_UNLIMITED:
+	case QP_SEND_UNCONNECTED:
+	case QP_WRITE_UNCONNECTED:
+	case QP_READ_UNCONNECTED:
+	case QP_RECEIVE_UNCONNECTED:
+	case QP_RECEIVE_WITH_SRQ:
+		st = row_object(r, &qp, &newcq, &srq, &conn);
+		break;
 	default:
 		snprintf(got, n, "no such case");
 		return;
 	}
 	fmt_st(got, n, st, NONE);
+	if (conn)
+		close_wait(&conn->Header);
 	if (lis)
 		close_wait(&lis->Header);
 	if (sep)
@@ -1391,6 +1588,30 @@ static void expect_srq(const struct row *r, char *exp, char *alt, size_t n)
 		 NdkStatusName(cli.info.MaxSrqDepth
 				       ? STATUS_SUCCESS
 				       : STATUS_INVALID_PARAMETER));
+}
+
+/* An SRQ row on an adapter without SRQ: the create is refused. */
+static void expect_srq_use(const struct row *r, char *exp, char *alt, size_t n)
+{
+	snprintf(exp, n, "%s",
+		 NdkStatusName(cli.info.MaxSrqDepth
+				       ? r->exp
+				       : STATUS_INVALID_PARAMETER));
+}
+
+/* NdkResizeCq and interrupt moderation where the flags announce them
+ * (docs/ndk.md, Completion queues), STATUS_NOT_SUPPORTED where not. */
+static void expect_cq_flag(const struct row *r, char *exp, char *alt, size_t n)
+{
+	ULONG flag =
+		r->call == CQ_RESIZE
+			? NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED
+			: NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED;
+
+	snprintf(exp, n, "%s",
+		 NdkStatusName(cli.info.AdapterFlags & flag
+				       ? r->exp
+				       : STATUS_NOT_SUPPORTED));
 }
 
 static void expect_mw(const struct row *r, char *exp, char *alt, size_t n)
@@ -1507,6 +1728,27 @@ static const struct row rows[] = {
 	CREATE("SharedEndpointAddressLength3", SEP_ADDRESS_LENGTH_3,
 	       STATUS_INVALID_PARAMETER),
 
+	/* Objects (docs/ndk.md, Objects, Adapter information, Completion
+	 * queues, Work requests). */
+	CREATE("AdapterInfoSmallBuffer", QUERY_INFO_SMALL_BUFFER,
+	       STATUS_BUFFER_TOO_SMALL),
+	CREATE("AdapterQueryExtension", EXT_ADAPTER, STATUS_NOT_SUPPORTED),
+	CREATE("CqQueryExtension", EXT_CQ, STATUS_NOT_SUPPORTED),
+	CREATE("PdQueryExtension", EXT_PD, STATUS_NOT_SUPPORTED),
+	CREATE("QpQueryExtension", EXT_QP, STATUS_NOT_SUPPORTED),
+	CREATE("ConnectorQueryExtension", EXT_CONNECTOR, STATUS_NOT_SUPPORTED),
+	CREATE_RULE("CqResize", CQ_RESIZE, OK, expect_cq_flag),
+	CREATE_RULE("CqInterruptModeration", CQ_MODERATION, OK, expect_cq_flag),
+	CREATE_RULE("CqInterruptModerationBothUnlimited",
+		    CQ_MODERATION_BOTH_UNLIMITED, STATUS_INVALID_PARAMETER_MIX,
+		    expect_cq_flag),
+	CREATE("QpSendUnconnected", QP_SEND_UNCONNECTED, CI),
+	CREATE("QpWriteUnconnected", QP_WRITE_UNCONNECTED, CI),
+	CREATE("QpReadUnconnected", QP_READ_UNCONNECTED, CI),
+	CREATE("QpReceiveUnconnected", QP_RECEIVE_UNCONNECTED, OK),
+	CREATE_RULE("QpWithSrqReceive", QP_RECEIVE_WITH_SRQ,
+		    STATUS_INVALID_DEVICE_REQUEST, expect_srq_use),
+
 	/* Every connector call in every state (docs/ndk.md, Connecting,
 	 * Accepting, Private data, Disconnect). */
 	ROW(IDLE, CompleteConnect, CI),
@@ -1525,6 +1767,11 @@ static const struct row rows[] = {
 	     STATUS_INVALID_PARAMETER, 0, NULL, false, 0),
 	ROWP(IDLE, Connect, OK),
 	ROWP(IDLE, ConnectWithSharedEndpoint, OK),
+	ROW_("IDLE.ConnectToPausedListener", FX_IDLE, 0, row_connect_paused, 0,
+	     STATUS_PENDING, STATUS_CONNECTION_REFUSED, NULL, true, 0),
+	ROW_("IDLE.ConnectWithSharedEndpointExistingTuple", FX_IDLE, 0,
+	     row_tuple_exists, 0, STATUS_ADDRESS_ALREADY_EXISTS, 0, NULL, true,
+	     0),
 	ROW_("IDLE.ConnectNoListener", FX_IDLE, 0, row_connect_no_listener, 0,
 	     STATUS_PENDING, STATUS_CONNECTION_REFUSED, NULL, true, 0),
 
