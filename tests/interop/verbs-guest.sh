@@ -15,7 +15,8 @@
 # form sets it), else every one in BUILD_DIR/tests/func. Prints one line
 # per test case (PASS, SKIP or FAIL, the device, the executable), an
 # executable that exits 77 as one SKIP line (a test of the software
-# provider's own wire), each executable's seconds (TIME), then the
+# provider's own wire), each executable's seconds (TIME), the rows of
+# test_contract (CONTRACT lines: expected and got per row), then the
 # failures' cmocka messages and a summary per device. Exit status: 0 when
 # nothing failed, 1 otherwise, 77 when the guest cannot run. A full run
 # takes about two minutes per device under TCG.
@@ -79,7 +80,8 @@ done
 
 # Per device: its setup, then per test case the status line that follows
 # its RUN line (cmocka repeats failures and skips in its summary: those
-# are not counted). rxe replaces siw on eth0 (one device per netdev).
+# are not counted; nor are its "--- message" and "N test(s)" lines).
+# rxe replaces siw on eth0 (one device per netdev).
 guest=$(
 	cat <<EOF
 export LD_LIBRARY_PATH=/opt/ndk PATH=/opt/ndk:\$PATH
@@ -112,9 +114,11 @@ for dev in $devices; do
 			/^\[ RUN      \]/ { cur = \$4; next }
 			cur != "" && /^\[       OK \]/ { print "PASS " exe " " cur; cur = ""; next }
 			cur != "" && /^\[  SKIPPED \]/ { print "SKIP " exe " " cur; cur = ""; next }
-			cur != "" && /^\[  (FAILED|ERROR)  *\] test/ { print "FAIL " exe " " cur; cur = ""; next }
+			cur != "" && /^\[  (FAILED|ERROR)  *\] [^-0-9]/ { print "FAIL " exe " " cur; cur = ""; next }
 			END { if (cur != "") print "FAIL " exe " " cur " (did not finish)" }
 		' \$n.log
+		# The contract table's rows (test_contract): expected and got.
+		sed -n "s/^contract: /CONTRACT \$dev /p" \$n.log
 		if [ \$rc = 124 ]; then
 			echo "FAIL \$dev \$n (timed out after ${per_test} s)"
 		elif [ \$rc -gt 128 ]; then
