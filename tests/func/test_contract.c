@@ -1987,7 +1987,8 @@ static void run_row(void **state)
 	if (r->state != FX_NONE) {
 		f = fx_get(r->state, r->arg);
 		if (f->err[0])
-			snprintf(got, sizeof(got), "setup failed: %s", f->err);
+			snprintf(got, sizeof(got), "setup failed: %.130s",
+				 f->err);
 	}
 	if (!got[0])
 		r->fn(f ? f : &cur, r, got, sizeof(got));
