@@ -42,6 +42,7 @@ static const char *const vconn_state_names[VCONN_STATE_COUNT] = {
 	[VCONN_REPLIED] = "REPLIED",
 	[VCONN_REQUESTED] = "REQUESTED",
 	[VCONN_ACCEPTING] = "ACCEPTING",
+	[VCONN_ACCEPT_GRACE] = "ACCEPT_GRACE",
 	[VCONN_ESTABLISHED] = "ESTABLISHED",
 	[VCONN_PEER_CLOSED] = "PEER_CLOSED",
 	[VCONN_DISCONNECTING] = "DISCONNECTING",
@@ -70,9 +71,13 @@ static const bool vconn_transition_ok[VCONN_STATE_COUNT][VCONN_STATE_COUNT] = {
 	[VCONN_REQUESTED] = { [VCONN_ACCEPTING] = true,
 			      [VCONN_ABANDONED] = true,
 			      [VCONN_CLOSED] = true },
-	[VCONN_ACCEPTING] = { [VCONN_ESTABLISHED] = true,
+	[VCONN_ACCEPTING] = { [VCONN_ACCEPT_GRACE] = true,
+			      [VCONN_ESTABLISHED] = true,
 			      [VCONN_FAILED] = true,
 			      [VCONN_CLOSED] = true },
+	[VCONN_ACCEPT_GRACE] = { [VCONN_ESTABLISHED] = true,
+				 [VCONN_FAILED] = true,
+				 [VCONN_CLOSED] = true },
 	[VCONN_ESTABLISHED] = { [VCONN_PEER_CLOSED] = true,
 				[VCONN_DISCONNECTING] = true,
 				[VCONN_CLOSED] = true },
@@ -114,6 +119,91 @@ static void vconn_publish(struct ndk_vconn *c)
 	c->reg_slot = ndk_reg_publish(&e);
 }
 
+/* ------------------------------------------------------------------ */
+/* The timer, c->lock held                                            */
+
+/*
+ * NDK_ACCEPT_GRACE_MS, the software provider's knob for initiators that
+ * send no RTR (docs/ndk.md, Accepting): iWARP devices send none either.
+ */
+uint64_t vconn_accept_grace_ms(void)
+{
+	return ndk_config_u64("NDK_ACCEPT_GRACE_MS", 50, 0, 60000);
+}
+
+#define VCONN_BIT(s) (1u << (s))
+
+/* The states each purpose may run in (enum vconn_timer). */
+static const uint32_t vconn_timer_states[VCONN_TIMER_COUNT] = {
+	[VCONN_TIMER_CONNECT] = VCONN_BIT(VCONN_RESOLVING_ADDR) |
+				VCONN_BIT(VCONN_RESOLVING_ROUTE) |
+				VCONN_BIT(VCONN_CONNECTING),
+	[VCONN_TIMER_COMPLETE] = VCONN_BIT(VCONN_REPLIED),
+	[VCONN_TIMER_ACCEPT] = VCONN_BIT(VCONN_ACCEPTING),
+	[VCONN_TIMER_GRACE] = VCONN_BIT(VCONN_ACCEPT_GRACE),
+	[VCONN_TIMER_DISCONNECT] = VCONN_BIT(VCONN_DISCONNECTING),
+};
+
+static const char *const vconn_timer_names[VCONN_TIMER_COUNT] = {
+	[VCONN_TIMER_NONE] = "none",
+	[VCONN_TIMER_CONNECT] = "connect",
+	[VCONN_TIMER_COMPLETE] = "complete-connect",
+	[VCONN_TIMER_ACCEPT] = "accept",
+	[VCONN_TIMER_GRACE] = "accept-grace",
+	[VCONN_TIMER_DISCONNECT] = "disconnect",
+};
+
+/* Arms the one timer for purpose, replacing any other. */
+void vconn_arm_timer(struct ndk_vconn *c, enum vconn_timer purpose, uint64_t ms)
+{
+	bool took = false;
+
+	NDK_ASSERT_LOCKED(&c->lock);
+	assert(vconn_timer_states[purpose] & VCONN_BIT(c->state));
+	ndk_dbg("verbs: connector %p: %s timer %llu ms in %s", (void *)c,
+		vconn_timer_names[purpose], (unsigned long long)ms,
+		vconn_state_names[c->state]);
+	c->timer_purpose = purpose;
+	c->timer_deadline_ns = ndk_now_ns() + ms * 1000000;
+	if (!c->timer_ref) {
+		ndk_obj_get(&c->obj);
+		c->timer_ref = took = true;
+	}
+	if (ndk_timer_start(c->obj.domain->engine, &c->timer, ms)) {
+		ndk_warn("verbs: connector %p: no memory for its %s timer",
+			 (void *)c, vconn_timer_names[purpose]);
+		c->timer_purpose = VCONN_TIMER_NONE;
+		if (took) {
+			c->timer_ref = false;
+			ndk_obj_put(&c->obj); /* not the last: ours */
+		}
+	}
+}
+
+/*
+ * A fire already waiting for c->lock finds no purpose and lets the
+ * reference go (vconn_timer_fn).
+ */
+void vconn_stop_timer(struct ndk_vconn *c)
+{
+	NDK_ASSERT_LOCKED(&c->lock);
+	c->timer_purpose = VCONN_TIMER_NONE;
+	c->timer_deadline_ns = UINT64_MAX;
+	if (c->timer_ref &&
+	    ndk_timer_cancel(c->obj.domain->engine, &c->timer)) {
+		c->timer_ref = false;
+		ndk_obj_put(&c->obj); /* not the last: the caller holds one */
+	}
+}
+
+/* The state setter's half: a timer of the phase left stops. */
+static void vconn_timer_enter_state(struct ndk_vconn *c, enum vconn_state to)
+{
+	if (c->timer_purpose != VCONN_TIMER_NONE &&
+	    !(vconn_timer_states[c->timer_purpose] & VCONN_BIT(to)))
+		vconn_stop_timer(c);
+}
+
 /* The one state setter; c->lock held. */
 void vconn_set_state_at(struct ndk_vconn *c, enum vconn_state to,
 			const char *file, int line)
@@ -135,6 +225,7 @@ void vconn_set_state_at(struct ndk_vconn *c, enum vconn_state to,
 	ndk_dbg("verbs: connector %p: %s -> %s (%s:%d)", (void *)c,
 		vconn_state_names[from], vconn_state_names[to], file, line);
 	c->state = to;
+	vconn_timer_enter_state(c, to);
 	if (!vconn_listed(from) && vconn_listed(to)) {
 		vconn_publish(c);
 	} else if (vconn_listed(from) && !vconn_listed(to)) {
@@ -202,31 +293,6 @@ void vconn_qp_failed(struct ndk_vconn *c)
 		ndk_vqp_unbind(c->qp); /* untouched: may connect again */
 	else
 		ndk_vqp_ended(c->qp, true);
-}
-
-static void vconn_timer_fn(struct ndk_timer *t);
-
-/* Arms the one timer: a connect attempt's or NdkDisconnect's limit. */
-void vconn_arm_timer(struct ndk_vconn *c, uint64_t ms)
-{
-	NDK_ASSERT_LOCKED(&c->lock);
-	if (c->timer_set)
-		return;
-	ndk_obj_get(&c->obj);
-	if (ndk_timer_start(c->obj.domain->engine, &c->timer, ms))
-		ndk_obj_put(&c->obj); /* not the last: the caller holds one */
-	else
-		c->timer_set = true;
-}
-
-void vconn_stop_timer(struct ndk_vconn *c)
-{
-	NDK_ASSERT_LOCKED(&c->lock);
-	if (c->timer_set &&
-	    ndk_timer_cancel(c->obj.domain->engine, &c->timer)) {
-		c->timer_set = false;
-		ndk_obj_put(&c->obj); /* not the last: the caller holds one */
-	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -418,6 +484,12 @@ static void vconn_event_locked(struct ndk_vconn *c,
 		if (vconn_is_failure(e->type))
 			vconn_abandon(c, STATUS_CONNECTION_ABORTED);
 		return;
+	case VCONN_ACCEPT_GRACE:
+		/* The initiator left right after our Reply: it never
+		 * completed (NDK_FN_ACCEPT_EX). */
+		if (vconn_is_failure(e->type))
+			vconn_attempt_failed(c, STATUS_CONNECTION_ABORTED);
+		return;
 	case VCONN_ACCEPTING:
 		if (e->type == RDMA_CM_EVENT_ESTABLISHED)
 			vconn_accepted(c, e);
@@ -485,20 +557,55 @@ void vconn_qp_fatal(struct ndk_obj *obj)
 /* ------------------------------------------------------------------ */
 /* Established                                                        */
 
+/*
+ * The timer fired: what happens depends only on why it was armed (the
+ * setter stopped it if the connector left that phase since). A stale fire
+ * (stopped, or re-armed further) changes nothing.
+ */
 static void vconn_timer_fn(struct ndk_timer *t)
 {
 	struct ndk_vconn *c = container_of(t, struct ndk_vconn, timer);
+	enum vconn_timer purpose;
+	bool put = false;
 
 	ndk_lock(&c->lock);
-	c->timer_set = false;
-	switch (c->state) {
-	case VCONN_RESOLVING_ADDR:
-	case VCONN_RESOLVING_ROUTE:
-	case VCONN_CONNECTING:
+	/* On the engine thread: armed now means another fire will come. */
+	if (!ndk_timer_armed(&c->timer)) {
+		put = c->timer_ref;
+		c->timer_ref = false;
+	}
+	purpose = c->timer_purpose;
+	if (purpose == VCONN_TIMER_NONE ||
+	    ndk_now_ns() < c->timer_deadline_ns) {
+		ndk_unlock(&c->lock);
+		if (put)
+			ndk_obj_put(&c->obj);
+		return;
+	}
+	ndk_dbg("verbs: connector %p: %s timer fired in %s", (void *)c,
+		vconn_timer_names[purpose], vconn_state_names[c->state]);
+	c->timer_purpose = VCONN_TIMER_NONE;
+	c->timer_deadline_ns = UINT64_MAX;
+	switch (purpose) {
+	case VCONN_TIMER_CONNECT:
 		/* No answer within NDK_CM_TIMEOUT_MS (NDK_FN_CONNECT). */
 		vconn_attempt_failed(c, STATUS_IO_TIMEOUT);
 		break;
-	case VCONN_DISCONNECTING:
+	case VCONN_TIMER_COMPLETE:
+		/* The consumer never called CompleteConnect: the attempt is
+		 * over, and the acceptor learns it (IB: the id's destroy
+		 * rejects the REP; iWARP: the flush ends the stream). */
+		vconn_abandon(c, STATUS_IO_TIMEOUT);
+		break;
+	case VCONN_TIMER_ACCEPT:
+		/* The initiator never completed (NDK_FN_ACCEPT_EX). */
+		vconn_attempt_failed(c, STATUS_IO_TIMEOUT);
+		break;
+	case VCONN_TIMER_GRACE:
+		/* The initiator stayed: the Accept completes. */
+		vconn_accept_done(c);
+		break;
+	case VCONN_TIMER_DISCONNECT:
 		/* NdkDisconnect was never answered. */
 		ndk_vqp_ended(c->qp, true);
 		vconn_destroy_id(c);
@@ -510,7 +617,8 @@ static void vconn_timer_fn(struct ndk_timer *t)
 		break;
 	}
 	ndk_unlock(&c->lock);
-	ndk_obj_put(&c->obj); /* the timer's reference */
+	if (put)
+		ndk_obj_put(&c->obj); /* the timer's reference */
 }
 
 static NTSTATUS vconn_disconnect(NDK_CONNECTOR *pNdkConnector,
@@ -534,7 +642,7 @@ static NTSTATUS vconn_disconnect(NDK_CONNECTOR *pNdkConnector,
 		ndk_req_pend(&c->disconnect_req, &c->obj, RequestCompletion,
 			     RequestContext);
 		vconn_set_state(c, VCONN_DISCONNECTING);
-		vconn_arm_timer(c, ndk_cm_timeout_ms());
+		vconn_arm_timer(c, VCONN_TIMER_DISCONNECT, ndk_cm_timeout_ms());
 		status = STATUS_PENDING;
 		break;
 	case VCONN_PEER_CLOSED:

@@ -59,6 +59,14 @@ void vconn_replied(struct ndk_vconn *c, const struct ndk_vcm_event *e)
 	vconn_stop_timer(c);
 	vconn_note_peer(c, e, iwarp);
 	vconn_set_state(c, VCONN_REPLIED);
+	/*
+	 * Twice the acceptor's limit, as for the software provider: against
+	 * a libndk acceptor its Accept times out first (IO_TIMEOUT there,
+	 * CONNECTION_ABORTED here); ours ends an attempt whose consumer
+	 * never completes it, so no REP waits for ever (docs/ndk.md,
+	 * Connecting).
+	 */
+	vconn_arm_timer(c, VCONN_TIMER_COMPLETE, 2 * ndk_cm_timeout_ms());
 	ndk_req_complete(&c->connect_req, STATUS_SUCCESS);
 }
 
@@ -123,7 +131,7 @@ static NTSTATUS vconn_start(struct ndk_vconn *c, struct ndk_vqp *qp,
 	vconn_set_state(c, VCONN_RESOLVING_ADDR);
 	/* The whole attempt, as for the software provider (siw's own MPA
 	 * timer is longer). */
-	vconn_arm_timer(c, ndk_cm_timeout_ms());
+	vconn_arm_timer(c, VCONN_TIMER_CONNECT, ndk_cm_timeout_ms());
 	if (rdma_resolve_addr(c->id, (struct sockaddr *)&c->local,
 			      (struct sockaddr *)dst,
 			      (int)ndk_cm_timeout_ms())) {
@@ -282,8 +290,9 @@ static NTSTATUS vconn_complete(struct ndk_vconn *c,
 
 	ndk_lock(&c->lock);
 	if (!c->passive && c->state == VCONN_ABANDONED &&
-	    c->fail == STATUS_CONNECTION_ABORTED) {
-		/* The acceptor gave up. */
+	    (c->fail == STATUS_CONNECTION_ABORTED ||
+	     c->fail == STATUS_IO_TIMEOUT)) {
+		/* The acceptor gave up, or our timer ended the attempt. */
 		status = c->fail;
 		goto out;
 	}

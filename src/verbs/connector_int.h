@@ -29,6 +29,10 @@ enum vconn_state {
 	/* Passive side. */
 	VCONN_REQUESTED, /* ConnectEvent raised: waiting for Accept/Reject */
 	VCONN_ACCEPTING, /* rdma_accept issued: waiting for ESTABLISHED */
+	/* iWARP: ESTABLISHED came with our Reply; the Accept is held for
+	 * NDK_ACCEPT_GRACE_MS in case the initiator leaves (docs/verbs.md,
+	 * Connection management). */
+	VCONN_ACCEPT_GRACE,
 	/* Both sides. */
 	VCONN_ESTABLISHED,
 	VCONN_PEER_CLOSED, /* the peer disconnected; DisconnectEvent raised */
@@ -38,6 +42,22 @@ enum vconn_state {
 	VCONN_ABANDONED, /* ended between handshake steps */
 	VCONN_CLOSED, /* disconnected, rejected, or the connector closed */
 	VCONN_STATE_COUNT
+};
+
+/*
+ * Why the connector's one timer is armed. Each purpose belongs to the
+ * states of one phase (vconn_timer_states in connector.c); the state
+ * setter stops a timer whose phase is left, so a fire never acts in
+ * another phase.
+ */
+enum vconn_timer {
+	VCONN_TIMER_NONE,
+	VCONN_TIMER_CONNECT, /* NDK_CM_TIMEOUT_MS for the whole Connect */
+	VCONN_TIMER_COMPLETE, /* twice that for the consumer's CompleteConnect */
+	VCONN_TIMER_ACCEPT, /* NDK_CM_TIMEOUT_MS for the initiator's RTU */
+	VCONN_TIMER_GRACE, /* NDK_ACCEPT_GRACE_MS (iWARP) */
+	VCONN_TIMER_DISCONNECT, /* NDK_CM_TIMEOUT_MS for NdkDisconnect */
+	VCONN_TIMER_COUNT
 };
 
 struct ndk_vconn {
@@ -80,9 +100,12 @@ struct ndk_vconn {
 	PVOID disc_ctx;
 	NTSTATUS disc_reason;
 	struct ndk_work disc_work;
-	/* NdkDisconnect's timeout; holds a reference while armed. */
+	/* The one timer; it holds a reference on the connector from the
+	 * first arm until a fire finds it neither armed nor wanted. */
 	struct ndk_timer timer;
-	bool timer_set;
+	enum vconn_timer timer_purpose;
+	uint64_t timer_deadline_ns;
+	bool timer_ref;
 };
 
 static inline struct ndk_vconn *to_vconn(NDK_CONNECTOR *c)
@@ -104,7 +127,8 @@ bool vconn_listed(enum vconn_state s);
 bool vconn_ended(enum vconn_state s);
 void vconn_destroy_id(struct ndk_vconn *c);
 void vconn_qp_failed(struct ndk_vconn *c);
-void vconn_arm_timer(struct ndk_vconn *c, uint64_t ms);
+void vconn_arm_timer(struct ndk_vconn *c, enum vconn_timer purpose,
+		     uint64_t ms);
 void vconn_stop_timer(struct ndk_vconn *c);
 void vconn_attempt_failed(struct ndk_vconn *c, NTSTATUS status);
 void vconn_abandon(struct ndk_vconn *c, NTSTATUS status);
@@ -115,6 +139,7 @@ struct rdma_conn_param vconn_param(struct ndk_vconn *c, const void *pd,
 void vconn_qp_fatal(struct ndk_obj *obj);
 NTSTATUS vconn_check_pd(const void *pd, ULONG len, ULONG max);
 uint8_t vconn_cap(ULONG v, ULONG max);
+uint64_t vconn_accept_grace_ms(void);
 
 /* connector_active.c */
 void vconn_route_resolved(struct ndk_vconn *c);
@@ -149,6 +174,7 @@ vconn_complete_connect_ex(NDK_CONNECTOR *pNdkConnector,
 
 /* connector_passive.c */
 void vconn_accepted(struct ndk_vconn *c, const struct ndk_vcm_event *e);
+void vconn_accept_done(struct ndk_vconn *c);
 NTSTATUS vconn_ndk_accept(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 			  ULONG InboundReadLimit, ULONG OutboundReadLimit,
 			  CONST PVOID pPrivateData, ULONG PrivateDataLength,

@@ -21,6 +21,25 @@ void vconn_accepted(struct ndk_vconn *c, const struct ndk_vcm_event *e)
 		c->eff_ird = e->initiator_depth;
 		c->eff_ord = e->responder_resources;
 	}
+	/*
+	 * iWARP has no RTU: the kernel's iw_cm reports ESTABLISHED as soon as
+	 * our Reply is out, before the initiator has even read it, let alone
+	 * called CompleteConnect. An initiator that rejects or closes at once
+	 * is still caught by holding the Accept a little, as the software
+	 * provider does for peers that send no RTR (docs/verbs.md,
+	 * Connection management).
+	 */
+	if (vconn_vad(c)->iwarp && vconn_accept_grace_ms()) {
+		vconn_set_state(c, VCONN_ACCEPT_GRACE);
+		vconn_arm_timer(c, VCONN_TIMER_GRACE, vconn_accept_grace_ms());
+		return;
+	}
+	vconn_accept_done(c);
+}
+
+/* ACCEPTING or ACCEPT_GRACE: the connection is up, the Accept succeeds. */
+void vconn_accept_done(struct ndk_vconn *c)
+{
 	ndk_vqp_connected(c->qp);
 	vconn_set_state(c, VCONN_ESTABLISHED);
 	ndk_adapter_count(c->obj.adapter, NDK_CTR(Accept), 1);
@@ -28,7 +47,7 @@ void vconn_accepted(struct ndk_vconn *c, const struct ndk_vcm_event *e)
 }
 
 /* ------------------------------------------------------------------ */
-/* Passive side                                                       */
+/* Accept and Reject                                                  */
 
 static NTSTATUS vconn_accept(struct ndk_vconn *c, NDK_QP *pNdkQp, ULONG ird,
 			     ULONG ord, const void *pd, ULONG pd_len,
@@ -96,6 +115,9 @@ static NTSTATUS vconn_accept(struct ndk_vconn *c, NDK_QP *pNdkQp, ULONG ird,
 	c->disc_ctx = ev_ctx;
 	ndk_req_pend(&c->accept_req, &c->obj, cb, ctx);
 	vconn_set_state(c, VCONN_ACCEPTING);
+	/* IB and RoCE: no RTU within NDK_CM_TIMEOUT_MS is IO_TIMEOUT, as for
+	 * the software provider (the IB CM's own REP retries last minutes). */
+	vconn_arm_timer(c, VCONN_TIMER_ACCEPT, ndk_cm_timeout_ms());
 	status = STATUS_PENDING;
 out:
 	ndk_unlock(&c->lock);
@@ -170,7 +192,12 @@ NTSTATUS vconn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateData,
 	case VCONN_FAILED:
 	case VCONN_ABANDONED:
 	case VCONN_CLOSED:
-		status = c->fail == STATUS_CONNECTION_ABORTED
+		/* The other side abandoned the attempt (NDK_FN_REJECT), or
+		 * our CompleteConnect timer ended it: aborted, as for the
+		 * software provider. */
+		status = c->fail == STATUS_CONNECTION_ABORTED ||
+					 (c->state == VCONN_ABANDONED &&
+					  c->fail == STATUS_IO_TIMEOUT)
 				 ? STATUS_CONNECTION_ABORTED
 				 : STATUS_CONNECTION_INVALID;
 		break;
