@@ -641,7 +641,7 @@ static void test_complete_connect_timeout_raw(void **state)
 	socklen_t alen = sizeof(raw_addr);
 
 	cm_require(cm_provider_is(&cli, "software"),
-		   "an MPA peer of our own (the device's kernel speaks MPA)");
+		   "raw MPA peer (the device's kernel speaks MPA itself)");
 	setenv("NDK_CM_TIMEOUT_MS", "300", 1);
 	raw = socket(AF_INET, SOCK_STREAM, 0);
 	assert_int_equal(
