@@ -6,7 +6,9 @@
  * One rdma_cm id per connection, on the adapter's event channel. The
  * consumer's calls issue rdma_cm commands (none waits for the network);
  * the events come on the engine thread (verbs/cm.c) to
- * ndk_vconn_event(), which moves the one state machine below.
+ * ndk_vconn_event(), which moves the one state machine below (its table
+ * and setter are here; connector_active.c and connector_passive.c hold
+ * the consumer's calls of each side).
  *
  * Active side: NdkConnect reserves the local endpoint in the front end's
  * table (so ND ports follow NDK's rules whatever the transport) and
@@ -30,37 +32,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/config.h"
-#include "core/log.h"
-#include "core/status.h"
-#include "front/adapter.h"
-#include "front/address.h"
-#include "front/conndata.h"
-#include "front/shared_endpoint.h"
-#include "oid/registry.h"
-#include "verbs/connector.h"
-#include "verbs/qp.h"
-
-enum vconn_state {
-	VCONN_IDLE, /* created, or a Connect that failed inline */
-	/* Active side. */
-	VCONN_RESOLVING_ADDR, /* rdma_resolve_addr issued */
-	VCONN_RESOLVING_ROUTE, /* rdma_resolve_route issued */
-	VCONN_CONNECTING, /* rdma_connect issued */
-	VCONN_REPLIED, /* Connect completed: waiting for CompleteConnect */
-	/* Passive side. */
-	VCONN_REQUESTED, /* ConnectEvent raised: waiting for Accept/Reject */
-	VCONN_ACCEPTING, /* rdma_accept issued: waiting for ESTABLISHED */
-	/* Both sides. */
-	VCONN_ESTABLISHED,
-	VCONN_PEER_CLOSED, /* the peer disconnected; DisconnectEvent raised */
-	VCONN_DISCONNECTING, /* NdkDisconnect: waiting for DISCONNECTED */
-	/* Ends; fail says what the next call reports. */
-	VCONN_FAILED, /* the Connect or Accept request failed */
-	VCONN_ABANDONED, /* ended between handshake steps */
-	VCONN_CLOSED, /* disconnected, rejected, or the connector closed */
-	VCONN_STATE_COUNT
-};
+#include "verbs/connector_int.h"
 
 static const char *const vconn_state_names[VCONN_STATE_COUNT] = {
 	[VCONN_IDLE] = "IDLE",
@@ -70,6 +42,7 @@ static const char *const vconn_state_names[VCONN_STATE_COUNT] = {
 	[VCONN_REPLIED] = "REPLIED",
 	[VCONN_REQUESTED] = "REQUESTED",
 	[VCONN_ACCEPTING] = "ACCEPTING",
+	[VCONN_ACCEPT_GRACE] = "ACCEPT_GRACE",
 	[VCONN_ESTABLISHED] = "ESTABLISHED",
 	[VCONN_PEER_CLOSED] = "PEER_CLOSED",
 	[VCONN_DISCONNECTING] = "DISCONNECTING",
@@ -98,70 +71,19 @@ static const bool vconn_transition_ok[VCONN_STATE_COUNT][VCONN_STATE_COUNT] = {
 	[VCONN_REQUESTED] = { [VCONN_ACCEPTING] = true,
 			      [VCONN_ABANDONED] = true,
 			      [VCONN_CLOSED] = true },
-	[VCONN_ACCEPTING] = { [VCONN_ESTABLISHED] = true,
+	[VCONN_ACCEPTING] = { [VCONN_ACCEPT_GRACE] = true,
+			      [VCONN_ESTABLISHED] = true,
 			      [VCONN_FAILED] = true,
 			      [VCONN_CLOSED] = true },
+	[VCONN_ACCEPT_GRACE] = { [VCONN_ESTABLISHED] = true,
+				 [VCONN_FAILED] = true,
+				 [VCONN_CLOSED] = true },
 	[VCONN_ESTABLISHED] = { [VCONN_PEER_CLOSED] = true,
 				[VCONN_DISCONNECTING] = true,
 				[VCONN_CLOSED] = true },
 	[VCONN_PEER_CLOSED] = { [VCONN_CLOSED] = true },
 	[VCONN_DISCONNECTING] = { [VCONN_CLOSED] = true },
 };
-
-struct ndk_vconn {
-	struct ndk_obj obj;
-	struct ndk_vcm_ref ref; /* the id's context */
-	struct ndk_lock lock;
-	enum vconn_state state;
-	bool passive;
-	struct rdma_cm_id *id;
-	/* rdma_connect runs on the adapter's worker (it blocks on iWARP):
-	 * meanwhile the id is not destroyed but handed to the worker. */
-	bool in_connect;
-	struct rdma_cm_id *id_after_connect;
-	struct ndk_vjob connect_job;
-	NTSTATUS fail; /* what the next call reports once FAILED/ABANDONED */
-
-	struct ndk_endpoint *ep; /* own (Connect), shared, or the listener's */
-	bool shared; /* ep is a shared endpoint's */
-	bool sep_linked; /* the shared endpoint object is an antecedent */
-	struct ndk_vqp *qp;
-	struct sockaddr_storage local, peer;
-	bool tuple_registered;
-	int reg_slot; /* OID_NDK_CONNECTIONS entry while listed, else -1 */
-
-	/* Negotiation: our request capped to the adapter, the peer's
-	 * limits once known, the effective pair (docs/ndk.md, Read
-	 * limits). */
-	uint8_t req_ird, req_ord;
-	bool peer_known;
-	uint8_t peer_ird, peer_ord;
-	uint8_t eff_ird, eff_ord;
-	uint8_t pd[NDK_VCM_PD_MAX]; /* ours, for rdma_connect */
-	uint16_t pd_len;
-	uint8_t peer_pd[NDK_VCM_PD_MAX];
-	uint16_t peer_pd_len;
-
-	struct ndk_req connect_req, accept_req, disconnect_req;
-	NDK_FN_DISCONNECT_EVENT_CALLBACK disc_cb;
-	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_cb_ex;
-	PVOID disc_ctx;
-	NTSTATUS disc_reason;
-	struct ndk_work disc_work;
-	/* NdkDisconnect's timeout; holds a reference while armed. */
-	struct ndk_timer timer;
-	bool timer_set;
-};
-
-static inline struct ndk_vconn *to_vconn(NDK_CONNECTOR *c)
-{
-	return container_of(c, struct ndk_vconn, obj.pub.connector);
-}
-
-static inline struct ndk_vadapter *vconn_vad(struct ndk_vconn *c)
-{
-	return to_vad(c->obj.adapter);
-}
 
 NDK_CONNECTOR *ndk_vconn_pub(struct ndk_vconn *c)
 {
@@ -172,18 +94,17 @@ struct ndk_obj *ndk_vconn_obj(struct ndk_vcm_ref *ref)
 {
 	return &container_of(ref, struct ndk_vconn, ref)->obj;
 }
-
 /* ------------------------------------------------------------------ */
 /* States                                                             */
 
 /* Listed in OID_NDK_CONNECTIONS from establishment until the consumer
  * disconnects or closes (as the software provider). */
-static bool vconn_listed(enum vconn_state s)
+bool vconn_listed(enum vconn_state s)
 {
 	return s == VCONN_ESTABLISHED || s == VCONN_PEER_CLOSED;
 }
 
-static bool vconn_ended(enum vconn_state s)
+bool vconn_ended(enum vconn_state s)
 {
 	return s == VCONN_FAILED || s == VCONN_ABANDONED || s == VCONN_CLOSED;
 }
@@ -198,25 +119,113 @@ static void vconn_publish(struct ndk_vconn *c)
 	c->reg_slot = ndk_reg_publish(&e);
 }
 
-/* The one state setter; c->lock held. */
-static void vconn_set_state_at(struct ndk_vconn *c, enum vconn_state to,
-			       int line)
+/* ------------------------------------------------------------------ */
+/* The timer, c->lock held                                            */
+
+/*
+ * NDK_ACCEPT_GRACE_MS, the software provider's knob for initiators that
+ * send no RTR (docs/ndk.md, Accepting): iWARP devices send none either.
+ */
+uint64_t vconn_accept_grace_ms(void)
 {
-	enum vconn_state from = c->state;
+	return ndk_config_u64("NDK_ACCEPT_GRACE_MS", 50, 0, 60000);
+}
+
+#define VCONN_BIT(s) (1u << (s))
+
+/* The states each purpose may run in (enum vconn_timer). */
+static const uint32_t vconn_timer_states[VCONN_TIMER_COUNT] = {
+	[VCONN_TIMER_CONNECT] = VCONN_BIT(VCONN_RESOLVING_ADDR) |
+				VCONN_BIT(VCONN_RESOLVING_ROUTE) |
+				VCONN_BIT(VCONN_CONNECTING),
+	[VCONN_TIMER_COMPLETE] = VCONN_BIT(VCONN_REPLIED),
+	[VCONN_TIMER_ACCEPT] = VCONN_BIT(VCONN_ACCEPTING),
+	[VCONN_TIMER_GRACE] = VCONN_BIT(VCONN_ACCEPT_GRACE),
+	[VCONN_TIMER_DISCONNECT] = VCONN_BIT(VCONN_DISCONNECTING),
+};
+
+static const char *const vconn_timer_names[VCONN_TIMER_COUNT] = {
+	[VCONN_TIMER_NONE] = "none",
+	[VCONN_TIMER_CONNECT] = "connect",
+	[VCONN_TIMER_COMPLETE] = "complete-connect",
+	[VCONN_TIMER_ACCEPT] = "accept",
+	[VCONN_TIMER_GRACE] = "accept-grace",
+	[VCONN_TIMER_DISCONNECT] = "disconnect",
+};
+
+/* Arms the one timer for purpose, replacing any other. */
+void vconn_arm_timer(struct ndk_vconn *c, enum vconn_timer purpose, uint64_t ms)
+{
+	bool took = false;
 
 	NDK_ASSERT_LOCKED(&c->lock);
+	assert(vconn_timer_states[purpose] & VCONN_BIT(c->state));
+	ndk_dbg("verbs: connector %p: %s timer %llu ms in %s", (void *)c,
+		vconn_timer_names[purpose], (unsigned long long)ms,
+		vconn_state_names[c->state]);
+	c->timer_purpose = purpose;
+	c->timer_deadline_ns = ndk_now_ns() + ms * 1000000;
+	if (!c->timer_ref) {
+		ndk_obj_get(&c->obj);
+		c->timer_ref = took = true;
+	}
+	if (ndk_timer_start(c->obj.domain->engine, &c->timer, ms)) {
+		ndk_warn("verbs: connector %p: no memory for its %s timer",
+			 (void *)c, vconn_timer_names[purpose]);
+		c->timer_purpose = VCONN_TIMER_NONE;
+		if (took) {
+			c->timer_ref = false;
+			ndk_obj_put(&c->obj); /* not the last: ours */
+		}
+	}
+}
+
+/*
+ * A fire already waiting for c->lock finds no purpose and lets the
+ * reference go (vconn_timer_fn).
+ */
+void vconn_stop_timer(struct ndk_vconn *c)
+{
+	NDK_ASSERT_LOCKED(&c->lock);
+	c->timer_purpose = VCONN_TIMER_NONE;
+	c->timer_deadline_ns = UINT64_MAX;
+	if (c->timer_ref &&
+	    ndk_timer_cancel(c->obj.domain->engine, &c->timer)) {
+		c->timer_ref = false;
+		ndk_obj_put(&c->obj); /* not the last: the caller holds one */
+	}
+}
+
+/* The state setter's half: a timer of the phase left stops. */
+static void vconn_timer_enter_state(struct ndk_vconn *c, enum vconn_state to)
+{
+	if (c->timer_purpose != VCONN_TIMER_NONE &&
+	    !(vconn_timer_states[c->timer_purpose] & VCONN_BIT(to)))
+		vconn_stop_timer(c);
+}
+
+/* The one state setter; c->lock held. */
+void vconn_set_state_at(struct ndk_vconn *c, enum vconn_state to,
+			const char *file, int line)
+{
+	enum vconn_state from = c->state;
+	const char *base = strrchr(file, '/');
+
+	NDK_ASSERT_LOCKED(&c->lock);
+	file = base ? base + 1 : file;
 	if ((unsigned int)to >= VCONN_STATE_COUNT ||
 	    !vconn_transition_ok[from][to]) {
 		ndk_err("verbs: connector %p: illegal transition %s -> %s "
-			"(connector.c:%d)",
+			"(%s:%d)",
 			(void *)c, vconn_state_names[from],
-			vconn_state_names[to], line);
+			vconn_state_names[to], file, line);
 		assert(!"illegal connector state transition");
 		return;
 	}
-	ndk_dbg("verbs: connector %p: %s -> %s (connector.c:%d)", (void *)c,
-		vconn_state_names[from], vconn_state_names[to], line);
+	ndk_dbg("verbs: connector %p: %s -> %s (%s:%d)", (void *)c,
+		vconn_state_names[from], vconn_state_names[to], file, line);
 	c->state = to;
+	vconn_timer_enter_state(c, to);
 	if (!vconn_listed(from) && vconn_listed(to)) {
 		vconn_publish(c);
 	} else if (vconn_listed(from) && !vconn_listed(to)) {
@@ -224,7 +233,6 @@ static void vconn_set_state_at(struct ndk_vconn *c, enum vconn_state to,
 		c->reg_slot = -1;
 	}
 }
-#define vconn_set_state(c, s) vconn_set_state_at(c, s, __LINE__)
 
 /* ------------------------------------------------------------------ */
 /* The id, the QP and the timer, c->lock held                         */
@@ -249,7 +257,7 @@ static void vconn_destroy_job_fn(struct ndk_vjob *job)
  * waits for its MPA timer, which must hold neither the engine nor the
  * consumer. Its events from now on find no context and are dropped.
  */
-static void vconn_destroy_id(struct ndk_vconn *c)
+void vconn_destroy_id(struct ndk_vconn *c)
 {
 	struct vconn_destroy_job *d;
 
@@ -276,7 +284,7 @@ static void vconn_destroy_id(struct ndk_vconn *c)
 }
 
 /* The QP of an attempt that never got established. */
-static void vconn_qp_failed(struct ndk_vconn *c)
+void vconn_qp_failed(struct ndk_vconn *c)
 {
 	NDK_ASSERT_LOCKED(&c->lock);
 	if (!c->qp || ndk_vqp_state(c->qp) != VQP_CONNECTING)
@@ -287,36 +295,11 @@ static void vconn_qp_failed(struct ndk_vconn *c)
 		ndk_vqp_ended(c->qp, true);
 }
 
-static void vconn_timer_fn(struct ndk_timer *t);
-
-/* Arms the one timer: a connect attempt's or NdkDisconnect's limit. */
-static void vconn_arm_timer(struct ndk_vconn *c, uint64_t ms)
-{
-	NDK_ASSERT_LOCKED(&c->lock);
-	if (c->timer_set)
-		return;
-	ndk_obj_get(&c->obj);
-	if (ndk_timer_start(c->obj.domain->engine, &c->timer, ms))
-		ndk_obj_put(&c->obj); /* not the last: the caller holds one */
-	else
-		c->timer_set = true;
-}
-
-static void vconn_stop_timer(struct ndk_vconn *c)
-{
-	NDK_ASSERT_LOCKED(&c->lock);
-	if (c->timer_set &&
-	    ndk_timer_cancel(c->obj.domain->engine, &c->timer)) {
-		c->timer_set = false;
-		ndk_obj_put(&c->obj); /* not the last: the caller holds one */
-	}
-}
-
 /* ------------------------------------------------------------------ */
 /* Endings, c->lock held                                              */
 
 /* A pending Connect (active) or Accept (passive) fails with status. */
-static void vconn_attempt_failed(struct ndk_vconn *c, NTSTATUS status)
+void vconn_attempt_failed(struct ndk_vconn *c, NTSTATUS status)
 {
 	vconn_stop_timer(c);
 	ndk_info("verbs: connector %p: %s failed in %s: %s", (void *)c,
@@ -331,7 +314,7 @@ static void vconn_attempt_failed(struct ndk_vconn *c, NTSTATUS status)
 }
 
 /* Between handshake steps the other side gave up: the next call says. */
-static void vconn_abandon(struct ndk_vconn *c, NTSTATUS status)
+void vconn_abandon(struct ndk_vconn *c, NTSTATUS status)
 {
 	vconn_stop_timer(c);
 	vconn_qp_failed(c);
@@ -384,8 +367,8 @@ static void vconn_peer_disconnected(struct ndk_vconn *c,
 /* Events from rdma_cm (engine thread)                                */
 
 /* The peer's read limits and private data, from its request or reply. */
-static void vconn_note_peer(struct ndk_vconn *c, const struct ndk_vcm_event *e,
-			    bool iwarp_reply)
+void vconn_note_peer(struct ndk_vconn *c, const struct ndk_vcm_event *e,
+		     bool iwarp_reply)
 {
 	/*
 	 * rdma_cm gives the peer's limits as what we may use:
@@ -403,9 +386,8 @@ static void vconn_note_peer(struct ndk_vconn *c, const struct ndk_vcm_event *e,
 	c->peer_pd_len = e->pd_len;
 }
 
-static struct rdma_conn_param vconn_param(struct ndk_vconn *c, const void *pd,
-					  uint8_t pd_len, uint8_t ird,
-					  uint8_t ord)
+struct rdma_conn_param vconn_param(struct ndk_vconn *c, const void *pd,
+				   uint8_t pd_len, uint8_t ird, uint8_t ord)
 {
 	struct rdma_conn_param p;
 
@@ -421,76 +403,19 @@ static struct rdma_conn_param vconn_param(struct ndk_vconn *c, const void *pd,
 	return p;
 }
 
-/* The adapter's worker: rdma_connect, without the connector's lock. */
-static void vconn_connect_job(struct ndk_vjob *job)
+NTSTATUS vconn_check_pd(const void *pd, ULONG len, ULONG max)
 {
-	struct ndk_vconn *c = container_of(job, struct ndk_vconn, connect_job);
-	struct rdma_conn_param p;
-	struct rdma_cm_id *id;
-	int ret, err = 0;
-
-	ndk_lock(&c->lock);
-	id = c->id;
-	if (id)
-		p = vconn_param(c, c->pd, (uint8_t)c->pd_len, c->req_ird,
-				c->req_ord);
-	ndk_unlock(&c->lock);
-	ret = id ? rdma_connect(id, &p) : 0;
-	if (ret)
-		err = errno;
-	ndk_lock(&c->lock);
-	c->in_connect = false;
-	if (c->id_after_connect) {
-		/* Closed or failed meanwhile: the id is ours to end. */
-		rdma_destroy_id(c->id_after_connect);
-		c->id_after_connect = NULL;
-	} else if (ret && c->state == VCONN_CONNECTING) {
-		ndk_info("verbs: connector %p: rdma_connect: %s", (void *)c,
-			 strerror(err));
-		vconn_attempt_failed(c,
-				     ndk_verbs_errno_status(err, NDK_VERBS_CM));
-	}
-	ndk_unlock(&c->lock);
-	ndk_obj_put(&c->obj); /* the job's */
+	if (len && !pd)
+		return STATUS_INVALID_PARAMETER;
+	/* More than the adapter advertises is refused, nothing is sent. */
+	if (len > max)
+		return STATUS_INVALID_BUFFER_SIZE;
+	return STATUS_SUCCESS;
 }
 
-static void vconn_route_resolved(struct ndk_vconn *c)
+uint8_t vconn_cap(ULONG v, ULONG max)
 {
-	vconn_set_state(c, VCONN_CONNECTING);
-	c->in_connect = true;
-	ndk_obj_get(&c->obj);
-	ndk_vworker_post(&vconn_vad(c)->worker, &c->connect_job,
-			 vconn_connect_job);
-}
-
-/* CONNECTING: the peer accepted (IB: its REP; iWARP: established). */
-static void vconn_replied(struct ndk_vconn *c, const struct ndk_vcm_event *e)
-{
-	bool iwarp = vconn_vad(c)->iwarp;
-
-	vconn_stop_timer(c);
-	vconn_note_peer(c, e, iwarp);
-	vconn_set_state(c, VCONN_REPLIED);
-	ndk_req_complete(&c->connect_req, STATUS_SUCCESS);
-}
-
-static void vconn_accepted(struct ndk_vconn *c, const struct ndk_vcm_event *e)
-{
-	/*
-	 * iWARP: the device's own pair, which may be above ours (siw raises
-	 * our IRD to the initiator's ORD, its relaxed negotiation;
-	 * docs/verbs.md, Read limits). The kernel's cma reports it as
-	 * initiator_depth = IRD, responder_resources = ORD.
-	 */
-	if (vconn_vad(c)->iwarp &&
-	    (e->initiator_depth || e->responder_resources)) {
-		c->eff_ird = e->initiator_depth;
-		c->eff_ord = e->responder_resources;
-	}
-	ndk_vqp_connected(c->qp);
-	vconn_set_state(c, VCONN_ESTABLISHED);
-	ndk_adapter_count(c->obj.adapter, NDK_CTR(Accept), 1);
-	ndk_req_complete(&c->accept_req, STATUS_SUCCESS);
+	return (uint8_t)MIN(v, max);
 }
 
 /* Every event that ends what the connector was waiting for. */
@@ -559,6 +484,12 @@ static void vconn_event_locked(struct ndk_vconn *c,
 		if (vconn_is_failure(e->type))
 			vconn_abandon(c, STATUS_CONNECTION_ABORTED);
 		return;
+	case VCONN_ACCEPT_GRACE:
+		/* The initiator left right after our Reply: it never
+		 * completed (NDK_FN_ACCEPT_EX). */
+		if (vconn_is_failure(e->type))
+			vconn_attempt_failed(c, STATUS_CONNECTION_ABORTED);
+		return;
 	case VCONN_ACCEPTING:
 		if (e->type == RDMA_CM_EVENT_ESTABLISHED)
 			vconn_accepted(c, e);
@@ -605,7 +536,7 @@ void ndk_vconn_event(struct ndk_vcm_ref *ref, const struct ndk_vcm_event *e)
  * The device found the QP broken (a Terminate, a remote access error):
  * for the consumer, the connection ended as if the peer had aborted it.
  */
-static void vconn_qp_fatal(struct ndk_obj *obj)
+void vconn_qp_fatal(struct ndk_obj *obj)
 {
 	struct ndk_vconn *c = container_of(obj, struct ndk_vconn, obj);
 	struct ndk_vcm_event e = {
@@ -624,464 +555,57 @@ static void vconn_qp_fatal(struct ndk_obj *obj)
 }
 
 /* ------------------------------------------------------------------ */
-/* Active side                                                        */
-
-static NTSTATUS vconn_check_pd(const void *pd, ULONG len, ULONG max)
-{
-	if (len && !pd)
-		return STATUS_INVALID_PARAMETER;
-	/* More than the adapter advertises is refused, nothing is sent. */
-	if (len > max)
-		return STATUS_INVALID_BUFFER_SIZE;
-	return STATUS_SUCCESS;
-}
-
-static uint8_t vconn_cap(ULONG v, ULONG max)
-{
-	return (uint8_t)MIN(v, max);
-}
-
-/* c->lock held, c->ep reserved: everything after the endpoint. */
-static NTSTATUS vconn_start(struct ndk_vconn *c, struct ndk_vqp *qp,
-			    const struct sockaddr *dst, ULONG ird, ULONG ord,
-			    const void *pd, ULONG pd_len,
-			    NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
-{
-	struct ndk_adapter *ad = c->obj.adapter;
-	const struct sockaddr *local;
-	socklen_t len;
-	NTSTATUS status;
-	int ret;
-
-	local = ndk_endpoint_addr(c->ep, &len);
-	memset(&c->local, 0, sizeof(c->local));
-	memcpy(&c->local, local, len);
-	memset(&c->peer, 0, sizeof(c->peer));
-	memcpy(&c->peer, dst, ndk_addr_len(dst));
-	ret = ndk_tuple_register((struct sockaddr *)&c->local, dst);
-	if (ret)
-		return ndk_status_from_errno(ret, NDK_SITE_CONNECT);
-	c->tuple_registered = true;
-	ret = ndk_vqp_bind(qp, vconn_qp_fatal, &c->obj);
-	if (ret)
-		return ret == -EBUSY ? STATUS_CONNECTION_ACTIVE
-				     : STATUS_INVALID_DEVICE_STATE;
-	if (ndk_obj_link(&c->obj, &qp->obj)) {
-		ndk_vqp_unbind(qp);
-		return STATUS_INVALID_PARAMETER;
-	}
-	c->qp = qp;
-	c->req_ird = vconn_cap(ird, ad->info.MaxInboundReadLimit);
-	c->req_ord = vconn_cap(ord, ad->info.MaxOutboundReadLimit);
-	if (pd_len)
-		memcpy(c->pd, pd, pd_len);
-	c->pd_len = (uint16_t)pd_len;
-	if (rdma_create_id(vconn_vad(c)->cm, &c->id, &c->ref, RDMA_PS_TCP)) {
-		ndk_info("verbs: connector %p: rdma_create_id: %s", (void *)c,
-			 strerror(errno));
-		status = ndk_verbs_errno_status(errno, NDK_VERBS_CM);
-		goto fail_qp;
-	}
-	if (c->shared) {
-		/* Many ids bound to the shared address, one per
-		 * destination (rdma_cm's own port space). */
-		int one = 1;
-
-		if (rdma_set_option(c->id, RDMA_OPTION_ID,
-				    RDMA_OPTION_ID_REUSEADDR, &one,
-				    sizeof(one))) {
-			status = ndk_verbs_errno_status(errno, NDK_VERBS_CM);
-			vconn_destroy_id(c);
-			goto fail_qp;
-		}
-	}
-	ndk_req_pend(&c->connect_req, &c->obj, cb, ctx);
-	vconn_set_state(c, VCONN_RESOLVING_ADDR);
-	/* The whole attempt, as for the software provider (siw's own MPA
-	 * timer is longer). */
-	vconn_arm_timer(c, ndk_cm_timeout_ms());
-	if (rdma_resolve_addr(c->id, (struct sockaddr *)&c->local,
-			      (struct sockaddr *)dst,
-			      (int)ndk_cm_timeout_ms())) {
-		/* The source port taken in rdma_cm's own space, or no
-		 * route: inline (NDK_FN_CONNECT). */
-		ndk_info("verbs: connector %p: rdma_resolve_addr: %s",
-			 (void *)c, strerror(errno));
-		status = ndk_verbs_errno_status(
-			errno,
-			errno == EADDRINUSE ? NDK_VERBS_CM_BIND : NDK_VERBS_CM);
-		ndk_req_withdraw(&c->connect_req);
-		ndk_adapter_count(ad, NDK_CTR(ConnectFailure), 1);
-		vconn_set_state(c, VCONN_IDLE);
-		vconn_destroy_id(c);
-		goto fail_qp;
-	}
-	return STATUS_PENDING;
-fail_qp:
-	ndk_vqp_unbind(qp);
-	ndk_obj_unlink(&c->obj, &qp->obj);
-	c->qp = NULL;
-	return status;
-}
-
-/*
- * Common tail of NdkConnect and NdkConnectWithSharedEndpoint: c->lock
- * held, c->ep referenced. On an inline failure the connector is IDLE
- * again, owning nothing, so it may try again.
- */
-static NTSTATUS vconn_begin(struct ndk_vconn *c, NDK_QP *pNdkQp,
-			    const struct sockaddr *dst, ULONG ird, ULONG ord,
-			    const void *pd, ULONG pd_len,
-			    NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
-{
-	NTSTATUS status;
-
-	status = vconn_start(c, to_vqp(pNdkQp), dst, ird, ord, pd, pd_len, cb,
-			     ctx);
-	if (status != STATUS_PENDING) {
-		if (c->tuple_registered)
-			ndk_tuple_unregister((struct sockaddr *)&c->local,
-					     (struct sockaddr *)&c->peer);
-		c->tuple_registered = false;
-		ndk_endpoint_put(c->ep);
-		c->ep = NULL;
-	}
-	return status;
-}
-
-static NTSTATUS vconn_check_connect(struct ndk_vconn *c, NDK_QP *qp,
-				    const struct sockaddr *dst, ULONG dstlen,
-				    const void *pd, ULONG pdlen)
-{
-	NTSTATUS status;
-
-	if (!qp || ndk_addr_check(dst, dstlen))
-		return STATUS_INVALID_PARAMETER;
-	status = vconn_check_pd(pd, pdlen, c->obj.adapter->info.MaxCallerData);
-	if (status)
-		return status;
-	if (c->passive || c->state != VCONN_IDLE)
-		return STATUS_INVALID_DEVICE_STATE;
-	return STATUS_SUCCESS;
-}
-
-static NTSTATUS
-vconn_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-	      CONST PSOCKADDR pSrcAddress, ULONG SrcAddressLength,
-	      CONST PSOCKADDR pDestAddress, ULONG DestAddressLength,
-	      ULONG InboundReadLimit, ULONG OutboundReadLimit,
-	      CONST PVOID pPrivateData, ULONG PrivateDataLength,
-	      NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext)
-{
-	struct ndk_vconn *c = to_vconn(pNdkConnector);
-	NTSTATUS status;
-
-	ndk_lock(&c->lock);
-	status = vconn_check_connect(c, pNdkQp, pDestAddress, DestAddressLength,
-				     pPrivateData, PrivateDataLength);
-	if (!status && (ndk_addr_check(pSrcAddress, SrcAddressLength) ||
-			pSrcAddress->sa_family != pDestAddress->sa_family))
-		status = STATUS_INVALID_PARAMETER;
-	if (status)
-		goto out;
-	/* The connector's own endpoint: one reference (NDKPI Listeners,
-	 * Connectors, and Endpoints). */
-	status = ndk_local_endpoint_acquire(c->obj.adapter, pSrcAddress,
-					    SrcAddressLength,
-					    NDK_ENDPOINT_CONNECTOR, &c->ep);
-	if (!status)
-		status = vconn_begin(c, pNdkQp, pDestAddress, InboundReadLimit,
-				     OutboundReadLimit, pPrivateData,
-				     PrivateDataLength, RequestCompletion,
-				     RequestContext);
-out:
-	ndk_unlock(&c->lock);
-	return status;
-}
-
-static NTSTATUS
-vconn_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-		  NDK_SHARED_ENDPOINT *pNdkSharedEndpoint,
-		  CONST PSOCKADDR pDestAddress, ULONG DestAddressLength,
-		  ULONG InboundReadLimit, ULONG OutboundReadLimit,
-		  CONST PVOID pPrivateData, ULONG PrivateDataLength,
-		  NDK_FN_REQUEST_COMPLETION RequestCompletion,
-		  PVOID RequestContext)
-{
-	struct ndk_vconn *c = to_vconn(pNdkConnector);
-	struct ndk_shared_endpoint *sep;
-	const struct sockaddr *local;
-	socklen_t len;
-	NTSTATUS status;
-
-	ndk_lock(&c->lock);
-	status = vconn_check_connect(c, pNdkQp, pDestAddress, DestAddressLength,
-				     pPrivateData, PrivateDataLength);
-	if (!status && !pNdkSharedEndpoint)
-		status = STATUS_INVALID_PARAMETER;
-	if (status)
-		goto out;
-	sep = to_ndk_shared_endpoint(pNdkSharedEndpoint);
-	local = ndk_endpoint_addr(sep->ep, &len);
-	if (local->sa_family != pDestAddress->sa_family) {
-		status = STATUS_INVALID_PARAMETER;
-		goto out;
-	}
-	/* +1 on the shared endpoint per connector; the object is the
-	 * connector's antecedent. */
-	if (!c->sep_linked) {
-		if (ndk_obj_link(&c->obj, &sep->obj)) {
-			status = STATUS_INVALID_PARAMETER;
-			goto out;
-		}
-		c->sep_linked = true;
-	}
-	ndk_endpoint_get(sep->ep);
-	c->ep = sep->ep;
-	c->shared = true;
-	status = vconn_begin(c, pNdkQp, pDestAddress, InboundReadLimit,
-			     OutboundReadLimit, pPrivateData, PrivateDataLength,
-			     RequestCompletion, RequestContext);
-	if (status != STATUS_PENDING)
-		c->shared = false;
-out:
-	ndk_unlock(&c->lock);
-	return status;
-}
-
-static NTSTATUS vconn_complete(struct ndk_vconn *c,
-			       NDK_FN_DISCONNECT_EVENT_CALLBACK ev,
-			       NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev_ex,
-			       PVOID ev_ctx)
-{
-	NTSTATUS status = STATUS_SUCCESS;
-
-	ndk_lock(&c->lock);
-	if (!c->passive && c->state == VCONN_ABANDONED &&
-	    c->fail == STATUS_CONNECTION_ABORTED) {
-		/* The acceptor gave up. */
-		status = c->fail;
-		goto out;
-	}
-	if (c->passive || c->state != VCONN_REPLIED) {
-		status = STATUS_CONNECTION_INVALID;
-		goto out;
-	}
-	/* IB and RoCE: RTR and RTS, then the RTU lets the peer's Accept
-	 * complete. iWARP: the kernel established it already. */
-	if (!vconn_vad(c)->iwarp &&
-	    (ndk_vqp_ib_ready(c->qp, c->id, c->eff_ird, c->eff_ord) ||
-	     rdma_establish(c->id))) {
-		vconn_abandon(c, STATUS_CONNECTION_ABORTED);
-		status = STATUS_CONNECTION_ABORTED;
-		goto out;
-	}
-	c->disc_cb = ev;
-	c->disc_cb_ex = ev_ex;
-	c->disc_ctx = ev_ctx;
-	ndk_vqp_connected(c->qp);
-	vconn_set_state(c, VCONN_ESTABLISHED);
-	ndk_adapter_count(c->obj.adapter, NDK_CTR(Connect), 1);
-out:
-	ndk_unlock(&c->lock);
-	return status;
-}
-
-static NTSTATUS
-vconn_complete_connect(NDK_CONNECTOR *pNdkConnector,
-		       NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
-		       PVOID DisconnectEventContext,
-		       NDK_FN_REQUEST_COMPLETION RequestCompletion,
-		       PVOID RequestContext)
-{
-	/* Completes inline: no callback (NDK_FN_REQUEST_COMPLETION). */
-	return vconn_complete(to_vconn(pNdkConnector), DisconnectEvent, NULL,
-			      DisconnectEventContext);
-}
-
-static NTSTATUS
-vconn_complete_connect_ex(NDK_CONNECTOR *pNdkConnector,
-			  NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
-			  PVOID DisconnectEventContext,
-			  NDK_FN_REQUEST_COMPLETION RequestCompletion,
-			  PVOID RequestContext)
-{
-	return vconn_complete(to_vconn(pNdkConnector), NULL, DisconnectEvent,
-			      DisconnectEventContext);
-}
-
-/* ------------------------------------------------------------------ */
-/* Passive side                                                       */
-
-static NTSTATUS vconn_accept(struct ndk_vconn *c, NDK_QP *pNdkQp, ULONG ird,
-			     ULONG ord, const void *pd, ULONG pd_len,
-			     NDK_FN_DISCONNECT_EVENT_CALLBACK ev,
-			     NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev_ex,
-			     PVOID ev_ctx, NDK_FN_REQUEST_COMPLETION cb,
-			     PVOID ctx)
-{
-	struct ndk_adapter *ad = c->obj.adapter;
-	struct rdma_conn_param p;
-	struct ndk_vqp *qp;
-	NTSTATUS status;
-	int ret;
-
-	if (!pNdkQp)
-		return STATUS_INVALID_PARAMETER;
-	status = vconn_check_pd(pd, pd_len, ad->info.MaxCalleeData);
-	if (status)
-		return status;
-	qp = to_vqp(pNdkQp);
-	ndk_lock(&c->lock);
-	if (c->passive && c->state == VCONN_ABANDONED &&
-	    c->fail == STATUS_CONNECTION_ABORTED) {
-		/* The connecting peer abandoned the attempt (NDK_FN_ACCEPT). */
-		status = STATUS_CONNECTION_ABORTED;
-		goto out;
-	}
-	if (!c->passive || c->state != VCONN_REQUESTED) {
-		status = STATUS_CONNECTION_INVALID;
-		goto out;
-	}
-	ret = ndk_vqp_bind(qp, vconn_qp_fatal, &c->obj);
-	if (ret) {
-		status = ret == -EBUSY ? STATUS_CONNECTION_ACTIVE
-				       : STATUS_INVALID_DEVICE_STATE;
-		goto out;
-	}
-	if (ndk_obj_link(&c->obj, &qp->obj)) {
-		ndk_vqp_unbind(qp);
-		status = STATUS_INVALID_PARAMETER;
-		goto out;
-	}
-	c->qp = qp;
-	c->req_ird = vconn_cap(ird, ad->info.MaxInboundReadLimit);
-	c->req_ord = vconn_cap(ord, ad->info.MaxOutboundReadLimit);
-	c->eff_ird = MIN(c->req_ird, c->peer_ord);
-	c->eff_ord = MIN(c->req_ord, c->peer_ird);
-	if (!vconn_vad(c)->iwarp &&
-	    ndk_vqp_ib_ready(qp, c->id, c->eff_ird, c->eff_ord)) {
-		vconn_abandon(c, STATUS_CONNECTION_ABORTED);
-		status = STATUS_CONNECTION_ABORTED;
-		goto out;
-	}
-	p = vconn_param(c, pd, (uint8_t)pd_len, c->eff_ird, c->eff_ord);
-	if (rdma_accept(c->id, &p)) {
-		/* The initiator is gone, or the device refused. */
-		ndk_info("verbs: connector %p: rdma_accept failed (%d)",
-			 (void *)c, errno);
-		vconn_abandon(c, STATUS_CONNECTION_ABORTED);
-		status = STATUS_CONNECTION_ABORTED;
-		goto out;
-	}
-	c->disc_cb = ev;
-	c->disc_cb_ex = ev_ex;
-	c->disc_ctx = ev_ctx;
-	ndk_req_pend(&c->accept_req, &c->obj, cb, ctx);
-	vconn_set_state(c, VCONN_ACCEPTING);
-	status = STATUS_PENDING;
-out:
-	ndk_unlock(&c->lock);
-	return status;
-}
-
-static NTSTATUS
-vconn_ndk_accept(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-		 ULONG InboundReadLimit, ULONG OutboundReadLimit,
-		 CONST PVOID pPrivateData, ULONG PrivateDataLength,
-		 NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
-		 PVOID DisconnectEventContext,
-		 NDK_FN_REQUEST_COMPLETION RequestCompletion,
-		 PVOID RequestContext)
-{
-	return vconn_accept(to_vconn(pNdkConnector), pNdkQp, InboundReadLimit,
-			    OutboundReadLimit, pPrivateData, PrivateDataLength,
-			    DisconnectEvent, NULL, DisconnectEventContext,
-			    RequestCompletion, RequestContext);
-}
-
-static NTSTATUS
-vconn_ndk_accept_ex(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-		    ULONG InboundReadLimit, ULONG OutboundReadLimit,
-		    CONST PVOID pPrivateData, ULONG PrivateDataLength,
-		    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
-		    PVOID DisconnectEventContext,
-		    NDK_FN_REQUEST_COMPLETION RequestCompletion,
-		    PVOID RequestContext)
-{
-	return vconn_accept(to_vconn(pNdkConnector), pNdkQp, InboundReadLimit,
-			    OutboundReadLimit, pPrivateData, PrivateDataLength,
-			    NULL, DisconnectEvent, DisconnectEventContext,
-			    RequestCompletion, RequestContext);
-}
-
-static NTSTATUS vconn_reject(NDK_CONNECTOR *pNdkConnector,
-			     CONST PVOID pPrivateData, ULONG PrivateDataLength)
-{
-	struct ndk_vconn *c = to_vconn(pNdkConnector);
-	NTSTATUS status;
-
-	status = vconn_check_pd(pPrivateData, PrivateDataLength,
-				MIN(c->obj.adapter->info.MaxCalleeData,
-				    vconn_vad(c)->max_reject_data));
-	if (status)
-		return status;
-	ndk_lock(&c->lock);
-	switch (c->state) {
-	case VCONN_REQUESTED:
-		if (rdma_reject(c->id, pPrivateData,
-				(uint8_t)PrivateDataLength)) {
-			/* The initiator is gone already (NDK_FN_REJECT). */
-			ndk_info("verbs: connector %p: rdma_reject: %s",
-				 (void *)c, strerror(errno));
-			status = STATUS_CONNECTION_ABORTED;
-		}
-		vconn_abandon(c, status ? status : STATUS_CONNECTION_INVALID);
-		break;
-	case VCONN_REPLIED:
-		/*
-		 * Active side after Connect completed: IB rejects the REP;
-		 * an iWARP connection is up already and is closed, so the
-		 * peer sees a disconnect (docs/verbs.md).
-		 */
-		if (vconn_vad(c)->iwarp)
-			rdma_disconnect(c->id);
-		else
-			rdma_reject(c->id, NULL, 0);
-		vconn_abandon(c, STATUS_CONNECTION_INVALID);
-		break;
-	case VCONN_FAILED:
-	case VCONN_ABANDONED:
-	case VCONN_CLOSED:
-		status = c->fail == STATUS_CONNECTION_ABORTED
-				 ? STATUS_CONNECTION_ABORTED
-				 : STATUS_CONNECTION_INVALID;
-		break;
-	default:
-		status = STATUS_CONNECTION_INVALID;
-		break;
-	}
-	ndk_unlock(&c->lock);
-	return status;
-}
-
-/* ------------------------------------------------------------------ */
 /* Established                                                        */
 
+/*
+ * The timer fired: what happens depends only on why it was armed (the
+ * setter stopped it if the connector left that phase since). A stale fire
+ * (stopped, or re-armed further) changes nothing.
+ */
 static void vconn_timer_fn(struct ndk_timer *t)
 {
 	struct ndk_vconn *c = container_of(t, struct ndk_vconn, timer);
+	enum vconn_timer purpose;
+	bool put = false;
 
 	ndk_lock(&c->lock);
-	c->timer_set = false;
-	switch (c->state) {
-	case VCONN_RESOLVING_ADDR:
-	case VCONN_RESOLVING_ROUTE:
-	case VCONN_CONNECTING:
+	/* On the engine thread: armed now means another fire will come. */
+	if (!ndk_timer_armed(&c->timer)) {
+		put = c->timer_ref;
+		c->timer_ref = false;
+	}
+	purpose = c->timer_purpose;
+	if (purpose == VCONN_TIMER_NONE ||
+	    ndk_now_ns() < c->timer_deadline_ns) {
+		ndk_unlock(&c->lock);
+		if (put)
+			ndk_obj_put(&c->obj);
+		return;
+	}
+	ndk_dbg("verbs: connector %p: %s timer fired in %s", (void *)c,
+		vconn_timer_names[purpose], vconn_state_names[c->state]);
+	c->timer_purpose = VCONN_TIMER_NONE;
+	c->timer_deadline_ns = UINT64_MAX;
+	switch (purpose) {
+	case VCONN_TIMER_CONNECT:
 		/* No answer within NDK_CM_TIMEOUT_MS (NDK_FN_CONNECT). */
 		vconn_attempt_failed(c, STATUS_IO_TIMEOUT);
 		break;
-	case VCONN_DISCONNECTING:
+	case VCONN_TIMER_COMPLETE:
+		/* The consumer never called CompleteConnect: the attempt is
+		 * over, and the acceptor learns it (IB: the id's destroy
+		 * rejects the REP; iWARP: the flush ends the stream). */
+		vconn_abandon(c, STATUS_IO_TIMEOUT);
+		break;
+	case VCONN_TIMER_ACCEPT:
+		/* The initiator never completed (NDK_FN_ACCEPT_EX). */
+		vconn_attempt_failed(c, STATUS_IO_TIMEOUT);
+		break;
+	case VCONN_TIMER_GRACE:
+		/* The initiator stayed: the Accept completes. */
+		vconn_accept_done(c);
+		break;
+	case VCONN_TIMER_DISCONNECT:
 		/* NdkDisconnect was never answered. */
 		ndk_vqp_ended(c->qp, true);
 		vconn_destroy_id(c);
@@ -1093,7 +617,8 @@ static void vconn_timer_fn(struct ndk_timer *t)
 		break;
 	}
 	ndk_unlock(&c->lock);
-	ndk_obj_put(&c->obj); /* the timer's reference */
+	if (put)
+		ndk_obj_put(&c->obj); /* the timer's reference */
 }
 
 static NTSTATUS vconn_disconnect(NDK_CONNECTOR *pNdkConnector,
@@ -1117,7 +642,7 @@ static NTSTATUS vconn_disconnect(NDK_CONNECTOR *pNdkConnector,
 		ndk_req_pend(&c->disconnect_req, &c->obj, RequestCompletion,
 			     RequestContext);
 		vconn_set_state(c, VCONN_DISCONNECTING);
-		vconn_arm_timer(c, ndk_cm_timeout_ms());
+		vconn_arm_timer(c, VCONN_TIMER_DISCONNECT, ndk_cm_timeout_ms());
 		status = STATUS_PENDING;
 		break;
 	case VCONN_PEER_CLOSED:

@@ -352,9 +352,10 @@ static void verbs_adapter_info(struct ndk_vadapter *v, NDK_ADAPTER_INFO *info)
 		info->MaxCalleeData = 251;
 		v->max_reject_data = 251;
 	} else {
-		/* IB CM private data less rdma_cm's header. */
+		/* IB CM private data less rdma_cm's header; MaxCalleeData is
+		 * what a REJ carries too (a REP would take 196). */
 		info->MaxCallerData = 56;
-		info->MaxCalleeData = 196;
+		info->MaxCalleeData = 148;
 		v->max_reject_data = 148;
 	}
 	info->AdapterFlags = NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED;

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "cmutil.h"
@@ -28,6 +29,7 @@ static struct cm_host srv, cli;
 static int setup(void **state)
 {
 	unsetenv("NDK_CM_TIMEOUT_MS");
+	unsetenv("NDK_ACCEPT_GRACE_MS");
 	unsetenv("NDK_LISTEN_BACKLOG");
 	unsetenv("NDK_EPHEMERAL_PORT_MIN");
 	unsetenv("NDK_EPHEMERAL_PORT_MAX");
@@ -40,6 +42,7 @@ static int teardown(void **state)
 	cm_host_close(&cli);
 	cm_host_close(&srv);
 	unsetenv("NDK_CM_TIMEOUT_MS");
+	unsetenv("NDK_ACCEPT_GRACE_MS");
 	unsetenv("NDK_LISTEN_BACKLOG");
 	unsetenv("NDK_EPHEMERAL_PORT_MIN");
 	unsetenv("NDK_EPHEMERAL_PORT_MAX");
@@ -78,6 +81,105 @@ static void close_sep(NDK_SHARED_ENDPOINT *sep)
 		sep->Dispatch->NdkCloseSharedEndpoint(&sep->Header, NULL, NULL);
 
 	assert_true(st == STATUS_SUCCESS || st == STATUS_PENDING);
+}
+
+/*
+ * Whether h's Accept waits for the initiator's CompleteConnect: the
+ * software provider's (its RTR) and IB and RoCE's (the RTU) do; an iWARP
+ * device's kernel CM completes it with the MPA Reply, and the provider
+ * holds it only NDK_ACCEPT_GRACE_MS (docs/verbs.md, Connection
+ * management).
+ */
+static bool accept_waits(struct cm_host *h)
+{
+	return cm_provider_is(h, "software") ||
+	       h->info.RdmaTechnology != NdkiWarp;
+}
+
+struct disc {
+	atomic_int calls;
+	atomic_uint reason;
+};
+
+static VOID on_disc(PVOID ctx, ULONG reason)
+{
+	struct disc *d = ctx;
+
+	atomic_store(&d->reason, reason);
+	atomic_fetch_add(&d->calls, 1);
+}
+
+static bool disc_called(void *arg)
+{
+	return atomic_load(&((struct disc *)arg)->calls) > 0;
+}
+
+/*
+ * c connects to l (IRD/ORD 4); the request is accepted with NdkAcceptEx
+ * and the disconnect callback on d; returns the incoming connector once
+ * the Connect completed, its Accept in *acc.
+ */
+static NDK_CONNECTOR *connect_accept_ex(NDK_CONNECTOR *c,
+					struct tool_listener *l,
+					struct cm_req *r, struct cm_req *acc,
+					struct disc *d)
+{
+	NDK_CONNECTOR *in;
+
+	assert_int_equal(cm_connect(c, cm_qp(&cli), (struct sockaddr *)&l->addr,
+				    4, 4, NULL, 0, r),
+			 STATUS_PENDING);
+	in = cm_next_incoming(l, 5000);
+	assert_non_null(in);
+	cm_req_init(acc);
+	assert_int_equal(in->Dispatch->NdkAcceptEx(in, cm_qp(&srv), 4, 4, NULL,
+						   0, on_disc, d, cm_req_done,
+						   acc),
+			 STATUS_PENDING);
+	assert_int_equal(cm_req_wait(r, 5000), STATUS_SUCCESS);
+	return in;
+}
+
+/* An engine held by a completion callback that sleeps. */
+struct blocker {
+	atomic_int started;
+	unsigned int ms;
+};
+
+static VOID block_done(PVOID ctx, NTSTATUS status)
+{
+	struct blocker *b = ctx;
+
+	atomic_store(&b->started, 1);
+	tu_sleep_ms(b->ms);
+}
+
+static bool block_started(void *arg)
+{
+	return atomic_load(&((struct blocker *)arg)->started) != 0;
+}
+
+static struct sockaddr_in reserved_port(NDK_SHARED_ENDPOINT **sep);
+
+/*
+ * Holds h's engine (its timers, its events) for b->ms: a Connect from h
+ * that is refused at once, whose completion runs on that engine and
+ * sleeps. Returns once the engine is held.
+ */
+static NDK_CONNECTOR *block_engine(struct cm_host *h, struct blocker *b,
+				   NDK_SHARED_ENDPOINT **sep)
+{
+	struct sockaddr_in dst = reserved_port(sep), src = cm_lo4(0);
+	NDK_CONNECTOR *c = cm_connector(h);
+
+	atomic_store(&b->started, 0);
+	assert_int_equal(c->Dispatch->NdkConnect(c, cm_qp(h), (PSOCKADDR)&src,
+						 sizeof(src), (PSOCKADDR)&dst,
+						 sizeof(dst), 1, 1, NULL, 0,
+						 block_done, b),
+			 STATUS_PENDING);
+	assert_true(tu_wait_until(block_started, b, 5000));
+	return c;
 }
 
 static void test_refused_no_listener(void **state)
@@ -243,43 +345,122 @@ static void test_private_data_limit(void **state)
 	cm_listener_close(&l);
 }
 
-/* Accept pending; the active side rejects (closes) instead of CompleteConnect. */
-static void test_accept_aborted_and_complete_aborted(void **state)
+/*
+ * MaxCalleeData is what both answers carry: a Reject and an Accept with
+ * that much private data go out whole (NDK_ADAPTER_INFO, NDK_FN_REJECT).
+ */
+static void test_callee_data_limit(void **state)
 {
 	struct sockaddr_in any = cm_lo4(0);
 	struct tool_listener l;
 	NDK_CONNECTOR *c = cm_connector(&cli), *in;
+	ULONG max = srv.info.MaxCalleeData;
+	static char pd[300];
 	struct cm_req r, acc;
+	char got[300];
+	ULONG len;
 
+	assert_true(max > 0 && max < sizeof(pd));
+	for (ULONG i = 0; i < sizeof(pd); i++)
+		pd[i] = (char)(i * 7 + 1);
 	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
-	/* 1 and 2 need an Accept that waits for CompleteConnect, which an
-	 * iWARP device's kernel CM completes with its MPA Reply
-	 * (docs/verbs.md, Connection management). */
-	if (!cm_provider_is(&srv, "software")) {
-		cm_close_connector(c);
-		goto peer_leaves;
-	}
+	assert_int_equal(cm_connect(c, cm_qp(&cli), (struct sockaddr *)&l.addr,
+				    4, 4, NULL, 0, &r),
+			 STATUS_PENDING);
+	in = cm_next_incoming(&l, 5000);
+	assert_non_null(in);
+	assert_int_equal(in->Dispatch->NdkReject(in, pd, max + 1),
+			 STATUS_INVALID_BUFFER_SIZE);
+	assert_int_equal(in->Dispatch->NdkReject(in, pd, max), STATUS_SUCCESS);
+	assert_int_equal(cm_req_wait(&r, 5000), STATUS_CONNECTION_REFUSED);
+	len = sizeof(got);
+	assert_int_equal(
+		c->Dispatch->NdkGetConnectionData(c, NULL, NULL, got, &len),
+		STATUS_SUCCESS);
+	assert_true(cm_rds_ok(&cli, len, max));
+	assert_memory_equal(got, pd, max);
+	cm_close_connector(in);
+	cm_close_connector(c);
+
+	/* The Accept's private data, as much. */
+	c = cm_connector(&cli);
+	assert_int_equal(cm_connect(c, cm_qp(&cli), (struct sockaddr *)&l.addr,
+				    4, 4, NULL, 0, &r),
+			 STATUS_PENDING);
+	in = cm_next_incoming(&l, 5000);
+	assert_non_null(in);
+	cm_req_init(&acc);
+	assert_int_equal(in->Dispatch->NdkAccept(in, cm_qp(&srv), 4, 4, pd, max,
+						 NULL, NULL, cm_req_done, &acc),
+			 STATUS_PENDING);
+	assert_int_equal(cm_req_wait(&r, 5000), STATUS_SUCCESS);
+	len = sizeof(got);
+	assert_int_equal(
+		c->Dispatch->NdkGetConnectionData(c, NULL, NULL, got, &len),
+		STATUS_SUCCESS);
+	assert_true(cm_rds_ok(&cli, len, max));
+	assert_memory_equal(got, pd, max);
+	assert_int_equal(
+		c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL),
+		STATUS_SUCCESS);
+	assert_int_equal(cm_req_wait(&acc, 5000), STATUS_SUCCESS);
+	cm_close_connector(c);
+	cm_close_connector(in);
+	cm_listener_close(&l);
+}
+
+/*
+ * Accept pending; the active side rejects, closes or leaves instead of
+ * completing, or the acceptor leaves first (NDK_FN_ACCEPT_EX,
+ * NDK_FN_COMPLETE_CONNECT, NDK_FN_REJECT).
+ */
+static void test_accept_aborted_and_complete_aborted(void **state)
+{
+	struct sockaddr_in any = cm_lo4(0);
+	struct tool_listener l;
+	NDK_CONNECTOR *c, *in;
+	struct cm_req r, acc;
+	struct disc d = { 0 };
+	NTSTATUS st;
+
+	/* Long enough that an iWARP device's Accept is still held when the
+	 * initiator leaves (docs/verbs.md, Connection management). */
+	setenv("NDK_ACCEPT_GRACE_MS", "5000", 1);
+	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
+			 STATUS_SUCCESS);
 	/* 1: the active side rejects after its connect completed. */
-	in = cm_connect_to_accepting(&cli, c, &srv, &l, 4, &r, &acc);
+	c = cm_connector(&cli);
+	in = connect_accept_ex(c, &l, &r, &acc, &d);
+	assert_int_equal(cm_req_wait(&acc, 50), -1);
 	assert_int_equal(c->Dispatch->NdkReject(c, NULL, 0), STATUS_SUCCESS);
 	assert_int_equal(cm_req_wait(&acc, 5000), STATUS_CONNECTION_ABORTED);
 	cm_close_connector(in);
 	cm_close_connector(c);
 
-	/* 2: the acceptor goes away before CompleteConnect. */
+	/* 2: the active side closes its connector instead. */
 	c = cm_connector(&cli);
-	in = cm_connect_to_accepting(&cli, c, &srv, &l, 4, &r, &acc);
+	in = connect_accept_ex(c, &l, &r, &acc, &d);
+	cm_close_connector(c);
+	assert_int_equal(cm_req_wait(&acc, 5000), STATUS_CONNECTION_ABORTED);
+	cm_close_connector(in);
+	assert_int_equal(atomic_load(&d.calls), 0); /* never connected */
+
+	/* 3: the acceptor goes away before CompleteConnect. */
+	c = cm_connector(&cli);
+	in = connect_accept_ex(c, &l, &r, &acc, &d);
 	cm_close_connector(in);
 	assert_int_equal(cm_req_wait(&acc, 5000), STATUS_CANCELLED);
-	tu_sleep_ms(50); /* let the FIN arrive */
+	tu_sleep_ms(200); /* let the news arrive */
 	assert_int_equal(
 		c->Dispatch->NdkCompleteConnectEx(c, NULL, NULL, NULL, NULL),
 		STATUS_CONNECTION_ABORTED);
+	/* Abandoned: every later call says so. */
+	assert_int_equal(c->Dispatch->NdkReject(c, NULL, 0),
+			 STATUS_CONNECTION_ABORTED);
 	cm_close_connector(c);
 
-	/* 3: the connecting peer leaves before Accept / Reject. */
-peer_leaves:
+	/* 4: the connecting peer leaves before Accept / Reject. */
 	c = cm_connector(&cli);
 	assert_int_equal(cm_connect(c, cm_qp(&cli), (struct sockaddr *)&l.addr,
 				    4, 4, NULL, 0, &r),
@@ -288,41 +469,54 @@ peer_leaves:
 	assert_non_null(in);
 	cm_close_connector(c);
 	assert_int_equal(cm_req_wait(&r, 5000), STATUS_CANCELLED);
-	tu_sleep_ms(50);
-	if (cm_provider_is(&srv, "software")) {
+	tu_sleep_ms(200);
+	if (accept_waits(&srv)) {
 		assert_int_equal(in->Dispatch->NdkReject(in, NULL, 0),
 				 STATUS_CONNECTION_ABORTED);
 		assert_int_equal(in->Dispatch->NdkAcceptEx(in, cm_qp(&srv), 4,
 							   4, NULL, 0, NULL,
 							   NULL, NULL, NULL),
 				 STATUS_CONNECTION_ABORTED);
+		cm_close_connector(in);
 	} else {
-		/* siw learns that the initiator left only when it answers
-		 * (docs/verbs.md, Connection management). */
-		NTSTATUS st = in->Dispatch->NdkReject(in, NULL, 0);
-
+		/* siw learns that the initiator left only when it answers: a
+		 * Reject goes out, an Accept fails (docs/verbs.md, Connection
+		 * management). */
+		st = in->Dispatch->NdkReject(in, NULL, 0);
 		assert_true(st == STATUS_CONNECTION_ABORTED ||
 			    st == STATUS_SUCCESS);
+		cm_close_connector(in);
+		c = cm_connector(&cli);
+		assert_int_equal(cm_connect(c, cm_qp(&cli),
+					    (struct sockaddr *)&l.addr, 4, 4,
+					    NULL, 0, &r),
+				 STATUS_PENDING);
+		in = cm_next_incoming(&l, 5000);
+		assert_non_null(in);
+		cm_close_connector(c);
+		tu_sleep_ms(200);
+		cm_req_init(&acc);
+		st = in->Dispatch->NdkAcceptEx(in, cm_qp(&srv), 4, 4, NULL, 0,
+					       on_disc, &d, cm_req_done, &acc);
+		assert_int_equal(cm_req_result(st, &acc, 5000),
+				 STATUS_CONNECTION_ABORTED);
+		cm_close_connector(in);
 	}
-	cm_close_connector(in);
 	cm_listener_close(&l);
 }
 
-static void test_timeouts(void **state)
+/* A TCP listener that accepts and never answers: the Connect times out. */
+static void test_connect_timeout(void **state)
 {
-	struct sockaddr_in any = cm_lo4(0);
-	struct tool_listener l;
-	NDK_CONNECTOR *c = cm_connector(&cli), *in;
-	struct cm_req r, acc;
-	int raw, peer;
+	NDK_CONNECTOR *c = cm_connector(&cli);
 	struct sockaddr_in raw_addr = cm_lo4(0);
 	socklen_t alen = sizeof(raw_addr);
+	int raw, peer;
 
 	/* A TCP listener stands for a peer: iWARP only (docs/verbs.md). */
 	cm_require(cli.info.RdmaTechnology == NdkiWarp,
 		   "a TCP peer (IB and RoCE connect over the IB CM)");
 	setenv("NDK_CM_TIMEOUT_MS", "300", 1);
-	/* IO_TIMEOUT: the peer accepts TCP but never answers the Request. */
 	raw = socket(AF_INET, SOCK_STREAM, 0);
 	assert_true(raw >= 0);
 	assert_int_equal(
@@ -337,32 +531,119 @@ static void test_timeouts(void **state)
 		close(peer);
 	close(raw);
 	cm_close_connector(c);
-	/* An iWARP device's Accept does not wait for CompleteConnect
-	 * (docs/verbs.md, Connection management). */
-	if (!cm_provider_is(&srv, "software"))
-		return;
+}
 
-	/* Accept IO_TIMEOUT: the peer never calls CompleteConnect; and
-	 * its late CompleteConnect reports IO_TIMEOUT too. */
+/*
+ * The initiator never calls CompleteConnect: the Accept fails with
+ * STATUS_IO_TIMEOUT after NDK_CM_TIMEOUT_MS, and the late CompleteConnect
+ * finds the attempt aborted (NDK_FN_ACCEPT_EX). An iWARP device cannot
+ * hold the Accept that long: it completes after NDK_ACCEPT_GRACE_MS and
+ * the acceptor gets the disconnect event when the initiator's own timer
+ * ends the attempt (docs/verbs.md, Connection management).
+ */
+static void test_accept_timeout(void **state)
+{
+	struct sockaddr_in any = cm_lo4(0);
+	struct tool_listener l;
+	NDK_CONNECTOR *c = cm_connector(&cli), *in;
+	struct cm_req r, acc;
+	struct disc d = { 0 };
+	uint64_t t0;
+
+	setenv("NDK_CM_TIMEOUT_MS", "300", 1);
 	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
-	c = cm_connector(&cli);
-	in = cm_connect_to_accepting(&cli, c, &srv, &l, 4, &r, &acc);
-	assert_int_equal(cm_req_wait(&acc, 5000), STATUS_IO_TIMEOUT);
-	/* The acceptor gave up first and closed: abandoned, for us. */
-	tu_sleep_ms(50);
-	assert_int_equal(
-		c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL),
-		STATUS_CONNECTION_ABORTED);
+	t0 = tu_now_ms();
+	in = connect_accept_ex(c, &l, &r, &acc, &d);
+	if (accept_waits(&srv)) {
+		assert_int_equal(cm_req_wait(&acc, 5000), STATUS_IO_TIMEOUT);
+		assert_true(tu_now_ms() - t0 >= 300 - 20);
+		/* The acceptor gave up first: abandoned, for us. */
+		tu_sleep_ms(200);
+		assert_int_equal(c->Dispatch->NdkCompleteConnect(c, NULL, NULL,
+								 NULL, NULL),
+				 STATUS_CONNECTION_ABORTED);
+	} else {
+		assert_int_equal(cm_req_wait(&acc, 5000), STATUS_SUCCESS);
+		/* Twice NDK_CM_TIMEOUT_MS later our side ends it. */
+		assert_true(tu_wait_until(disc_called, &d, 5000));
+		assert_true(tu_now_ms() - t0 >= 2 * 300 - 20);
+		/* siw's kernel CM reports only that the stream closed. */
+		assert_int_equal(atomic_load(&d.reason), 0);
+		assert_int_equal(c->Dispatch->NdkCompleteConnect(c, NULL, NULL,
+								 NULL, NULL),
+				 STATUS_IO_TIMEOUT);
+	}
+	assert_int_equal(atomic_load(&d.calls), accept_waits(&srv) ? 0 : 1);
 	cm_close_connector(c);
 	cm_close_connector(in);
 	cm_listener_close(&l);
+}
 
-	/* CompleteConnect IO_TIMEOUT: a responder that replies (MPA v2,
-	 * P2P, Write RTR) and then waits forever; we come too late. */
+/*
+ * Our CompleteConnect timer (twice NDK_CM_TIMEOUT_MS) ends an attempt the
+ * consumer never completes, however patient the acceptor; every later
+ * call on the connector says so (NDK_FN_COMPLETE_CONNECT, NDK_FN_REJECT).
+ * The acceptor's engine is held so that its own timer cannot come first.
+ */
+static void test_abandoned_after_timeout(void **state)
+{
+	struct sockaddr_in any = cm_lo4(0);
+	struct tool_listener l;
+	NDK_CONNECTOR *c = cm_connector(&cli), *in, *blk;
+	NDK_SHARED_ENDPOINT *sep;
+	struct blocker b = { .ms = 3000 };
+	struct cm_req r, acc;
+	struct disc d = { 0 };
+	NTSTATUS st;
+
+	setenv("NDK_CM_TIMEOUT_MS", "1000", 1);
+	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
+			 STATUS_SUCCESS);
+	in = connect_accept_ex(c, &l, &r, &acc, &d);
+	blk = block_engine(&srv, &b, &sep);
+	tu_sleep_ms(2 * 1000 + 300);
+	assert_int_equal(
+		c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL),
+		STATUS_IO_TIMEOUT);
+	assert_int_equal(c->Dispatch->NdkReject(c, NULL, 0),
+			 STATUS_CONNECTION_ABORTED);
+	assert_int_equal(
+		c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL),
+		STATUS_IO_TIMEOUT);
+	/* The acceptor is told once its engine runs again: its Accept fails
+	 * (or, on an iWARP device, completed and the connection ends). */
+	st = cm_req_wait(&acc, 5000);
+	if (accept_waits(&srv))
+		assert_true(st == STATUS_CONNECTION_ABORTED ||
+			    st == STATUS_IO_TIMEOUT);
+	else
+		assert_true(st == STATUS_SUCCESS &&
+			    tu_wait_until(disc_called, &d, 5000));
+	cm_close_connector(c);
+	cm_close_connector(in);
+	cm_close_connector(blk);
+	close_sep(sep);
+	cm_listener_close(&l);
+}
+
+/*
+ * The CompleteConnect timeout against a responder that replies (MPA v2,
+ * P2P, Write RTR) and then waits forever: a raw TCP peer, the software
+ * provider's wire.
+ */
+static void test_complete_connect_timeout_raw(void **state)
+{
+	NDK_CONNECTOR *c;
+	struct cm_req r;
+	int raw, peer;
+	struct sockaddr_in raw_addr = cm_lo4(0);
+	socklen_t alen = sizeof(raw_addr);
+
+	cm_require(cm_provider_is(&cli, "software"),
+		   "raw MPA peer (the device's kernel speaks MPA itself)");
+	setenv("NDK_CM_TIMEOUT_MS", "300", 1);
 	raw = socket(AF_INET, SOCK_STREAM, 0);
-	raw_addr = cm_lo4(0);
-	alen = sizeof(raw_addr);
 	assert_int_equal(
 		bind(raw, (struct sockaddr *)&raw_addr, sizeof(raw_addr)), 0);
 	assert_int_equal(listen(raw, 4), 0);
@@ -391,10 +672,11 @@ static void test_timeouts(void **state)
 	assert_int_equal(
 		c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL),
 		STATUS_IO_TIMEOUT);
+	assert_int_equal(c->Dispatch->NdkReject(c, NULL, 0),
+			 STATUS_CONNECTION_ABORTED);
 	cm_close_connector(c);
 	close(peer);
 	close(raw);
-	unsetenv("NDK_CM_TIMEOUT_MS");
 }
 
 static void test_sharing_violation(void **state)
@@ -730,10 +1012,19 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_private_data_limit, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_callee_data_limit, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(
 			test_accept_aborted_and_complete_aborted, setup,
 			teardown),
-		cmocka_unit_test_setup_teardown(test_timeouts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_connect_timeout, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_accept_timeout, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_abandoned_after_timeout,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_complete_connect_timeout_raw, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sharing_violation, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_invalid_address, setup,

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The verbs connector's insides, shared by connector.c (the state machine,
+ * events, disconnect, queries, lifetime), connector_active.c (NdkConnect,
+ * NdkCompleteConnect) and connector_passive.c (NdkAccept, NdkReject).
+ * docs/verbs.md, Connection management.
+ */
+#ifndef NDK_VERBS_CONNECTOR_INT_H
+#define NDK_VERBS_CONNECTOR_INT_H
+
+#include "core/config.h"
+#include "core/log.h"
+#include "core/status.h"
+#include "front/adapter.h"
+#include "front/address.h"
+#include "front/conndata.h"
+#include "front/shared_endpoint.h"
+#include "oid/registry.h"
+#include "verbs/connector.h"
+#include "verbs/qp.h"
+
+enum vconn_state {
+	VCONN_IDLE, /* created, or a Connect that failed inline */
+	/* Active side. */
+	VCONN_RESOLVING_ADDR, /* rdma_resolve_addr issued */
+	VCONN_RESOLVING_ROUTE, /* rdma_resolve_route issued */
+	VCONN_CONNECTING, /* rdma_connect issued */
+	VCONN_REPLIED, /* Connect completed: waiting for CompleteConnect */
+	/* Passive side. */
+	VCONN_REQUESTED, /* ConnectEvent raised: waiting for Accept/Reject */
+	VCONN_ACCEPTING, /* rdma_accept issued: waiting for ESTABLISHED */
+	/* iWARP: ESTABLISHED came with our Reply; the Accept is held for
+	 * NDK_ACCEPT_GRACE_MS in case the initiator leaves (docs/verbs.md,
+	 * Connection management). */
+	VCONN_ACCEPT_GRACE,
+	/* Both sides. */
+	VCONN_ESTABLISHED,
+	VCONN_PEER_CLOSED, /* the peer disconnected; DisconnectEvent raised */
+	VCONN_DISCONNECTING, /* NdkDisconnect: waiting for DISCONNECTED */
+	/* Ends; fail says what the next call reports. */
+	VCONN_FAILED, /* the Connect or Accept request failed */
+	VCONN_ABANDONED, /* ended between handshake steps */
+	VCONN_CLOSED, /* disconnected, rejected, or the connector closed */
+	VCONN_STATE_COUNT
+};
+
+/*
+ * Why the connector's one timer is armed. Each purpose belongs to the
+ * states of one phase (vconn_timer_states in connector.c); the state
+ * setter stops a timer whose phase is left, so a fire never acts in
+ * another phase.
+ */
+enum vconn_timer {
+	VCONN_TIMER_NONE,
+	VCONN_TIMER_CONNECT, /* NDK_CM_TIMEOUT_MS for the whole Connect */
+	VCONN_TIMER_COMPLETE, /* twice that for the consumer's CompleteConnect */
+	VCONN_TIMER_ACCEPT, /* NDK_CM_TIMEOUT_MS for the initiator's RTU */
+	VCONN_TIMER_GRACE, /* NDK_ACCEPT_GRACE_MS (iWARP) */
+	VCONN_TIMER_DISCONNECT, /* NDK_CM_TIMEOUT_MS for NdkDisconnect */
+	VCONN_TIMER_COUNT
+};
+
+struct ndk_vconn {
+	struct ndk_obj obj;
+	struct ndk_vcm_ref ref; /* the id's context */
+	struct ndk_lock lock;
+	enum vconn_state state;
+	bool passive;
+	struct rdma_cm_id *id;
+	/* rdma_connect runs on the adapter's worker (it blocks on iWARP):
+	 * meanwhile the id is not destroyed but handed to the worker. */
+	bool in_connect;
+	struct rdma_cm_id *id_after_connect;
+	struct ndk_vjob connect_job;
+	NTSTATUS fail; /* what the next call reports once FAILED/ABANDONED */
+
+	struct ndk_endpoint *ep; /* own (Connect), shared, or the listener's */
+	bool shared; /* ep is a shared endpoint's */
+	bool sep_linked; /* the shared endpoint object is an antecedent */
+	struct ndk_vqp *qp;
+	struct sockaddr_storage local, peer;
+	bool tuple_registered;
+	int reg_slot; /* OID_NDK_CONNECTIONS entry while listed, else -1 */
+
+	/* Negotiation: our request capped to the adapter, the peer's
+	 * limits once known, the effective pair (docs/ndk.md, Read
+	 * limits). */
+	uint8_t req_ird, req_ord;
+	bool peer_known;
+	uint8_t peer_ird, peer_ord;
+	uint8_t eff_ird, eff_ord;
+	uint8_t pd[NDK_VCM_PD_MAX]; /* ours, for rdma_connect */
+	uint16_t pd_len;
+	uint8_t peer_pd[NDK_VCM_PD_MAX];
+	uint16_t peer_pd_len;
+
+	struct ndk_req connect_req, accept_req, disconnect_req;
+	NDK_FN_DISCONNECT_EVENT_CALLBACK disc_cb;
+	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_cb_ex;
+	PVOID disc_ctx;
+	NTSTATUS disc_reason;
+	struct ndk_work disc_work;
+	/* The one timer; it holds a reference on the connector from the
+	 * first arm until a fire finds it neither armed nor wanted. */
+	struct ndk_timer timer;
+	enum vconn_timer timer_purpose;
+	uint64_t timer_deadline_ns;
+	bool timer_ref;
+};
+
+static inline struct ndk_vconn *to_vconn(NDK_CONNECTOR *c)
+{
+	return container_of(c, struct ndk_vconn, obj.pub.connector);
+}
+
+static inline struct ndk_vadapter *vconn_vad(struct ndk_vconn *c)
+{
+	return to_vad(c->obj.adapter);
+}
+
+/* connector.c: states, the id, the QP, the timer, endings. */
+/* The one state setter (c->lock held); the caller's line is logged. */
+void vconn_set_state_at(struct ndk_vconn *c, enum vconn_state to,
+			const char *file, int line);
+#define vconn_set_state(c, s) vconn_set_state_at(c, s, __FILE__, __LINE__)
+bool vconn_listed(enum vconn_state s);
+bool vconn_ended(enum vconn_state s);
+void vconn_destroy_id(struct ndk_vconn *c);
+void vconn_qp_failed(struct ndk_vconn *c);
+void vconn_arm_timer(struct ndk_vconn *c, enum vconn_timer purpose,
+		     uint64_t ms);
+void vconn_stop_timer(struct ndk_vconn *c);
+void vconn_attempt_failed(struct ndk_vconn *c, NTSTATUS status);
+void vconn_abandon(struct ndk_vconn *c, NTSTATUS status);
+void vconn_note_peer(struct ndk_vconn *c, const struct ndk_vcm_event *e,
+		     bool iwarp_reply);
+struct rdma_conn_param vconn_param(struct ndk_vconn *c, const void *pd,
+				   uint8_t pd_len, uint8_t ird, uint8_t ord);
+void vconn_qp_fatal(struct ndk_obj *obj);
+NTSTATUS vconn_check_pd(const void *pd, ULONG len, ULONG max);
+uint8_t vconn_cap(ULONG v, ULONG max);
+uint64_t vconn_accept_grace_ms(void);
+
+/* connector_active.c */
+void vconn_route_resolved(struct ndk_vconn *c);
+void vconn_replied(struct ndk_vconn *c, const struct ndk_vcm_event *e);
+NTSTATUS vconn_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+		       CONST PSOCKADDR pSrcAddress, ULONG SrcAddressLength,
+		       CONST PSOCKADDR pDestAddress, ULONG DestAddressLength,
+		       ULONG InboundReadLimit, ULONG OutboundReadLimit,
+		       CONST PVOID pPrivateData, ULONG PrivateDataLength,
+		       NDK_FN_REQUEST_COMPLETION RequestCompletion,
+		       PVOID RequestContext);
+NTSTATUS vconn_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+			   NDK_SHARED_ENDPOINT *pNdkSharedEndpoint,
+			   CONST PSOCKADDR pDestAddress,
+			   ULONG DestAddressLength, ULONG InboundReadLimit,
+			   ULONG OutboundReadLimit, CONST PVOID pPrivateData,
+			   ULONG PrivateDataLength,
+			   NDK_FN_REQUEST_COMPLETION RequestCompletion,
+			   PVOID RequestContext);
+NTSTATUS
+vconn_complete_connect(NDK_CONNECTOR *pNdkConnector,
+		       NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
+		       PVOID DisconnectEventContext,
+		       NDK_FN_REQUEST_COMPLETION RequestCompletion,
+		       PVOID RequestContext);
+NTSTATUS
+vconn_complete_connect_ex(NDK_CONNECTOR *pNdkConnector,
+			  NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
+			  PVOID DisconnectEventContext,
+			  NDK_FN_REQUEST_COMPLETION RequestCompletion,
+			  PVOID RequestContext);
+
+/* connector_passive.c */
+void vconn_accepted(struct ndk_vconn *c, const struct ndk_vcm_event *e);
+void vconn_accept_done(struct ndk_vconn *c);
+NTSTATUS vconn_ndk_accept(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+			  ULONG InboundReadLimit, ULONG OutboundReadLimit,
+			  CONST PVOID pPrivateData, ULONG PrivateDataLength,
+			  NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
+			  PVOID DisconnectEventContext,
+			  NDK_FN_REQUEST_COMPLETION RequestCompletion,
+			  PVOID RequestContext);
+NTSTATUS
+vconn_ndk_accept_ex(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+		    ULONG InboundReadLimit, ULONG OutboundReadLimit,
+		    CONST PVOID pPrivateData, ULONG PrivateDataLength,
+		    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
+		    PVOID DisconnectEventContext,
+		    NDK_FN_REQUEST_COMPLETION RequestCompletion,
+		    PVOID RequestContext);
+NTSTATUS vconn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateData,
+		      ULONG PrivateDataLength);
+
+#endif /* NDK_VERBS_CONNECTOR_INT_H */
