@@ -22,9 +22,9 @@
  * each CONNECT_REQUEST; NdkAccept moves the QP (IB, RoCE) and calls
  * rdma_accept, and the Accept completes with the ESTABLISHED event.
  *
- * c->lock protects the whole struct and is never held across a consumer
+ * c->conn.lock protects the whole struct and is never held across a consumer
  * callback; requests complete through ndk_req (on the engine). The id is
- * destroyed under c->lock: rdma_destroy_id waits only for events not yet
+ * destroyed under c->conn.lock: rdma_destroy_id waits only for events not yet
  * acknowledged, and verbs/cm.c acknowledges each before it takes the
  * lock.
  */
@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "verbs/connector.h"
 #include "verbs/connector_int.h"
 
 static const char *const vconn_state_names[VCONN_STATE_COUNT] = {
@@ -87,12 +88,12 @@ static const bool vconn_transition_ok[VCONN_STATE_COUNT][VCONN_STATE_COUNT] = {
 
 NDK_CONNECTOR *ndk_vconn_pub(struct ndk_vconn *c)
 {
-	return &c->obj.pub.connector;
+	return &c->conn.obj.pub.connector;
 }
 
 struct ndk_obj *ndk_vconn_obj(struct ndk_vcm_ref *ref)
 {
-	return &container_of(ref, struct ndk_vconn, ref)->obj;
+	return &container_of(ref, struct ndk_vconn, ref)->conn.obj;
 }
 /* ------------------------------------------------------------------ */
 /* States                                                             */
@@ -112,15 +113,15 @@ bool vconn_ended(enum vconn_state s)
 static void vconn_publish(struct ndk_vconn *c)
 {
 	struct ndk_reg_entry e =
-		ndk_adapter_reg_entry(c->obj.adapter, NDK_REG_CONNECTION);
+		ndk_adapter_reg_entry(c->conn.obj.adapter, NDK_REG_CONNECTION);
 
-	ndk_reg_sockaddr(&e.local, (const struct sockaddr *)&c->local);
-	ndk_reg_sockaddr(&e.remote, (const struct sockaddr *)&c->peer);
+	ndk_reg_sockaddr(&e.local, (const struct sockaddr *)&c->conn.local);
+	ndk_reg_sockaddr(&e.remote, (const struct sockaddr *)&c->conn.peer);
 	c->reg_slot = ndk_reg_publish(&e);
 }
 
 /* ------------------------------------------------------------------ */
-/* The timer, c->lock held                                            */
+/* The timer, c->conn.lock held                                            */
 
 /*
  * NDK_ACCEPT_GRACE_MS, the software provider's knob for initiators that
@@ -158,7 +159,7 @@ void vconn_arm_timer(struct ndk_vconn *c, enum vconn_timer purpose, uint64_t ms)
 {
 	bool took = false;
 
-	NDK_ASSERT_LOCKED(&c->lock);
+	NDK_ASSERT_LOCKED(&c->conn.lock);
 	assert(vconn_timer_states[purpose] & VCONN_BIT(c->state));
 	ndk_dbg("verbs: connector %p: %s timer %llu ms in %s", (void *)c,
 		vconn_timer_names[purpose], (unsigned long long)ms,
@@ -166,33 +167,34 @@ void vconn_arm_timer(struct ndk_vconn *c, enum vconn_timer purpose, uint64_t ms)
 	c->timer_purpose = purpose;
 	c->timer_deadline_ns = ndk_now_ns() + ms * 1000000;
 	if (!c->timer_ref) {
-		ndk_obj_get(&c->obj);
+		ndk_obj_get(&c->conn.obj);
 		c->timer_ref = took = true;
 	}
-	if (ndk_timer_start(c->obj.domain->engine, &c->timer, ms)) {
+	if (ndk_timer_start(c->conn.obj.domain->engine, &c->timer, ms)) {
 		ndk_warn("verbs: connector %p: no memory for its %s timer",
 			 (void *)c, vconn_timer_names[purpose]);
 		c->timer_purpose = VCONN_TIMER_NONE;
 		if (took) {
 			c->timer_ref = false;
-			ndk_obj_put(&c->obj); /* not the last: ours */
+			ndk_obj_put(&c->conn.obj); /* not the last: ours */
 		}
 	}
 }
 
 /*
- * A fire already waiting for c->lock finds no purpose and lets the
+ * A fire already waiting for c->conn.lock finds no purpose and lets the
  * reference go (vconn_timer_fn).
  */
 void vconn_stop_timer(struct ndk_vconn *c)
 {
-	NDK_ASSERT_LOCKED(&c->lock);
+	NDK_ASSERT_LOCKED(&c->conn.lock);
 	c->timer_purpose = VCONN_TIMER_NONE;
 	c->timer_deadline_ns = UINT64_MAX;
 	if (c->timer_ref &&
-	    ndk_timer_cancel(c->obj.domain->engine, &c->timer)) {
+	    ndk_timer_cancel(c->conn.obj.domain->engine, &c->timer)) {
 		c->timer_ref = false;
-		ndk_obj_put(&c->obj); /* not the last: the caller holds one */
+		ndk_obj_put(
+			&c->conn.obj); /* not the last: the caller holds one */
 	}
 }
 
@@ -204,14 +206,33 @@ static void vconn_timer_enter_state(struct ndk_vconn *c, enum vconn_state to)
 		vconn_stop_timer(c);
 }
 
-/* The one state setter; c->lock held. */
+/* The NDK phase of each state (front/connector.h): the rdma_cm steps of
+ * a Connect or an Accept are one phase each. */
+static const enum ndk_conn_phase vconn_phase[VCONN_STATE_COUNT] = {
+	[VCONN_IDLE] = NDK_CONN_IDLE,
+	[VCONN_RESOLVING_ADDR] = NDK_CONN_CONNECTING,
+	[VCONN_RESOLVING_ROUTE] = NDK_CONN_CONNECTING,
+	[VCONN_CONNECTING] = NDK_CONN_CONNECTING,
+	[VCONN_REPLIED] = NDK_CONN_REPLIED,
+	[VCONN_REQUESTED] = NDK_CONN_REQUESTED,
+	[VCONN_ACCEPTING] = NDK_CONN_ACCEPTING,
+	[VCONN_ACCEPT_GRACE] = NDK_CONN_ACCEPTING,
+	[VCONN_ESTABLISHED] = NDK_CONN_ESTABLISHED,
+	[VCONN_PEER_CLOSED] = NDK_CONN_PEER_CLOSED,
+	[VCONN_DISCONNECTING] = NDK_CONN_DISCONNECTING,
+	[VCONN_FAILED] = NDK_CONN_FAILED,
+	[VCONN_ABANDONED] = NDK_CONN_ABANDONED,
+	[VCONN_CLOSED] = NDK_CONN_CLOSED,
+};
+
+/* The one state setter; c->conn.lock held. */
 void vconn_set_state_at(struct ndk_vconn *c, enum vconn_state to,
 			const char *file, int line)
 {
 	enum vconn_state from = c->state;
 	const char *base = strrchr(file, '/');
 
-	NDK_ASSERT_LOCKED(&c->lock);
+	NDK_ASSERT_LOCKED(&c->conn.lock);
 	file = base ? base + 1 : file;
 	if ((unsigned int)to >= VCONN_STATE_COUNT ||
 	    !vconn_transition_ok[from][to]) {
@@ -225,6 +246,7 @@ void vconn_set_state_at(struct ndk_vconn *c, enum vconn_state to,
 	ndk_dbg("verbs: connector %p: %s -> %s (%s:%d)", (void *)c,
 		vconn_state_names[from], vconn_state_names[to], file, line);
 	c->state = to;
+	ndk_conn_set_phase(&c->conn, vconn_phase[to]);
 	vconn_timer_enter_state(c, to);
 	if (!vconn_listed(from) && vconn_listed(to)) {
 		vconn_publish(c);
@@ -235,7 +257,7 @@ void vconn_set_state_at(struct ndk_vconn *c, enum vconn_state to,
 }
 
 /* ------------------------------------------------------------------ */
-/* The id, the QP and the timer, c->lock held                         */
+/* The id, the QP and the timer, c->conn.lock held                         */
 
 struct vconn_destroy_job {
 	struct ndk_vjob job;
@@ -261,7 +283,7 @@ void vconn_destroy_id(struct ndk_vconn *c)
 {
 	struct vconn_destroy_job *d;
 
-	NDK_ASSERT_LOCKED(&c->lock);
+	NDK_ASSERT_LOCKED(&c->conn.lock);
 	if (!c->id)
 		return;
 	c->id->context = NULL;
@@ -286,31 +308,32 @@ void vconn_destroy_id(struct ndk_vconn *c)
 /* The QP of an attempt that never got established. */
 void vconn_qp_failed(struct ndk_vconn *c)
 {
-	NDK_ASSERT_LOCKED(&c->lock);
+	NDK_ASSERT_LOCKED(&c->conn.lock);
 	if (!c->qp || ndk_vqp_state(c->qp) != VQP_CONNECTING)
 		return; /* released already, or never bound */
-	if (!c->passive && c->state != VCONN_REPLIED)
+	if (!c->conn.passive && c->state != VCONN_REPLIED)
 		ndk_vqp_unbind(c->qp); /* untouched: may connect again */
 	else
 		ndk_vqp_ended(c->qp, true);
 }
 
 /* ------------------------------------------------------------------ */
-/* Endings, c->lock held                                              */
+/* Endings, c->conn.lock held                                              */
 
 /* A pending Connect (active) or Accept (passive) fails with status. */
 void vconn_attempt_failed(struct ndk_vconn *c, NTSTATUS status)
 {
 	vconn_stop_timer(c);
 	ndk_info("verbs: connector %p: %s failed in %s: %s", (void *)c,
-		 c->passive ? "accept" : "connect", vconn_state_names[c->state],
-		 NdkStatusName(status));
+		 c->conn.passive ? "accept" : "connect",
+		 vconn_state_names[c->state], NdkStatusName(status));
 	vconn_qp_failed(c);
 	vconn_destroy_id(c);
 	vconn_set_state(c, VCONN_FAILED);
-	c->fail = status;
-	ndk_adapter_count(c->obj.adapter, NDK_CTR(ConnectFailure), 1);
-	ndk_req_complete(c->passive ? &c->accept_req : &c->connect_req, status);
+	c->conn.fail = status;
+	ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(ConnectFailure), 1);
+	ndk_req_complete(c->conn.passive ? &c->accept_req : &c->connect_req,
+			 status);
 }
 
 /* Between handshake steps the other side gave up: the next call says. */
@@ -319,9 +342,9 @@ void vconn_abandon(struct ndk_vconn *c, NTSTATUS status)
 	vconn_stop_timer(c);
 	vconn_qp_failed(c);
 	vconn_destroy_id(c);
-	ndk_adapter_count(c->obj.adapter, NDK_CTR(ConnectFailure), 1);
+	ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(ConnectFailure), 1);
 	vconn_set_state(c, VCONN_ABANDONED);
-	c->fail = status;
+	c->conn.fail = status;
 }
 
 static void vconn_disc_work_fn(struct ndk_work *w)
@@ -332,14 +355,14 @@ static void vconn_disc_work_fn(struct ndk_work *w)
 	NTSTATUS reason;
 	PVOID ctx;
 
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
 	cb = c->disc_cb;
 	cb_ex = c->disc_cb_ex;
 	ctx = c->disc_ctx;
 	reason = c->disc_reason;
-	ndk_unlock(&c->lock);
-	ndk_obj_disconnect_event(&c->obj, cb, cb_ex, ctx, reason);
-	ndk_obj_release(&c->obj);
+	ndk_unlock(&c->conn.lock);
+	ndk_obj_disconnect_event(&c->conn.obj, cb, cb_ex, ctx, reason);
+	ndk_obj_release(&c->conn.obj);
 }
 
 /*
@@ -355,12 +378,13 @@ static void vconn_peer_disconnected(struct ndk_vconn *c,
 	vconn_set_state(c, VCONN_PEER_CLOSED);
 	c->disc_reason = ndk_verbs_cm_status(e->type, e->status, iwarp);
 	if (c->disc_reason)
-		ndk_adapter_count(c->obj.adapter, NDK_CTR(ConnectionError), 1);
+		ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(ConnectionError),
+				  1);
 	if (!c->disc_cb && !c->disc_cb_ex)
 		return;
-	ndk_obj_hold(&c->obj);
-	if (!ndk_engine_post(c->obj.domain->engine, &c->disc_work))
-		ndk_obj_release(&c->obj);
+	ndk_obj_hold(&c->conn.obj);
+	if (!ndk_engine_post(c->conn.obj.domain->engine, &c->disc_work))
+		ndk_obj_release(&c->conn.obj);
 }
 
 /* ------------------------------------------------------------------ */
@@ -379,11 +403,9 @@ void vconn_note_peer(struct ndk_vconn *c, const struct ndk_vcm_event *e,
 	 */
 	c->peer_ird = iwarp_reply ? e->responder_resources : e->initiator_depth;
 	c->peer_ord = iwarp_reply ? e->initiator_depth : e->responder_resources;
-	c->peer_known = true;
-	c->eff_ird = MIN(c->req_ird, c->peer_ord);
-	c->eff_ord = MIN(c->req_ord, c->peer_ird);
-	memcpy(c->peer_pd, e->pd, e->pd_len);
-	c->peer_pd_len = e->pd_len;
+	ndk_conn_set_peer(&c->conn, e->pd, e->pd_len,
+			  MIN(c->req_ird, c->peer_ord),
+			  MIN(c->req_ord, c->peer_ird));
 }
 
 struct rdma_conn_param vconn_param(struct ndk_vconn *c, const void *pd,
@@ -401,16 +423,6 @@ struct rdma_conn_param vconn_param(struct ndk_vconn *c, const void *pd,
 	p.rnr_retry_count = 7;
 	p.qp_num = c->qp->qp->qp_num;
 	return p;
-}
-
-NTSTATUS vconn_check_pd(const void *pd, ULONG len, ULONG max)
-{
-	if (len && !pd)
-		return STATUS_INVALID_PARAMETER;
-	/* More than the adapter advertises is refused, nothing is sent. */
-	if (len > max)
-		return STATUS_INVALID_BUFFER_SIZE;
-	return STATUS_SUCCESS;
 }
 
 uint8_t vconn_cap(ULONG v, ULONG max)
@@ -441,7 +453,7 @@ static void vconn_event_locked(struct ndk_vconn *c,
 	bool iwarp = vconn_vad(c)->iwarp;
 	NTSTATUS st = ndk_verbs_cm_status(e->type, e->status, iwarp);
 
-	NDK_ASSERT_LOCKED(&c->lock);
+	NDK_ASSERT_LOCKED(&c->conn.lock);
 	switch (c->state) {
 	case VCONN_RESOLVING_ADDR:
 		if (e->type == RDMA_CM_EVENT_ADDR_RESOLVED) {
@@ -470,9 +482,8 @@ static void vconn_event_locked(struct ndk_vconn *c,
 		} else if (e->type == RDMA_CM_EVENT_REJECTED) {
 			/* The reject's private data stays readable
 			 * (NDK_FN_GET_CONNECTION_DATA). */
-			memcpy(c->peer_pd, e->pd, e->pd_len);
-			c->peer_pd_len = e->pd_len;
-			c->peer_known = true;
+			ndk_conn_set_peer(&c->conn, e->pd, e->pd_len,
+					  c->conn.eff_ird, c->conn.eff_ord);
 			vconn_attempt_failed(c, st);
 		} else if (vconn_is_failure(e->type)) {
 			vconn_attempt_failed(c, st);
@@ -510,7 +521,7 @@ static void vconn_event_locked(struct ndk_vconn *c,
 			vconn_stop_timer(c);
 			ndk_vqp_ended(c->qp, true);
 			vconn_set_state(c, VCONN_CLOSED);
-			c->fail = STATUS_CONNECTION_INVALID;
+			c->conn.fail = STATUS_CONNECTION_INVALID;
 			ndk_req_complete(&c->disconnect_req, STATUS_SUCCESS);
 		}
 		return;
@@ -524,12 +535,12 @@ void ndk_vconn_event(struct ndk_vcm_ref *ref, const struct ndk_vcm_event *e)
 {
 	struct ndk_vconn *c = container_of(ref, struct ndk_vconn, ref);
 
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
 	ndk_dbg("verbs: connector %p in %s: %s (status %d)", (void *)c,
 		vconn_state_names[c->state], rdma_event_str(e->type),
 		e->status);
 	vconn_event_locked(c, e);
-	ndk_unlock(&c->lock);
+	ndk_unlock(&c->conn.lock);
 }
 
 /*
@@ -538,20 +549,20 @@ void ndk_vconn_event(struct ndk_vcm_ref *ref, const struct ndk_vcm_event *e)
  */
 void vconn_qp_fatal(struct ndk_obj *obj)
 {
-	struct ndk_vconn *c = container_of(obj, struct ndk_vconn, obj);
+	struct ndk_vconn *c = container_of(obj, struct ndk_vconn, conn.obj);
 	struct ndk_vcm_event e = {
 		.type = RDMA_CM_EVENT_DISCONNECTED,
 		.status = -ECONNABORTED,
 	};
 
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
 	if (c->state == VCONN_ESTABLISHED && c->id) {
 		/* The peer learns it too: the connection is torn down (IB:
 		 * DREQ; iWARP: the device closed the stream already). */
 		rdma_disconnect(c->id);
 	}
 	vconn_event_locked(c, &e);
-	ndk_unlock(&c->lock);
+	ndk_unlock(&c->conn.lock);
 }
 
 /* ------------------------------------------------------------------ */
@@ -568,7 +579,7 @@ static void vconn_timer_fn(struct ndk_timer *t)
 	enum vconn_timer purpose;
 	bool put = false;
 
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
 	/* On the engine thread: armed now means another fire will come. */
 	if (!ndk_timer_armed(&c->timer)) {
 		put = c->timer_ref;
@@ -577,9 +588,9 @@ static void vconn_timer_fn(struct ndk_timer *t)
 	purpose = c->timer_purpose;
 	if (purpose == VCONN_TIMER_NONE ||
 	    ndk_now_ns() < c->timer_deadline_ns) {
-		ndk_unlock(&c->lock);
+		ndk_unlock(&c->conn.lock);
 		if (put)
-			ndk_obj_put(&c->obj);
+			ndk_obj_put(&c->conn.obj);
 		return;
 	}
 	ndk_dbg("verbs: connector %p: %s timer fired in %s", (void *)c,
@@ -610,15 +621,15 @@ static void vconn_timer_fn(struct ndk_timer *t)
 		ndk_vqp_ended(c->qp, true);
 		vconn_destroy_id(c);
 		vconn_set_state(c, VCONN_CLOSED);
-		c->fail = STATUS_CONNECTION_INVALID;
+		c->conn.fail = STATUS_CONNECTION_INVALID;
 		ndk_req_complete(&c->disconnect_req, STATUS_IO_TIMEOUT);
 		break;
 	default:
 		break;
 	}
-	ndk_unlock(&c->lock);
+	ndk_unlock(&c->conn.lock);
 	if (put)
-		ndk_obj_put(&c->obj); /* the timer's reference */
+		ndk_obj_put(&c->conn.obj); /* the timer's reference */
 }
 
 static NTSTATUS vconn_disconnect(NDK_CONNECTOR *pNdkConnector,
@@ -628,7 +639,10 @@ static NTSTATUS vconn_disconnect(NDK_CONNECTOR *pNdkConnector,
 	struct ndk_vconn *c = to_vconn(pNdkConnector);
 	NTSTATUS status = STATUS_SUCCESS;
 
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
+	status = ndk_conn_check_call(&c->conn, NDK_CALL_DISCONNECT);
+	if (status)
+		goto out;
 	switch (c->state) {
 	case VCONN_ESTABLISHED:
 		/* Graceful: DREQ (IB) or FIN (iWARP), then DISCONNECTED. */
@@ -636,11 +650,11 @@ static NTSTATUS vconn_disconnect(NDK_CONNECTOR *pNdkConnector,
 			/* Nothing to wait for: the connection is down. */
 			ndk_vqp_ended(c->qp, true);
 			vconn_set_state(c, VCONN_CLOSED);
-			c->fail = STATUS_CONNECTION_INVALID;
+			c->conn.fail = STATUS_CONNECTION_INVALID;
 			break;
 		}
-		ndk_req_pend(&c->disconnect_req, &c->obj, RequestCompletion,
-			     RequestContext);
+		ndk_req_pend(&c->disconnect_req, &c->conn.obj,
+			     RequestCompletion, RequestContext);
 		vconn_set_state(c, VCONN_DISCONNECTING);
 		vconn_arm_timer(c, VCONN_TIMER_DISCONNECT, ndk_cm_timeout_ms());
 		status = STATUS_PENDING;
@@ -650,74 +664,18 @@ static NTSTATUS vconn_disconnect(NDK_CONNECTOR *pNdkConnector,
 		rdma_disconnect(c->id);
 		ndk_vqp_ended(c->qp, true);
 		vconn_set_state(c, VCONN_CLOSED);
-		c->fail = STATUS_CONNECTION_INVALID;
+		c->conn.fail = STATUS_CONNECTION_INVALID;
 		break;
 	default:
-		status = STATUS_CONNECTION_INVALID;
 		break;
 	}
-	ndk_unlock(&c->lock);
+out:
+	ndk_unlock(&c->conn.lock);
 	return status;
 }
 
 /* ------------------------------------------------------------------ */
 /* Queries                                                            */
-
-static NTSTATUS vconn_get_connection_data(NDK_CONNECTOR *pNdkConnector,
-					  ULONG *pInboundReadLimit,
-					  ULONG *pOutboundReadLimit,
-					  PVOID pPrivateData,
-					  ULONG *pPrivateDataLength)
-{
-	struct ndk_vconn *c = to_vconn(pNdkConnector);
-	NTSTATUS status = ndk_conndata_check(pPrivateData, pPrivateDataLength);
-
-	if (status)
-		return status;
-	ndk_lock(&c->lock);
-	/* RDS on iWARP: what the peer sent; on IB: the whole private data
-	 * area (docs/verbs.md, Private data). */
-	status = !c->peer_known ? STATUS_CONNECTION_INVALID
-				: ndk_conndata_copy_out(
-					  c->eff_ird, c->eff_ord, c->peer_pd,
-					  c->peer_pd_len, pInboundReadLimit,
-					  pOutboundReadLimit, pPrivateData,
-					  pPrivateDataLength);
-	ndk_unlock(&c->lock);
-	return status;
-}
-
-static NTSTATUS vconn_get_address(struct ndk_vconn *c, bool peer,
-				  PSOCKADDR addr, ULONG *len)
-{
-	NTSTATUS status;
-
-	ndk_lock(&c->lock);
-	if (!c->passive && c->state == VCONN_IDLE)
-		status = STATUS_CONNECTION_INVALID;
-	else
-		status = ndk_addr_copy_out(peer ? (struct sockaddr *)&c->peer
-						: (struct sockaddr *)&c->local,
-					   addr, len);
-	ndk_unlock(&c->lock);
-	return status;
-}
-
-static NTSTATUS vconn_get_local_address(NDK_CONNECTOR *pNdkConnector,
-					PSOCKADDR pAddress,
-					ULONG *pAddressLength)
-{
-	return vconn_get_address(to_vconn(pNdkConnector), false, pAddress,
-				 pAddressLength);
-}
-
-static NTSTATUS vconn_get_peer_address(NDK_CONNECTOR *pNdkConnector,
-				       PSOCKADDR pAddress,
-				       ULONG *pAddressLength)
-{
-	return vconn_get_address(to_vconn(pNdkConnector), true, pAddress,
-				 pAddressLength);
-}
 
 static const NDK_CONNECTOR_DISPATCH vconn_dispatch = {
 	.NdkCloseConnector = ndk_close_object,
@@ -727,9 +685,9 @@ static const NDK_CONNECTOR_DISPATCH vconn_dispatch = {
 	.NdkCompleteConnect = vconn_complete_connect,
 	.NdkAccept = vconn_ndk_accept,
 	.NdkReject = vconn_reject,
-	.NdkGetConnectionData = vconn_get_connection_data,
-	.NdkGetLocalAddress = vconn_get_local_address,
-	.NdkGetPeerAddress = vconn_get_peer_address,
+	.NdkGetConnectionData = ndk_conn_get_connection_data,
+	.NdkGetLocalAddress = ndk_conn_get_local_address,
+	.NdkGetPeerAddress = ndk_conn_get_peer_address,
 	.NdkDisconnect = vconn_disconnect,
 	.NdkCompleteConnectEx = vconn_complete_connect_ex,
 	.NdkAcceptEx = vconn_ndk_accept_ex,
@@ -746,9 +704,9 @@ static const NDK_CONNECTOR_DISPATCH vconn_dispatch = {
  */
 static void vconn_close_begin(struct ndk_obj *obj)
 {
-	struct ndk_vconn *c = container_of(obj, struct ndk_vconn, obj);
+	struct ndk_vconn *c = container_of(obj, struct ndk_vconn, conn.obj);
 
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
 	if (vconn_listed(c->state) || c->state == VCONN_DISCONNECTING) {
 		if (c->id)
 			rdma_disconnect(c->id);
@@ -763,16 +721,16 @@ static void vconn_close_begin(struct ndk_obj *obj)
 	ndk_req_complete(&c->disconnect_req, STATUS_CANCELLED);
 	if (!vconn_ended(c->state) && c->state != VCONN_IDLE)
 		vconn_set_state(c, VCONN_CLOSED);
-	ndk_unlock(&c->lock);
+	ndk_unlock(&c->conn.lock);
 }
 
 static void vconn_close_end(struct ndk_obj *obj)
 {
-	struct ndk_vconn *c = container_of(obj, struct ndk_vconn, obj);
+	struct ndk_vconn *c = container_of(obj, struct ndk_vconn, conn.obj);
 
 	if (c->tuple_registered)
-		ndk_tuple_unregister((struct sockaddr *)&c->local,
-				     (struct sockaddr *)&c->peer);
+		ndk_tuple_unregister((struct sockaddr *)&c->conn.local,
+				     (struct sockaddr *)&c->conn.peer);
 	c->tuple_registered = false;
 	if (c->ep)
 		ndk_endpoint_put(c->ep);
@@ -781,7 +739,7 @@ static void vconn_close_end(struct ndk_obj *obj)
 
 static void vconn_destroy(struct ndk_obj *obj)
 {
-	struct ndk_vconn *c = container_of(obj, struct ndk_vconn, obj);
+	struct ndk_vconn *c = container_of(obj, struct ndk_vconn, conn.obj);
 
 	/* The connect job held a reference until it was done with it. */
 	assert(!c->in_connect && !c->id_after_connect);
@@ -792,7 +750,7 @@ static void vconn_destroy(struct ndk_obj *obj)
 	}
 	if (c->ep)
 		ndk_endpoint_put(c->ep);
-	ndk_lock_destroy(&c->lock);
+	ndk_conn_fini(&c->conn);
 	free(c);
 }
 
@@ -811,7 +769,7 @@ static struct ndk_vconn *vconn_alloc(void)
 	if (!c)
 		return NULL;
 	c->ref.kind = NDK_VCM_CONNECTOR;
-	ndk_lock_init(&c->lock, NDK_LOCK_CONNECTOR);
+	ndk_conn_init(&c->conn, false);
 	ndk_work_init(&c->disc_work, vconn_disc_work_fn);
 	ndk_timer_init(&c->timer, vconn_timer_fn);
 	c->reg_slot = -1;
@@ -834,11 +792,11 @@ NTSTATUS ndk_verbs_create_connector(NDK_ADAPTER *pNdkAdapter,
 	c = vconn_alloc();
 	if (!c)
 		return STATUS_INSUFFICIENT_RESOURCES;
-	status = ndk_obj_setup(&c->obj, ad, &vconn_ops, &vconn_dispatch, antes,
-			       1);
+	status = ndk_obj_setup(&c->conn.obj, ad, &vconn_ops, &vconn_dispatch,
+			       antes, 1);
 	if (status)
 		return status;
-	*ppNdkConnector = &c->obj.pub.connector;
+	*ppNdkConnector = &c->conn.obj.pub.connector;
 	return STATUS_SUCCESS;
 }
 
@@ -853,26 +811,27 @@ struct ndk_vconn *ndk_vconn_incoming(struct ndk_obj *listener,
 
 	if (!c)
 		return NULL;
-	c->passive = true;
+	c->conn.passive = true;
 	sa = rdma_get_local_addr(e->id);
-	memcpy(&c->local, sa, ndk_addr_len(sa));
+	memcpy(&c->conn.local, sa, ndk_addr_len(sa));
 	sa = rdma_get_peer_addr(e->id);
-	memcpy(&c->peer, sa, ndk_addr_len(sa));
+	memcpy(&c->conn.peer, sa, ndk_addr_len(sa));
 	/* Until Accept: the initiator's values capped by our maxima. */
 	c->req_ird = vconn_cap(ad->info.MaxInboundReadLimit,
 			       ad->info.MaxInboundReadLimit);
 	c->req_ord = vconn_cap(ad->info.MaxOutboundReadLimit,
 			       ad->info.MaxOutboundReadLimit);
 	vconn_note_peer(c, e, false);
-	if (ndk_obj_setup(&c->obj, ad, &vconn_ops, &vconn_dispatch, antes, 1))
+	if (ndk_obj_setup(&c->conn.obj, ad, &vconn_ops, &vconn_dispatch, antes,
+			  1))
 		return NULL; /* vconn_destroy freed it; the id is still ours */
 	/* From here the id and the endpoint reference are the connector's. */
 	ndk_endpoint_get(ep);
 	c->ep = ep;
 	c->id = e->id;
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
 	vconn_set_state(c, VCONN_REQUESTED);
 	c->id->context = &c->ref;
-	ndk_unlock(&c->lock);
+	ndk_unlock(&c->conn.lock);
 	return c;
 }

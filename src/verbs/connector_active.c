@@ -17,16 +17,16 @@ static void vconn_connect_job(struct ndk_vjob *job)
 	struct rdma_cm_id *id;
 	int ret, err = 0;
 
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
 	id = c->id;
 	if (id)
 		p = vconn_param(c, c->pd, (uint8_t)c->pd_len, c->req_ird,
 				c->req_ord);
-	ndk_unlock(&c->lock);
+	ndk_unlock(&c->conn.lock);
 	ret = id ? rdma_connect(id, &p) : 0;
 	if (ret)
 		err = errno;
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
 	c->in_connect = false;
 	if (c->id_after_connect) {
 		/* Closed or failed meanwhile: the id is ours to end. */
@@ -38,15 +38,15 @@ static void vconn_connect_job(struct ndk_vjob *job)
 		vconn_attempt_failed(c,
 				     ndk_verbs_errno_status(err, NDK_VERBS_CM));
 	}
-	ndk_unlock(&c->lock);
-	ndk_obj_put(&c->obj); /* the job's */
+	ndk_unlock(&c->conn.lock);
+	ndk_obj_put(&c->conn.obj); /* the job's */
 }
 
 void vconn_route_resolved(struct ndk_vconn *c)
 {
 	vconn_set_state(c, VCONN_CONNECTING);
 	c->in_connect = true;
-	ndk_obj_get(&c->obj);
+	ndk_obj_get(&c->conn.obj);
 	ndk_vworker_post(&vconn_vad(c)->worker, &c->connect_job,
 			 vconn_connect_job);
 }
@@ -73,32 +73,32 @@ void vconn_replied(struct ndk_vconn *c, const struct ndk_vcm_event *e)
 /* ------------------------------------------------------------------ */
 /* Active side                                                        */
 
-/* c->lock held, c->ep reserved: everything after the endpoint. */
+/* c->conn.lock held, c->ep reserved: everything after the endpoint. */
 static NTSTATUS vconn_start(struct ndk_vconn *c, struct ndk_vqp *qp,
 			    const struct sockaddr *dst, ULONG ird, ULONG ord,
 			    const void *pd, ULONG pd_len,
 			    NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
 {
-	struct ndk_adapter *ad = c->obj.adapter;
+	struct ndk_adapter *ad = c->conn.obj.adapter;
 	const struct sockaddr *local;
 	socklen_t len;
 	NTSTATUS status;
 	int ret;
 
 	local = ndk_endpoint_addr(c->ep, &len);
-	memset(&c->local, 0, sizeof(c->local));
-	memcpy(&c->local, local, len);
-	memset(&c->peer, 0, sizeof(c->peer));
-	memcpy(&c->peer, dst, ndk_addr_len(dst));
-	ret = ndk_tuple_register((struct sockaddr *)&c->local, dst);
+	memset(&c->conn.local, 0, sizeof(c->conn.local));
+	memcpy(&c->conn.local, local, len);
+	memset(&c->conn.peer, 0, sizeof(c->conn.peer));
+	memcpy(&c->conn.peer, dst, ndk_addr_len(dst));
+	ret = ndk_tuple_register((struct sockaddr *)&c->conn.local, dst);
 	if (ret)
 		return ndk_status_from_errno(ret, NDK_SITE_CONNECT);
 	c->tuple_registered = true;
-	ret = ndk_vqp_bind(qp, vconn_qp_fatal, &c->obj);
+	ret = ndk_vqp_bind(qp, vconn_qp_fatal, &c->conn.obj);
 	if (ret)
 		return ret == -EBUSY ? STATUS_CONNECTION_ACTIVE
 				     : STATUS_INVALID_DEVICE_STATE;
-	if (ndk_obj_link(&c->obj, &qp->obj)) {
+	if (ndk_obj_link(&c->conn.obj, &qp->obj)) {
 		ndk_vqp_unbind(qp);
 		return STATUS_INVALID_PARAMETER;
 	}
@@ -127,12 +127,12 @@ static NTSTATUS vconn_start(struct ndk_vconn *c, struct ndk_vqp *qp,
 			goto fail_qp;
 		}
 	}
-	ndk_req_pend(&c->connect_req, &c->obj, cb, ctx);
+	ndk_req_pend(&c->connect_req, &c->conn.obj, cb, ctx);
 	vconn_set_state(c, VCONN_RESOLVING_ADDR);
 	/* The whole attempt, as for the software provider (siw's own MPA
 	 * timer is longer). */
 	vconn_arm_timer(c, VCONN_TIMER_CONNECT, ndk_cm_timeout_ms());
-	if (rdma_resolve_addr(c->id, (struct sockaddr *)&c->local,
+	if (rdma_resolve_addr(c->id, (struct sockaddr *)&c->conn.local,
 			      (struct sockaddr *)dst,
 			      (int)ndk_cm_timeout_ms())) {
 		/* The source port taken in rdma_cm's own space, or no
@@ -151,13 +151,13 @@ static NTSTATUS vconn_start(struct ndk_vconn *c, struct ndk_vqp *qp,
 	return STATUS_PENDING;
 fail_qp:
 	ndk_vqp_unbind(qp);
-	ndk_obj_unlink(&c->obj, &qp->obj);
+	ndk_obj_unlink(&c->conn.obj, &qp->obj);
 	c->qp = NULL;
 	return status;
 }
 
 /*
- * Common tail of NdkConnect and NdkConnectWithSharedEndpoint: c->lock
+ * Common tail of NdkConnect and NdkConnectWithSharedEndpoint: c->conn.lock
  * held, c->ep referenced. On an inline failure the connector is IDLE
  * again, owning nothing, so it may try again.
  */
@@ -172,8 +172,8 @@ static NTSTATUS vconn_begin(struct ndk_vconn *c, NDK_QP *pNdkQp,
 			     ctx);
 	if (status != STATUS_PENDING) {
 		if (c->tuple_registered)
-			ndk_tuple_unregister((struct sockaddr *)&c->local,
-					     (struct sockaddr *)&c->peer);
+			ndk_tuple_unregister((struct sockaddr *)&c->conn.local,
+					     (struct sockaddr *)&c->conn.peer);
 		c->tuple_registered = false;
 		ndk_endpoint_put(c->ep);
 		c->ep = NULL;
@@ -189,12 +189,11 @@ static NTSTATUS vconn_check_connect(struct ndk_vconn *c, NDK_QP *qp,
 
 	if (!qp || ndk_addr_check(dst, dstlen))
 		return STATUS_INVALID_PARAMETER;
-	status = vconn_check_pd(pd, pdlen, c->obj.adapter->info.MaxCallerData);
+	status = ndk_conn_check_private_data(
+		pd, pdlen, c->conn.obj.adapter->info.MaxCallerData);
 	if (status)
 		return status;
-	if (c->passive || c->state != VCONN_IDLE)
-		return STATUS_INVALID_DEVICE_STATE;
-	return STATUS_SUCCESS;
+	return ndk_conn_check_call(&c->conn, NDK_CALL_CONNECT);
 }
 
 NTSTATUS
@@ -208,7 +207,7 @@ vconn_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 	struct ndk_vconn *c = to_vconn(pNdkConnector);
 	NTSTATUS status;
 
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
 	status = vconn_check_connect(c, pNdkQp, pDestAddress, DestAddressLength,
 				     pPrivateData, PrivateDataLength);
 	if (!status && (ndk_addr_check(pSrcAddress, SrcAddressLength) ||
@@ -218,7 +217,7 @@ vconn_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 		goto out;
 	/* The connector's own endpoint: one reference (NDKPI Listeners,
 	 * Connectors, and Endpoints). */
-	status = ndk_local_endpoint_acquire(c->obj.adapter, pSrcAddress,
+	status = ndk_local_endpoint_acquire(c->conn.obj.adapter, pSrcAddress,
 					    SrcAddressLength,
 					    NDK_ENDPOINT_CONNECTOR, &c->ep);
 	if (!status)
@@ -227,7 +226,7 @@ vconn_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 				     PrivateDataLength, RequestCompletion,
 				     RequestContext);
 out:
-	ndk_unlock(&c->lock);
+	ndk_unlock(&c->conn.lock);
 	return status;
 }
 
@@ -246,7 +245,7 @@ vconn_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 	socklen_t len;
 	NTSTATUS status;
 
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
 	status = vconn_check_connect(c, pNdkQp, pDestAddress, DestAddressLength,
 				     pPrivateData, PrivateDataLength);
 	if (!status && !pNdkSharedEndpoint)
@@ -262,7 +261,7 @@ vconn_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 	/* +1 on the shared endpoint per connector; the object is the
 	 * connector's antecedent. */
 	if (!c->sep_linked) {
-		if (ndk_obj_link(&c->obj, &sep->obj)) {
+		if (ndk_obj_link(&c->conn.obj, &sep->obj)) {
 			status = STATUS_INVALID_PARAMETER;
 			goto out;
 		}
@@ -277,7 +276,7 @@ vconn_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 	if (status != STATUS_PENDING)
 		c->shared = false;
 out:
-	ndk_unlock(&c->lock);
+	ndk_unlock(&c->conn.lock);
 	return status;
 }
 
@@ -288,22 +287,14 @@ static NTSTATUS vconn_complete(struct ndk_vconn *c,
 {
 	NTSTATUS status = STATUS_SUCCESS;
 
-	ndk_lock(&c->lock);
-	if (!c->passive && c->state == VCONN_ABANDONED &&
-	    (c->fail == STATUS_CONNECTION_ABORTED ||
-	     c->fail == STATUS_IO_TIMEOUT)) {
-		/* The acceptor gave up, or our timer ended the attempt. */
-		status = c->fail;
+	ndk_lock(&c->conn.lock);
+	status = ndk_conn_check_call(&c->conn, NDK_CALL_COMPLETE_CONNECT);
+	if (status)
 		goto out;
-	}
-	if (c->passive || c->state != VCONN_REPLIED) {
-		status = STATUS_CONNECTION_INVALID;
-		goto out;
-	}
 	/* IB and RoCE: RTR and RTS, then the RTU lets the peer's Accept
 	 * complete. iWARP: the kernel established it already. */
 	if (!vconn_vad(c)->iwarp &&
-	    (ndk_vqp_ib_ready(c->qp, c->id, c->eff_ird, c->eff_ord) ||
+	    (ndk_vqp_ib_ready(c->qp, c->id, c->conn.eff_ird, c->conn.eff_ord) ||
 	     rdma_establish(c->id))) {
 		vconn_abandon(c, STATUS_CONNECTION_ABORTED);
 		status = STATUS_CONNECTION_ABORTED;
@@ -314,9 +305,9 @@ static NTSTATUS vconn_complete(struct ndk_vconn *c,
 	c->disc_ctx = ev_ctx;
 	ndk_vqp_connected(c->qp);
 	vconn_set_state(c, VCONN_ESTABLISHED);
-	ndk_adapter_count(c->obj.adapter, NDK_CTR(Connect), 1);
+	ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(Connect), 1);
 out:
-	ndk_unlock(&c->lock);
+	ndk_unlock(&c->conn.lock);
 	return status;
 }
 

@@ -14,9 +14,11 @@
 #include "front/adapter.h"
 #include "front/address.h"
 #include "front/conndata.h"
+#include "front/connector.h"
 #include "front/shared_endpoint.h"
 #include "oid/registry.h"
-#include "verbs/connector.h"
+#include "front/endpoint.h"
+#include "verbs/cm_event.h"
 #include "verbs/qp.h"
 
 enum vconn_state {
@@ -61,38 +63,33 @@ enum vconn_timer {
 };
 
 struct ndk_vconn {
-	struct ndk_obj obj;
+	/* First: the consumer-visible part (front/connector.h): the lock,
+	 * the NDK phase, the side, fail, the addresses, the peer's private
+	 * data and the effective read limits. */
+	struct ndk_conn conn;
 	struct ndk_vcm_ref ref; /* the id's context */
-	struct ndk_lock lock;
 	enum vconn_state state;
-	bool passive;
 	struct rdma_cm_id *id;
 	/* rdma_connect runs on the adapter's worker (it blocks on iWARP):
 	 * meanwhile the id is not destroyed but handed to the worker. */
 	bool in_connect;
 	struct rdma_cm_id *id_after_connect;
 	struct ndk_vjob connect_job;
-	NTSTATUS fail; /* what the next call reports once FAILED/ABANDONED */
 
 	struct ndk_endpoint *ep; /* own (Connect), shared, or the listener's */
 	bool shared; /* ep is a shared endpoint's */
 	bool sep_linked; /* the shared endpoint object is an antecedent */
 	struct ndk_vqp *qp;
-	struct sockaddr_storage local, peer;
 	bool tuple_registered;
 	int reg_slot; /* OID_NDK_CONNECTIONS entry while listed, else -1 */
 
 	/* Negotiation: our request capped to the adapter, the peer's
-	 * limits once known, the effective pair (docs/ndk.md, Read
-	 * limits). */
+	 * limits once known (docs/ndk.md, Read limits); the effective pair
+	 * is conn's. */
 	uint8_t req_ird, req_ord;
-	bool peer_known;
 	uint8_t peer_ird, peer_ord;
-	uint8_t eff_ird, eff_ord;
 	uint8_t pd[NDK_VCM_PD_MAX]; /* ours, for rdma_connect */
 	uint16_t pd_len;
-	uint8_t peer_pd[NDK_VCM_PD_MAX];
-	uint16_t peer_pd_len;
 
 	struct ndk_req connect_req, accept_req, disconnect_req;
 	NDK_FN_DISCONNECT_EVENT_CALLBACK disc_cb;
@@ -110,16 +107,16 @@ struct ndk_vconn {
 
 static inline struct ndk_vconn *to_vconn(NDK_CONNECTOR *c)
 {
-	return container_of(c, struct ndk_vconn, obj.pub.connector);
+	return container_of(c, struct ndk_vconn, conn.obj.pub.connector);
 }
 
 static inline struct ndk_vadapter *vconn_vad(struct ndk_vconn *c)
 {
-	return to_vad(c->obj.adapter);
+	return to_vad(c->conn.obj.adapter);
 }
 
 /* connector.c: states, the id, the QP, the timer, endings. */
-/* The one state setter (c->lock held); the caller's line is logged. */
+/* The one state setter (c->conn.lock held); the caller's line is logged. */
 void vconn_set_state_at(struct ndk_vconn *c, enum vconn_state to,
 			const char *file, int line);
 #define vconn_set_state(c, s) vconn_set_state_at(c, s, __FILE__, __LINE__)
@@ -137,7 +134,6 @@ void vconn_note_peer(struct ndk_vconn *c, const struct ndk_vcm_event *e,
 struct rdma_conn_param vconn_param(struct ndk_vconn *c, const void *pd,
 				   uint8_t pd_len, uint8_t ird, uint8_t ord);
 void vconn_qp_fatal(struct ndk_obj *obj);
-NTSTATUS vconn_check_pd(const void *pd, ULONG len, ULONG max);
 uint8_t vconn_cap(ULONG v, ULONG max);
 uint64_t vconn_accept_grace_ms(void);
 

@@ -18,8 +18,8 @@ void vconn_accepted(struct ndk_vconn *c, const struct ndk_vcm_event *e)
 	 */
 	if (vconn_vad(c)->iwarp &&
 	    (e->initiator_depth || e->responder_resources)) {
-		c->eff_ird = e->initiator_depth;
-		c->eff_ord = e->responder_resources;
+		c->conn.eff_ird = e->initiator_depth;
+		c->conn.eff_ord = e->responder_resources;
 	}
 	/*
 	 * iWARP has no RTU: the kernel's iw_cm reports ESTABLISHED as soon as
@@ -42,7 +42,7 @@ void vconn_accept_done(struct ndk_vconn *c)
 {
 	ndk_vqp_connected(c->qp);
 	vconn_set_state(c, VCONN_ESTABLISHED);
-	ndk_adapter_count(c->obj.adapter, NDK_CTR(Accept), 1);
+	ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(Accept), 1);
 	ndk_req_complete(&c->accept_req, STATUS_SUCCESS);
 }
 
@@ -56,7 +56,7 @@ static NTSTATUS vconn_accept(struct ndk_vconn *c, NDK_QP *pNdkQp, ULONG ird,
 			     PVOID ev_ctx, NDK_FN_REQUEST_COMPLETION cb,
 			     PVOID ctx)
 {
-	struct ndk_adapter *ad = c->obj.adapter;
+	struct ndk_adapter *ad = c->conn.obj.adapter;
 	struct rdma_conn_param p;
 	struct ndk_vqp *qp;
 	NTSTATUS status;
@@ -64,28 +64,22 @@ static NTSTATUS vconn_accept(struct ndk_vconn *c, NDK_QP *pNdkQp, ULONG ird,
 
 	if (!pNdkQp)
 		return STATUS_INVALID_PARAMETER;
-	status = vconn_check_pd(pd, pd_len, ad->info.MaxCalleeData);
+	status =
+		ndk_conn_check_private_data(pd, pd_len, ad->info.MaxCalleeData);
 	if (status)
 		return status;
 	qp = to_vqp(pNdkQp);
-	ndk_lock(&c->lock);
-	if (c->passive && c->state == VCONN_ABANDONED &&
-	    c->fail == STATUS_CONNECTION_ABORTED) {
-		/* The connecting peer abandoned the attempt (NDK_FN_ACCEPT). */
-		status = STATUS_CONNECTION_ABORTED;
+	ndk_lock(&c->conn.lock);
+	status = ndk_conn_check_call(&c->conn, NDK_CALL_ACCEPT);
+	if (status)
 		goto out;
-	}
-	if (!c->passive || c->state != VCONN_REQUESTED) {
-		status = STATUS_CONNECTION_INVALID;
-		goto out;
-	}
-	ret = ndk_vqp_bind(qp, vconn_qp_fatal, &c->obj);
+	ret = ndk_vqp_bind(qp, vconn_qp_fatal, &c->conn.obj);
 	if (ret) {
 		status = ret == -EBUSY ? STATUS_CONNECTION_ACTIVE
 				       : STATUS_INVALID_DEVICE_STATE;
 		goto out;
 	}
-	if (ndk_obj_link(&c->obj, &qp->obj)) {
+	if (ndk_obj_link(&c->conn.obj, &qp->obj)) {
 		ndk_vqp_unbind(qp);
 		status = STATUS_INVALID_PARAMETER;
 		goto out;
@@ -93,15 +87,16 @@ static NTSTATUS vconn_accept(struct ndk_vconn *c, NDK_QP *pNdkQp, ULONG ird,
 	c->qp = qp;
 	c->req_ird = vconn_cap(ird, ad->info.MaxInboundReadLimit);
 	c->req_ord = vconn_cap(ord, ad->info.MaxOutboundReadLimit);
-	c->eff_ird = MIN(c->req_ird, c->peer_ord);
-	c->eff_ord = MIN(c->req_ord, c->peer_ird);
+	c->conn.eff_ird = MIN(c->req_ird, c->peer_ord);
+	c->conn.eff_ord = MIN(c->req_ord, c->peer_ird);
 	if (!vconn_vad(c)->iwarp &&
-	    ndk_vqp_ib_ready(qp, c->id, c->eff_ird, c->eff_ord)) {
+	    ndk_vqp_ib_ready(qp, c->id, c->conn.eff_ird, c->conn.eff_ord)) {
 		vconn_abandon(c, STATUS_CONNECTION_ABORTED);
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;
 	}
-	p = vconn_param(c, pd, (uint8_t)pd_len, c->eff_ird, c->eff_ord);
+	p = vconn_param(c, pd, (uint8_t)pd_len, c->conn.eff_ird,
+			c->conn.eff_ord);
 	if (rdma_accept(c->id, &p)) {
 		/* The initiator is gone, or the device refused. */
 		ndk_info("verbs: connector %p: rdma_accept failed (%d)",
@@ -113,14 +108,14 @@ static NTSTATUS vconn_accept(struct ndk_vconn *c, NDK_QP *pNdkQp, ULONG ird,
 	c->disc_cb = ev;
 	c->disc_cb_ex = ev_ex;
 	c->disc_ctx = ev_ctx;
-	ndk_req_pend(&c->accept_req, &c->obj, cb, ctx);
+	ndk_req_pend(&c->accept_req, &c->conn.obj, cb, ctx);
 	vconn_set_state(c, VCONN_ACCEPTING);
 	/* IB and RoCE: no RTU within NDK_CM_TIMEOUT_MS is IO_TIMEOUT, as for
 	 * the software provider (the IB CM's own REP retries last minutes). */
 	vconn_arm_timer(c, VCONN_TIMER_ACCEPT, ndk_cm_timeout_ms());
 	status = STATUS_PENDING;
 out:
-	ndk_unlock(&c->lock);
+	ndk_unlock(&c->conn.lock);
 	return status;
 }
 
@@ -160,12 +155,16 @@ NTSTATUS vconn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateData,
 	struct ndk_vconn *c = to_vconn(pNdkConnector);
 	NTSTATUS status;
 
-	status = vconn_check_pd(pPrivateData, PrivateDataLength,
-				MIN(c->obj.adapter->info.MaxCalleeData,
-				    vconn_vad(c)->max_reject_data));
+	status = ndk_conn_check_private_data(
+		pPrivateData, PrivateDataLength,
+		MIN(c->conn.obj.adapter->info.MaxCalleeData,
+		    vconn_vad(c)->max_reject_data));
 	if (status)
 		return status;
-	ndk_lock(&c->lock);
+	ndk_lock(&c->conn.lock);
+	status = ndk_conn_check_call(&c->conn, NDK_CALL_REJECT);
+	if (status)
+		goto out;
 	switch (c->state) {
 	case VCONN_REQUESTED:
 		if (rdma_reject(c->id, pPrivateData,
@@ -189,22 +188,10 @@ NTSTATUS vconn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateData,
 			rdma_reject(c->id, NULL, 0);
 		vconn_abandon(c, STATUS_CONNECTION_INVALID);
 		break;
-	case VCONN_FAILED:
-	case VCONN_ABANDONED:
-	case VCONN_CLOSED:
-		/* The other side abandoned the attempt (NDK_FN_REJECT), or
-		 * our CompleteConnect timer ended it: aborted, as for the
-		 * software provider. */
-		status = c->fail == STATUS_CONNECTION_ABORTED ||
-					 (c->state == VCONN_ABANDONED &&
-					  c->fail == STATUS_IO_TIMEOUT)
-				 ? STATUS_CONNECTION_ABORTED
-				 : STATUS_CONNECTION_INVALID;
-		break;
 	default:
-		status = STATUS_CONNECTION_INVALID;
 		break;
 	}
-	ndk_unlock(&c->lock);
+out:
+	ndk_unlock(&c->conn.lock);
 	return status;
 }
