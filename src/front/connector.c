@@ -11,6 +11,10 @@
 #include "front/address.h"
 #include "front/conndata.h"
 #include "front/connector.h"
+#include "front/adapter.h"
+#include "front/endpoint.h"
+#include "front/provider.h"
+#include "front/shared_endpoint.h"
 
 static const char *const phase_names[NDK_CONN_PHASE_COUNT] = {
 	[NDK_CONN_IDLE] = "IDLE",
@@ -198,11 +202,11 @@ void ndk_conn_set_peer(struct ndk_conn *c, const void *pd, size_t len,
 	c->peer_known = true;
 }
 
-NTSTATUS ndk_conn_get_connection_data(NDK_CONNECTOR *pNdkConnector,
-				      ULONG *pInboundReadLimit,
-				      ULONG *pOutboundReadLimit,
-				      PVOID pPrivateData,
-				      ULONG *pPrivateDataLength)
+static NTSTATUS conn_get_connection_data(NDK_CONNECTOR *pNdkConnector,
+					 ULONG *pInboundReadLimit,
+					 ULONG *pOutboundReadLimit,
+					 PVOID pPrivateData,
+					 ULONG *pPrivateDataLength)
 {
 	struct ndk_conn *c = to_ndk_conn(pNdkConnector);
 	NTSTATUS status = ndk_conndata_check(pPrivateData, pPrivateDataLength);
@@ -241,16 +245,277 @@ static NTSTATUS get_address(struct ndk_conn *c, bool peer, PSOCKADDR addr,
 	return status;
 }
 
-NTSTATUS ndk_conn_get_local_address(NDK_CONNECTOR *pNdkConnector,
-				    PSOCKADDR pAddress, ULONG *pAddressLength)
+static NTSTATUS conn_get_local_address(NDK_CONNECTOR *pNdkConnector,
+				       PSOCKADDR pAddress,
+				       ULONG *pAddressLength)
 {
 	return get_address(to_ndk_conn(pNdkConnector), false, pAddress,
 			   pAddressLength);
 }
 
-NTSTATUS ndk_conn_get_peer_address(NDK_CONNECTOR *pNdkConnector,
-				   PSOCKADDR pAddress, ULONG *pAddressLength)
+static NTSTATUS conn_get_peer_address(NDK_CONNECTOR *pNdkConnector,
+				      PSOCKADDR pAddress, ULONG *pAddressLength)
 {
 	return get_address(to_ndk_conn(pNdkConnector), true, pAddress,
 			   pAddressLength);
 }
+
+static const struct ndk_conn_ops *conn_ops(const struct ndk_conn *c)
+{
+	return c->obj.adapter->provider->conn;
+}
+
+/* What both NdkConnect calls check before the phase. */
+static NTSTATUS conn_connect_args(struct ndk_conn *c, NDK_QP *qp,
+				  const struct sockaddr *dst, ULONG dst_len,
+				  const void *pd, ULONG pd_len,
+				  struct ndk_obj **qp_obj)
+{
+	*qp_obj =
+		qp ? ndk_obj_typed(&qp->Header, NdkObjectTypeQp, c->obj.adapter)
+		   : NULL;
+	if (!*qp_obj || ndk_addr_check(dst, dst_len))
+		return STATUS_INVALID_PARAMETER;
+	return ndk_conn_check_private_data(pd, pd_len,
+					   c->obj.adapter->info.MaxCallerData);
+}
+
+static NTSTATUS
+conn_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+	     CONST PSOCKADDR pSrcAddress, ULONG SrcAddressLength,
+	     CONST PSOCKADDR pDestAddress, ULONG DestAddressLength,
+	     ULONG InboundReadLimit, ULONG OutboundReadLimit,
+	     CONST PVOID pPrivateData, ULONG PrivateDataLength,
+	     NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext)
+{
+	struct ndk_conn *c = to_ndk_conn(pNdkConnector);
+	struct ndk_conn_connect a = {
+		.src = pSrcAddress,
+		.src_len = SrcAddressLength,
+		.dst = pDestAddress,
+		.ird = InboundReadLimit,
+		.ord = OutboundReadLimit,
+		.pd = pPrivateData,
+		.pd_len = PrivateDataLength,
+		.cb = RequestCompletion,
+		.ctx = RequestContext,
+	};
+	NTSTATUS status;
+
+	ndk_lock(&c->lock);
+	status = conn_connect_args(c, pNdkQp, pDestAddress, DestAddressLength,
+				   pPrivateData, PrivateDataLength, &a.qp);
+	if (!status)
+		status = ndk_conn_check_call(c, NDK_CALL_CONNECT);
+	if (!status && (ndk_addr_check(pSrcAddress, SrcAddressLength) ||
+			pSrcAddress->sa_family != pDestAddress->sa_family))
+		status = STATUS_INVALID_PARAMETER;
+	if (!status)
+		status = conn_ops(c)->connect(c, &a);
+	ndk_unlock(&c->lock);
+	return status;
+}
+
+static NTSTATUS
+conn_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+		 NDK_SHARED_ENDPOINT *pNdkSharedEndpoint,
+		 CONST PSOCKADDR pDestAddress, ULONG DestAddressLength,
+		 ULONG InboundReadLimit, ULONG OutboundReadLimit,
+		 CONST PVOID pPrivateData, ULONG PrivateDataLength,
+		 NDK_FN_REQUEST_COMPLETION RequestCompletion,
+		 PVOID RequestContext)
+{
+	struct ndk_conn *c = to_ndk_conn(pNdkConnector);
+	struct ndk_conn_connect a = {
+		.dst = pDestAddress,
+		.ird = InboundReadLimit,
+		.ord = OutboundReadLimit,
+		.pd = pPrivateData,
+		.pd_len = PrivateDataLength,
+		.cb = RequestCompletion,
+		.ctx = RequestContext,
+	};
+	const struct sockaddr *local;
+	socklen_t len;
+	NTSTATUS status;
+
+	ndk_lock(&c->lock);
+	status = conn_connect_args(c, pNdkQp, pDestAddress, DestAddressLength,
+				   pPrivateData, PrivateDataLength, &a.qp);
+	if (!status)
+		status = ndk_conn_check_call(c, NDK_CALL_CONNECT);
+	if (!status && !pNdkSharedEndpoint)
+		status = STATUS_INVALID_PARAMETER;
+	if (!status) {
+		a.sep = to_ndk_shared_endpoint(pNdkSharedEndpoint);
+		local = ndk_endpoint_addr(a.sep->ep, &len);
+		if (local->sa_family != pDestAddress->sa_family)
+			status = STATUS_INVALID_PARAMETER;
+	}
+	if (!status)
+		status = conn_ops(c)->connect(c, &a);
+	ndk_unlock(&c->lock);
+	return status;
+}
+
+static NTSTATUS conn_complete(NDK_CONNECTOR *pNdkConnector,
+			      NDK_FN_DISCONNECT_EVENT_CALLBACK disc,
+			      NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_ex,
+			      PVOID disc_ctx)
+{
+	struct ndk_conn *c = to_ndk_conn(pNdkConnector);
+	NTSTATUS status;
+
+	ndk_lock(&c->lock);
+	status = ndk_conn_check_call(c, NDK_CALL_COMPLETE_CONNECT);
+	if (!status)
+		status = conn_ops(c)->complete_connect(c, disc, disc_ex,
+						       disc_ctx);
+	ndk_unlock(&c->lock);
+	return status;
+}
+
+/* Done inline: no RequestCompletion (NDK_FN_COMPLETE_CONNECT). */
+static NTSTATUS
+conn_complete_connect(NDK_CONNECTOR *pNdkConnector,
+		      NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
+		      PVOID DisconnectEventContext,
+		      NDK_FN_REQUEST_COMPLETION RequestCompletion,
+		      PVOID RequestContext)
+{
+	return conn_complete(pNdkConnector, DisconnectEvent, NULL,
+			     DisconnectEventContext);
+}
+
+static NTSTATUS
+conn_complete_connect_ex(NDK_CONNECTOR *pNdkConnector,
+			 NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
+			 PVOID DisconnectEventContext,
+			 NDK_FN_REQUEST_COMPLETION RequestCompletion,
+			 PVOID RequestContext)
+{
+	return conn_complete(pNdkConnector, NULL, DisconnectEvent,
+			     DisconnectEventContext);
+}
+
+static NTSTATUS conn_accept(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+			    struct ndk_conn_accept *a)
+{
+	struct ndk_conn *c = to_ndk_conn(pNdkConnector);
+	NTSTATUS status;
+
+	a->qp = pNdkQp ? ndk_obj_typed(&pNdkQp->Header, NdkObjectTypeQp,
+				       c->obj.adapter)
+		       : NULL;
+	if (!a->qp)
+		return STATUS_INVALID_PARAMETER;
+	status = ndk_conn_check_private_data(
+		a->pd, a->pd_len, c->obj.adapter->info.MaxCalleeData);
+	if (status)
+		return status;
+	ndk_lock(&c->lock);
+	status = ndk_conn_check_call(c, NDK_CALL_ACCEPT);
+	if (!status)
+		status = conn_ops(c)->accept(c, a);
+	ndk_unlock(&c->lock);
+	return status;
+}
+
+static NTSTATUS
+conn_ndk_accept(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+		ULONG InboundReadLimit, ULONG OutboundReadLimit,
+		CONST PVOID pPrivateData, ULONG PrivateDataLength,
+		NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
+		PVOID DisconnectEventContext,
+		NDK_FN_REQUEST_COMPLETION RequestCompletion,
+		PVOID RequestContext)
+{
+	struct ndk_conn_accept a = {
+		.ird = InboundReadLimit,
+		.ord = OutboundReadLimit,
+		.pd = pPrivateData,
+		.pd_len = PrivateDataLength,
+		.disc = DisconnectEvent,
+		.disc_ctx = DisconnectEventContext,
+		.cb = RequestCompletion,
+		.ctx = RequestContext,
+	};
+
+	return conn_accept(pNdkConnector, pNdkQp, &a);
+}
+
+static NTSTATUS
+conn_ndk_accept_ex(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+		   ULONG InboundReadLimit, ULONG OutboundReadLimit,
+		   CONST PVOID pPrivateData, ULONG PrivateDataLength,
+		   NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
+		   PVOID DisconnectEventContext,
+		   NDK_FN_REQUEST_COMPLETION RequestCompletion,
+		   PVOID RequestContext)
+{
+	struct ndk_conn_accept a = {
+		.ird = InboundReadLimit,
+		.ord = OutboundReadLimit,
+		.pd = pPrivateData,
+		.pd_len = PrivateDataLength,
+		.disc_ex = DisconnectEvent,
+		.disc_ctx = DisconnectEventContext,
+		.cb = RequestCompletion,
+		.ctx = RequestContext,
+	};
+
+	return conn_accept(pNdkConnector, pNdkQp, &a);
+}
+
+/* The limit is what every transport's refusal carries (MaxCalleeData). */
+static NTSTATUS conn_reject(NDK_CONNECTOR *pNdkConnector,
+			    CONST PVOID pPrivateData, ULONG PrivateDataLength)
+{
+	struct ndk_conn *c = to_ndk_conn(pNdkConnector);
+	NTSTATUS status;
+
+	status =
+		ndk_conn_check_private_data(pPrivateData, PrivateDataLength,
+					    c->obj.adapter->info.MaxCalleeData);
+	if (status)
+		return status;
+	ndk_lock(&c->lock);
+	status = ndk_conn_check_call(c, NDK_CALL_REJECT);
+	if (!status)
+		status =
+			conn_ops(c)->reject(c, pPrivateData, PrivateDataLength);
+	ndk_unlock(&c->lock);
+	return status;
+}
+
+static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector,
+				NDK_FN_REQUEST_COMPLETION RequestCompletion,
+				PVOID RequestContext)
+{
+	struct ndk_conn *c = to_ndk_conn(pNdkConnector);
+	NTSTATUS status;
+
+	ndk_lock(&c->lock);
+	status = ndk_conn_check_call(c, NDK_CALL_DISCONNECT);
+	if (!status)
+		status = conn_ops(c)->disconnect(c, RequestCompletion,
+						 RequestContext);
+	ndk_unlock(&c->lock);
+	return status;
+}
+
+const NDK_CONNECTOR_DISPATCH ndk_conn_dispatch = {
+	.NdkCloseConnector = ndk_close_object,
+	.NdkQueryExtension = ndk_query_extension,
+	.NdkConnect = conn_connect,
+	.NdkConnectWithSharedEndpoint = conn_connect_sep,
+	.NdkCompleteConnect = conn_complete_connect,
+	.NdkAccept = conn_ndk_accept,
+	.NdkReject = conn_reject,
+	.NdkGetConnectionData = conn_get_connection_data,
+	.NdkGetLocalAddress = conn_get_local_address,
+	.NdkGetPeerAddress = conn_get_peer_address,
+	.NdkDisconnect = conn_disconnect,
+	.NdkCompleteConnectEx = conn_complete_connect_ex,
+	.NdkAcceptEx = conn_ndk_accept_ex,
+};

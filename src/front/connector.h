@@ -112,15 +112,57 @@ NTSTATUS ndk_conn_check_private_data(const void *pd, ULONG len, ULONG max);
 void ndk_conn_set_peer(struct ndk_conn *c, const void *pd, size_t len,
 		       ULONG eff_ird, ULONG eff_ord);
 
-/* The dispatch slots every provider's connector uses as they are. */
-NTSTATUS ndk_conn_get_connection_data(NDK_CONNECTOR *pNdkConnector,
-				      ULONG *pInboundReadLimit,
-				      ULONG *pOutboundReadLimit,
-				      PVOID pPrivateData,
-				      ULONG *pPrivateDataLength);
-NTSTATUS ndk_conn_get_local_address(NDK_CONNECTOR *pNdkConnector,
-				    PSOCKADDR pAddress, ULONG *pAddressLength);
-NTSTATUS ndk_conn_get_peer_address(NDK_CONNECTOR *pNdkConnector,
-				   PSOCKADDR pAddress, ULONG *pAddressLength);
+/* The connector's dispatch table, for every provider: each call's
+ * arguments and phase are checked here, then the provider's connection
+ * operation runs (struct ndk_conn_ops) with c->lock held. */
+extern const NDK_CONNECTOR_DISPATCH ndk_conn_dispatch;
+
+struct ndk_shared_endpoint;
+
+/* NdkConnect and NdkConnectWithSharedEndpoint, checked: a QP of the
+ * adapter, addresses of one family, private data within MaxCallerData. */
+struct ndk_conn_connect {
+	struct ndk_obj *qp;
+	struct ndk_shared_endpoint *sep; /* NULL: NdkConnect's own source */
+	const struct sockaddr *src; /* NdkConnect only */
+	ULONG src_len;
+	const struct sockaddr *dst;
+	ULONG ird, ord;
+	const void *pd;
+	ULONG pd_len;
+	NDK_FN_REQUEST_COMPLETION cb;
+	PVOID ctx;
+};
+
+/* NdkAccept(Ex), checked: a QP of the adapter, private data within
+ * MaxCalleeData; one of the two disconnect callbacks. */
+struct ndk_conn_accept {
+	struct ndk_obj *qp;
+	ULONG ird, ord;
+	const void *pd;
+	ULONG pd_len;
+	NDK_FN_DISCONNECT_EVENT_CALLBACK disc;
+	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_ex;
+	PVOID disc_ctx;
+	NDK_FN_REQUEST_COMPLETION cb;
+	PVOID ctx;
+};
+
+/*
+ * A provider's connection operations, called by ndk_conn_dispatch with
+ * c->lock held once the call is allowed in the connector's phase
+ * (ndk_conn_check_call); each returns the call's status.
+ */
+struct ndk_conn_ops {
+	NTSTATUS(*connect)
+	(struct ndk_conn *c, const struct ndk_conn_connect *a);
+	NTSTATUS(*complete_connect)
+	(struct ndk_conn *c, NDK_FN_DISCONNECT_EVENT_CALLBACK disc,
+	 NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_ex, PVOID disc_ctx);
+	NTSTATUS (*accept)(struct ndk_conn *c, const struct ndk_conn_accept *a);
+	NTSTATUS (*reject)(struct ndk_conn *c, const void *pd, ULONG pd_len);
+	NTSTATUS(*disconnect)
+	(struct ndk_conn *c, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx);
+};
 
 #endif /* NDK_FRONT_CONNECTOR_H */

@@ -17,6 +17,7 @@
 #include <ndk/ndk.h>
 
 struct ndk_adapter;
+struct ndk_conn_ops;
 struct ndk_endpoint;
 struct ndk_listener;
 struct ndk_mr;
@@ -130,6 +131,9 @@ struct ndk_provider_ops {
 	/* The remaining slots of the adapter's dispatch table. */
 	NDK_FN_CREATE_SHARED_ENDPOINT create_shared_endpoint;
 	NDK_FN_CREATE_CONNECTOR create_connector;
+	/* What a connector does on the wire, once its dispatch table
+	 * (front/connector.c, ndk_conn_dispatch) checked the call. */
+	const struct ndk_conn_ops *conn;
 	/*
 	 * The listener is front/listener.c's object with the provider's
 	 * state behind it: listener_size bytes, struct ndk_listener first,

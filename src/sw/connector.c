@@ -324,20 +324,14 @@ struct mpa_read_limits conn_capped_limits(struct ndk_adapter *ad, ULONG ird,
 	return l;
 }
 
-static const NDK_CONNECTOR_DISPATCH connector_dispatch = {
-	.NdkCloseConnector = ndk_close_object,
-	.NdkQueryExtension = ndk_query_extension,
-	.NdkConnect = connector_connect,
-	.NdkConnectWithSharedEndpoint = connector_connect_sep,
-	.NdkCompleteConnect = connector_complete_connect,
-	.NdkAccept = connector_accept,
-	.NdkReject = connector_reject,
-	.NdkGetConnectionData = ndk_conn_get_connection_data,
-	.NdkGetLocalAddress = ndk_conn_get_local_address,
-	.NdkGetPeerAddress = ndk_conn_get_peer_address,
-	.NdkDisconnect = connector_disconnect,
-	.NdkCompleteConnectEx = connector_complete_connect_ex,
-	.NdkAcceptEx = connector_accept_ex,
+/* What the software connector does once front/connector.c checked a
+ * call (front/connector.h). */
+const struct ndk_conn_ops sw_conn_ops = {
+	.connect = sw_conn_connect,
+	.complete_connect = sw_conn_complete_connect,
+	.accept = sw_conn_accept,
+	.reject = sw_conn_reject,
+	.disconnect = sw_conn_disconnect,
 };
 
 /* ------------------------------------------------------------------ */
@@ -433,7 +427,7 @@ NTSTATUS conn_obj_setup(struct sw_connector *c, struct ndk_adapter *ad,
 			struct ndk_obj *const antes[], unsigned int n)
 {
 	return ndk_obj_setup(&c->conn.obj, ad, &connector_ops,
-			     &connector_dispatch, antes, n);
+			     &ndk_conn_dispatch, antes, n);
 }
 
 NTSTATUS sw_create_connector(NDK_ADAPTER *pNdkAdapter,

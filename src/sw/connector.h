@@ -65,6 +65,9 @@ uint64_t sw_accept_grace_ms(void);
 /* NDK_RTR_NUDGE_MS: delay of the RTR nudge, 0 when it is off. */
 uint64_t sw_rtr_nudge_ms(void);
 
+/* The connection operations (front/connector.h). */
+extern const struct ndk_conn_ops sw_conn_ops;
+
 /* NdkCreateConnector: the adapter's slot. */
 NTSTATUS sw_create_connector(NDK_ADAPTER *pNdkAdapter,
 			     NDK_FN_CREATE_COMPLETION CreateCompletion,

@@ -252,129 +252,59 @@ fail:
 	return status;
 }
 
-static NTSTATUS conn_check_connect_args(struct sw_connector *c, NDK_QP *qp,
-					const struct sockaddr *dst,
-					ULONG dstlen, const void *pd,
-					ULONG pdlen)
+/* NdkConnect(WithSharedEndpoint), checked by front/connector.c;
+ * c->lock held. */
+NTSTATUS sw_conn_connect(struct ndk_conn *base,
+			 const struct ndk_conn_connect *a)
 {
-	NTSTATUS status;
-
-	if (!qp || ndk_addr_check(dst, dstlen))
-		return STATUS_INVALID_PARAMETER;
-	status = ndk_conn_check_private_data(
-		pd, pdlen, c->conn.obj.adapter->info.MaxCallerData);
-	if (status)
-		return status;
-	return ndk_conn_check_call(&c->conn, NDK_CALL_CONNECT);
-}
-
-NTSTATUS
-connector_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-		  CONST PSOCKADDR pSrcAddress, ULONG SrcAddressLength,
-		  CONST PSOCKADDR pDestAddress, ULONG DestAddressLength,
-		  ULONG InboundReadLimit, ULONG OutboundReadLimit,
-		  CONST PVOID pPrivateData, ULONG PrivateDataLength,
-		  NDK_FN_REQUEST_COMPLETION RequestCompletion,
-		  PVOID RequestContext)
-{
-	struct sw_connector *c = to_sw_connector(pNdkConnector);
+	struct sw_connector *c = container_of(base, struct sw_connector, conn);
 	struct ndk_endpoint *ep;
-	NTSTATUS status;
-
-	ndk_lock(&c->conn.lock);
-	status = conn_check_connect_args(c, pNdkQp, pDestAddress,
-					 DestAddressLength, pPrivateData,
-					 PrivateDataLength);
-	if (!status && (ndk_addr_check(pSrcAddress, SrcAddressLength) ||
-			pSrcAddress->sa_family != pDestAddress->sa_family))
-		status = STATUS_INVALID_PARAMETER;
-	if (status)
-		goto out;
-	/* The connector's own endpoint: one reference (NDKPI Listeners,
-	 * Connectors, and Endpoints). */
-	status = ndk_local_endpoint_acquire(c->conn.obj.adapter, pSrcAddress,
-					    SrcAddressLength,
-					    NDK_ENDPOINT_CONNECTOR, &ep);
-	if (status)
-		goto out;
-	status = conn_start(c, ep, ndk_endpoint_take_fd(ep), to_sw_qp(pNdkQp),
-			    pDestAddress, InboundReadLimit, OutboundReadLimit,
-			    pPrivateData, PrivateDataLength, RequestCompletion,
-			    RequestContext);
-out:
-	ndk_unlock(&c->conn.lock);
-	return status;
-}
-
-NTSTATUS
-connector_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-		      NDK_SHARED_ENDPOINT *pNdkSharedEndpoint,
-		      CONST PSOCKADDR pDestAddress, ULONG DestAddressLength,
-		      ULONG InboundReadLimit, ULONG OutboundReadLimit,
-		      CONST PVOID pPrivateData, ULONG PrivateDataLength,
-		      NDK_FN_REQUEST_COMPLETION RequestCompletion,
-		      PVOID RequestContext)
-{
-	struct sw_connector *c = to_sw_connector(pNdkConnector);
-	struct ndk_shared_endpoint *sep;
-	const struct sockaddr *local;
-	socklen_t len;
-	NTSTATUS status;
 	int fd;
 
-	ndk_lock(&c->conn.lock);
-	status = conn_check_connect_args(c, pNdkQp, pDestAddress,
-					 DestAddressLength, pPrivateData,
-					 PrivateDataLength);
-	if (!status && !pNdkSharedEndpoint)
-		status = STATUS_INVALID_PARAMETER;
-	if (status)
-		goto out;
-	sep = to_ndk_shared_endpoint(pNdkSharedEndpoint);
-	local = ndk_endpoint_addr(sep->ep, &len);
-	if (local->sa_family != pDestAddress->sa_family) {
-		status = STATUS_INVALID_PARAMETER;
-		goto out;
-	}
-	/* Same local address:port for every connector of the endpoint. */
-	fd = ndk_endpoint_bind_shared(sep->ep);
-	if (fd < 0) {
-		status = ndk_status_from_errno(fd, NDK_SITE_BIND);
-		goto out;
-	}
-	if (!c->sep) {
-		/* +1 on the shared endpoint per connector. */
-		if (ndk_obj_link(&c->conn.obj, &sep->obj)) {
-			close(fd);
-			status = STATUS_INVALID_PARAMETER;
-			goto out;
+	if (!a->sep) {
+		/* The connector's own endpoint: one reference (NDKPI
+		 * Listeners, Connectors, and Endpoints). */
+		NTSTATUS status = ndk_local_endpoint_acquire(
+			c->conn.obj.adapter, a->src, a->src_len,
+			NDK_ENDPOINT_CONNECTOR, &ep);
+
+		if (status)
+			return status;
+		fd = ndk_endpoint_take_fd(ep);
+	} else {
+		/* Same local address:port for every connector of the
+		 * endpoint. */
+		fd = ndk_endpoint_bind_shared(a->sep->ep);
+		if (fd < 0)
+			return ndk_status_from_errno(fd, NDK_SITE_BIND);
+		if (!c->sep) {
+			/* +1 on the shared endpoint per connector. */
+			if (ndk_obj_link(&c->conn.obj, &a->sep->obj)) {
+				close(fd);
+				return STATUS_INVALID_PARAMETER;
+			}
+			c->sep = a->sep;
 		}
-		c->sep = sep;
+		ep = a->sep->ep;
+		ndk_endpoint_get(ep);
 	}
-	ndk_endpoint_get(sep->ep);
-	status = conn_start(c, sep->ep, fd, to_sw_qp(pNdkQp), pDestAddress,
-			    InboundReadLimit, OutboundReadLimit, pPrivateData,
-			    PrivateDataLength, RequestCompletion,
-			    RequestContext);
-out:
-	ndk_unlock(&c->conn.lock);
-	return status;
+	return conn_start(c, ep, fd, container_of(a->qp, struct sw_qp, obj),
+			  a->dst, a->ird, a->ord, a->pd, a->pd_len, a->cb,
+			  a->ctx);
 }
 
-static NTSTATUS conn_complete_connect(struct sw_connector *c,
-				      NDK_FN_DISCONNECT_EVENT_CALLBACK ev,
-				      NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev_ex,
-				      PVOID ev_ctx)
+/* NdkCompleteConnect(Ex), checked by front/connector.c; c->lock held. */
+NTSTATUS sw_conn_complete_connect(struct ndk_conn *base,
+				  NDK_FN_DISCONNECT_EVENT_CALLBACK ev,
+				  NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev_ex,
+				  PVOID ev_ctx)
 {
+	struct sw_connector *c = container_of(base, struct sw_connector, conn);
 	struct ndk_adapter *ad = c->conn.obj.adapter;
 	NTSTATUS status = STATUS_SUCCESS;
 	uint64_t nudge_ms = 0;
 	int len, ret;
 
-	ndk_lock(&c->conn.lock);
-	status = ndk_conn_check_call(&c->conn, NDK_CALL_COMPLETE_CONNECT);
-	if (status)
-		goto out;
 	if (conn_abandon_if_peer_acted(c)) {
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;
@@ -406,28 +336,5 @@ static NTSTATUS conn_complete_connect(struct sw_connector *c,
 	if (nudge_ms)
 		conn_arm_timer(c, CONN_TIMER_RTR_NUDGE, nudge_ms);
 out:
-	ndk_unlock(&c->conn.lock);
 	return status;
-}
-
-NTSTATUS
-connector_complete_connect(NDK_CONNECTOR *pNdkConnector,
-			   NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
-			   PVOID DisconnectEventContext,
-			   NDK_FN_REQUEST_COMPLETION RequestCompletion,
-			   PVOID RequestContext)
-{
-	return conn_complete_connect(to_sw_connector(pNdkConnector),
-				     DisconnectEvent, NULL,
-				     DisconnectEventContext);
-}
-
-NTSTATUS connector_complete_connect_ex(
-	NDK_CONNECTOR *pNdkConnector,
-	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
-	PVOID DisconnectEventContext,
-	NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext)
-{
-	return conn_complete_connect(to_sw_connector(pNdkConnector), NULL,
-				     DisconnectEvent, DisconnectEventContext);
 }

@@ -105,24 +105,19 @@ void conn_nudge(struct sw_connector *c)
 			 (void *)c);
 }
 
-NTSTATUS
-connector_disconnect(NDK_CONNECTOR *pNdkConnector,
-		     NDK_FN_REQUEST_COMPLETION RequestCompletion,
-		     PVOID RequestContext)
+/* NdkDisconnect, checked by front/connector.c; c->lock held. */
+NTSTATUS sw_conn_disconnect(struct ndk_conn *base,
+			    NDK_FN_REQUEST_COMPLETION RequestCompletion,
+			    PVOID RequestContext)
 {
-	struct sw_connector *c = to_sw_connector(pNdkConnector);
-	NTSTATUS status = STATUS_SUCCESS;
+	struct sw_connector *c = container_of(base, struct sw_connector, conn);
 
-	ndk_lock(&c->conn.lock);
-	status = ndk_conn_check_call(&c->conn, NDK_CALL_DISCONNECT);
-	if (status)
-		goto out;
 	if (c->state == SW_CONN_PEER_CLOSED) {
 		/* The peer is gone already: finish at once, flushing. */
 		conn_qp_disconnected(c, true);
 		conn_set_state(c, SW_CONN_CLOSED);
 		c->conn.fail = STATUS_CONNECTION_INVALID;
-		goto out;
+		return STATUS_SUCCESS;
 	}
 	/* Graceful: FIN, then wait for the peer's (NDK_FN_DISCONNECT),
 	 * which the data path reports. */
@@ -131,10 +126,7 @@ connector_disconnect(NDK_CONNECTOR *pNdkConnector,
 		     RequestContext);
 	conn_set_state(c, SW_CONN_DISCONNECTING);
 	conn_arm_timer(c, CONN_TIMER_DISCONNECT, ndk_cm_timeout_ms());
-	status = STATUS_PENDING;
-out:
-	ndk_unlock(&c->conn.lock);
-	return status;
+	return STATUS_PENDING;
 }
 
 /* NdkDisconnect's FIN was never answered. */

@@ -241,40 +241,24 @@ void conn_stop_timer(struct sw_connector *c);
 void conn_timer_enter_state(struct sw_connector *c, enum sw_conn_state to);
 void conn_timer_fn(struct ndk_timer *t);
 
+/* ---- The connection operations (front/connector.h), c->lock held ---- */
+
+NTSTATUS sw_conn_connect(struct ndk_conn *c, const struct ndk_conn_connect *a);
+NTSTATUS sw_conn_complete_connect(struct ndk_conn *c,
+				  NDK_FN_DISCONNECT_EVENT_CALLBACK ev,
+				  NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev_ex,
+				  PVOID ev_ctx);
+NTSTATUS sw_conn_accept(struct ndk_conn *c, const struct ndk_conn_accept *a);
+NTSTATUS sw_conn_reject(struct ndk_conn *c, const void *pd, ULONG pd_len);
+NTSTATUS sw_conn_disconnect(struct ndk_conn *c, NDK_FN_REQUEST_COMPLETION cb,
+			    PVOID ctx);
+
 /* ---- Active side (connector_active.c) ------------------------------- */
 
 /* TCP_CONNECTING: the connect() finished, or failed. */
 void conn_tcp_connect_io(struct sw_connector *c, uint32_t events);
 /* AWAIT_REPLY: reads the MPA Reply. */
 void conn_read_reply(struct sw_connector *c);
-NTSTATUS connector_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-			   CONST PSOCKADDR pSrcAddress, ULONG SrcAddressLength,
-			   CONST PSOCKADDR pDestAddress,
-			   ULONG DestAddressLength, ULONG InboundReadLimit,
-			   ULONG OutboundReadLimit, CONST PVOID pPrivateData,
-			   ULONG PrivateDataLength,
-			   NDK_FN_REQUEST_COMPLETION RequestCompletion,
-			   PVOID RequestContext);
-NTSTATUS connector_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-			       NDK_SHARED_ENDPOINT *pNdkSharedEndpoint,
-			       CONST PSOCKADDR pDestAddress,
-			       ULONG DestAddressLength, ULONG InboundReadLimit,
-			       ULONG OutboundReadLimit,
-			       CONST PVOID pPrivateData,
-			       ULONG PrivateDataLength,
-			       NDK_FN_REQUEST_COMPLETION RequestCompletion,
-			       PVOID RequestContext);
-NTSTATUS
-connector_complete_connect(NDK_CONNECTOR *pNdkConnector,
-			   NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
-			   PVOID DisconnectEventContext,
-			   NDK_FN_REQUEST_COMPLETION RequestCompletion,
-			   PVOID RequestContext);
-NTSTATUS connector_complete_connect_ex(
-	NDK_CONNECTOR *pNdkConnector,
-	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
-	PVOID DisconnectEventContext,
-	NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext);
 
 /* ---- Passive side (connector_passive.c) ----------------------------- */
 
@@ -285,23 +269,6 @@ void conn_reply_out(struct sw_connector *c);
 /* ACCEPT_GRACE: woken by the socket, or the grace is over. */
 void conn_grace_io(struct sw_connector *c);
 void conn_grace_over(struct sw_connector *c);
-NTSTATUS connector_accept(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-			  ULONG InboundReadLimit, ULONG OutboundReadLimit,
-			  CONST PVOID pPrivateData, ULONG PrivateDataLength,
-			  NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
-			  PVOID DisconnectEventContext,
-			  NDK_FN_REQUEST_COMPLETION RequestCompletion,
-			  PVOID RequestContext);
-NTSTATUS
-connector_accept_ex(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-		    ULONG InboundReadLimit, ULONG OutboundReadLimit,
-		    CONST PVOID pPrivateData, ULONG PrivateDataLength,
-		    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
-		    PVOID DisconnectEventContext,
-		    NDK_FN_REQUEST_COMPLETION RequestCompletion,
-		    PVOID RequestContext);
-NTSTATUS connector_reject(NDK_CONNECTOR *pNdkConnector,
-			  CONST PVOID pPrivateData, ULONG PrivateDataLength);
 
 /* ---- The QP and its data path (connector_qp.c), c->conn.lock held -------- */
 
@@ -330,8 +297,5 @@ void conn_stream_ended(struct sw_connector *c, int err);
 void conn_nudge(struct sw_connector *c);
 void conn_disconnect_timed_out(struct sw_connector *c);
 void conn_disc_work_fn(struct ndk_work *w);
-NTSTATUS connector_disconnect(NDK_CONNECTOR *pNdkConnector,
-			      NDK_FN_REQUEST_COMPLETION RequestCompletion,
-			      PVOID RequestContext);
 
 #endif /* SW_CONNECTOR_INT_H */

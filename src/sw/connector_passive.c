@@ -260,13 +260,10 @@ void conn_read_rtr(struct sw_connector *c)
 	conn_accept_established(c);
 }
 
-static NTSTATUS conn_accept(struct sw_connector *c, NDK_QP *pNdkQp, ULONG ird,
-			    ULONG ord, const void *pd, ULONG pd_len,
-			    NDK_FN_DISCONNECT_EVENT_CALLBACK ev,
-			    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev_ex,
-			    PVOID ev_ctx, NDK_FN_REQUEST_COMPLETION cb,
-			    PVOID ctx)
+/* NdkAccept(Ex), checked by front/connector.c; c->lock held. */
+NTSTATUS sw_conn_accept(struct ndk_conn *base, const struct ndk_conn_accept *a)
 {
+	struct sw_connector *c = container_of(base, struct sw_connector, conn);
 	struct ndk_adapter *ad = c->conn.obj.adapter;
 	struct mpa_read_limits max = { ad->info.MaxInboundReadLimit,
 				       ad->info.MaxOutboundReadLimit };
@@ -276,17 +273,7 @@ static NTSTATUS conn_accept(struct sw_connector *c, NDK_QP *pNdkQp, ULONG ird,
 	NTSTATUS status;
 	int len, ret;
 
-	if (!pNdkQp)
-		return STATUS_INVALID_PARAMETER;
-	status =
-		ndk_conn_check_private_data(pd, pd_len, ad->info.MaxCalleeData);
-	if (status)
-		return status;
-	qp = to_sw_qp(pNdkQp);
-	ndk_lock(&c->conn.lock);
-	status = ndk_conn_check_call(&c->conn, NDK_CALL_ACCEPT);
-	if (status)
-		goto out;
+	qp = container_of(a->qp, struct sw_qp, obj);
 	if (conn_abandon_if_peer_acted(c)) {
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;
@@ -294,7 +281,7 @@ static NTSTATUS conn_accept(struct sw_connector *c, NDK_QP *pNdkQp, ULONG ird,
 	status = conn_bind_qp(c, qp);
 	if (status)
 		goto out;
-	c->req = conn_capped_limits(ad, ird, ord);
+	c->req = conn_capped_limits(ad, a->ird, a->ord);
 	eff = mpa_negotiate_ird_ord(c->req, max, c->peer_limits);
 	c->conn.eff_ird = eff.ird;
 	c->conn.eff_ord = eff.ord;
@@ -313,8 +300,8 @@ static NTSTATUS conn_accept(struct sw_connector *c, NDK_QP *pNdkQp, ULONG ird,
 	rr.rtr = (uint8_t)(c->p2p ? c->rtr : 0);
 	rr.ird = (uint16_t)c->conn.eff_ird;
 	rr.ord = (uint16_t)c->conn.eff_ord;
-	rr.pd = pd;
-	rr.pd_len = (uint16_t)pd_len;
+	rr.pd = a->pd;
+	rr.pd_len = (uint16_t)a->pd_len;
 	len = mpa_rr_encode(&rr, c->tx, sizeof(c->tx));
 	ret = len > 0 ? conn_send(c, (size_t)len) : len;
 	if (ret && ret != -EAGAIN) {
@@ -322,10 +309,10 @@ static NTSTATUS conn_accept(struct sw_connector *c, NDK_QP *pNdkQp, ULONG ird,
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;
 	}
-	c->disc_cb = ev;
-	c->disc_cb_ex = ev_ex;
-	c->disc_ctx = ev_ctx;
-	ndk_req_pend(&c->accept_req, &c->conn.obj, cb, ctx);
+	c->disc_cb = a->disc;
+	c->disc_cb_ex = a->disc_ex;
+	c->disc_ctx = a->disc_ctx;
+	ndk_req_pend(&c->accept_req, &c->conn.obj, a->cb, a->ctx);
 	conn_set_state(c, c->p2p ? SW_CONN_AWAIT_RTR : SW_CONN_SENDING_REPLY);
 	conn_arm_timer(c, CONN_TIMER_ACCEPT, ndk_cm_timeout_ms());
 	/* Non-P2P: writable means the Reply is out, and that is the end of
@@ -333,69 +320,22 @@ static NTSTATUS conn_accept(struct sw_connector *c, NDK_QP *pNdkQp, ULONG ird,
 	conn_watch(c, EPOLLIN | (ret == -EAGAIN || !c->p2p ? EPOLLOUT : 0));
 	status = STATUS_PENDING;
 out:
-	ndk_unlock(&c->conn.lock);
 	return status;
 }
 
-NTSTATUS
-connector_accept(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-		 ULONG InboundReadLimit, ULONG OutboundReadLimit,
-		 CONST PVOID pPrivateData, ULONG PrivateDataLength,
-		 NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
-		 PVOID DisconnectEventContext,
-		 NDK_FN_REQUEST_COMPLETION RequestCompletion,
-		 PVOID RequestContext)
+/* NdkReject, checked by front/connector.c; c->lock held. */
+NTSTATUS sw_conn_reject(struct ndk_conn *base, const void *pd, ULONG pd_len)
 {
-	return conn_accept(to_sw_connector(pNdkConnector), pNdkQp,
-			   InboundReadLimit, OutboundReadLimit, pPrivateData,
-			   PrivateDataLength, DisconnectEvent, NULL,
-			   DisconnectEventContext, RequestCompletion,
-			   RequestContext);
-}
+	struct sw_connector *c = container_of(base, struct sw_connector, conn);
 
-NTSTATUS
-connector_accept_ex(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-		    ULONG InboundReadLimit, ULONG OutboundReadLimit,
-		    CONST PVOID pPrivateData, ULONG PrivateDataLength,
-		    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
-		    PVOID DisconnectEventContext,
-		    NDK_FN_REQUEST_COMPLETION RequestCompletion,
-		    PVOID RequestContext)
-{
-	return conn_accept(to_sw_connector(pNdkConnector), pNdkQp,
-			   InboundReadLimit, OutboundReadLimit, pPrivateData,
-			   PrivateDataLength, NULL, DisconnectEvent,
-			   DisconnectEventContext, RequestCompletion,
-			   RequestContext);
-}
-
-NTSTATUS connector_reject(NDK_CONNECTOR *pNdkConnector,
-			  CONST PVOID pPrivateData, ULONG PrivateDataLength)
-{
-	struct sw_connector *c = to_sw_connector(pNdkConnector);
-	NTSTATUS status;
-
-	status = ndk_conn_check_private_data(
-		pPrivateData, PrivateDataLength,
-		c->conn.obj.adapter->info.MaxCalleeData);
-	if (status)
-		return status;
-	ndk_lock(&c->conn.lock);
-	status = ndk_conn_check_call(&c->conn, NDK_CALL_REJECT);
-	if (status)
-		goto out;
 	if (c->state == SW_CONN_REQUESTED) {
-		if (conn_abandon_if_peer_acted(c)) {
-			status = STATUS_CONNECTION_ABORTED;
-			goto out;
-		}
-		conn_send_reject(c, pPrivateData, (uint16_t)PrivateDataLength);
+		if (conn_abandon_if_peer_acted(c))
+			return STATUS_CONNECTION_ABORTED;
+		conn_send_reject(c, pd, (uint16_t)pd_len);
 	}
 	/* The active side after Connect completed: closing TCP makes the
 	 * peer's Accept fail with CONNECTION_ABORTED (docs/design.md,
 	 * connection management). */
 	conn_abandon(c, STATUS_CONNECTION_INVALID);
-out:
-	ndk_unlock(&c->conn.lock);
-	return status;
+	return STATUS_SUCCESS;
 }

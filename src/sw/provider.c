@@ -32,6 +32,7 @@ const struct ndk_provider_ops ndk_software_provider = {
 	.privileged_token = SW_PRIVILEGED_TOKEN,
 	.create_shared_endpoint = ndk_create_shared_endpoint,
 	.create_connector = sw_create_connector,
+	.conn = &sw_conn_ops,
 	.listener_size = sizeof(struct sw_listener),
 	.listener_init = sw_listener_init,
 	.listen = sw_listen,

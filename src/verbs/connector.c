@@ -632,17 +632,14 @@ static void vconn_timer_fn(struct ndk_timer *t)
 		ndk_obj_put(&c->conn.obj); /* the timer's reference */
 }
 
-static NTSTATUS vconn_disconnect(NDK_CONNECTOR *pNdkConnector,
+/* NdkDisconnect, checked by front/connector.c; c->lock held. */
+static NTSTATUS vconn_disconnect(struct ndk_conn *base,
 				 NDK_FN_REQUEST_COMPLETION RequestCompletion,
 				 PVOID RequestContext)
 {
-	struct ndk_vconn *c = to_vconn(pNdkConnector);
+	struct ndk_vconn *c = container_of(base, struct ndk_vconn, conn);
 	NTSTATUS status = STATUS_SUCCESS;
 
-	ndk_lock(&c->conn.lock);
-	status = ndk_conn_check_call(&c->conn, NDK_CALL_DISCONNECT);
-	if (status)
-		goto out;
 	switch (c->state) {
 	case VCONN_ESTABLISHED:
 		/* Graceful: DREQ (IB) or FIN (iWARP), then DISCONNECTED. */
@@ -669,28 +666,20 @@ static NTSTATUS vconn_disconnect(NDK_CONNECTOR *pNdkConnector,
 	default:
 		break;
 	}
-out:
-	ndk_unlock(&c->conn.lock);
 	return status;
 }
 
 /* ------------------------------------------------------------------ */
 /* Queries                                                            */
 
-static const NDK_CONNECTOR_DISPATCH vconn_dispatch = {
-	.NdkCloseConnector = ndk_close_object,
-	.NdkQueryExtension = ndk_query_extension,
-	.NdkConnect = vconn_connect,
-	.NdkConnectWithSharedEndpoint = vconn_connect_sep,
-	.NdkCompleteConnect = vconn_complete_connect,
-	.NdkAccept = vconn_ndk_accept,
-	.NdkReject = vconn_reject,
-	.NdkGetConnectionData = ndk_conn_get_connection_data,
-	.NdkGetLocalAddress = ndk_conn_get_local_address,
-	.NdkGetPeerAddress = ndk_conn_get_peer_address,
-	.NdkDisconnect = vconn_disconnect,
-	.NdkCompleteConnectEx = vconn_complete_connect_ex,
-	.NdkAcceptEx = vconn_ndk_accept_ex,
+/* What the verbs connector does once front/connector.c checked a call
+ * (front/connector.h). */
+const struct ndk_conn_ops ndk_vconn_ops = {
+	.connect = ndk_vconn_connect,
+	.complete_connect = ndk_vconn_complete_connect,
+	.accept = ndk_vconn_accept,
+	.reject = ndk_vconn_reject,
+	.disconnect = vconn_disconnect,
 };
 
 /* ------------------------------------------------------------------ */
@@ -792,7 +781,7 @@ NTSTATUS ndk_verbs_create_connector(NDK_ADAPTER *pNdkAdapter,
 	c = vconn_alloc();
 	if (!c)
 		return STATUS_INSUFFICIENT_RESOURCES;
-	status = ndk_obj_setup(&c->conn.obj, ad, &vconn_ops, &vconn_dispatch,
+	status = ndk_obj_setup(&c->conn.obj, ad, &vconn_ops, &ndk_conn_dispatch,
 			       antes, 1);
 	if (status)
 		return status;
@@ -822,8 +811,8 @@ struct ndk_vconn *ndk_vconn_incoming(struct ndk_obj *listener,
 	c->req_ord = vconn_cap(ad->info.MaxOutboundReadLimit,
 			       ad->info.MaxOutboundReadLimit);
 	vconn_note_peer(c, e, false);
-	if (ndk_obj_setup(&c->conn.obj, ad, &vconn_ops, &vconn_dispatch, antes,
-			  1))
+	if (ndk_obj_setup(&c->conn.obj, ad, &vconn_ops, &ndk_conn_dispatch,
+			  antes, 1))
 		return NULL; /* vconn_destroy freed it; the id is still ours */
 	/* From here the id and the endpoint reference are the connector's. */
 	ndk_endpoint_get(ep);

@@ -12,6 +12,9 @@
 
 struct ndk_vconn;
 
+/* The connection operations (front/connector.h). */
+extern const struct ndk_conn_ops ndk_vconn_ops;
+
 NTSTATUS ndk_verbs_create_connector(NDK_ADAPTER *pNdkAdapter,
 				    NDK_FN_CREATE_COMPLETION CreateCompletion,
 				    PVOID RequestContext,

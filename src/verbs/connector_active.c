@@ -161,15 +161,14 @@ fail_qp:
  * held, c->ep referenced. On an inline failure the connector is IDLE
  * again, owning nothing, so it may try again.
  */
-static NTSTATUS vconn_begin(struct ndk_vconn *c, NDK_QP *pNdkQp,
-			    const struct sockaddr *dst, ULONG ird, ULONG ord,
-			    const void *pd, ULONG pd_len,
-			    NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
+static NTSTATUS vconn_begin(struct ndk_vconn *c,
+			    const struct ndk_conn_connect *a)
 {
 	NTSTATUS status;
 
-	status = vconn_start(c, to_vqp(pNdkQp), dst, ird, ord, pd, pd_len, cb,
-			     ctx);
+	status =
+		vconn_start(c, container_of(a->qp, struct ndk_vqp, obj), a->dst,
+			    a->ird, a->ord, a->pd, a->pd_len, a->cb, a->ctx);
 	if (status != STATUS_PENDING) {
 		if (c->tuple_registered)
 			ndk_tuple_unregister((struct sockaddr *)&c->conn.local,
@@ -181,116 +180,46 @@ static NTSTATUS vconn_begin(struct ndk_vconn *c, NDK_QP *pNdkQp,
 	return status;
 }
 
-static NTSTATUS vconn_check_connect(struct ndk_vconn *c, NDK_QP *qp,
-				    const struct sockaddr *dst, ULONG dstlen,
-				    const void *pd, ULONG pdlen)
+/* NdkConnect(WithSharedEndpoint), checked by front/connector.c;
+ * c->lock held. */
+NTSTATUS ndk_vconn_connect(struct ndk_conn *base,
+			   const struct ndk_conn_connect *a)
 {
+	struct ndk_vconn *c = container_of(base, struct ndk_vconn, conn);
 	NTSTATUS status;
 
-	if (!qp || ndk_addr_check(dst, dstlen))
-		return STATUS_INVALID_PARAMETER;
-	status = ndk_conn_check_private_data(
-		pd, pdlen, c->conn.obj.adapter->info.MaxCallerData);
-	if (status)
-		return status;
-	return ndk_conn_check_call(&c->conn, NDK_CALL_CONNECT);
-}
-
-NTSTATUS
-vconn_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-	      CONST PSOCKADDR pSrcAddress, ULONG SrcAddressLength,
-	      CONST PSOCKADDR pDestAddress, ULONG DestAddressLength,
-	      ULONG InboundReadLimit, ULONG OutboundReadLimit,
-	      CONST PVOID pPrivateData, ULONG PrivateDataLength,
-	      NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext)
-{
-	struct ndk_vconn *c = to_vconn(pNdkConnector);
-	NTSTATUS status;
-
-	ndk_lock(&c->conn.lock);
-	status = vconn_check_connect(c, pNdkQp, pDestAddress, DestAddressLength,
-				     pPrivateData, PrivateDataLength);
-	if (!status && (ndk_addr_check(pSrcAddress, SrcAddressLength) ||
-			pSrcAddress->sa_family != pDestAddress->sa_family))
-		status = STATUS_INVALID_PARAMETER;
-	if (status)
-		goto out;
-	/* The connector's own endpoint: one reference (NDKPI Listeners,
-	 * Connectors, and Endpoints). */
-	status = ndk_local_endpoint_acquire(c->conn.obj.adapter, pSrcAddress,
-					    SrcAddressLength,
-					    NDK_ENDPOINT_CONNECTOR, &c->ep);
-	if (!status)
-		status = vconn_begin(c, pNdkQp, pDestAddress, InboundReadLimit,
-				     OutboundReadLimit, pPrivateData,
-				     PrivateDataLength, RequestCompletion,
-				     RequestContext);
-out:
-	ndk_unlock(&c->conn.lock);
-	return status;
-}
-
-NTSTATUS
-vconn_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-		  NDK_SHARED_ENDPOINT *pNdkSharedEndpoint,
-		  CONST PSOCKADDR pDestAddress, ULONG DestAddressLength,
-		  ULONG InboundReadLimit, ULONG OutboundReadLimit,
-		  CONST PVOID pPrivateData, ULONG PrivateDataLength,
-		  NDK_FN_REQUEST_COMPLETION RequestCompletion,
-		  PVOID RequestContext)
-{
-	struct ndk_vconn *c = to_vconn(pNdkConnector);
-	struct ndk_shared_endpoint *sep;
-	const struct sockaddr *local;
-	socklen_t len;
-	NTSTATUS status;
-
-	ndk_lock(&c->conn.lock);
-	status = vconn_check_connect(c, pNdkQp, pDestAddress, DestAddressLength,
-				     pPrivateData, PrivateDataLength);
-	if (!status && !pNdkSharedEndpoint)
-		status = STATUS_INVALID_PARAMETER;
-	if (status)
-		goto out;
-	sep = to_ndk_shared_endpoint(pNdkSharedEndpoint);
-	local = ndk_endpoint_addr(sep->ep, &len);
-	if (local->sa_family != pDestAddress->sa_family) {
-		status = STATUS_INVALID_PARAMETER;
-		goto out;
+	if (!a->sep) {
+		/* The connector's own endpoint: one reference (NDKPI
+		 * Listeners, Connectors, and Endpoints). */
+		status = ndk_local_endpoint_acquire(
+			c->conn.obj.adapter, a->src, a->src_len,
+			NDK_ENDPOINT_CONNECTOR, &c->ep);
+		return status ? status : vconn_begin(c, a);
 	}
 	/* +1 on the shared endpoint per connector; the object is the
 	 * connector's antecedent. */
 	if (!c->sep_linked) {
-		if (ndk_obj_link(&c->conn.obj, &sep->obj)) {
-			status = STATUS_INVALID_PARAMETER;
-			goto out;
-		}
+		if (ndk_obj_link(&c->conn.obj, &a->sep->obj))
+			return STATUS_INVALID_PARAMETER;
 		c->sep_linked = true;
 	}
-	ndk_endpoint_get(sep->ep);
-	c->ep = sep->ep;
+	ndk_endpoint_get(a->sep->ep);
+	c->ep = a->sep->ep;
 	c->shared = true;
-	status = vconn_begin(c, pNdkQp, pDestAddress, InboundReadLimit,
-			     OutboundReadLimit, pPrivateData, PrivateDataLength,
-			     RequestCompletion, RequestContext);
+	status = vconn_begin(c, a);
 	if (status != STATUS_PENDING)
 		c->shared = false;
-out:
-	ndk_unlock(&c->conn.lock);
 	return status;
 }
 
-static NTSTATUS vconn_complete(struct ndk_vconn *c,
-			       NDK_FN_DISCONNECT_EVENT_CALLBACK ev,
-			       NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev_ex,
-			       PVOID ev_ctx)
+/* NdkCompleteConnect(Ex), checked by front/connector.c; c->lock held. */
+NTSTATUS ndk_vconn_complete_connect(struct ndk_conn *base,
+				    NDK_FN_DISCONNECT_EVENT_CALLBACK ev,
+				    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev_ex,
+				    PVOID ev_ctx)
 {
+	struct ndk_vconn *c = container_of(base, struct ndk_vconn, conn);
 	NTSTATUS status = STATUS_SUCCESS;
-
-	ndk_lock(&c->conn.lock);
-	status = ndk_conn_check_call(&c->conn, NDK_CALL_COMPLETE_CONNECT);
-	if (status)
-		goto out;
 	/* IB and RoCE: RTR and RTS, then the RTU lets the peer's Accept
 	 * complete. iWARP: the kernel established it already. */
 	if (!vconn_vad(c)->iwarp &&
@@ -307,29 +236,5 @@ static NTSTATUS vconn_complete(struct ndk_vconn *c,
 	vconn_set_state(c, VCONN_ESTABLISHED);
 	ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(Connect), 1);
 out:
-	ndk_unlock(&c->conn.lock);
 	return status;
-}
-
-NTSTATUS
-vconn_complete_connect(NDK_CONNECTOR *pNdkConnector,
-		       NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
-		       PVOID DisconnectEventContext,
-		       NDK_FN_REQUEST_COMPLETION RequestCompletion,
-		       PVOID RequestContext)
-{
-	/* Completes inline: no callback (NDK_FN_REQUEST_COMPLETION). */
-	return vconn_complete(to_vconn(pNdkConnector), DisconnectEvent, NULL,
-			      DisconnectEventContext);
-}
-
-NTSTATUS
-vconn_complete_connect_ex(NDK_CONNECTOR *pNdkConnector,
-			  NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
-			  PVOID DisconnectEventContext,
-			  NDK_FN_REQUEST_COMPLETION RequestCompletion,
-			  PVOID RequestContext)
-{
-	return vconn_complete(to_vconn(pNdkConnector), NULL, DisconnectEvent,
-			      DisconnectEventContext);
 }

@@ -137,56 +137,22 @@ void vconn_qp_fatal(struct ndk_obj *obj);
 uint8_t vconn_cap(ULONG v, ULONG max);
 uint64_t vconn_accept_grace_ms(void);
 
+/* The connection operations (front/connector.h), c->conn.lock held. */
+NTSTATUS ndk_vconn_connect(struct ndk_conn *c,
+			   const struct ndk_conn_connect *a);
+NTSTATUS ndk_vconn_complete_connect(struct ndk_conn *c,
+				    NDK_FN_DISCONNECT_EVENT_CALLBACK ev,
+				    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev_ex,
+				    PVOID ev_ctx);
+NTSTATUS ndk_vconn_accept(struct ndk_conn *c, const struct ndk_conn_accept *a);
+NTSTATUS ndk_vconn_reject(struct ndk_conn *c, const void *pd, ULONG pd_len);
+
 /* connector_active.c */
 void vconn_route_resolved(struct ndk_vconn *c);
 void vconn_replied(struct ndk_vconn *c, const struct ndk_vcm_event *e);
-NTSTATUS vconn_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-		       CONST PSOCKADDR pSrcAddress, ULONG SrcAddressLength,
-		       CONST PSOCKADDR pDestAddress, ULONG DestAddressLength,
-		       ULONG InboundReadLimit, ULONG OutboundReadLimit,
-		       CONST PVOID pPrivateData, ULONG PrivateDataLength,
-		       NDK_FN_REQUEST_COMPLETION RequestCompletion,
-		       PVOID RequestContext);
-NTSTATUS vconn_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-			   NDK_SHARED_ENDPOINT *pNdkSharedEndpoint,
-			   CONST PSOCKADDR pDestAddress,
-			   ULONG DestAddressLength, ULONG InboundReadLimit,
-			   ULONG OutboundReadLimit, CONST PVOID pPrivateData,
-			   ULONG PrivateDataLength,
-			   NDK_FN_REQUEST_COMPLETION RequestCompletion,
-			   PVOID RequestContext);
-NTSTATUS
-vconn_complete_connect(NDK_CONNECTOR *pNdkConnector,
-		       NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
-		       PVOID DisconnectEventContext,
-		       NDK_FN_REQUEST_COMPLETION RequestCompletion,
-		       PVOID RequestContext);
-NTSTATUS
-vconn_complete_connect_ex(NDK_CONNECTOR *pNdkConnector,
-			  NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
-			  PVOID DisconnectEventContext,
-			  NDK_FN_REQUEST_COMPLETION RequestCompletion,
-			  PVOID RequestContext);
 
 /* connector_passive.c */
 void vconn_accepted(struct ndk_vconn *c, const struct ndk_vcm_event *e);
 void vconn_accept_done(struct ndk_vconn *c);
-NTSTATUS vconn_ndk_accept(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-			  ULONG InboundReadLimit, ULONG OutboundReadLimit,
-			  CONST PVOID pPrivateData, ULONG PrivateDataLength,
-			  NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
-			  PVOID DisconnectEventContext,
-			  NDK_FN_REQUEST_COMPLETION RequestCompletion,
-			  PVOID RequestContext);
-NTSTATUS
-vconn_ndk_accept_ex(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-		    ULONG InboundReadLimit, ULONG OutboundReadLimit,
-		    CONST PVOID pPrivateData, ULONG PrivateDataLength,
-		    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
-		    PVOID DisconnectEventContext,
-		    NDK_FN_REQUEST_COMPLETION RequestCompletion,
-		    PVOID RequestContext);
-NTSTATUS vconn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateData,
-		      ULONG PrivateDataLength);
 
 #endif /* NDK_VERBS_CONNECTOR_INT_H */

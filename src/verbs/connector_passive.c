@@ -49,30 +49,18 @@ void vconn_accept_done(struct ndk_vconn *c)
 /* ------------------------------------------------------------------ */
 /* Accept and Reject                                                  */
 
-static NTSTATUS vconn_accept(struct ndk_vconn *c, NDK_QP *pNdkQp, ULONG ird,
-			     ULONG ord, const void *pd, ULONG pd_len,
-			     NDK_FN_DISCONNECT_EVENT_CALLBACK ev,
-			     NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev_ex,
-			     PVOID ev_ctx, NDK_FN_REQUEST_COMPLETION cb,
-			     PVOID ctx)
+/* NdkAccept(Ex), checked by front/connector.c; c->lock held. */
+NTSTATUS ndk_vconn_accept(struct ndk_conn *base,
+			  const struct ndk_conn_accept *a)
 {
+	struct ndk_vconn *c = container_of(base, struct ndk_vconn, conn);
 	struct ndk_adapter *ad = c->conn.obj.adapter;
 	struct rdma_conn_param p;
 	struct ndk_vqp *qp;
 	NTSTATUS status;
 	int ret;
 
-	if (!pNdkQp)
-		return STATUS_INVALID_PARAMETER;
-	status =
-		ndk_conn_check_private_data(pd, pd_len, ad->info.MaxCalleeData);
-	if (status)
-		return status;
-	qp = to_vqp(pNdkQp);
-	ndk_lock(&c->conn.lock);
-	status = ndk_conn_check_call(&c->conn, NDK_CALL_ACCEPT);
-	if (status)
-		goto out;
+	qp = container_of(a->qp, struct ndk_vqp, obj);
 	ret = ndk_vqp_bind(qp, vconn_qp_fatal, &c->conn.obj);
 	if (ret) {
 		status = ret == -EBUSY ? STATUS_CONNECTION_ACTIVE
@@ -85,8 +73,8 @@ static NTSTATUS vconn_accept(struct ndk_vconn *c, NDK_QP *pNdkQp, ULONG ird,
 		goto out;
 	}
 	c->qp = qp;
-	c->req_ird = vconn_cap(ird, ad->info.MaxInboundReadLimit);
-	c->req_ord = vconn_cap(ord, ad->info.MaxOutboundReadLimit);
+	c->req_ird = vconn_cap(a->ird, ad->info.MaxInboundReadLimit);
+	c->req_ord = vconn_cap(a->ord, ad->info.MaxOutboundReadLimit);
 	c->conn.eff_ird = MIN(c->req_ird, c->peer_ord);
 	c->conn.eff_ord = MIN(c->req_ord, c->peer_ird);
 	if (!vconn_vad(c)->iwarp &&
@@ -95,7 +83,7 @@ static NTSTATUS vconn_accept(struct ndk_vconn *c, NDK_QP *pNdkQp, ULONG ird,
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;
 	}
-	p = vconn_param(c, pd, (uint8_t)pd_len, c->conn.eff_ird,
+	p = vconn_param(c, a->pd, (uint8_t)a->pd_len, c->conn.eff_ird,
 			c->conn.eff_ord);
 	if (rdma_accept(c->id, &p)) {
 		/* The initiator is gone, or the device refused. */
@@ -105,66 +93,29 @@ static NTSTATUS vconn_accept(struct ndk_vconn *c, NDK_QP *pNdkQp, ULONG ird,
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;
 	}
-	c->disc_cb = ev;
-	c->disc_cb_ex = ev_ex;
-	c->disc_ctx = ev_ctx;
-	ndk_req_pend(&c->accept_req, &c->conn.obj, cb, ctx);
+	c->disc_cb = a->disc;
+	c->disc_cb_ex = a->disc_ex;
+	c->disc_ctx = a->disc_ctx;
+	ndk_req_pend(&c->accept_req, &c->conn.obj, a->cb, a->ctx);
 	vconn_set_state(c, VCONN_ACCEPTING);
 	/* IB and RoCE: no RTU within NDK_CM_TIMEOUT_MS is IO_TIMEOUT, as for
 	 * the software provider (the IB CM's own REP retries last minutes). */
 	vconn_arm_timer(c, VCONN_TIMER_ACCEPT, ndk_cm_timeout_ms());
 	status = STATUS_PENDING;
 out:
-	ndk_unlock(&c->conn.lock);
 	return status;
 }
 
-NTSTATUS
-vconn_ndk_accept(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-		 ULONG InboundReadLimit, ULONG OutboundReadLimit,
-		 CONST PVOID pPrivateData, ULONG PrivateDataLength,
-		 NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
-		 PVOID DisconnectEventContext,
-		 NDK_FN_REQUEST_COMPLETION RequestCompletion,
-		 PVOID RequestContext)
+/* NdkReject, checked by front/connector.c; c->lock held. */
+NTSTATUS ndk_vconn_reject(struct ndk_conn *base, const void *pPrivateData,
+			  ULONG PrivateDataLength)
 {
-	return vconn_accept(to_vconn(pNdkConnector), pNdkQp, InboundReadLimit,
-			    OutboundReadLimit, pPrivateData, PrivateDataLength,
-			    DisconnectEvent, NULL, DisconnectEventContext,
-			    RequestCompletion, RequestContext);
-}
+	struct ndk_vconn *c = container_of(base, struct ndk_vconn, conn);
+	NTSTATUS status = STATUS_SUCCESS;
 
-NTSTATUS
-vconn_ndk_accept_ex(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-		    ULONG InboundReadLimit, ULONG OutboundReadLimit,
-		    CONST PVOID pPrivateData, ULONG PrivateDataLength,
-		    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
-		    PVOID DisconnectEventContext,
-		    NDK_FN_REQUEST_COMPLETION RequestCompletion,
-		    PVOID RequestContext)
-{
-	return vconn_accept(to_vconn(pNdkConnector), pNdkQp, InboundReadLimit,
-			    OutboundReadLimit, pPrivateData, PrivateDataLength,
-			    NULL, DisconnectEvent, DisconnectEventContext,
-			    RequestCompletion, RequestContext);
-}
-
-NTSTATUS vconn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateData,
-		      ULONG PrivateDataLength)
-{
-	struct ndk_vconn *c = to_vconn(pNdkConnector);
-	NTSTATUS status;
-
-	status = ndk_conn_check_private_data(
-		pPrivateData, PrivateDataLength,
-		MIN(c->conn.obj.adapter->info.MaxCalleeData,
-		    vconn_vad(c)->max_reject_data));
-	if (status)
-		return status;
-	ndk_lock(&c->conn.lock);
-	status = ndk_conn_check_call(&c->conn, NDK_CALL_REJECT);
-	if (status)
-		goto out;
+	/* MaxCalleeData is what a reject carries too (docs/verbs.md). */
+	if (PrivateDataLength > vconn_vad(c)->max_reject_data)
+		return STATUS_INVALID_BUFFER_SIZE;
 	switch (c->state) {
 	case VCONN_REQUESTED:
 		if (rdma_reject(c->id, pPrivateData,
@@ -191,7 +142,5 @@ NTSTATUS vconn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateData,
 	default:
 		break;
 	}
-out:
-	ndk_unlock(&c->conn.lock);
 	return status;
 }

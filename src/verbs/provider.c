@@ -40,6 +40,7 @@ const struct ndk_provider_ops ndk_verbs_provider = {
 	.privileged_token = NDK_VERBS_PRIVILEGED_TOKEN,
 	.create_shared_endpoint = ndk_create_shared_endpoint,
 	.create_connector = ndk_verbs_create_connector,
+	.conn = &ndk_vconn_ops,
 	.listener_size = sizeof(struct ndk_vlistener),
 	.listener_init = ndk_verbs_listener_init,
 	.listen = ndk_verbs_listen,
