@@ -81,11 +81,51 @@ static const bool phase_ok[NDK_CONN_PHASE_COUNT][NDK_CONN_PHASE_COUNT] = {
 	},
 };
 
+static void conn_disc_work_fn(struct ndk_work *w)
+{
+	struct ndk_conn *c = container_of(w, struct ndk_conn, disc_work);
+	NDK_FN_DISCONNECT_EVENT_CALLBACK cb;
+	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX cb_ex;
+	NTSTATUS reason;
+	PVOID ctx;
+
+	ndk_lock(&c->lock);
+	cb = c->disc_cb;
+	cb_ex = c->disc_cb_ex;
+	ctx = c->disc_ctx;
+	reason = c->disc_reason;
+	ndk_unlock(&c->lock);
+	ndk_obj_disconnect_event(&c->obj, cb, cb_ex, ctx, reason);
+	ndk_obj_release(&c->obj);
+}
+
 void ndk_conn_init(struct ndk_conn *c, bool passive)
 {
 	ndk_lock_init(&c->lock, NDK_LOCK_CONNECTOR);
 	c->phase = NDK_CONN_IDLE;
 	c->passive = passive;
+	/* Initialised once: re-initialising a queued item corrupts the
+	 * engine's queue. */
+	ndk_work_init(&c->disc_work, conn_disc_work_fn);
+}
+
+void ndk_conn_peer_closed(struct ndk_conn *c, NTSTATUS reason)
+{
+	NDK_ASSERT_LOCKED(&c->lock);
+	c->disc_reason = reason;
+	if (!c->disc_cb && !c->disc_cb_ex)
+		return;
+	ndk_obj_hold(&c->obj);
+	if (!ndk_engine_post(c->obj.domain->engine, &c->disc_work))
+		ndk_obj_release(&c->obj);
+}
+
+void ndk_conn_cancel_requests(struct ndk_conn *c)
+{
+	NDK_ASSERT_LOCKED(&c->lock);
+	ndk_req_complete(&c->connect_req, STATUS_CANCELLED);
+	ndk_req_complete(&c->accept_req, STATUS_CANCELLED);
+	ndk_req_complete(&c->disconnect_req, STATUS_CANCELLED);
 }
 
 void ndk_conn_fini(struct ndk_conn *c)
@@ -368,9 +408,13 @@ static NTSTATUS conn_complete(NDK_CONNECTOR *pNdkConnector,
 
 	ndk_lock(&c->lock);
 	status = ndk_conn_check_call(c, NDK_CALL_COMPLETE_CONNECT);
-	if (!status)
-		status = conn_ops(c)->complete_connect(c, disc, disc_ex,
-						       disc_ctx);
+	if (!status) {
+		/* Kept even if the call fails: no event follows then. */
+		c->disc_cb = disc;
+		c->disc_cb_ex = disc_ex;
+		c->disc_ctx = disc_ctx;
+		status = conn_ops(c)->complete_connect(c);
+	}
 	ndk_unlock(&c->lock);
 	return status;
 }
@@ -415,8 +459,13 @@ static NTSTATUS conn_accept(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 		return status;
 	ndk_lock(&c->lock);
 	status = ndk_conn_check_call(c, NDK_CALL_ACCEPT);
-	if (!status)
+	if (!status) {
+		/* Kept even if the call fails: no event follows then. */
+		c->disc_cb = a->disc;
+		c->disc_cb_ex = a->disc_ex;
+		c->disc_ctx = a->disc_ctx;
 		status = conn_ops(c)->accept(c, a);
+	}
 	ndk_unlock(&c->lock);
 	return status;
 }

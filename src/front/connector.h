@@ -71,6 +71,17 @@ struct ndk_conn {
 	ULONG eff_ird, eff_ord;
 	uint16_t peer_pd_len;
 	uint8_t peer_pd[NDK_CONN_PD_MAX];
+
+	/* Requests that pend (struct ndk_req: each completes once). */
+	struct ndk_req connect_req, accept_req, disconnect_req;
+	/* The disconnect event: the consumer's callback from
+	 * NdkAccept(Ex) or NdkCompleteConnect(Ex), raised once on the
+	 * engine thread with disc_reason (ndk_conn_peer_closed). */
+	NDK_FN_DISCONNECT_EVENT_CALLBACK disc_cb;
+	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_cb_ex;
+	PVOID disc_ctx;
+	NTSTATUS disc_reason;
+	struct ndk_work disc_work;
 };
 
 static inline struct ndk_conn *to_ndk_conn(NDK_CONNECTOR *c)
@@ -101,6 +112,18 @@ static inline bool ndk_conn_phase_ended(enum ndk_conn_phase p)
  * provider (docs/ndk.md, Connecting, Accepting).
  */
 NTSTATUS ndk_conn_check_call(struct ndk_conn *c, enum ndk_conn_call call);
+
+/*
+ * The peer ended the established connection (c->lock held, the phase
+ * just moved to PEER_CLOSED): the disconnect event, if the consumer gave
+ * one, runs on the engine thread with reason as its
+ * ProviderDisconnectReason (0: an orderly close).
+ */
+void ndk_conn_peer_closed(struct ndk_conn *c, NTSTATUS reason);
+
+/* The close began (c->lock held): every pending request completes
+ * STATUS_CANCELLED. */
+void ndk_conn_cancel_requests(struct ndk_conn *c);
 
 /* Private data for a Connect, Accept or Reject: INVALID_PARAMETER for
  * data without a buffer, INVALID_BUFFER_SIZE over max (nothing is sent). */
@@ -151,14 +174,13 @@ struct ndk_conn_accept {
 /*
  * A provider's connection operations, called by ndk_conn_dispatch with
  * c->lock held once the call is allowed in the connector's phase
- * (ndk_conn_check_call); each returns the call's status.
+ * (ndk_conn_check_call) and the disconnect event's callback is kept;
+ * each returns the call's status.
  */
 struct ndk_conn_ops {
 	NTSTATUS(*connect)
 	(struct ndk_conn *c, const struct ndk_conn_connect *a);
-	NTSTATUS(*complete_connect)
-	(struct ndk_conn *c, NDK_FN_DISCONNECT_EVENT_CALLBACK disc,
-	 NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_ex, PVOID disc_ctx);
+	NTSTATUS (*complete_connect)(struct ndk_conn *c);
 	NTSTATUS (*accept)(struct ndk_conn *c, const struct ndk_conn_accept *a);
 	NTSTATUS (*reject)(struct ndk_conn *c, const void *pd, ULONG pd_len);
 	NTSTATUS(*disconnect)

@@ -236,12 +236,12 @@ static void conn_attempt_failed(struct sw_connector *c, struct ndk_req *req,
 
 void conn_connect_failed(struct sw_connector *c, NTSTATUS status)
 {
-	conn_attempt_failed(c, &c->connect_req, status);
+	conn_attempt_failed(c, &c->conn.connect_req, status);
 }
 
 void conn_accept_failed(struct sw_connector *c, NTSTATUS status)
 {
-	conn_attempt_failed(c, &c->accept_req, status);
+	conn_attempt_failed(c, &c->conn.accept_req, status);
 }
 
 /* Between handshake steps the peer vanished or our timer fired: the next
@@ -353,9 +353,7 @@ static void connector_close_begin(struct ndk_obj *obj)
 		conn_qp_disconnected(c, true);
 	else
 		conn_qp_failed(c);
-	ndk_req_complete(&c->connect_req, STATUS_CANCELLED);
-	ndk_req_complete(&c->accept_req, STATUS_CANCELLED);
-	ndk_req_complete(&c->disconnect_req, STATUS_CANCELLED);
+	ndk_conn_cancel_requests(&c->conn);
 	if (!conn_state_ended(c->state) && c->state != SW_CONN_IDLE)
 		conn_set_state(c, SW_CONN_CLOSED);
 	conn_stop_timer(c);
@@ -415,7 +413,6 @@ struct sw_connector *conn_alloc(void)
 	/* Initialised once: re-initialising a queued item corrupts the
 	 * engine's queue. */
 	ndk_work_init(&c->teardown_work, conn_drop_work_fn);
-	ndk_work_init(&c->disc_work, conn_disc_work_fn);
 	c->fd = -1;
 	c->reg_slot = -1;
 	c->state = SW_CONN_IDLE;

@@ -162,7 +162,7 @@ static void conn_got_reply(struct sw_connector *c, const struct mpa_rr *rr)
 	 * only ends an attempt whose peer never gives up.
 	 */
 	conn_arm_timer(c, CONN_TIMER_COMPLETE_CONNECT, 2 * ndk_cm_timeout_ms());
-	ndk_req_complete(&c->connect_req, STATUS_SUCCESS);
+	ndk_req_complete(&c->conn.connect_req, STATUS_SUCCESS);
 }
 
 void conn_read_reply(struct sw_connector *c)
@@ -219,7 +219,7 @@ static NTSTATUS conn_start(struct sw_connector *c, struct ndk_endpoint *ep,
 	}
 	sw_sock_set_conn_options(c->fd);
 
-	ndk_req_pend(&c->connect_req, &c->conn.obj, cb, ctx);
+	ndk_req_pend(&c->conn.connect_req, &c->conn.obj, cb, ctx);
 	conn_set_state(c, SW_CONN_TCP_CONNECTING);
 	conn_arm_timer(c, CONN_TIMER_CONNECT, ndk_cm_timeout_ms());
 	ret = connect(c->fd, dst, ndk_addr_len(dst));
@@ -231,7 +231,7 @@ static NTSTATUS conn_start(struct sw_connector *c, struct ndk_endpoint *ep,
 		/* Unreachable, refused...: inline (NDK_FN_CONNECT). */
 		status = ndk_status_from_errno(-errno, NDK_SITE_CONNECT);
 		conn_stop_timer(c);
-		ndk_req_withdraw(&c->connect_req);
+		ndk_req_withdraw(&c->conn.connect_req);
 		ndk_adapter_count(ad, NDK_CTR(ConnectFailure), 1);
 		conn_set_state(c, SW_CONN_IDLE);
 		goto fail_qp;
@@ -294,10 +294,7 @@ NTSTATUS sw_conn_connect(struct ndk_conn *base,
 }
 
 /* NdkCompleteConnect(Ex), checked by front/connector.c; c->lock held. */
-NTSTATUS sw_conn_complete_connect(struct ndk_conn *base,
-				  NDK_FN_DISCONNECT_EVENT_CALLBACK ev,
-				  NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev_ex,
-				  PVOID ev_ctx)
+NTSTATUS sw_conn_complete_connect(struct ndk_conn *base)
 {
 	struct sw_connector *c = container_of(base, struct sw_connector, conn);
 	struct ndk_adapter *ad = c->conn.obj.adapter;
@@ -328,9 +325,6 @@ NTSTATUS sw_conn_complete_connect(struct ndk_conn *base,
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;
 	}
-	c->disc_cb = ev;
-	c->disc_cb_ex = ev_ex;
-	c->disc_ctx = ev_ctx;
 	conn_set_state(c, nudge_ms ? SW_CONN_RTR_SENT : SW_CONN_ESTABLISHED);
 	ndk_adapter_count(ad, NDK_CTR(Connect), 1);
 	if (nudge_ms)

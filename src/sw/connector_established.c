@@ -12,25 +12,6 @@
 #include "core/status.h"
 #include "front/adapter.h"
 
-void conn_disc_work_fn(struct ndk_work *w)
-{
-	struct sw_connector *c =
-		container_of(w, struct sw_connector, disc_work);
-	NDK_FN_DISCONNECT_EVENT_CALLBACK cb;
-	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX cb_ex;
-	NTSTATUS reason;
-	PVOID ctx;
-
-	ndk_lock(&c->conn.lock);
-	cb = c->disc_cb;
-	cb_ex = c->disc_cb_ex;
-	ctx = c->disc_ctx;
-	reason = c->disc_reason;
-	ndk_unlock(&c->conn.lock);
-	ndk_obj_disconnect_event(&c->conn.obj, cb, cb_ex, ctx, reason);
-	ndk_obj_release(&c->conn.obj);
-}
-
 /*
  * The peer disconnected an established connection: raise the disconnect
  * event (once: a connection leaves the established states only once) and
@@ -42,7 +23,6 @@ static void conn_peer_disconnected(struct sw_connector *c, int err)
 	bool error = err != -EPIPE;
 
 	conn_set_state(c, SW_CONN_PEER_CLOSED);
-	c->disc_reason = ndk_status_from_errno(err, NDK_SITE_STREAM_END);
 	if (err == -ETIMEDOUT)
 		ndk_warn("connector %p: the peer stopped answering "
 			 "(NDK_PEER_TIMEOUT_MS %llu)",
@@ -52,11 +32,8 @@ static void conn_peer_disconnected(struct sw_connector *c, int err)
 	 * NDK_FN_DISCONNECT_EVENT_CALLBACK). */
 	if (error)
 		ndk_adapter_count(ad, NDK_CTR(ConnectionError), 1);
-	if (!c->disc_cb && !c->disc_cb_ex)
-		return;
-	ndk_obj_hold(&c->conn.obj);
-	if (!ndk_engine_post(conn_engine(c), &c->disc_work))
-		ndk_obj_release(&c->conn.obj);
+	ndk_conn_peer_closed(&c->conn,
+			     ndk_status_from_errno(err, NDK_SITE_STREAM_END));
 }
 
 void conn_stream_ended(struct sw_connector *c, int err)
@@ -73,9 +50,9 @@ void conn_stream_ended(struct sw_connector *c, int err)
 		conn_qp_disconnected(c, true);
 		conn_set_state(c, SW_CONN_CLOSED);
 		c->conn.fail = STATUS_CONNECTION_INVALID;
-		ndk_req_complete(&c->disconnect_req, err == -ETIMEDOUT
-							     ? STATUS_IO_TIMEOUT
-							     : STATUS_SUCCESS);
+		ndk_req_complete(&c->conn.disconnect_req,
+				 err == -ETIMEDOUT ? STATUS_IO_TIMEOUT
+						   : STATUS_SUCCESS);
 		return;
 	}
 	/* After a Terminate the data path sent our FIN already. */
@@ -122,7 +99,7 @@ NTSTATUS sw_conn_disconnect(struct ndk_conn *base,
 	/* Graceful: FIN, then wait for the peer's (NDK_FN_DISCONNECT),
 	 * which the data path reports. */
 	conn_dp_shutdown(c);
-	ndk_req_pend(&c->disconnect_req, &c->conn.obj, RequestCompletion,
+	ndk_req_pend(&c->conn.disconnect_req, &c->conn.obj, RequestCompletion,
 		     RequestContext);
 	conn_set_state(c, SW_CONN_DISCONNECTING);
 	conn_arm_timer(c, CONN_TIMER_DISCONNECT, ndk_cm_timeout_ms());
@@ -134,5 +111,5 @@ void conn_disconnect_timed_out(struct sw_connector *c)
 {
 	conn_qp_disconnected(c, true);
 	conn_set_state(c, SW_CONN_CLOSED);
-	ndk_req_complete(&c->disconnect_req, STATUS_IO_TIMEOUT);
+	ndk_req_complete(&c->conn.disconnect_req, STATUS_IO_TIMEOUT);
 }

@@ -122,16 +122,6 @@ struct sw_connector {
 	struct mpa_read_limits req; /* own request, capped to the adapter */
 	struct mpa_read_limits peer_limits; /* the peer's IRD/ORD block */
 
-	/* Requests that pend, and the disconnect event (raised once: on the
-	 * one move from an established state to PEER_CLOSED). */
-	struct ndk_req connect_req, accept_req, complete_req, disconnect_req;
-	NDK_FN_DISCONNECT_EVENT_CALLBACK disc_cb;
-	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_cb_ex;
-	PVOID disc_ctx;
-	/* The disconnect event's ProviderDisconnectReason: why the stream
-	 * ended, as an NTSTATUS (0: the peer's FIN). */
-	NTSTATUS disc_reason;
-	struct ndk_work disc_work;
 	struct ndk_work teardown_work;
 };
 
@@ -244,10 +234,7 @@ void conn_timer_fn(struct ndk_timer *t);
 /* ---- The connection operations (front/connector.h), c->lock held ---- */
 
 NTSTATUS sw_conn_connect(struct ndk_conn *c, const struct ndk_conn_connect *a);
-NTSTATUS sw_conn_complete_connect(struct ndk_conn *c,
-				  NDK_FN_DISCONNECT_EVENT_CALLBACK ev,
-				  NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev_ex,
-				  PVOID ev_ctx);
+NTSTATUS sw_conn_complete_connect(struct ndk_conn *c);
 NTSTATUS sw_conn_accept(struct ndk_conn *c, const struct ndk_conn_accept *a);
 NTSTATUS sw_conn_reject(struct ndk_conn *c, const void *pd, ULONG pd_len);
 NTSTATUS sw_conn_disconnect(struct ndk_conn *c, NDK_FN_REQUEST_COMPLETION cb,
@@ -296,6 +283,5 @@ void conn_stream_ended(struct sw_connector *c, int err);
 /* RTR_SENT: one more zero-length Write if the peer stayed silent. */
 void conn_nudge(struct sw_connector *c);
 void conn_disconnect_timed_out(struct sw_connector *c);
-void conn_disc_work_fn(struct ndk_work *w);
 
 #endif /* SW_CONNECTOR_INT_H */

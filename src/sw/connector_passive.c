@@ -162,7 +162,7 @@ static void conn_accept_established(struct sw_connector *c)
 	}
 	conn_set_state(c, SW_CONN_ESTABLISHED);
 	ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(Accept), 1);
-	ndk_req_complete(&c->accept_req, STATUS_SUCCESS);
+	ndk_req_complete(&c->conn.accept_req, STATUS_SUCCESS);
 }
 
 /*
@@ -309,10 +309,7 @@ NTSTATUS sw_conn_accept(struct ndk_conn *base, const struct ndk_conn_accept *a)
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;
 	}
-	c->disc_cb = a->disc;
-	c->disc_cb_ex = a->disc_ex;
-	c->disc_ctx = a->disc_ctx;
-	ndk_req_pend(&c->accept_req, &c->conn.obj, a->cb, a->ctx);
+	ndk_req_pend(&c->conn.accept_req, &c->conn.obj, a->cb, a->ctx);
 	conn_set_state(c, c->p2p ? SW_CONN_AWAIT_RTR : SW_CONN_SENDING_REPLY);
 	conn_arm_timer(c, CONN_TIMER_ACCEPT, ndk_cm_timeout_ms());
 	/* Non-P2P: writable means the Reply is out, and that is the end of

@@ -332,7 +332,8 @@ void vconn_attempt_failed(struct ndk_vconn *c, NTSTATUS status)
 	vconn_set_state(c, VCONN_FAILED);
 	c->conn.fail = status;
 	ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(ConnectFailure), 1);
-	ndk_req_complete(c->conn.passive ? &c->accept_req : &c->connect_req,
+	ndk_req_complete(c->conn.passive ? &c->conn.accept_req
+					 : &c->conn.connect_req,
 			 status);
 }
 
@@ -347,24 +348,6 @@ void vconn_abandon(struct ndk_vconn *c, NTSTATUS status)
 	c->conn.fail = status;
 }
 
-static void vconn_disc_work_fn(struct ndk_work *w)
-{
-	struct ndk_vconn *c = container_of(w, struct ndk_vconn, disc_work);
-	NDK_FN_DISCONNECT_EVENT_CALLBACK cb;
-	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX cb_ex;
-	NTSTATUS reason;
-	PVOID ctx;
-
-	ndk_lock(&c->conn.lock);
-	cb = c->disc_cb;
-	cb_ex = c->disc_cb_ex;
-	ctx = c->disc_ctx;
-	reason = c->disc_reason;
-	ndk_unlock(&c->conn.lock);
-	ndk_obj_disconnect_event(&c->conn.obj, cb, cb_ex, ctx, reason);
-	ndk_obj_release(&c->conn.obj);
-}
-
 /*
  * The peer ended an established connection: the disconnect event, once,
  * and no flush (NDK_FN_DISCONNECT_EVENT_CALLBACK; on iWARP the device may
@@ -375,16 +358,13 @@ static void vconn_peer_disconnected(struct ndk_vconn *c,
 {
 	bool iwarp = vconn_vad(c)->iwarp;
 
+	NTSTATUS reason = ndk_verbs_cm_status(e->type, e->status, iwarp);
+
 	vconn_set_state(c, VCONN_PEER_CLOSED);
-	c->disc_reason = ndk_verbs_cm_status(e->type, e->status, iwarp);
-	if (c->disc_reason)
+	if (reason)
 		ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(ConnectionError),
 				  1);
-	if (!c->disc_cb && !c->disc_cb_ex)
-		return;
-	ndk_obj_hold(&c->conn.obj);
-	if (!ndk_engine_post(c->conn.obj.domain->engine, &c->disc_work))
-		ndk_obj_release(&c->conn.obj);
+	ndk_conn_peer_closed(&c->conn, reason);
 }
 
 /* ------------------------------------------------------------------ */
@@ -522,7 +502,8 @@ static void vconn_event_locked(struct ndk_vconn *c,
 			ndk_vqp_ended(c->qp, true);
 			vconn_set_state(c, VCONN_CLOSED);
 			c->conn.fail = STATUS_CONNECTION_INVALID;
-			ndk_req_complete(&c->disconnect_req, STATUS_SUCCESS);
+			ndk_req_complete(&c->conn.disconnect_req,
+					 STATUS_SUCCESS);
 		}
 		return;
 	default:
@@ -622,7 +603,7 @@ static void vconn_timer_fn(struct ndk_timer *t)
 		vconn_destroy_id(c);
 		vconn_set_state(c, VCONN_CLOSED);
 		c->conn.fail = STATUS_CONNECTION_INVALID;
-		ndk_req_complete(&c->disconnect_req, STATUS_IO_TIMEOUT);
+		ndk_req_complete(&c->conn.disconnect_req, STATUS_IO_TIMEOUT);
 		break;
 	default:
 		break;
@@ -650,7 +631,7 @@ static NTSTATUS vconn_disconnect(struct ndk_conn *base,
 			c->conn.fail = STATUS_CONNECTION_INVALID;
 			break;
 		}
-		ndk_req_pend(&c->disconnect_req, &c->conn.obj,
+		ndk_req_pend(&c->conn.disconnect_req, &c->conn.obj,
 			     RequestCompletion, RequestContext);
 		vconn_set_state(c, VCONN_DISCONNECTING);
 		vconn_arm_timer(c, VCONN_TIMER_DISCONNECT, ndk_cm_timeout_ms());
@@ -705,9 +686,7 @@ static void vconn_close_begin(struct ndk_obj *obj)
 	}
 	vconn_destroy_id(c);
 	vconn_stop_timer(c);
-	ndk_req_complete(&c->connect_req, STATUS_CANCELLED);
-	ndk_req_complete(&c->accept_req, STATUS_CANCELLED);
-	ndk_req_complete(&c->disconnect_req, STATUS_CANCELLED);
+	ndk_conn_cancel_requests(&c->conn);
 	if (!vconn_ended(c->state) && c->state != VCONN_IDLE)
 		vconn_set_state(c, VCONN_CLOSED);
 	ndk_unlock(&c->conn.lock);
@@ -759,7 +738,6 @@ static struct ndk_vconn *vconn_alloc(void)
 		return NULL;
 	c->ref.kind = NDK_VCM_CONNECTOR;
 	ndk_conn_init(&c->conn, false);
-	ndk_work_init(&c->disc_work, vconn_disc_work_fn);
 	ndk_timer_init(&c->timer, vconn_timer_fn);
 	c->reg_slot = -1;
 	c->state = VCONN_IDLE;

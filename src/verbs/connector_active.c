@@ -67,7 +67,7 @@ void vconn_replied(struct ndk_vconn *c, const struct ndk_vcm_event *e)
 	 * Connecting).
 	 */
 	vconn_arm_timer(c, VCONN_TIMER_COMPLETE, 2 * ndk_cm_timeout_ms());
-	ndk_req_complete(&c->connect_req, STATUS_SUCCESS);
+	ndk_req_complete(&c->conn.connect_req, STATUS_SUCCESS);
 }
 
 /* ------------------------------------------------------------------ */
@@ -127,7 +127,7 @@ static NTSTATUS vconn_start(struct ndk_vconn *c, struct ndk_vqp *qp,
 			goto fail_qp;
 		}
 	}
-	ndk_req_pend(&c->connect_req, &c->conn.obj, cb, ctx);
+	ndk_req_pend(&c->conn.connect_req, &c->conn.obj, cb, ctx);
 	vconn_set_state(c, VCONN_RESOLVING_ADDR);
 	/* The whole attempt, as for the software provider (siw's own MPA
 	 * timer is longer). */
@@ -142,7 +142,7 @@ static NTSTATUS vconn_start(struct ndk_vconn *c, struct ndk_vqp *qp,
 		status = ndk_verbs_errno_status(
 			errno,
 			errno == EADDRINUSE ? NDK_VERBS_CM_BIND : NDK_VERBS_CM);
-		ndk_req_withdraw(&c->connect_req);
+		ndk_req_withdraw(&c->conn.connect_req);
 		ndk_adapter_count(ad, NDK_CTR(ConnectFailure), 1);
 		vconn_set_state(c, VCONN_IDLE);
 		vconn_destroy_id(c);
@@ -213,10 +213,7 @@ NTSTATUS ndk_vconn_connect(struct ndk_conn *base,
 }
 
 /* NdkCompleteConnect(Ex), checked by front/connector.c; c->lock held. */
-NTSTATUS ndk_vconn_complete_connect(struct ndk_conn *base,
-				    NDK_FN_DISCONNECT_EVENT_CALLBACK ev,
-				    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev_ex,
-				    PVOID ev_ctx)
+NTSTATUS ndk_vconn_complete_connect(struct ndk_conn *base)
 {
 	struct ndk_vconn *c = container_of(base, struct ndk_vconn, conn);
 	NTSTATUS status = STATUS_SUCCESS;
@@ -229,9 +226,6 @@ NTSTATUS ndk_vconn_complete_connect(struct ndk_conn *base,
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;
 	}
-	c->disc_cb = ev;
-	c->disc_cb_ex = ev_ex;
-	c->disc_ctx = ev_ctx;
 	ndk_vqp_connected(c->qp);
 	vconn_set_state(c, VCONN_ESTABLISHED);
 	ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(Connect), 1);

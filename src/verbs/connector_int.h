@@ -91,12 +91,6 @@ struct ndk_vconn {
 	uint8_t pd[NDK_VCM_PD_MAX]; /* ours, for rdma_connect */
 	uint16_t pd_len;
 
-	struct ndk_req connect_req, accept_req, disconnect_req;
-	NDK_FN_DISCONNECT_EVENT_CALLBACK disc_cb;
-	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_cb_ex;
-	PVOID disc_ctx;
-	NTSTATUS disc_reason;
-	struct ndk_work disc_work;
 	/* The one timer; it holds a reference on the connector from the
 	 * first arm until a fire finds it neither armed nor wanted. */
 	struct ndk_timer timer;
@@ -140,10 +134,7 @@ uint64_t vconn_accept_grace_ms(void);
 /* The connection operations (front/connector.h), c->conn.lock held. */
 NTSTATUS ndk_vconn_connect(struct ndk_conn *c,
 			   const struct ndk_conn_connect *a);
-NTSTATUS ndk_vconn_complete_connect(struct ndk_conn *c,
-				    NDK_FN_DISCONNECT_EVENT_CALLBACK ev,
-				    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev_ex,
-				    PVOID ev_ctx);
+NTSTATUS ndk_vconn_complete_connect(struct ndk_conn *c);
 NTSTATUS ndk_vconn_accept(struct ndk_conn *c, const struct ndk_conn_accept *a);
 NTSTATUS ndk_vconn_reject(struct ndk_conn *c, const void *pd, ULONG pd_len);
 

@@ -43,7 +43,7 @@ void vconn_accept_done(struct ndk_vconn *c)
 	ndk_vqp_connected(c->qp);
 	vconn_set_state(c, VCONN_ESTABLISHED);
 	ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(Accept), 1);
-	ndk_req_complete(&c->accept_req, STATUS_SUCCESS);
+	ndk_req_complete(&c->conn.accept_req, STATUS_SUCCESS);
 }
 
 /* ------------------------------------------------------------------ */
@@ -93,10 +93,7 @@ NTSTATUS ndk_vconn_accept(struct ndk_conn *base,
 		status = STATUS_CONNECTION_ABORTED;
 		goto out;
 	}
-	c->disc_cb = a->disc;
-	c->disc_cb_ex = a->disc_ex;
-	c->disc_ctx = a->disc_ctx;
-	ndk_req_pend(&c->accept_req, &c->conn.obj, a->cb, a->ctx);
+	ndk_req_pend(&c->conn.accept_req, &c->conn.obj, a->cb, a->ctx);
 	vconn_set_state(c, VCONN_ACCEPTING);
 	/* IB and RoCE: no RTU within NDK_CM_TIMEOUT_MS is IO_TIMEOUT, as for
 	 * the software provider (the IB CM's own REP retries last minutes). */
