@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <string.h>
 #include "core/log.h"
+#include "core/status.h"
 #include "front/address.h"
 #include "front/conndata.h"
 #include "front/connector.h"
@@ -120,6 +121,37 @@ void ndk_conn_peer_closed(struct ndk_conn *c, NTSTATUS reason)
 		ndk_obj_release(&c->obj);
 }
 
+NTSTATUS ndk_conn_use_endpoint(struct ndk_conn *c, struct ndk_endpoint *ep,
+			       const struct sockaddr *dst)
+{
+	const struct sockaddr *local;
+	socklen_t len;
+	int ret;
+
+	c->ep = ep;
+	local = ndk_endpoint_addr(ep, &len);
+	memset(&c->local, 0, sizeof(c->local));
+	memcpy(&c->local, local, len);
+	memset(&c->peer, 0, sizeof(c->peer));
+	memcpy(&c->peer, dst, ndk_addr_len(dst));
+	ret = ndk_tuple_register((struct sockaddr *)&c->local, dst);
+	if (ret)
+		return ndk_status_from_errno(ret, NDK_SITE_CONNECT);
+	c->tuple_registered = true;
+	return STATUS_SUCCESS;
+}
+
+void ndk_conn_release_endpoint(struct ndk_conn *c)
+{
+	if (c->tuple_registered)
+		ndk_tuple_unregister((struct sockaddr *)&c->local,
+				     (struct sockaddr *)&c->peer);
+	c->tuple_registered = false;
+	if (c->ep)
+		ndk_endpoint_put(c->ep);
+	c->ep = NULL;
+}
+
 void ndk_conn_cancel_requests(struct ndk_conn *c)
 {
 	NDK_ASSERT_LOCKED(&c->lock);
@@ -130,6 +162,8 @@ void ndk_conn_cancel_requests(struct ndk_conn *c)
 
 void ndk_conn_fini(struct ndk_conn *c)
 {
+	/* A connector whose setup failed never closed. */
+	ndk_conn_release_endpoint(c);
 	ndk_lock_destroy(&c->lock);
 }
 

@@ -17,6 +17,8 @@
 #include "core/lock.h"
 #include "front/object.h"
 
+struct ndk_endpoint;
+
 /* The largest private data any provider carries (MPA: 256 bytes less its
  * IRD/ORD block; the IB CM: 196). */
 #define NDK_CONN_PD_MAX 256
@@ -64,6 +66,11 @@ struct ndk_conn {
 	/* Known on the passive side from creation, on the active one once
 	 * NdkConnect passed its inline checks. */
 	struct sockaddr_storage local, peer;
+	/* The local endpoint the connection uses (own, shared or the
+	 * listener's), referenced; its 4-tuple is registered while the
+	 * active side connects and after (front/endpoint.h). */
+	struct ndk_endpoint *ep;
+	bool tuple_registered;
 	/* The peer's Request or Reply was read: NdkGetConnectionData
 	 * reports eff_ird, eff_ord (docs/ndk.md, Read limits) and its
 	 * private data. */
@@ -92,7 +99,8 @@ static inline struct ndk_conn *to_ndk_conn(NDK_CONNECTOR *c)
 const char *ndk_conn_phase_name(enum ndk_conn_phase phase);
 
 /* Sets up what the front end owns of a new connector (before
- * ndk_obj_setup): IDLE, the side, the lock. */
+ * ndk_obj_setup): IDLE, the side, the lock; fini, in the provider's
+ * destroy, releases it and the endpoint if the close did not. */
 void ndk_conn_init(struct ndk_conn *c, bool passive);
 void ndk_conn_fini(struct ndk_conn *c);
 
@@ -120,6 +128,18 @@ NTSTATUS ndk_conn_check_call(struct ndk_conn *c, enum ndk_conn_call call);
  * ProviderDisconnectReason (0: an orderly close).
  */
 void ndk_conn_peer_closed(struct ndk_conn *c, NTSTATUS reason);
+
+/*
+ * NdkConnect's endpoint (c->lock held): the connector takes ep's
+ * reference, its addresses are ep's and dst, and their 4-tuple is
+ * registered. An error is the call's status; ndk_conn_release_endpoint
+ * undoes it either way.
+ */
+NTSTATUS ndk_conn_use_endpoint(struct ndk_conn *c, struct ndk_endpoint *ep,
+			       const struct sockaddr *dst);
+/* The 4-tuple and the endpoint's reference go (an inline failure of the
+ * Connect, or the close). */
+void ndk_conn_release_endpoint(struct ndk_conn *c);
 
 /* The close began (c->lock held): every pending request completes
  * STATUS_CANCELLED. */

@@ -375,13 +375,7 @@ static void connector_close_end(struct ndk_obj *obj)
 
 	/* The timer cannot be armed: close_begin stopped it and no end
 	 * state arms it. The socket is gone (teardown ran). */
-	if (c->tuple_registered)
-		ndk_tuple_unregister((struct sockaddr *)&c->conn.local,
-				     (struct sockaddr *)&c->conn.peer);
-	c->tuple_registered = false;
-	if (c->ep)
-		ndk_endpoint_put(c->ep);
-	c->ep = NULL;
+	ndk_conn_release_endpoint(&c->conn);
 }
 
 static void connector_destroy(struct ndk_obj *obj)

@@ -180,7 +180,7 @@ void conn_read_reply(struct sw_connector *c)
 
 /*
  * Common tail of NdkConnect and NdkConnectWithSharedEndpoint: c->conn.lock
- * held, c->fd bound, c->ep referenced, c->conn.local set. On an inline failure
+ * held, c->fd bound, c->conn.ep referenced, c->conn.local set. On an inline failure
  * the connector is left IDLE, owning nothing, so it may try again.
  */
 static NTSTATUS conn_start(struct sw_connector *c, struct ndk_endpoint *ep,
@@ -189,24 +189,13 @@ static NTSTATUS conn_start(struct sw_connector *c, struct ndk_endpoint *ep,
 			   NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
 {
 	struct ndk_adapter *ad = c->conn.obj.adapter;
-	const struct sockaddr *local;
-	socklen_t len;
 	NTSTATUS status;
 	int ret;
 
-	c->ep = ep;
 	c->fd = fd;
-	local = ndk_endpoint_addr(ep, &len);
-	memset(&c->conn.local, 0, sizeof(c->conn.local));
-	memcpy(&c->conn.local, local, len);
-	memset(&c->conn.peer, 0, sizeof(c->conn.peer));
-	memcpy(&c->conn.peer, dst, ndk_addr_len(dst));
-	ret = ndk_tuple_register((struct sockaddr *)&c->conn.local, dst);
-	if (ret) {
-		status = ndk_status_from_errno(ret, NDK_SITE_CONNECT);
+	status = ndk_conn_use_endpoint(&c->conn, ep, dst);
+	if (status)
 		goto fail;
-	}
-	c->tuple_registered = true;
 	status = conn_bind_qp(c, qp);
 	if (status)
 		goto fail;
@@ -240,14 +229,9 @@ static NTSTATUS conn_start(struct sw_connector *c, struct ndk_endpoint *ep,
 fail_qp:
 	conn_unbind_qp(c);
 fail:
-	if (c->tuple_registered) {
-		ndk_tuple_unregister((struct sockaddr *)&c->conn.local, dst);
-		c->tuple_registered = false;
-	}
+	ndk_conn_release_endpoint(&c->conn);
 	close(c->fd);
 	c->fd = -1;
-	ndk_endpoint_put(c->ep);
-	c->ep = NULL;
 	c->tx_len = c->tx_off = 0;
 	return status;
 }

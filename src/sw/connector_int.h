@@ -101,13 +101,10 @@ struct sw_connector {
 	 * the engine syncs with it. */
 	bool engine_used;
 
-	/* Local endpoint reference: own (NdkConnect), shared or listener's. */
-	struct ndk_endpoint *ep;
 	/* Passive side, REQUESTED: the listener's backlog slot we hold. */
 	struct sw_backlog *backlog;
 	struct ndk_shared_endpoint *sep;
 	struct sw_qp *qp;
-	bool tuple_registered;
 	int reg_slot; /* OID_NDK_CONNECTIONS entry while listed, else -1 */
 
 	/* MPA negotiation (RFC 5044 7.1, RFC 6581). */

@@ -97,9 +97,9 @@ int sw_connector_new_passive(const struct sw_passive_request *r,
 	ndk_lock(&c->conn.lock);
 	/* An accepted connector holds the listener's endpoint (NDKPI
 	 * Listeners, Connectors, and Endpoints). */
-	c->ep = r->ep;
-	if (c->ep)
-		ndk_endpoint_get(c->ep);
+	c->conn.ep = r->ep;
+	if (c->conn.ep)
+		ndk_endpoint_get(c->conn.ep);
 	conn_take_request(c, r->req);
 	if ((r->req->flags & MPA_FLAG_MARKERS) || !r->slot) {
 		/*

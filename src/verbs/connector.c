@@ -696,13 +696,7 @@ static void vconn_close_end(struct ndk_obj *obj)
 {
 	struct ndk_vconn *c = container_of(obj, struct ndk_vconn, conn.obj);
 
-	if (c->tuple_registered)
-		ndk_tuple_unregister((struct sockaddr *)&c->conn.local,
-				     (struct sockaddr *)&c->conn.peer);
-	c->tuple_registered = false;
-	if (c->ep)
-		ndk_endpoint_put(c->ep);
-	c->ep = NULL;
+	ndk_conn_release_endpoint(&c->conn);
 }
 
 static void vconn_destroy(struct ndk_obj *obj)
@@ -716,8 +710,6 @@ static void vconn_destroy(struct ndk_obj *obj)
 		c->id->context = NULL;
 		rdma_destroy_id(c->id);
 	}
-	if (c->ep)
-		ndk_endpoint_put(c->ep);
 	ndk_conn_fini(&c->conn);
 	free(c);
 }
@@ -794,7 +786,7 @@ struct ndk_vconn *ndk_vconn_incoming(struct ndk_obj *listener,
 		return NULL; /* vconn_destroy freed it; the id is still ours */
 	/* From here the id and the endpoint reference are the connector's. */
 	ndk_endpoint_get(ep);
-	c->ep = ep;
+	c->conn.ep = ep;
 	c->id = e->id;
 	ndk_lock(&c->conn.lock);
 	vconn_set_state(c, VCONN_REQUESTED);

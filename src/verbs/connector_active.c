@@ -73,27 +73,19 @@ void vconn_replied(struct ndk_vconn *c, const struct ndk_vcm_event *e)
 /* ------------------------------------------------------------------ */
 /* Active side                                                        */
 
-/* c->conn.lock held, c->ep reserved: everything after the endpoint. */
+/* c->conn.lock held, c->conn.ep reserved: everything after the endpoint. */
 static NTSTATUS vconn_start(struct ndk_vconn *c, struct ndk_vqp *qp,
 			    const struct sockaddr *dst, ULONG ird, ULONG ord,
 			    const void *pd, ULONG pd_len,
 			    NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
 {
 	struct ndk_adapter *ad = c->conn.obj.adapter;
-	const struct sockaddr *local;
-	socklen_t len;
 	NTSTATUS status;
 	int ret;
 
-	local = ndk_endpoint_addr(c->ep, &len);
-	memset(&c->conn.local, 0, sizeof(c->conn.local));
-	memcpy(&c->conn.local, local, len);
-	memset(&c->conn.peer, 0, sizeof(c->conn.peer));
-	memcpy(&c->conn.peer, dst, ndk_addr_len(dst));
-	ret = ndk_tuple_register((struct sockaddr *)&c->conn.local, dst);
-	if (ret)
-		return ndk_status_from_errno(ret, NDK_SITE_CONNECT);
-	c->tuple_registered = true;
+	status = ndk_conn_use_endpoint(&c->conn, c->conn.ep, dst);
+	if (status)
+		return status;
 	ret = ndk_vqp_bind(qp, vconn_qp_fatal, &c->conn.obj);
 	if (ret)
 		return ret == -EBUSY ? STATUS_CONNECTION_ACTIVE
@@ -158,7 +150,7 @@ fail_qp:
 
 /*
  * Common tail of NdkConnect and NdkConnectWithSharedEndpoint: c->conn.lock
- * held, c->ep referenced. On an inline failure the connector is IDLE
+ * held, c->conn.ep referenced. On an inline failure the connector is IDLE
  * again, owning nothing, so it may try again.
  */
 static NTSTATUS vconn_begin(struct ndk_vconn *c,
@@ -169,14 +161,8 @@ static NTSTATUS vconn_begin(struct ndk_vconn *c,
 	status =
 		vconn_start(c, container_of(a->qp, struct ndk_vqp, obj), a->dst,
 			    a->ird, a->ord, a->pd, a->pd_len, a->cb, a->ctx);
-	if (status != STATUS_PENDING) {
-		if (c->tuple_registered)
-			ndk_tuple_unregister((struct sockaddr *)&c->conn.local,
-					     (struct sockaddr *)&c->conn.peer);
-		c->tuple_registered = false;
-		ndk_endpoint_put(c->ep);
-		c->ep = NULL;
-	}
+	if (status != STATUS_PENDING)
+		ndk_conn_release_endpoint(&c->conn);
 	return status;
 }
 
@@ -193,7 +179,7 @@ NTSTATUS ndk_vconn_connect(struct ndk_conn *base,
 		 * Listeners, Connectors, and Endpoints). */
 		status = ndk_local_endpoint_acquire(
 			c->conn.obj.adapter, a->src, a->src_len,
-			NDK_ENDPOINT_CONNECTOR, &c->ep);
+			NDK_ENDPOINT_CONNECTOR, &c->conn.ep);
 		return status ? status : vconn_begin(c, a);
 	}
 	/* +1 on the shared endpoint per connector; the object is the
@@ -204,7 +190,7 @@ NTSTATUS ndk_vconn_connect(struct ndk_conn *base,
 		c->sep_linked = true;
 	}
 	ndk_endpoint_get(a->sep->ep);
-	c->ep = a->sep->ep;
+	c->conn.ep = a->sep->ep;
 	c->shared = true;
 	status = vconn_begin(c, a);
 	if (status != STATUS_PENDING)

@@ -76,11 +76,9 @@ struct ndk_vconn {
 	struct rdma_cm_id *id_after_connect;
 	struct ndk_vjob connect_job;
 
-	struct ndk_endpoint *ep; /* own (Connect), shared, or the listener's */
 	bool shared; /* ep is a shared endpoint's */
 	bool sep_linked; /* the shared endpoint object is an antecedent */
 	struct ndk_vqp *qp;
-	bool tuple_registered;
 	int reg_slot; /* OID_NDK_CONNECTIONS entry while listed, else -1 */
 
 	/* Negotiation: our request capped to the adapter, the peer's
