@@ -18,6 +18,7 @@
 
 struct ndk_adapter;
 struct ndk_conn_ops;
+struct ndk_cq;
 struct ndk_endpoint;
 struct ndk_listener;
 struct ndk_mr;
@@ -89,6 +90,19 @@ struct ndk_provider_ops {
 	 */
 	NTSTATUS(*create_cq)
 	(struct ndk_adapter *ad, const struct ndk_cq_attr *attr, NDK_CQ **out);
+	/*
+	 * A CQ made by create_cq embeds struct ndk_cq (front/cq.h), whose
+	 * dispatch table calls these: cq_poll takes up to max results
+	 * (max > 0) in order, making progress first if the CQ is empty;
+	 * cq_arm gets a valid type; cq_resize a depth within MaxCqDepth on
+	 * an adapter that announces resizing; cq_moderation runs only on
+	 * one that announces moderation.
+	 */
+	ULONG (*cq_poll)(struct ndk_cq *cq, NDK_RESULT_EX *out, ULONG max);
+	void (*cq_arm)(struct ndk_cq *cq, ULONG type);
+	NTSTATUS (*cq_resize)(struct ndk_cq *cq, ULONG depth);
+	NTSTATUS(*cq_moderation)
+	(struct ndk_cq *cq, ULONG interval, ULONG count);
 	NTSTATUS(*create_mr)
 	(struct ndk_obj *pd, bool fast_register, NDK_MR **out);
 	/*

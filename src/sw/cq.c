@@ -28,7 +28,6 @@
  * taken under cq->lock, and no consumer callback runs under either.
  */
 #include <errno.h>
-#include <sched.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -36,7 +35,7 @@
 #include "core/lock.h"
 #include "front/adapter.h"
 #include "core/log.h"
-#include "core/poll_yield.h"
+#include "front/cq.h"
 #include "front/provider.h"
 #include "sw/sw.h"
 #include "sw/cq.h"
@@ -54,12 +53,12 @@ enum cq_arm {
 };
 
 struct sw_cq {
-	struct ndk_obj obj;
+	/* First: the front end's part (front/cq.h). */
+	struct ndk_cq base;
 	NDK_FN_CQ_NOTIFICATION_CALLBACK notify;
 	PVOID notify_ctx;
 
 	struct ndk_lock lock; /* everything below */
-	struct ndk_poll_yield yield; /* of a consumer polling an empty CQ */
 	NDK_RESULT_EX *ring;
 	uint32_t depth; /* ring slots == CqDepth */
 	uint32_t head; /* oldest entry */
@@ -92,20 +91,20 @@ struct sw_cq {
 
 struct sw_cq *to_sw_cq(NDK_CQ *cq)
 {
-	return cq ? container_of(cq, struct sw_cq, obj.pub.cq) : NULL;
+	return cq ? container_of(cq, struct sw_cq, base.obj.pub.cq) : NULL;
 }
 
 static struct ndk_engine *cq_engine(struct sw_cq *cq)
 {
-	return &cq->obj.adapter->engine;
+	return &cq->base.obj.adapter->engine;
 }
 
 /* Posts notify_work with a reference for it to drop. Any thread. */
 static void cq_kick(struct sw_cq *cq)
 {
-	ndk_obj_get(&cq->obj);
+	ndk_obj_get(&cq->base.obj);
 	if (!ndk_engine_post(cq_engine(cq), &cq->notify_work))
-		ndk_obj_put(&cq->obj); /* already queued: it will run */
+		ndk_obj_put(&cq->base.obj); /* already queued: it will run */
 }
 
 /* Lock held: does the current arm have a reason to fire now? */
@@ -158,10 +157,11 @@ static bool cq_mod_hold_locked(struct sw_cq *cq, uint64_t now)
 	if (cq->mod_timer_set)
 		return true; /* its function re-evaluates */
 	delay_ns = cq->mod_since_ns + ival_ns - now;
-	ndk_obj_get(&cq->obj);
+	ndk_obj_get(&cq->base.obj);
 	if (ndk_timer_start(cq_engine(cq), &cq->mod_timer,
 			    (delay_ns + NS_PER_MS - 1) / NS_PER_MS)) {
-		ndk_obj_put(&cq->obj); /* not the last: the caller holds one */
+		ndk_obj_put(
+			&cq->base.obj); /* not the last: the caller holds one */
 		return false;
 	}
 	cq->mod_timer_set = true;
@@ -221,7 +221,7 @@ static void cq_timer_fn(struct ndk_timer *t)
 	ndk_unlock(&cq->lock);
 	if (kick)
 		cq_kick(cq);
-	ndk_obj_put(&cq->obj); /* the timer's reference */
+	ndk_obj_put(&cq->base.obj); /* the timer's reference */
 }
 
 /* Lock held: stops the moderation timer; true if its reference is ours. */
@@ -255,11 +255,11 @@ static void cq_notify_work(struct ndk_work *w)
 
 	/* No event callback once the close started (NDKPI Object Lifetime
 	 * Requirements). */
-	if (run && ndk_obj_begin_event(&cq->obj)) {
+	if (run && ndk_obj_begin_event(&cq->base.obj)) {
 		cq->notify(cq->notify_ctx, status);
 		/* Our posting reference keeps cq valid even if the consumer
 		 * closed it inside the callback. */
-		ndk_obj_release(&cq->obj);
+		ndk_obj_release(&cq->base.obj);
 	} else if (run) {
 		closed = true; /* close_begin may not have run yet */
 	}
@@ -274,7 +274,7 @@ static void cq_notify_work(struct ndk_work *w)
 	/* One per pass, so a busy CQ cannot starve the engine. */
 	if (more)
 		cq_kick(cq);
-	ndk_obj_put(&cq->obj); /* the posting reference */
+	ndk_obj_put(&cq->base.obj); /* the posting reference */
 }
 
 int sw_cq_push(struct sw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
@@ -295,7 +295,7 @@ int sw_cq_push(struct sw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
 		kick = cq_eval_locked(cq);
 		ndk_unlock(&cq->lock);
 		ndk_warn("cq %p overrun (depth %u)", (void *)cq, cq->depth);
-		ndk_adapter_count(cq->obj.adapter, NDK_CTR(CQError), 1);
+		ndk_adapter_count(cq->base.obj.adapter, NDK_CTR(CQError), 1);
 		if (kick)
 			cq_kick(cq);
 		return -EOVERFLOW;
@@ -326,9 +326,10 @@ bool sw_cq_in_error(struct sw_cq *cq)
 
 static void cq_pollers_armed(struct sw_cq *cq);
 
-static VOID cq_arm(NDK_CQ *pNdkCq, ULONG Type)
+/* NdkArmCq, with a type front/cq.c checked. */
+void sw_cq_arm(struct ndk_cq *base, ULONG Type)
 {
-	struct sw_cq *cq = to_sw_cq(pNdkCq);
+	struct sw_cq *cq = container_of(base, struct sw_cq, base);
 	unsigned int claimed;
 	enum cq_arm arm;
 	bool kick;
@@ -344,8 +345,6 @@ static VOID cq_arm(NDK_CQ *pNdkCq, ULONG Type)
 		arm = CQ_ARM_SOLICITED;
 		break;
 	default:
-		ndk_warn("cq %p: unknown arm type %u ignored", (void *)cq,
-			 Type);
 		return;
 	}
 	ndk_lock(&cq->lock);
@@ -483,79 +482,29 @@ static void cq_pollers_armed(struct sw_cq *cq)
 	} while (n == CQ_POLL_MAX);
 }
 
-/*
- * A consumer that busy-polls an empty CQ keeps a core; when other threads
- * wait for one (several polling QPs on few cores), it yields after every
- * NDK_POLL_YIELD empty polls in a row (0: never). Alone on its core,
- * sched_yield() returns at once. cq->lock held; true if the caller should
- * yield once it dropped the lock.
- */
-static bool cq_note_poll_locked(struct sw_cq *cq, ULONG got)
+/* NdkGetCqResults(Ex): up to max entries, oldest first (front/cq.c). */
+ULONG sw_cq_poll(struct ndk_cq *base, NDK_RESULT_EX *out, ULONG max)
 {
-	NDK_ASSERT_LOCKED(&cq->lock);
-	return ndk_poll_yield_note(&cq->yield, got);
-}
-
-static ULONG cq_get_results(NDK_CQ *pNdkCq, NDK_RESULT Results[],
-			    ULONG nResults)
-{
-	struct sw_cq *cq = to_sw_cq(pNdkCq);
-	NDK_RESULT_EX e;
-	bool yield;
+	struct sw_cq *cq = container_of(base, struct sw_cq, base);
 	ULONG i;
 
-	if (!Results)
-		return 0;
 	ndk_lock(&cq->lock);
 	if (!cq->count)
 		cq_progress_locked(cq);
-	for (i = 0; i < nResults && cq->count; i++) {
-		cq_pop_locked(cq, &e);
-		Results[i].Status = e.Status;
-		Results[i].BytesTransferred = e.BytesTransferred;
-		Results[i].QPContext = e.QPContext;
-		Results[i].RequestContext = e.RequestContext;
-	}
+	for (i = 0; i < max && cq->count; i++)
+		cq_pop_locked(cq, &out[i]);
 	cq_drained_locked(cq);
-	yield = cq_note_poll_locked(cq, i);
 	ndk_unlock(&cq->lock);
-	if (yield)
-		sched_yield();
 	return i;
 }
 
-static ULONG cq_get_results_ex(NDK_CQ *pNdkCq, NDK_RESULT_EX Results[],
-			       ULONG nResults)
+/* NdkResizeCq, with a depth front/cq.c checked. */
+NTSTATUS sw_cq_resize(struct ndk_cq *base, ULONG CqDepth)
 {
-	struct sw_cq *cq = to_sw_cq(pNdkCq);
-	bool yield;
-	ULONG i;
-
-	if (!Results)
-		return 0;
-	ndk_lock(&cq->lock);
-	if (!cq->count)
-		cq_progress_locked(cq);
-	for (i = 0; i < nResults && cq->count; i++)
-		cq_pop_locked(cq, &Results[i]);
-	cq_drained_locked(cq);
-	yield = cq_note_poll_locked(cq, i);
-	ndk_unlock(&cq->lock);
-	if (yield)
-		sched_yield();
-	return i;
-}
-
-static NTSTATUS cq_resize(NDK_CQ *pNdkCq, ULONG CqDepth,
-			  NDK_FN_REQUEST_COMPLETION RequestCompletion,
-			  PVOID RequestContext)
-{
-	struct sw_cq *cq = to_sw_cq(pNdkCq);
+	struct sw_cq *cq = container_of(base, struct sw_cq, base);
 	NDK_RESULT_EX *ring, *old;
 	uint32_t i;
 
-	if (!CqDepth || CqDepth > cq->obj.adapter->info.MaxCqDepth)
-		return STATUS_INVALID_PARAMETER;
 	ring = calloc(CqDepth, sizeof(*ring));
 	if (!ring)
 		return STATUS_INSUFFICIENT_RESOURCES;
@@ -574,14 +523,14 @@ static NTSTATUS cq_resize(NDK_CQ *pNdkCq, ULONG CqDepth,
 	cq->depth = CqDepth;
 	ndk_unlock(&cq->lock);
 	free(old);
-	/* Done inline: no RequestCompletion (NDK_FN_REQUEST_COMPLETION). */
 	return STATUS_SUCCESS;
 }
 
-static NTSTATUS cq_control_moderation(NDK_CQ *pNdkCq, ULONG ModerationInterval,
-				      ULONG ModerationCount)
+/* NdkControlCqInterruptModeration (front/cq.c). */
+NTSTATUS sw_cq_moderation(struct ndk_cq *base, ULONG ModerationInterval,
+			  ULONG ModerationCount)
 {
-	struct sw_cq *cq = to_sw_cq(pNdkCq);
+	struct sw_cq *cq = container_of(base, struct sw_cq, base);
 	bool timer_ref, kick;
 
 	ndk_lock(&cq->lock);
@@ -602,7 +551,7 @@ static NTSTATUS cq_control_moderation(NDK_CQ *pNdkCq, ULONG ModerationInterval,
 	kick = cq_eval_locked(cq);
 	ndk_unlock(&cq->lock);
 	if (timer_ref)
-		ndk_obj_put(&cq->obj);
+		ndk_obj_put(&cq->base.obj);
 	if (kick)
 		cq_kick(cq);
 	return STATUS_SUCCESS;
@@ -611,7 +560,7 @@ static NTSTATUS cq_control_moderation(NDK_CQ *pNdkCq, ULONG ModerationInterval,
 /* Close requested: no notification may start any more, timers stop. */
 static void cq_close_begin(struct ndk_obj *obj)
 {
-	struct sw_cq *cq = container_of(obj, struct sw_cq, obj);
+	struct sw_cq *cq = container_of(obj, struct sw_cq, base.obj);
 	bool timer_ref;
 
 	ndk_lock(&cq->lock);
@@ -627,7 +576,7 @@ static void cq_close_begin(struct ndk_obj *obj)
 
 static void cq_destroy(struct ndk_obj *obj)
 {
-	struct sw_cq *cq = container_of(obj, struct sw_cq, obj);
+	struct sw_cq *cq = container_of(obj, struct sw_cq, base.obj);
 
 	free(cq->ring);
 	ndk_lock_destroy(&cq->lock);
@@ -639,16 +588,6 @@ static const struct ndk_obj_ops cq_ops = {
 	.name = "cq",
 	.close_begin = cq_close_begin,
 	.destroy = cq_destroy,
-};
-
-static const NDK_CQ_DISPATCH cq_dispatch = {
-	.NdkCloseCq = ndk_close_object,
-	.NdkQueryExtension = ndk_query_extension,
-	.NdkResizeCq = cq_resize,
-	.NdkArmCq = cq_arm,
-	.NdkGetCqResults = cq_get_results,
-	.NdkControlCqInterruptModeration = cq_control_moderation,
-	.NdkGetCqResultsEx = cq_get_results_ex,
 };
 
 NTSTATUS sw_create_cq(struct ndk_adapter *ad, const struct ndk_cq_attr *attr,
@@ -673,15 +612,16 @@ NTSTATUS sw_create_cq(struct ndk_adapter *ad, const struct ndk_cq_attr *attr,
 	cq->arm = CQ_ARM_NONE;
 	list_init(&cq->pollers);
 	ndk_lock_init(&cq->lock, NDK_LOCK_CQ);
-	ndk_poll_yield_init(&cq->yield);
+	ndk_cq_init(&cq->base);
 	ndk_work_init(&cq->notify_work, cq_notify_work);
 	ndk_timer_init(&cq->mod_timer, cq_timer_fn);
 
 	antes[0] = &ad->obj;
-	status = ndk_obj_setup(&cq->obj, ad, &cq_ops, &cq_dispatch, antes, 1);
+	status = ndk_obj_setup(&cq->base.obj, ad, &cq_ops, &ndk_cq_dispatch,
+			       antes, 1);
 	if (status)
 		return status; /* cq_destroy freed it */
 	/* Created inline: no CreateCompletion (NDK_FN_CREATE_COMPLETION). */
-	*ppNdkCq = &cq->obj.pub.cq;
+	*ppNdkCq = &cq->base.obj.pub.cq;
 	return STATUS_SUCCESS;
 }

@@ -23,6 +23,11 @@ struct ndk_srq_attr;
  * arguments. */
 NTSTATUS sw_create_cq(struct ndk_adapter *ad, const struct ndk_cq_attr *attr,
 		      NDK_CQ **out);
+struct ndk_cq;
+ULONG sw_cq_poll(struct ndk_cq *cq, NDK_RESULT_EX *out, ULONG max);
+void sw_cq_arm(struct ndk_cq *cq, ULONG type);
+NTSTATUS sw_cq_resize(struct ndk_cq *cq, ULONG depth);
+NTSTATUS sw_cq_moderation(struct ndk_cq *cq, ULONG interval, ULONG count);
 NTSTATUS sw_create_mr(struct ndk_obj *pd, bool fast_register, NDK_MR **out);
 struct ndk_mr;
 NTSTATUS sw_mr_register(struct ndk_mr *mr, uint64_t va, uint64_t len,

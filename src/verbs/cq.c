@@ -45,8 +45,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/log.h"
+#include "front/cq.h"
 #include "front/provider.h"
-#include "core/poll_yield.h"
 #include "verbs/cq.h"
 #include "verbs/wr.h"
 
@@ -69,7 +69,8 @@ struct vcq_ready {
 };
 
 struct ndk_vcq {
-	struct ndk_obj obj;
+	/* First: the front end's part (front/cq.h). */
+	struct ndk_cq base;
 	struct ibv_cq *cq;
 	uint32_t depth;
 	/* siw never marks a receive completion solicited, so its CQs are
@@ -94,7 +95,6 @@ struct ndk_vcq {
 	bool error, error_reported, owed_error;
 	unsigned int owed; /* notifications posted to the engine */
 	struct ndk_work notify_work;
-	struct ndk_poll_yield yield; /* of a consumer polling an empty CQ */
 	/* The watch's next poll (a reference on the CQ while set). */
 	struct ndk_timer watch;
 	bool watch_set;
@@ -106,7 +106,7 @@ struct ndk_vcq {
 
 struct ndk_vcq *to_vcq(NDK_CQ *cq)
 {
-	return cq ? container_of(cq, struct ndk_vcq, obj.pub.cq) : NULL;
+	return cq ? container_of(cq, struct ndk_vcq, base.obj.pub.cq) : NULL;
 }
 
 struct ibv_cq *ndk_vcq_ibv(struct ndk_vcq *cq)
@@ -116,7 +116,7 @@ struct ibv_cq *ndk_vcq_ibv(struct ndk_vcq *cq)
 
 struct ndk_obj *ndk_vcq_obj(struct ndk_vcq *cq)
 {
-	return &cq->obj;
+	return &cq->base.obj;
 }
 
 /* Runs the consumer's notification (engine thread, no lock held). */
@@ -124,10 +124,10 @@ static void vcq_run_notify(struct ndk_vcq *cq, NTSTATUS status)
 {
 	/* No event callback once the close started (NDKPI Object Lifetime
 	 * Requirements). */
-	if (!ndk_obj_begin_event(&cq->obj))
+	if (!ndk_obj_begin_event(&cq->base.obj))
 		return;
 	cq->notify(cq->notify_ctx, status);
-	ndk_obj_release(&cq->obj);
+	ndk_obj_release(&cq->base.obj);
 }
 
 /* Lock held: the arm is satisfied; true if the consumer is to hear. */
@@ -157,7 +157,7 @@ static void vcq_notify_work(struct ndk_work *w)
 	ndk_unlock(&cq->lock);
 	if (run)
 		vcq_run_notify(cq, status);
-	ndk_obj_put(&cq->obj); /* the posting reference */
+	ndk_obj_put(&cq->base.obj); /* the posting reference */
 }
 
 static bool vcq_poll_locked(struct ndk_vcq *cq);
@@ -197,10 +197,11 @@ static void vcq_watch_later_locked(struct ndk_vcq *cq)
 	NDK_ASSERT_LOCKED(&cq->lock);
 	if (!cq->watch_ms || cq->watch_set || cq->closing)
 		return;
-	ndk_obj_get(&cq->obj);
-	if (ndk_timer_start(cq->obj.domain->engine, &cq->watch,
+	ndk_obj_get(&cq->base.obj);
+	if (ndk_timer_start(cq->base.obj.domain->engine, &cq->watch,
 			    cq->watch_period))
-		ndk_obj_put(&cq->obj); /* not the last: the caller has one */
+		ndk_obj_put(
+			&cq->base.obj); /* not the last: the caller has one */
 	else
 		cq->watch_set = true;
 }
@@ -269,7 +270,7 @@ static void vcq_watch_fn(struct ndk_timer *t)
 	ndk_unlock(&cq->lock);
 	if (kick)
 		vcq_kick(cq);
-	ndk_obj_put(&cq->obj); /* the timer's reference */
+	ndk_obj_put(&cq->base.obj); /* the timer's reference */
 }
 
 void ndk_verbs_comp_event(struct ndk_io *io, uint32_t events)
@@ -288,10 +289,10 @@ void ndk_verbs_comp_event(struct ndk_io *io, uint32_t events)
 		/* A close that destroys the CQ waits for this ack, so the
 		 * CQ is there until then (docs/verbs.md, Completion
 		 * queues). */
-		ndk_obj_get(&cq->obj);
+		ndk_obj_get(&cq->base.obj);
 		ibv_ack_cq_events(ibcq, 1);
 		vcq_event(cq);
-		ndk_obj_put(&cq->obj);
+		ndk_obj_put(&cq->base.obj);
 	}
 }
 
@@ -307,7 +308,7 @@ static void vcq_error_locked(struct ndk_vcq *cq)
 		cq->error = true;
 		ndk_warn("verbs: cq %p overrun (depth %u)", (void *)cq,
 			 cq->depth);
-		ndk_adapter_count(cq->obj.adapter, NDK_CTR(CQError), 1);
+		ndk_adapter_count(cq->base.obj.adapter, NDK_CTR(CQError), 1);
 	}
 	if (cq->closing || cq->error_reported || cq->arm == VCQ_ARM_NONE)
 		return;
@@ -392,7 +393,7 @@ static bool vcq_poll_locked(struct ndk_vcq *cq)
 				 (void *)cq, n);
 		return false;
 	}
-	ndk_vwc_results(to_vad(cq->obj.adapter)->qps, wc, (unsigned int)n,
+	ndk_vwc_results(to_vad(cq->base.obj.adapter)->qps, wc, (unsigned int)n,
 			vcq_ready_push, cq);
 	return n == VCQ_POLL;
 }
@@ -417,64 +418,17 @@ static ULONG vcq_get_locked(struct ndk_vcq *cq, NDK_RESULT_EX *out, ULONG max)
 	}
 }
 
-/*
- * A consumer busy-polling an empty CQ yields its core now and then
- * (NDK_POLL_YIELD, as the software provider): the device's kernel
- * threads (siw, rxe) may need it. Lock held; true to yield after it.
- */
-static bool vcq_note_poll_locked(struct ndk_vcq *cq, ULONG got)
+/* NdkGetCqResults(Ex): up to max results, oldest first (front/cq.c). */
+ULONG ndk_vcq_poll(struct ndk_cq *base, NDK_RESULT_EX *out, ULONG max)
 {
-	NDK_ASSERT_LOCKED(&cq->lock);
-	return ndk_poll_yield_note(&cq->yield, got);
-}
-
-static ULONG vcq_get_results_ex(NDK_CQ *pNdkCq, NDK_RESULT_EX Results[],
-				ULONG nResults)
-{
-	struct ndk_vcq *cq = to_vcq(pNdkCq);
-	bool yield;
+	struct ndk_vcq *cq = container_of(base, struct ndk_vcq, base);
 	ULONG n;
 
-	if (!Results)
-		return 0;
 	ndk_lock(&cq->lock);
 	cq->polled = true;
-	n = vcq_get_locked(cq, Results, nResults);
-	yield = vcq_note_poll_locked(cq, n);
+	n = vcq_get_locked(cq, out, max);
 	ndk_unlock(&cq->lock);
-	if (yield)
-		sched_yield();
 	return n;
-}
-
-static ULONG vcq_get_results(NDK_CQ *pNdkCq, NDK_RESULT Results[],
-			     ULONG nResults)
-{
-	struct ndk_vcq *cq = to_vcq(pNdkCq);
-	NDK_RESULT_EX ex[VCQ_POLL];
-	ULONG done = 0, n, i;
-	bool yield;
-
-	if (!Results)
-		return 0;
-	ndk_lock(&cq->lock);
-	cq->polled = true;
-	do {
-		n = vcq_get_locked(cq, ex, MIN(nResults - done, VCQ_POLL));
-		for (i = 0; i < n; i++) {
-			Results[done + i].Status = ex[i].Status;
-			Results[done + i].BytesTransferred =
-				ex[i].BytesTransferred;
-			Results[done + i].QPContext = ex[i].QPContext;
-			Results[done + i].RequestContext = ex[i].RequestContext;
-		}
-		done += n;
-	} while (n == VCQ_POLL && done < nResults);
-	yield = vcq_note_poll_locked(cq, done);
-	ndk_unlock(&cq->lock);
-	if (yield)
-		sched_yield();
-	return done;
 }
 
 /* Lock held: does a ready result newer than the last notification
@@ -501,14 +455,15 @@ static bool vcq_ready_match_locked(struct ndk_vcq *cq)
  * the consumer may hold locks around NdkArmCq or NdkFlush. */
 static void vcq_kick(struct ndk_vcq *cq)
 {
-	ndk_obj_get(&cq->obj);
-	if (!ndk_engine_post(cq->obj.domain->engine, &cq->notify_work))
-		ndk_obj_put(&cq->obj); /* already queued */
+	ndk_obj_get(&cq->base.obj);
+	if (!ndk_engine_post(cq->base.obj.domain->engine, &cq->notify_work))
+		ndk_obj_put(&cq->base.obj); /* already queued */
 }
 
-static VOID vcq_arm(NDK_CQ *pNdkCq, ULONG Type)
+/* NdkArmCq, with a type front/cq.c checked. */
+void ndk_vcq_arm(struct ndk_cq *base, ULONG Type)
 {
-	struct ndk_vcq *cq = to_vcq(pNdkCq);
+	struct ndk_vcq *cq = container_of(base, struct ndk_vcq, base);
 	enum vcq_arm arm;
 	bool kick = false;
 
@@ -523,8 +478,6 @@ static VOID vcq_arm(NDK_CQ *pNdkCq, ULONG Type)
 		arm = VCQ_ARM_SOLICITED;
 		break;
 	default:
-		ndk_warn("cq %p: unknown arm type %u ignored", (void *)cq,
-			 Type);
 		return;
 	}
 	ndk_lock(&cq->lock);
@@ -571,37 +524,37 @@ void ndk_vcq_release_held(struct ndk_vcq *cq, struct ndk_vwq *wq)
 		vcq_kick(cq);
 }
 
-static NTSTATUS vcq_resize(NDK_CQ *pNdkCq, ULONG CqDepth,
-			   NDK_FN_REQUEST_COMPLETION RequestCompletion,
-			   PVOID RequestContext)
+/* NdkResizeCq, on a device that announces it (rxe; siw has no resize):
+ * a depth front/cq.c checked. */
+NTSTATUS ndk_vcq_resize(struct ndk_cq *base, ULONG CqDepth)
 {
-	struct ndk_vcq *cq = to_vcq(pNdkCq);
+	struct ndk_vcq *cq = container_of(base, struct ndk_vcq, base);
 	int ret;
 
-	if (!CqDepth || CqDepth > cq->obj.adapter->info.MaxCqDepth)
-		return STATUS_INVALID_PARAMETER;
 	ndk_lock(&cq->lock);
 	ret = ibv_resize_cq(cq->cq, (int)CqDepth);
 	if (!ret)
 		cq->depth = CqDepth;
 	ndk_unlock(&cq->lock);
-	/* siw has no resize (CQ_RESIZE is not advertised). */
 	if (ret == EOPNOTSUPP || ret == ENOSYS)
 		return STATUS_NOT_SUPPORTED;
 	return ret ? ndk_verbs_errno_status(ret, NDK_VERBS_CREATE)
 		   : STATUS_SUCCESS;
 }
 
-static NTSTATUS vcq_control_moderation(NDK_CQ *pNdkCq, ULONG ModerationInterval,
-				       ULONG ModerationCount)
+/* Not announced (CQ_INTERRUPT_MODERATION): siw and rxe have none. */
+NTSTATUS ndk_vcq_moderation(struct ndk_cq *base, ULONG ModerationInterval,
+			    ULONG ModerationCount)
 {
-	/* Not advertised (CQ_INTERRUPT_MODERATION): siw and rxe have none. */
+	(void)base;
+	(void)ModerationInterval;
+	(void)ModerationCount;
 	return STATUS_NOT_SUPPORTED;
 }
 
 static void vcq_close_begin(struct ndk_obj *obj)
 {
-	struct ndk_vcq *cq = container_of(obj, struct ndk_vcq, obj);
+	struct ndk_vcq *cq = container_of(obj, struct ndk_vcq, base.obj);
 
 	bool put = false;
 
@@ -610,19 +563,20 @@ static void vcq_close_begin(struct ndk_obj *obj)
 	cq->arm = VCQ_ARM_NONE;
 	cq->owed = 0;
 	if (cq->watch_set &&
-	    ndk_timer_cancel(cq->obj.domain->engine, &cq->watch)) {
+	    ndk_timer_cancel(cq->base.obj.domain->engine, &cq->watch)) {
 		cq->watch_set = false;
 		put = true;
 	}
 	ndk_unlock(&cq->lock);
 	if (put)
-		ndk_obj_put(&cq->obj); /* not the last: the close holds one */
+		ndk_obj_put(
+			&cq->base.obj); /* not the last: the close holds one */
 }
 
 /* Its QPs are closed (they are its successors): the CQ can go. */
 static void vcq_close_end(struct ndk_obj *obj)
 {
-	struct ndk_vcq *cq = container_of(obj, struct ndk_vcq, obj);
+	struct ndk_vcq *cq = container_of(obj, struct ndk_vcq, base.obj);
 	int ret;
 
 	ret = cq->cq ? ibv_destroy_cq(cq->cq) : 0;
@@ -634,7 +588,7 @@ static void vcq_close_end(struct ndk_obj *obj)
 
 static void vcq_destroy(struct ndk_obj *obj)
 {
-	struct ndk_vcq *cq = container_of(obj, struct ndk_vcq, obj);
+	struct ndk_vcq *cq = container_of(obj, struct ndk_vcq, base.obj);
 
 	/* Never set up, or its close never ran (a failed create). */
 	if (cq->cq)
@@ -650,16 +604,6 @@ static const struct ndk_obj_ops vcq_ops = {
 	.close_begin = vcq_close_begin,
 	.close_end = vcq_close_end,
 	.destroy = vcq_destroy,
-};
-
-static const NDK_CQ_DISPATCH vcq_dispatch = {
-	.NdkCloseCq = ndk_close_object,
-	.NdkQueryExtension = ndk_query_extension,
-	.NdkResizeCq = vcq_resize,
-	.NdkArmCq = vcq_arm,
-	.NdkGetCqResults = vcq_get_results,
-	.NdkControlCqInterruptModeration = vcq_control_moderation,
-	.NdkGetCqResultsEx = vcq_get_results_ex,
 };
 
 NTSTATUS ndk_verbs_create_cq(struct ndk_adapter *ad,
@@ -678,14 +622,14 @@ NTSTATUS ndk_verbs_create_cq(struct ndk_adapter *ad,
 	cq->ready_cap = MAX(CqDepth, 16u);
 	cq->ready = calloc(cq->ready_cap, sizeof(*cq->ready));
 	if (!cq->ready) {
-		vcq_destroy(&cq->obj);
+		vcq_destroy(&cq->base.obj);
 		return STATUS_INSUFFICIENT_RESOURCES;
 	}
 	cq->depth = CqDepth;
 	cq->solicited_as_any = to_vad(ad)->siw;
 	cq->notify = attr->notify;
 	cq->notify_ctx = attr->notify_ctx;
-	ndk_poll_yield_init(&cq->yield);
+	ndk_cq_init(&cq->base);
 	cq->watch_ms = (unsigned int)ndk_config_u64("NDK_VERBS_CQ_WATCH_MS", 10,
 						    0, 60000);
 	ndk_timer_init(&cq->watch, vcq_watch_fn);
@@ -696,11 +640,12 @@ NTSTATUS ndk_verbs_create_cq(struct ndk_adapter *ad,
 		ndk_info("verbs: ibv_create_cq(%u): %s", (unsigned int)CqDepth,
 			 strerror(errno));
 		status = ndk_verbs_errno_status(errno, NDK_VERBS_CREATE);
-		vcq_destroy(&cq->obj);
+		vcq_destroy(&cq->base.obj);
 		return status;
 	}
 	antes[0] = &ad->obj;
-	status = ndk_obj_setup(&cq->obj, ad, &vcq_ops, &vcq_dispatch, antes, 1);
+	status = ndk_obj_setup(&cq->base.obj, ad, &vcq_ops, &ndk_cq_dispatch,
+			       antes, 1);
 	if (status)
 		return status; /* vcq_destroy freed it */
 	if (cq->watch_ms) {
@@ -709,6 +654,6 @@ NTSTATUS ndk_verbs_create_cq(struct ndk_adapter *ad,
 		vcq_watch_later_locked(cq);
 		ndk_unlock(&cq->lock);
 	}
-	*ppNdkCq = &cq->obj.pub.cq;
+	*ppNdkCq = &cq->base.obj.pub.cq;
 	return STATUS_SUCCESS;
 }

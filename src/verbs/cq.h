@@ -16,7 +16,13 @@ struct ndk_vcq *to_vcq(NDK_CQ *cq);
 struct ibv_cq *ndk_vcq_ibv(struct ndk_vcq *cq);
 struct ndk_obj *ndk_vcq_obj(struct ndk_vcq *cq);
 
+struct ndk_cq;
 struct ndk_cq_attr;
+/* The provider's CQ ops (front/provider.h, front/cq.c). */
+ULONG ndk_vcq_poll(struct ndk_cq *cq, NDK_RESULT_EX *out, ULONG max);
+void ndk_vcq_arm(struct ndk_cq *cq, ULONG type);
+NTSTATUS ndk_vcq_resize(struct ndk_cq *cq, ULONG depth);
+NTSTATUS ndk_vcq_moderation(struct ndk_cq *cq, ULONG interval, ULONG count);
 /* The provider's create (front/provider.h): front/cq.c checked attr. */
 NTSTATUS ndk_verbs_create_cq(struct ndk_adapter *ad,
 			     const struct ndk_cq_attr *attr, NDK_CQ **ppNdkCq);

@@ -367,6 +367,10 @@ static void verbs_adapter_info(struct ndk_vadapter *v, NDK_ADAPTER_INFO *info)
 	if (!v->iwarp || v->siw)
 		info->AdapterFlags |=
 			NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED;
+	/* ibv_resize_cq: rxe has it, siw not; other devices are not
+	 * assumed to (NdkResizeCq says STATUS_NOT_SUPPORTED there). */
+	if (v->rxe)
+		info->AdapterFlags |= NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED;
 	info->RdmaTechnology = technology(v);
 }
 
