@@ -186,6 +186,17 @@ void ndk_vqp_ended(struct ndk_vqp *qp, bool flush)
 	ndk_unlock(&qp->lock);
 }
 
+/* Packs the SGEs with bytes to the front; returns how many there are. */
+static ULONG vqp_drop_empty_sges(struct ibv_sge *sge, ULONG n)
+{
+	ULONG i, k = 0;
+
+	for (i = 0; i < n; i++)
+		if (sge[i].length)
+			sge[k++] = sge[i];
+	return k;
+}
+
 static NTSTATUS vqp_receive(NDK_QP *pNdkQp, PVOID RequestContext,
 			    CONST NDK_SGE *pSgl, ULONG nSge)
 {
@@ -203,6 +214,7 @@ static NTSTATUS vqp_receive(NDK_QP *pNdkQp, PVOID RequestContext,
 	 * exists (docs/ndk.md, Work requests). */
 	if (!ndk_verbs_sgl(sge, pSgl, nSge, qp->max_recv_sge, &len))
 		return STATUS_INVALID_PARAMETER;
+	nSge = vqp_drop_empty_sges(sge, nSge);
 	if (ndk_vlam_wanted(sge, nSge)) {
 		NTSTATUS status =
 			ndk_vlam_rewrite(qp->vad->lams, qp->pd->pd, sge, nSge);
@@ -259,6 +271,9 @@ static NTSTATUS vqp_post_slot(struct ndk_vqp *qp, struct ibv_send_wr *wr,
 			   &len) ||
 	    (inl && len > qp->max_inline) || len > info->MaxTransferLength)
 		return STATUS_INVALID_PARAMETER;
+	/* Zero-length SGEs carry nothing, and siw's transmit path faults
+	 * on one between others (Linux 6.1): the device never sees them. */
+	nsge = vqp_drop_empty_sges(sge, nsge);
 	/* Logical addresses (verbs/lam.h); an inline request's tokens are
 	 * ignored. */
 	if (!inl && ndk_vlam_wanted(sge, nsge)) {
