@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <string.h>
 #include "verbs/connector_int.h"
+#include "verbs/tcp_state.h"
 
 void vconn_accepted(struct ndk_vconn *c, const struct ndk_vcm_event *e)
 {
@@ -49,6 +50,26 @@ void vconn_accept_done(struct ndk_vconn *c)
 /* ------------------------------------------------------------------ */
 /* Accept and Reject                                                  */
 
+/*
+ * iWARP: whether the initiator left a request not yet answered. The
+ * kernel CM keeps such a request without a word (siw even sends the
+ * answer into the closed stream), but the TCP connection it came on
+ * shows it. Then the attempt is abandoned as NDK wants (NDK_FN_ACCEPT,
+ * NDK_FN_REJECT: STATUS_CONNECTION_ABORTED). c->lock held, REQUESTED.
+ */
+static bool vconn_initiator_left(struct ndk_vconn *c)
+{
+	if (!vconn_vad(c)->iwarp ||
+	    ndk_tcp_peer_state((struct sockaddr *)&c->conn.local,
+			       (struct sockaddr *)&c->conn.peer) !=
+		    NDK_TCP_PEER_GONE)
+		return false;
+	ndk_info("verbs: connector %p: the initiator left its request",
+		 (void *)c);
+	vconn_abandon(c, STATUS_CONNECTION_ABORTED);
+	return true;
+}
+
 /* NdkAccept(Ex), checked by front/connector.c; c->lock held. */
 NTSTATUS ndk_vconn_accept(struct ndk_conn *base,
 			  const struct ndk_conn_accept *a)
@@ -61,6 +82,10 @@ NTSTATUS ndk_vconn_accept(struct ndk_conn *base,
 	int ret;
 
 	qp = container_of(a->qp, struct ndk_vqp, obj);
+	if (vconn_initiator_left(c)) {
+		status = STATUS_CONNECTION_ABORTED;
+		goto out;
+	}
 	ret = ndk_vqp_bind(qp, vconn_qp_fatal, &c->conn.obj);
 	if (ret) {
 		status = ret == -EBUSY ? STATUS_CONNECTION_ACTIVE
@@ -115,6 +140,10 @@ NTSTATUS ndk_vconn_reject(struct ndk_conn *base, const void *pPrivateData,
 		return STATUS_INVALID_BUFFER_SIZE;
 	switch (c->state) {
 	case VCONN_REQUESTED:
+		if (vconn_initiator_left(c)) {
+			status = STATUS_CONNECTION_ABORTED;
+			break;
+		}
 		if (rdma_reject(c->id, pPrivateData,
 				(uint8_t)PrivateDataLength)) {
 			/* The initiator is gone already (NDK_FN_REJECT). */

@@ -479,8 +479,10 @@ static void test_accept_aborted_and_complete_aborted(void **state)
 				 STATUS_CONNECTION_ABORTED);
 		cm_close_connector(in);
 	} else {
-		/* siw learns that the initiator left only when it answers: a
-		 * Reject goes out, an Accept fails (docs/verbs.md, Connection
+		/* siw's initiator keeps its stream open until its MPA timer
+		 * ends, so the acceptor cannot tell yet: a Reject goes out
+		 * (test_initiator_left_raw has a stream that closes), an
+		 * Accept fails within its grace (docs/verbs.md, Connection
 		 * management). */
 		st = in->Dispatch->NdkReject(in, NULL, 0);
 		assert_true(st == STATUS_CONNECTION_ABORTED ||
@@ -498,8 +500,63 @@ static void test_accept_aborted_and_complete_aborted(void **state)
 		cm_req_init(&acc);
 		st = in->Dispatch->NdkAcceptEx(in, cm_qp(&srv), 4, 4, NULL, 0,
 					       on_disc, &d, cm_req_done, &acc);
-		assert_int_equal(cm_req_result(st, &acc, 5000),
+		assert_int_equal(cm_req_result(st, &acc, 10000),
 				 STATUS_CONNECTION_ABORTED);
+		cm_close_connector(in);
+	}
+	cm_listener_close(&l);
+}
+
+/*
+ * A raw iWARP initiator (a TCP socket and an MPA v2 Request, no RTR)
+ * that leaves before its request is answered, with a FIN or a reset:
+ * Reject and Accept say STATUS_CONNECTION_ABORTED (NDK_FN_REJECT,
+ * NDK_FN_ACCEPT). An iWARP device's kernel CM does not report it; the
+ * TCP stream does (docs/verbs.md, Connection management).
+ */
+static void test_initiator_left_raw(void **state)
+{
+	static const unsigned char req[] = {
+		'M',  'P', 'A', ' ', 'I', 'D', ' ', 'R',
+		'e',  'q', ' ', 'F', 'r', 'a', 'm', 'e',
+		0x10, 2,   0,	4,   0,	  4,   0,   4 /* IRD, ORD 4 */
+	};
+	struct sockaddr_in any = cm_lo4(0);
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	struct tool_listener l;
+	NDK_CONNECTOR *in;
+	struct cm_req acc;
+	NTSTATUS st;
+	int fd;
+
+	cm_require(srv.info.RdmaTechnology == NdkiWarp,
+		   "a TCP peer (IB and RoCE connect over the IB CM)");
+	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
+			 STATUS_SUCCESS);
+	for (int i = 0; i < 4; i++) {
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		assert_int_equal(connect(fd, (struct sockaddr *)&l.addr,
+					 sizeof(struct sockaddr_in)),
+				 0);
+		assert_int_equal(send(fd, req, sizeof(req), 0), sizeof(req));
+		in = cm_next_incoming(&l, 5000);
+		assert_non_null(in);
+		if (i & 1)
+			assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_LINGER,
+						    &lg, sizeof(lg)),
+					 0);
+		close(fd);
+		tu_sleep_ms(200);
+		if (i < 2) {
+			assert_int_equal(in->Dispatch->NdkReject(in, NULL, 0),
+					 STATUS_CONNECTION_ABORTED);
+		} else {
+			cm_req_init(&acc);
+			st = in->Dispatch->NdkAcceptEx(in, cm_qp(&srv), 4, 4,
+						       NULL, 0, NULL, NULL,
+						       cm_req_done, &acc);
+			assert_int_equal(st, STATUS_CONNECTION_ABORTED);
+		}
 		cm_close_connector(in);
 	}
 	cm_listener_close(&l);
@@ -1017,6 +1074,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_accept_aborted_and_complete_aborted, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(test_initiator_left_raw, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_connect_timeout, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_accept_timeout, setup,

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kernel's TCP state of one connection, by its addresses (the
+ * sock_diag netlink interface, as `ss` asks it). An iWARP device's kernel
+ * CM does not report that an initiator left a request not yet answered;
+ * the stream its request came on does (docs/verbs.md, Connection
+ * management).
+ */
+#ifndef NDK_VERBS_TCP_STATE_H
+#define NDK_VERBS_TCP_STATE_H
+
+#include <stdbool.h>
+#include <sys/socket.h>
+
+enum ndk_tcp_peer {
+	NDK_TCP_PEER_UNKNOWN, /* the kernel could not be asked */
+	NDK_TCP_PEER_THERE, /* the stream is open both ways */
+	NDK_TCP_PEER_GONE, /* the peer closed or reset it, or it is gone */
+};
+
+/* Whether the peer of the TCP connection local <-> peer is still there. */
+enum ndk_tcp_peer ndk_tcp_peer_state(const struct sockaddr *local,
+				     const struct sockaddr *peer);
+
+#endif /* NDK_VERBS_TCP_STATE_H */
