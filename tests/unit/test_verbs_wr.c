@@ -375,10 +375,11 @@ static void test_srq_slots(void **state)
 	assert_int_equal(ndk_vqpmap_add_srq(&e->map, &q, &ibv_srq, &q), 0);
 	assert_int_not_equal(q.key, e->sq.key);
 	for (i = 0; i < 4; i++) {
-		idx[i] = ndk_vsrqslots_get(&q, (PVOID)(uintptr_t)(i + 1));
+		idx[i] =
+			ndk_vsrqslots_get(&q, (PVOID)(uintptr_t)(i + 1), false);
 		assert_true(idx[i] >= 0);
 	}
-	assert_int_equal(ndk_vsrqslots_get(&q, NULL), -ENOSPC);
+	assert_int_equal(ndk_vsrqslots_get(&q, NULL, false), -ENOSPC);
 	assert_int_equal(ndk_vsrqslots_busy(&q), 4);
 
 	/* The third first: the result carries the taker's QPContext. */
@@ -416,15 +417,16 @@ static void test_srq_slots(void **state)
 
 	/* Depth: not below the outstanding, slots keep their indexes. */
 	for (i = 0; i < 3; i++)
-		idx[i] = ndk_vsrqslots_get(&q, (PVOID)(uintptr_t)(i + 10));
+		idx[i] = ndk_vsrqslots_get(&q, (PVOID)(uintptr_t)(i + 10),
+					   false);
 	assert_int_equal(ndk_vsrqslots_resize(&q, 2), -EINVAL);
 	assert_int_equal(ndk_vsrqslots_resize(&q, 3), 0);
-	assert_int_equal(ndk_vsrqslots_get(&q, NULL), -ENOSPC);
+	assert_int_equal(ndk_vsrqslots_get(&q, NULL, false), -ENOSPC);
 	assert_int_equal(ndk_vsrqslots_resize(&q, 64), 0);
 	for (i = 0; i < 61; i++)
-		assert_true(ndk_vsrqslots_get(
-				    &q, (PVOID)(uintptr_t)(i + 100)) >= 0);
-	assert_int_equal(ndk_vsrqslots_get(&q, NULL), -ENOSPC);
+		assert_true(ndk_vsrqslots_get(&q, (PVOID)(uintptr_t)(i + 100),
+					      false) >= 0);
+	assert_int_equal(ndk_vsrqslots_get(&q, NULL, false), -ENOSPC);
 	wc = srq_wc(&q, idx[1], 7, IBV_WC_SUCCESS, 5);
 	ndk_vwc_results(&e->map, &wc, 1, out, &s);
 	assert_int_equal(s.n, 4);
