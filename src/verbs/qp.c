@@ -789,14 +789,6 @@ vqp_create(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq,
 	ia.recv_cq = ndk_vcq_ibv(rcq);
 	ia.cap.max_send_wr = InitiatorQueueDepth;
 	ia.cap.max_recv_wr = ReceiveQueueDepth;
-	if (qp->vad->siw) {
-		/* siw runs out of queue memory after some 70 QPs of 16
-		 * entries but not with 64 (docs/verbs.md, Devices); the
-		 * slots still hold the consumer to its depth. */
-		ia.cap.max_send_wr = MAX(ia.cap.max_send_wr, 64u);
-		if (!srq)
-			ia.cap.max_recv_wr = MAX(ia.cap.max_recv_wr, 64u);
-	}
 	ia.cap.max_send_sge =
 		MaxInitiatorRequestSge ? MaxInitiatorRequestSge : 1;
 	ia.cap.max_recv_sge = MaxReceiveRequestSge ? MaxReceiveRequestSge : 1;
