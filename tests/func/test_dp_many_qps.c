@@ -278,8 +278,9 @@ static int setup_many(void **state)
 	return 0;
 }
 
-/* siw runs out of queue memory before 16 pairs (docs/verbs.md,
- * Devices): a device limit, not a failure. */
+/* A device that runs out of queue memory: a device limit, not a
+ * failure (siw did before its no-key offset was covered, docs/verbs.md,
+ * Devices). */
 static void created(NTSTATUS st)
 {
 	cm_require(st != STATUS_INSUFFICIENT_RESOURCES ||
