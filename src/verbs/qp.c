@@ -481,8 +481,11 @@ static NTSTATUS vqp_bind(NDK_QP *pNdkQp, PVOID RequestContext, NDK_MR *pMr,
 				    Length, Flags, &wr);
 	if (status)
 		return status;
-	status = vqp_post(qp, &wr, NdkOperationTypeBind, RequestContext, NULL,
-			  0, Flags & ~(ULONG)NDK_OP_FLAG_INLINE, 0);
+	/* The registration the window leaves (rxe) goes when the bind
+	 * completed. */
+	status = vqp_post_slot(qp, &wr, NdkOperationTypeBind, RequestContext,
+			       NULL, 0, Flags & ~(ULONG)NDK_OP_FLAG_INLINE, 0,
+			       b.old_sub);
 	ndk_vmw_bind_end(&b, status);
 	return status;
 }
