@@ -524,6 +524,28 @@ void ndk_vcq_release_held(struct ndk_vcq *cq, struct ndk_vwq *wq)
 		vcq_kick(cq);
 }
 
+void ndk_vcq_cancel(struct ndk_vcq *cq, struct ndk_vwq *wq)
+{
+	bool kick = false;
+
+	ndk_lock(&cq->lock);
+	if (cq->closing || !cq->cq) {
+		ndk_unlock(&cq->lock);
+		return;
+	}
+	/* What the device completed comes first, with its own status. */
+	vcq_drain_locked(cq);
+	ndk_vwq_cancel(wq);
+	ndk_vwq_release_held(wq, vcq_ready_push, cq);
+	if (vcq_ready_match_locked(cq) && vcq_fire_locked(cq)) {
+		cq->owed++;
+		kick = true;
+	}
+	ndk_unlock(&cq->lock);
+	if (kick)
+		vcq_kick(cq);
+}
+
 /* NdkResizeCq, on a device that announces it (rxe; siw has no resize):
  * a depth front/cq.c checked. */
 NTSTATUS ndk_vcq_resize(struct ndk_cq *base, ULONG CqDepth)

@@ -34,6 +34,10 @@ NTSTATUS ndk_verbs_create_cq(struct ndk_adapter *ad,
 struct ndk_vwq;
 void ndk_vcq_release_held(struct ndk_vcq *cq, struct ndk_vwq *wq);
 
+/* The consumer flushed and the device left requests of wq outstanding:
+ * they complete STATUS_CANCELLED (ndk_vwq_cancel). */
+void ndk_vcq_cancel(struct ndk_vcq *cq, struct ndk_vwq *wq);
+
 /* What the device holds into the ready ring (a QP closing: its flushed
  * requests complete before its key leaves the map). */
 void ndk_vcq_drain(struct ndk_vcq *cq);

@@ -286,6 +286,46 @@ static uint32_t probe_max_inline(struct ndk_vadapter *v)
 	return best;
 }
 
+/*
+ * siw's queues are mapped into the process at an offset that the kernel
+ * picks, the lowest free page offset of the context; siw's library
+ * (rdma-core providers/siw) takes the offset 0x90000 for siw's "no key"
+ * (SIW_INVAL_UOBJ_KEY, SIW_UOBJ_MAX_KEY + 1 in siw-abi.h) and fails the
+ * create. With 4 KiB pages that is page offset 144: the CQ or queue that
+ * starts there fails, and so does every later one while the pages below
+ * stay in use (27 QPs with their CQs, docs/verbs.md, Devices). So the
+ * first adapter on a siw context creates a CQ that covers pages 0 to 144
+ * before anything else, and keeps it while the process lives.
+ */
+#define SIW_NO_KEY   0x90000u
+#define SIW_CQE_SIZE 32u /* struct siw_cqe */
+
+static struct ibv_cq *siw_plugs[8];
+static struct ibv_context *siw_plugged[8];
+
+static void siw_plug(struct ndk_vadapter *v)
+{
+	int cqe = (int)(SIW_NO_KEY / SIW_CQE_SIZE + 1);
+	size_t i, free_i = ARRAY_SIZE(siw_plugs);
+
+	ndk_lock(&verbs_adapters_lock);
+	for (i = 0; i < ARRAY_SIZE(siw_plugs); i++) {
+		if (siw_plugged[i] == v->ctx)
+			goto out;
+		if (!siw_plugged[i] && free_i == ARRAY_SIZE(siw_plugs))
+			free_i = i;
+	}
+	if (free_i == ARRAY_SIZE(siw_plugs))
+		goto out;
+	siw_plugged[free_i] = v->ctx;
+	siw_plugs[free_i] = ibv_create_cq(v->ctx, cqe, NULL, NULL, 0);
+	if (!siw_plugs[free_i])
+		ndk_warn("verbs: %s: the CQ over siw's no-key offset: %s",
+			 v->dev_name, strerror(errno));
+out:
+	ndk_unlock(&verbs_adapters_lock);
+}
+
 static NDK_RDMA_TECHNOLOGY technology(struct ndk_vadapter *v)
 {
 	struct ibv_gid_entry e;
@@ -339,8 +379,11 @@ static void verbs_adapter_info(struct ndk_vadapter *v, NDK_ADAPTER_INFO *info)
 	info->MaxInboundReadLimit = clamp_ulong(MIN(d->max_qp_rd_atom, 255));
 	info->MaxOutboundReadLimit =
 		clamp_ulong(MIN(d->max_qp_init_rd_atom, 255));
-	info->MaxReceiveQueueDepth = clamp_ulong(d->max_qp_wr);
-	info->MaxInitiatorQueueDepth = clamp_ulong(d->max_qp_wr);
+	/* A work queue's slots are counted in NDK_VWQ_MAX_DEPTH (wr.h). */
+	info->MaxReceiveQueueDepth =
+		clamp_ulong(MIN((uint64_t)d->max_qp_wr, NDK_VWQ_MAX_DEPTH));
+	info->MaxInitiatorQueueDepth =
+		clamp_ulong(MIN((uint64_t)d->max_qp_wr, NDK_VWQ_MAX_DEPTH));
 	info->MaxSrqDepth = d->max_srq ? clamp_ulong(d->max_srq_wr) : 0;
 	info->MaxCqDepth = clamp_ulong(d->max_cqe);
 	info->LargeRequestThreshold = 64 * 1024;
@@ -417,6 +460,8 @@ int ndk_verbs_adapter_init(struct ndk_adapter *ad)
 	v->rxe = v->dev_attr.vendor_id == RXE_VENDOR_ID;
 	v->mw2 = v->dev_attr.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
 						 IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	if (v->siw)
+		siw_plug(v); /* before any other queue of the context */
 	v->max_inline = probe_max_inline(v);
 	v->qps = calloc(1, sizeof(*v->qps));
 	if (!v->qps || ndk_vqpmap_init(v->qps))

@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "front/mdl.h"
 #include "front/lam_table.h"
+#include "verbs/keys.h"
 #include "verbs/lam.h"
 
 struct ibv_mr *ndk_verbs_reg(struct ibv_pd *pd, uint64_t addr, size_t len,
@@ -16,19 +17,33 @@ struct ibv_mr *ndk_verbs_reg(struct ibv_pd *pd, uint64_t addr, size_t len,
 	int err;
 
 	mr = ibv_reg_mr_iova(pd, (void *)(uintptr_t)addr, len, iova, access);
-	if (!mr || mr->lkey != NDK_VERBS_PRIVILEGED_TOKEN)
-		return mr;
-	/* Held while the second is made, so that one gets another key. */
-	again = ibv_reg_mr_iova(pd, (void *)(uintptr_t)addr, len, iova, access);
-	err = errno;
-	ibv_dereg_mr(mr);
-	errno = err;
-	if (again && again->lkey == NDK_VERBS_PRIVILEGED_TOKEN) {
-		ibv_dereg_mr(again);
-		errno = EAGAIN;
+	if (mr && mr->lkey == NDK_VERBS_PRIVILEGED_TOKEN) {
+		/* Held while the second is made, so that one gets another
+		 * key. */
+		again = ibv_reg_mr_iova(pd, (void *)(uintptr_t)addr, len, iova,
+					access);
+		err = errno;
+		ibv_dereg_mr(mr);
+		errno = err;
+		if (again && again->lkey == NDK_VERBS_PRIVILEGED_TOKEN) {
+			ibv_dereg_mr(again);
+			errno = EAGAIN;
+			return NULL;
+		}
+		mr = again;
+	}
+	if (mr && ndk_vkeys_add(mr, iova, access)) {
+		ibv_dereg_mr(mr);
+		errno = ENOMEM;
 		return NULL;
 	}
-	return again;
+	return mr;
+}
+
+int ndk_verbs_dereg(struct ibv_mr *mr)
+{
+	ndk_vkeys_del(mr);
+	return ibv_dereg_mr(mr);
 }
 
 static struct ndk_vlam_reg *reg_of(const struct ndk_lam_range *r,
@@ -47,7 +62,7 @@ static void dereg_all(struct ndk_vlam_reg *g)
 	while (g) {
 		struct ndk_vlam_reg *next = g->next;
 
-		if (ibv_dereg_mr(g->mr))
+		if (ndk_verbs_dereg(g->mr))
 			ndk_warn("verbs: LAM: ibv_dereg_mr failed (%d)", errno);
 		free(g);
 		g = next;

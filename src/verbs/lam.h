@@ -27,6 +27,8 @@
  */
 struct ibv_mr *ndk_verbs_reg(struct ibv_pd *pd, uint64_t addr, size_t len,
 			     uint64_t iova, int access);
+/* Its counterpart: ibv_dereg_mr, and the lkey leaves verbs/keys.h. */
+int ndk_verbs_dereg(struct ibv_mr *mr);
 
 struct ndk_lam_table;
 

@@ -56,7 +56,7 @@ static void mr_deregister_locked(struct ndk_vmr *mr)
 	NDK_ASSERT_LOCKED(&mr->base.lock);
 	if (!mr->mr)
 		return;
-	ret = ibv_dereg_mr(mr->mr);
+	ret = ndk_verbs_dereg(mr->mr);
 	if (ret)
 		ndk_warn("verbs: mr %p: ibv_dereg_mr failed (%d)", (void *)mr,
 			 ret);
@@ -198,7 +198,7 @@ static void mr_destroy(struct ndk_obj *obj)
 	struct ndk_vmr *mr = container_of(obj, struct ndk_vmr, base.obj);
 
 	if (mr->mr)
-		ibv_dereg_mr(mr->mr);
+		ndk_verbs_dereg(mr->mr);
 	ndk_mr_fini(&mr->base);
 	free(mr);
 }

@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "front/mr.h"
 #include "front/pd.h"
+#include "verbs/lam.h"
 #include "verbs/mr.h"
 #include "verbs/mw.h"
 
@@ -28,6 +29,9 @@ static void vmw_close_end(struct ndk_obj *obj)
 	if (mw->mw && ibv_dealloc_mw(mw->mw))
 		ndk_warn("verbs: mw %p: ibv_dealloc_mw failed", (void *)mw);
 	mw->mw = NULL;
+	if (mw->sub && ndk_verbs_dereg(mw->sub))
+		ndk_warn("verbs: mw %p: ibv_dereg_mr failed", (void *)mw);
+	mw->sub = NULL;
 }
 
 static void vmw_destroy(struct ndk_obj *obj)
@@ -36,6 +40,8 @@ static void vmw_destroy(struct ndk_obj *obj)
 
 	if (mw->mw)
 		ibv_dealloc_mw(mw->mw);
+	if (mw->sub)
+		ndk_verbs_dereg(mw->sub);
 	ndk_lock_destroy(&mw->lock);
 	free(mw);
 }
@@ -135,6 +141,25 @@ NTSTATUS ndk_vmw_bind_begin(struct ndk_vmw_bind *b, NDK_MW *pMw, NDK_MR *pMr,
 		}
 		b->linked = true;
 	}
+	/*
+	 * rxe checks an access through a window against the window's MR,
+	 * not the window's range (docs/verbs.md, Memory windows): the
+	 * window is bound over a registration of its own range.
+	 */
+	if (to_vad(mw->obj.adapter)->rxe && len) {
+		b->sub = ndk_verbs_reg(
+			mw->pd->pd, start, len, start,
+			IBV_ACCESS_MW_BIND |
+				(mr->local_write ? IBV_ACCESS_LOCAL_WRITE : 0));
+		if (!b->sub) {
+			if (b->linked)
+				ndk_obj_unlink(&mw->obj, &mr->base.obj);
+			ndk_unlock(&mw->lock);
+			return ndk_verbs_errno_status(errno, NDK_VERBS_CREATE);
+		}
+		wr->bind_mw.bind_info.mr = b->sub;
+		b->old_sub = mw->sub;
+	}
 	/* A new key for each bind: the last byte is the consumer's. */
 	b->rkey = ibv_inc_rkey(atomic_load(&mw->rkey));
 	wr->bind_mw.mw = mw->mw;
@@ -153,13 +178,19 @@ void ndk_vmw_bind_end(struct ndk_vmw_bind *b, NTSTATUS status)
 	if (status == STATUS_SUCCESS) {
 		/* Readable as soon as NdkBind returns (NDK_FN_BIND). */
 		atomic_store_explicit(&mw->rkey, b->rkey, memory_order_release);
+		if (b->sub)
+			mw->sub = b->sub; /* the old one went with the slot */
 		if (b->linked) {
 			if (mw->mr)
 				ndk_obj_unlink(&mw->obj, &mw->mr->base.obj);
 			mw->mr = b->mr;
 		}
-	} else if (b->linked) {
-		ndk_obj_unlink(&mw->obj, &b->mr->base.obj);
+	} else {
+		if (b->sub && ndk_verbs_dereg(b->sub))
+			ndk_warn("verbs: mw %p: ibv_dereg_mr failed",
+				 (void *)mw);
+		if (b->linked)
+			ndk_obj_unlink(&mw->obj, &b->mr->base.obj);
 	}
 	ndk_unlock(&mw->lock);
 }

@@ -20,6 +20,9 @@ struct ndk_vmw {
 	struct ibv_mw *mw;
 	struct ndk_lock lock; /* mr, and a bind from begin to end */
 	struct ndk_vmr *mr; /* bound to (an antecedent), or NULL */
+	/* rxe: the registration of the window's own range that it is bound
+	 * over (ndk_vmw_bind_begin), or NULL. */
+	struct ibv_mr *sub;
 	/* Its remote token: a new key at each bind (the device's key with
 	 * the next consumer byte), read lock-free. */
 	_Atomic uint32_t rkey;
@@ -47,6 +50,10 @@ struct ndk_vmw_bind {
 	struct ndk_vmr *mr;
 	bool linked;
 	uint32_t rkey;
+	/* rxe: the new range's registration, and the one it replaces,
+	 * which the bind's slot deregisters once it completes (the device
+	 * refuses to deregister an MR a window is bound to). */
+	struct ibv_mr *sub, *old_sub;
 };
 
 NTSTATUS ndk_vmw_bind_begin(struct ndk_vmw_bind *b, NDK_MW *pMw, NDK_MR *pMr,

@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "front/provider.h"
 #include "verbs/cq.h"
+#include "verbs/keys.h"
 #include "verbs/lam.h"
 #include "verbs/mr.h"
 #include "verbs/mw.h"
@@ -59,12 +60,55 @@ static int vqp_set_state_locked(struct ndk_vqp *qp, enum ndk_vqp_state to,
 }
 #define vqp_set_state(qp, to) vqp_set_state_locked(qp, to, __LINE__)
 
+/* How long after a consumer's flush the device may take to flush by
+ * itself before the provider cancels what is left (siw flushes from its
+ * connection manager's work queue, rxe from its tasks). */
+#define VQP_CANCEL_MS 200
+
+/* qp->lock held: what the device did not complete is cancelled now. */
+static void vqp_cancel_rest_locked(struct ndk_vqp *qp)
+{
+	NDK_ASSERT_LOCKED(&qp->lock);
+	if (!qp->mapped)
+		return;
+	if (qp->scq)
+		ndk_vcq_cancel(qp->scq, &qp->sq);
+	if (qp->rcq && !qp->srq)
+		ndk_vcq_cancel(qp->rcq, &qp->rq);
+}
+
+/*
+ * The consumer flushed a while ago: the device has flushed what it
+ * flushes by then (rxe in the background, siw from its connection
+ * manager), and never will the rest (siw: requests posted to a QP
+ * already in the error state). Engine thread.
+ */
+static void vqp_cancel_fn(struct ndk_timer *t)
+{
+	struct ndk_vqp *qp = container_of(t, struct ndk_vqp, cancel_timer);
+
+	ndk_lock(&qp->lock);
+	qp->cancel_set = false;
+	vqp_cancel_rest_locked(qp);
+	ndk_unlock(&qp->lock);
+	ndk_obj_put(&qp->obj); /* the timer's reference */
+}
+
 static int vqp_modify_err_locked(struct ndk_vqp *qp)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 	int ret;
 
 	NDK_ASSERT_LOCKED(&qp->lock);
+	atomic_store(&qp->broken, true);
+	if (!qp->cancel_set && qp->mapped) {
+		ndk_obj_get(&qp->obj);
+		if (ndk_timer_start(qp->obj.domain->engine, &qp->cancel_timer,
+				    VQP_CANCEL_MS))
+			ndk_obj_put(&qp->obj); /* not the last */
+		else
+			qp->cancel_set = true;
+	}
 	/* From now on flushed requests complete, whoever flushed first;
 	 * those the device flushed before are let go now (lock order: the
 	 * QP's, then its CQs'). */
@@ -227,6 +271,7 @@ static NTSTATUS vqp_receive(NDK_QP *pNdkQp, PVOID RequestContext,
 		return STATUS_INSUFFICIENT_RESOURCES;
 	s->ctx = RequestContext;
 	s->type = NdkOperationTypeReceive;
+	s->sgl_bad = !ndk_vkeys_check(qp->pd->pd, sge, (int)nSge, true);
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = ndk_vwq_wr_id(&qp->rq, s);
 	wr.sg_list = sge;
@@ -246,6 +291,16 @@ static NTSTATUS vqp_receive(NDK_QP *pNdkQp, PVOID RequestContext,
 	return STATUS_SUCCESS;
 }
 
+/* Whether initiator requests may be posted (lock-free). */
+static bool vqp_takes_requests(struct ndk_vqp *qp)
+{
+	return ndk_vqp_state(qp) == VQP_CONNECTED &&
+	       !atomic_load_explicit(&qp->broken, memory_order_acquire) &&
+	       !atomic_load_explicit(&qp->sq.dev_flushed,
+				     memory_order_relaxed) &&
+	       !atomic_load_explicit(&qp->rq.dev_flushed, memory_order_relaxed);
+}
+
 /*
  * Every initiator request: one slot, one ibv_post_send. dereg: an
  * invalidated registration the slot deregisters when it is released.
@@ -260,12 +315,14 @@ static NTSTATUS vqp_post_slot(struct ndk_vqp *qp, struct ibv_send_wr *wr,
 	struct ibv_sge sge[NDK_VERBS_MAX_SGE];
 	struct ibv_send_wr *bad;
 	struct ndk_vslot *s;
-	bool signaled;
+	bool signaled, bad_sge;
 	uint64_t len;
 	int ret;
 
-	/* NDK_FN_SEND and friends: only on a connected QP. */
-	if (ndk_vqp_state(qp) != VQP_CONNECTED)
+	/* NDK_FN_SEND and friends: only on a connected QP, and not once
+	 * the connection broke: a device QP in the error state may take a
+	 * request and never complete it (siw). */
+	if (!vqp_takes_requests(qp))
 		return STATUS_CONNECTION_INVALID;
 	if (!ndk_verbs_sgl(sge, sgl, nsge, inl ? NDK_VERBS_MAX_SGE : max_sge,
 			   &len) ||
@@ -283,6 +340,13 @@ static NTSTATUS vqp_post_slot(struct ndk_vqp *qp, struct ibv_send_wr *wr,
 		if (status)
 			return status;
 	}
+	/* A local SGE the device could not use would fail the request and
+	 * the QP with it (as on hardware); the software provider fails
+	 * that request only, sending nothing. So does this one: a marker
+	 * takes its place in order (docs/verbs.md, Queue pairs). */
+	bad_sge = !inl && nsge &&
+		  !ndk_vkeys_check(qp->pd->pd, sge, (int)nsge,
+				   wr->opcode == IBV_WR_RDMA_READ);
 	s = ndk_vwq_slot(&qp->sq);
 	if (!s)
 		return STATUS_INSUFFICIENT_RESOURCES;
@@ -291,11 +355,19 @@ static NTSTATUS vqp_post_slot(struct ndk_vqp *qp, struct ibv_send_wr *wr,
 	s->len = (uint32_t)len;
 	if (flags & NDK_OP_FLAG_SILENT_SUCCESS)
 		s->flags |= VSLOT_SILENT;
+	if (bad_sge) {
+		s->preset = STATUS_ACCESS_VIOLATION;
+		wr->opcode = IBV_WR_RDMA_WRITE;
+		wr->send_flags = 0;
+		memset(&wr->wr, 0, sizeof(wr->wr));
+		nsge = 0;
+	}
 	wr->wr_id = ndk_vwq_wr_id(&qp->sq, s);
 	wr->sg_list = sge;
 	wr->num_sge = (int)nsge;
-	/* A registration to drop goes when its slot completes: soon. */
-	signaled = dereg || ndk_vwq_signal(&qp->sq, flags);
+	/* A registration to drop goes when its slot completes: soon; a
+	 * failure must complete even if silent. */
+	signaled = dereg || bad_sge || ndk_vwq_signal(&qp->sq, flags);
 	if (signaled)
 		wr->send_flags |= IBV_SEND_SIGNALED;
 	if (inl)
@@ -419,14 +491,17 @@ static NTSTATUS vqp_bind(NDK_QP *pNdkQp, PVOID RequestContext, NDK_MR *pMr,
 	struct ibv_send_wr wr;
 	NTSTATUS status;
 
-	if (ndk_vqp_state(qp) != VQP_CONNECTED)
+	if (!vqp_takes_requests(qp))
 		return STATUS_CONNECTION_INVALID;
 	status = ndk_vmw_bind_begin(&b, pMw, pMr, qp->pd, VirtualAddress,
 				    Length, Flags, &wr);
 	if (status)
 		return status;
-	status = vqp_post(qp, &wr, NdkOperationTypeBind, RequestContext, NULL,
-			  0, Flags & ~(ULONG)NDK_OP_FLAG_INLINE, 0);
+	/* The registration the window leaves (rxe) goes when the bind
+	 * completed. */
+	status = vqp_post_slot(qp, &wr, NdkOperationTypeBind, RequestContext,
+			       NULL, 0, Flags & ~(ULONG)NDK_OP_FLAG_INLINE, 0,
+			       b.old_sub);
 	ndk_vmw_bind_end(&b, status);
 	return status;
 }
@@ -448,7 +523,7 @@ static NTSTATUS vqp_fast_register(NDK_QP *pNdkQp, PVOID RequestContext,
 
 	if (!pMr || pMr->Header.ObjectType != NdkObjectTypeMr)
 		return STATUS_INVALID_PARAMETER;
-	if (ndk_vqp_state(qp) != VQP_CONNECTED)
+	if (!vqp_takes_requests(qp))
 		return STATUS_CONNECTION_INVALID;
 	mr = to_vmr(pMr);
 	ndk_lock(&mr->base.lock);
@@ -472,7 +547,7 @@ static NTSTATUS vqp_invalidate_mr(struct ndk_vqp *qp, PVOID ctx,
 	struct ibv_mr *old;
 	NTSTATUS status;
 
-	if (ndk_vqp_state(qp) != VQP_CONNECTED)
+	if (!vqp_takes_requests(qp))
 		return STATUS_CONNECTION_INVALID;
 	ndk_lock(&mr->base.lock);
 	old = ndk_vmr_invalidate_locked(mr);
@@ -552,6 +627,9 @@ void ndk_vqp_async(void *owner, void *arg)
 	case IBV_EVENT_QP_FATAL:
 	case IBV_EVENT_QP_REQ_ERR:
 	case IBV_EVENT_QP_ACCESS_ERR:
+		/* Before the disconnect event: a request posted after it
+		 * is refused. */
+		atomic_store(&qp->broken, true);
 		ndk_obj_get(&qp->obj);
 		if (!ndk_engine_post(qp->obj.domain->engine, &qp->fatal_work))
 			ndk_obj_put(&qp->obj); /* one is queued already */
@@ -597,7 +675,16 @@ static void vqp_close_end(struct ndk_obj *obj)
 	int ret;
 
 	/* What the device flushed already still completes (as with the
-	 * software provider); later completions are dropped. */
+	 * software provider), and what it did not is cancelled now; later
+	 * completions are dropped. */
+	ndk_lock(&qp->lock);
+	if (qp->cancel_set &&
+	    ndk_timer_cancel(qp->obj.domain->engine, &qp->cancel_timer)) {
+		qp->cancel_set = false;
+		ndk_obj_put(&qp->obj); /* not the last: the close holds one */
+	}
+	vqp_cancel_rest_locked(qp);
+	ndk_unlock(&qp->lock);
 	if (qp->mapped) {
 		ndk_vcq_drain(qp->rcq);
 		if (qp->scq != qp->rcq)
@@ -694,6 +781,7 @@ NTSTATUS ndk_verbs_create_qp(struct ndk_obj *pd_obj,
 		return STATUS_INSUFFICIENT_RESOURCES;
 	ndk_lock_init(&qp->lock, NDK_LOCK_QP);
 	ndk_work_init(&qp->fatal_work, vqp_fatal_work);
+	ndk_timer_init(&qp->cancel_timer, vqp_cancel_fn);
 	atomic_init(&qp->state, VQP_IDLE);
 	qp->vad = to_vad(ad);
 	qp->pd = pd;
@@ -711,14 +799,6 @@ NTSTATUS ndk_verbs_create_qp(struct ndk_obj *pd_obj,
 	ia.recv_cq = ndk_vcq_ibv(rcq);
 	ia.cap.max_send_wr = InitiatorQueueDepth;
 	ia.cap.max_recv_wr = ReceiveQueueDepth;
-	if (qp->vad->siw) {
-		/* siw runs out of queue memory after some 70 QPs of 16
-		 * entries but not with 64 (docs/verbs.md, Devices); the
-		 * slots still hold the consumer to its depth. */
-		ia.cap.max_send_wr = MAX(ia.cap.max_send_wr, 64u);
-		if (!srq)
-			ia.cap.max_recv_wr = MAX(ia.cap.max_recv_wr, 64u);
-	}
 	ia.cap.max_send_sge =
 		MaxInitiatorRequestSge ? MaxInitiatorRequestSge : 1;
 	ia.cap.max_recv_sge = MaxReceiveRequestSge ? MaxReceiveRequestSge : 1;

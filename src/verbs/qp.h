@@ -40,6 +40,14 @@ struct ndk_vqp {
 	struct ndk_obj *fatal_conn;
 	struct ndk_work fatal_work;
 	atomic_bool failed; /* a request failed: reported once */
+	/* The connection broke (a failed request, the device's QP error
+	 * event, a flush): initiator requests are refused inline from now
+	 * on, as by the software provider (docs/verbs.md, Queue pairs). */
+	atomic_bool broken;
+	/* After a consumer's flush: what the device has not completed by
+	 * then is cancelled by the provider (a reference while set). */
+	struct ndk_timer cancel_timer;
+	bool cancel_set;
 
 	struct ndk_vwq sq, rq;
 	uint32_t max_send_sge, max_recv_sge, max_inline;

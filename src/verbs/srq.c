@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "front/provider.h"
 #include "verbs/lam.h"
+#include "verbs/keys.h"
 #include "verbs/srq.h"
 
 /* The consumer's notification (engine thread, no lock held). */
@@ -91,7 +92,9 @@ static NTSTATUS vsrq_receive(NDK_SRQ *pNdkSrq, PVOID RequestContext,
 		if (status)
 			return status;
 	}
-	index = ndk_vsrqslots_get(&srq->slots, RequestContext);
+	index = ndk_vsrqslots_get(
+		&srq->slots, RequestContext,
+		!ndk_vkeys_check(srq->srq->pd, sge, (int)nSge, true));
 	if (index < 0)
 		return STATUS_INSUFFICIENT_RESOURCES;
 	memset(&wr, 0, sizeof(wr));

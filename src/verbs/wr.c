@@ -6,10 +6,16 @@
 #include "core/compiler.h"
 #include "core/log.h"
 #include "oid/registry.h"
+#include "verbs/lam.h"
 #include "verbs/wr.h"
 
 #define WR_RECV_BIT (1ull << 31)
-#define SRQ_NONE    UINT32_MAX /* the end of an SRQ's free list */
+/* A QP queue's wr_id: the slot's index in the low 20 bits, its
+ * generation in the 11 above. */
+#define WR_INDEX_MASK (NDK_VWQ_MAX_DEPTH - 1)
+#define WR_GEN_SHIFT  20
+#define WR_GEN_MASK   0x7ffu
+#define SRQ_NONE      UINT32_MAX /* the end of an SRQ's free list */
 
 struct ndk_vqpmap_entry {
 	uint32_t key; /* 0: free */
@@ -282,7 +288,7 @@ void ndk_vsrqslots_fini(struct ndk_vsrqslots *q)
 	ndk_lock_destroy(&q->lock);
 }
 
-int ndk_vsrqslots_get(struct ndk_vsrqslots *q, PVOID ctx)
+int ndk_vsrqslots_get(struct ndk_vsrqslots *q, PVOID ctx, bool sgl_bad)
 {
 	uint32_t i;
 
@@ -294,6 +300,7 @@ int ndk_vsrqslots_get(struct ndk_vsrqslots *q, PVOID ctx)
 	i = q->free;
 	q->free = q->slots[i].next_free;
 	q->slots[i].ctx = ctx;
+	q->slots[i].sgl_bad = sgl_bad;
 	q->slots[i].busy = true;
 	q->busy++;
 	ndk_unlock(&q->lock);
@@ -378,13 +385,14 @@ int ndk_vwq_init(struct ndk_vwq *wq, uint32_t depth, bool recv,
 	atomic_init(&wq->head, 0);
 	atomic_init(&wq->tail, 0);
 	atomic_init(&wq->flush_ok, false);
+	atomic_init(&wq->dev_flushed, false);
 	return 0;
 }
 
 /* The slot leaves the queue: what it was to deregister goes now. */
 static void slot_retire(struct ndk_vslot *s)
 {
-	if (s->dereg && ibv_dereg_mr(s->dereg))
+	if (s->dereg && ndk_verbs_dereg(s->dereg))
 		ndk_warn("verbs: invalidated MR: ibv_dereg_mr failed (%d)",
 			 errno);
 	s->dereg = NULL;
@@ -406,12 +414,15 @@ struct ndk_vslot *ndk_vwq_slot(struct ndk_vwq *wq)
 	uint32_t head = atomic_load_explicit(&wq->head, memory_order_acquire);
 	uint32_t tail = atomic_load_explicit(&wq->tail, memory_order_relaxed);
 	struct ndk_vslot *s;
+	uint16_t gen;
 
 	if (tail - head >= wq->depth)
 		return NULL;
 	s = &wq->slots[tail % wq->depth];
+	gen = s->gen;
 	memset(s, 0, sizeof(*s));
 	s->seq = tail;
+	s->gen = (uint16_t)((gen + 1) & WR_GEN_MASK);
 	return s;
 }
 
@@ -445,7 +456,7 @@ bool ndk_vwq_signal(struct ndk_vwq *wq, ULONG flags)
 uint64_t ndk_vwq_wr_id(const struct ndk_vwq *wq, const struct ndk_vslot *s)
 {
 	return (uint64_t)wq->key << 32 | (wq->recv ? WR_RECV_BIT : 0) |
-	       (uint64_t)(s - wq->slots);
+	       (uint64_t)s->gen << WR_GEN_SHIFT | (uint64_t)(s - wq->slots);
 }
 
 bool ndk_verbs_sgl(struct ibv_sge *out, const NDK_SGE *sgl, ULONG nsge,
@@ -499,6 +510,26 @@ static bool wc_invalidated(const struct ibv_wc *wc, struct ndk_adapter *ad)
 }
 
 /*
+ * A receive's status. rxe reports a receive too small for its Send as a
+ * local QP operation error, as it does a receive SGE it cannot use (a
+ * key that names nothing, a range past its MR: Linux's rxe_resp.c,
+ * copy_data failing), and siw a bad receive SGE as a general error. The
+ * provider knows which SGEs are good (verbs/keys.h): a failed receive
+ * with a bad one is STATUS_ACCESS_VIOLATION, a local QP operation error
+ * of a good one STATUS_BUFFER_OVERFLOW, as NDK wants.
+ */
+static NTSTATUS recv_status(enum ibv_wc_status st, bool sgl_bad)
+{
+	if (st == IBV_WC_SUCCESS || st == IBV_WC_WR_FLUSH_ERR)
+		return ndk_verbs_wc_status(st);
+	if (sgl_bad)
+		return STATUS_ACCESS_VIOLATION;
+	if (st == IBV_WC_LOC_QP_OP_ERR)
+		return STATUS_BUFFER_OVERFLOW;
+	return ndk_verbs_wc_status(st);
+}
+
+/*
  * Map lock held: one completion of an SRQ receive (se is the SRQ's
  * entry) frees its slot and goes to out() at once, with the QPContext of
  * the QP that took it; dropped if that QP is gone.
@@ -515,6 +546,7 @@ static void srq_complete(struct ndk_vqpmap *m, struct ndk_vqpmap_entry *se,
 	struct ndk_vqpmap_entry *qe;
 	struct ndk_vqpn *n;
 	NDK_RESULT_EX r;
+	bool sgl_bad;
 	PVOID ctx;
 
 	ndk_lock(&q->lock);
@@ -523,6 +555,7 @@ static void srq_complete(struct ndk_vqpmap *m, struct ndk_vqpmap_entry *se,
 		return;
 	}
 	ctx = q->slots[index].ctx;
+	sgl_bad = q->slots[index].sgl_bad;
 	srqslot_free_locked(q, index);
 	ndk_unlock(&q->lock);
 	n = qpn_find(m, wc->qp_num + 1);
@@ -539,7 +572,7 @@ static void srq_complete(struct ndk_vqpmap *m, struct ndk_vqpmap_entry *se,
 		count(qe->rq->ad, (uint16_t)r.Type, wc->byte_len);
 	else if (wc->status != IBV_WC_WR_FLUSH_ERR && m->on_error)
 		m->on_error(qe->owner);
-	r.Status = ndk_verbs_wc_status(wc->status);
+	r.Status = recv_status(wc->status, sgl_bad);
 	r.BytesTransferred = ok ? wc->byte_len : 0;
 	r.QPContext = qe->rq->qp_context;
 	r.RequestContext = ctx;
@@ -558,13 +591,18 @@ static struct ndk_vwq *wc_record(struct ndk_vqpmap *m,
 	struct ndk_vslot *s;
 	struct ndk_vwq *wq;
 	uint32_t index, len;
+	NTSTATUS status;
 	uint16_t type;
 
 	wq = wc->wr_id & WR_RECV_BIT ? e->rq : e->sq;
-	index = (uint32_t)(wc->wr_id & (WR_RECV_BIT - 1));
+	index = (uint32_t)(wc->wr_id & WR_INDEX_MASK);
 	if (index >= wq->depth)
 		return NULL;
 	s = &wq->slots[index];
+	/* Cancelled by the provider already (ndk_vwq_cancel), or an
+	 * earlier use of the slot: it completed once. */
+	if (s->done || s->gen != ((wc->wr_id >> WR_GEN_SHIFT) & WR_GEN_MASK))
+		return NULL;
 	r = &s->res;
 	type = s->type;
 	len = s->len;
@@ -576,18 +614,26 @@ static struct ndk_vwq *wc_record(struct ndk_vqpmap *m,
 			r->TypeSpecificCompletionOutput = wc->invalidated_rkey;
 		}
 	}
-	if (ok)
+	if (wq->recv)
+		status = recv_status(wc->status, s->sgl_bad);
+	else if (ok && s->preset)
+		status = s->preset; /* its marker went through */
+	else
+		status = ndk_verbs_wc_status(wc->status);
+	if (status == STATUS_SUCCESS)
 		count(wq->ad, type, len);
-	else if (wc->status != IBV_WC_WR_FLUSH_ERR && m->on_error)
+	else if (!ok && wc->status != IBV_WC_WR_FLUSH_ERR && m->on_error)
 		m->on_error(e->owner);
+	else if (wc->status == IBV_WC_WR_FLUSH_ERR)
+		atomic_store(&wq->dev_flushed, true);
 	s->done = true;
 	if (s->seq + 1 - wq->done_end < 0x80000000u)
 		wq->done_end = s->seq + 1;
 	/* verbs does not say whether a receive was solicited. */
-	s->solicited = !ok || wq->recv;
-	s->report = !ok || !(s->flags & VSLOT_SILENT);
-	r->Status = ndk_verbs_wc_status(wc->status);
-	r->BytesTransferred = ok ? len : 0;
+	s->solicited = status != STATUS_SUCCESS || wq->recv;
+	s->report = status != STATUS_SUCCESS || !(s->flags & VSLOT_SILENT);
+	r->Status = status;
+	r->BytesTransferred = status == STATUS_SUCCESS ? len : 0;
 	r->QPContext = wq->qp_context;
 	r->RequestContext = s->ctx;
 	r->Type = (NDK_OPERATION_TYPE)type;
@@ -638,6 +684,32 @@ void ndk_vwq_release_held(struct ndk_vwq *wq,
 			  void *arg)
 {
 	wq_release(wq, out, arg);
+}
+
+void ndk_vwq_cancel(struct ndk_vwq *wq)
+{
+	uint32_t head = atomic_load_explicit(&wq->head, memory_order_relaxed);
+	uint32_t tail = atomic_load_explicit(&wq->tail, memory_order_acquire);
+
+	for (; head != tail; head++) {
+		struct ndk_vslot *s = &wq->slots[head % wq->depth];
+
+		/* An unsignaled request gives no completion when it
+		 * succeeds: one the device finished is not cancelled. */
+		if (s->done || !s->signaled)
+			continue;
+		memset(&s->res, 0, sizeof(s->res));
+		s->res.Status = STATUS_CANCELLED;
+		s->res.QPContext = wq->qp_context;
+		s->res.RequestContext = s->ctx;
+		s->res.Type = (NDK_OPERATION_TYPE)s->type;
+		s->res.ProviderErrorCode = IBV_WC_WR_FLUSH_ERR;
+		s->done = true;
+		s->report = true;
+		s->solicited = true;
+		if (s->seq + 1 - wq->done_end < 0x80000000u)
+			wq->done_end = s->seq + 1;
+	}
 }
 
 void ndk_vwc_results(struct ndk_vqpmap *m, const struct ibv_wc *wc,

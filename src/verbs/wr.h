@@ -44,6 +44,17 @@ struct ndk_vslot {
 	bool done; /* its work completion came */
 	bool report; /* ... and gives the consumer a result */
 	bool solicited;
+	/* Bumped each time the slot is taken, and carried in the wr_id:
+	 * a work completion for an earlier use of the slot (the device
+	 * flushing a request the provider cancelled already) is dropped. */
+	uint16_t gen;
+	/* A receive with an SGE outside the live registrations
+	 * (verbs/keys.h). */
+	bool sgl_bad;
+	/* Not STATUS_SUCCESS: what the request completes with when its
+	 * device request (a marker in its place) succeeds: a bad local SGE
+	 * the provider found at post time. */
+	NTSTATUS preset;
 	/* An invalidated fast registration, deregistered when the slot is
 	 * released: in order behind the requests that may still use it. */
 	struct ibv_mr *dereg;
@@ -67,6 +78,9 @@ struct ndk_vwq {
 	 * flushed requests may complete. Until then the device's own
 	 * flush (an iWARP stream that closed) is held back. */
 	atomic_bool flush_ok;
+	/* The device flushed requests before the consumer did: its QP is
+	 * in the error state and takes nothing more (verbs/qp.c). */
+	atomic_bool dev_flushed;
 	uint32_t key; /* its QP's, in the adapter's map */
 	PVOID qp_context;
 	struct ndk_adapter *ad; /* its counters */
@@ -82,6 +96,7 @@ struct ndk_vsrqslot {
 	PVOID ctx;
 	uint32_t next_free;
 	bool busy;
+	bool sgl_bad; /* as a QP's receive slot's */
 };
 
 struct ndk_vsrqslots {
@@ -131,7 +146,7 @@ void ndk_vsrqslots_fini(struct ndk_vsrqslots *q);
 /* A free slot for a receive with RequestContext ctx: its index, or
  * -ENOSPC if depth receives are outstanding. put gives it back (the post
  * failed). */
-int ndk_vsrqslots_get(struct ndk_vsrqslots *q, PVOID ctx);
+int ndk_vsrqslots_get(struct ndk_vsrqslots *q, PVOID ctx, bool sgl_bad);
 void ndk_vsrqslots_put(struct ndk_vsrqslots *q, uint32_t index);
 /* A new depth: -EINVAL below the receives outstanding, -ENOMEM. */
 int ndk_vsrqslots_resize(struct ndk_vsrqslots *q, uint32_t depth);
@@ -172,6 +187,20 @@ void ndk_vwq_release_held(struct ndk_vwq *wq,
 			  void (*out)(void *arg, const NDK_RESULT_EX *r,
 				      bool solicited),
 			  void *arg);
+
+/*
+ * The consumer flushed and the device did not complete some requests
+ * (siw never flushes work posted to a QP already in the error state):
+ * every signaled request still outstanding completes STATUS_CANCELLED
+ * now, and the device's own completions for them, should they come, are
+ * dropped (docs/verbs.md, Queue pairs). Unsignaled ones before a
+ * cancelled one count as succeeded, as always. The lock of the queue's
+ * CQ is held; ndk_vwq_release_held hands the results out.
+ */
+void ndk_vwq_cancel(struct ndk_vwq *wq);
+
+/* The largest queue a slot index can name in a wr_id. */
+#define NDK_VWQ_MAX_DEPTH (1u << 20)
 
 /* NDK SGEs to verbs ones, and their length; false if there are more than
  * max (or NDK_VERBS_MAX_SGE). */

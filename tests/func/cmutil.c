@@ -119,8 +119,8 @@ NDK_QP *cm_qp_sized(struct cm_host *h, ULONG depth, ULONG sge,
 	st = h->pd->Dispatch->NdkCreateQp(h->pd, h->cq, h->cq, NULL, depth,
 					  depth, sge, sge, inline_size, NULL,
 					  NULL, &qp);
-	/* siw maps a few hundred KiB of queues per process, all adapters
-	 * together (docs/verbs.md, Devices). */
+	/* A device may run out of queue memory (docs/verbs.md,
+	 * Devices). */
 	cm_require(st != STATUS_INSUFFICIENT_RESOURCES ||
 			   cm_provider_is(h, "software"),
 		   "device memory for more queues");

@@ -21,11 +21,6 @@ static void test_bad_local_sge_send(void **state)
 	NDK_RESULT_EX res[8];
 	NDK_SGE two[2];
 
-	/* A verbs QP goes to error at a bad local SGE, as on hardware
-	 * (docs/verbs.md, Queue pairs): no request after it runs. */
-	cm_require(cm_provider_is(&cli, "software"),
-		   "recovery from a bad local SGE");
-
 	fill(A.buf, 8192, 3);
 	post_recv(P.qp, 1, P.buf, 65536, P.ltok);
 	post_recv(P.qp, 2, P.buf + 65536, 65536, P.ltok);
@@ -75,11 +70,6 @@ static void test_bad_local_sge_late_in_send(void **state)
 	UINT32 stok = local_mr_token(&cli, sub, sub_len);
 	NDK_RESULT_EX res[4];
 
-	/* A verbs QP goes to error at a bad local SGE, as on hardware
-	 * (docs/verbs.md, Queue pairs): no request after it runs. */
-	cm_require(cm_provider_is(&cli, "software"),
-		   "recovery from a bad local SGE");
-
 	fill(A.buf, 4096, 4);
 	post_recv(P.qp, 1, P.buf, 1 << 20, P.ltok);
 	post_recv(P.qp, 2, P.buf + (1 << 20), 1 << 20, P.ltok);
@@ -100,11 +90,6 @@ static void test_bad_local_sge_read(void **state)
 	uint8_t *sub = A.buf + (1 << 20);
 	UINT32 stok = local_mr_token(&cli, sub, 4096);
 	NDK_SGE s;
-
-	/* A verbs QP goes to error at a bad local SGE, as on hardware
-	 * (docs/verbs.md, Queue pairs): no request after it runs. */
-	cm_require(cm_provider_is(&cli, "software"),
-		   "recovery from a bad local SGE");
 
 	memset(A.buf, 0xa5, 8192);
 	memset(sub, 0xa5, 8192);
@@ -164,11 +149,6 @@ static void test_bad_local_sge_write(void **state)
 	NDK_RESULT_EX res[4];
 	NDK_SGE s = sge(A.buf, 100, A.ltok ^ 0x00ffff00);
 
-	/* A verbs QP goes to error at a bad local SGE, as on hardware
-	 * (docs/verbs.md, Queue pairs): no request after it runs. */
-	cm_require(cm_provider_is(&cli, "software"),
-		   "recovery from a bad local SGE");
-
 	assert_int_equal(
 		A.qp->Dispatch->NdkWrite(A.qp, (PVOID)1, &s, 1,
 					 (UINT64)(uintptr_t)(P.buf + 131072),
@@ -192,11 +172,9 @@ static void test_bad_local_sge_receive(void **state)
 {
 	NDK_RESULT_EX res[4];
 
-	/* A verbs QP goes to error at a bad local SGE, as on hardware
-	 * (docs/verbs.md, Queue pairs): no request after it runs. */
-	cm_require(cm_provider_is(&cli, "software"),
-		   "recovery from a bad local SGE");
-
+	/* The device finds a receive's bad SGE when data comes; on verbs
+	 * the connection then ends, as on hardware (docs/verbs.md, Queue
+	 * pairs), which this does not look at. */
 	memset(P.buf, 0x5a, 8192);
 	post_recv(P.qp, 1, P.buf, 4096, P.ltok ^ 0x00ffff00);
 	post_recv(P.qp, 2, P.buf + 4096, 4096, P.ltok);
@@ -223,11 +201,7 @@ static void test_receive_sge_past_mr(void **state)
 	UINT32 stok = local_mr_token(&srv, sub, 4096);
 	NDK_RESULT_EX res[4];
 
-	/* A verbs QP goes to error at a bad local SGE, as on hardware
-	 * (docs/verbs.md, Queue pairs): no request after it runs. */
-	cm_require(cm_provider_is(&cli, "software"),
-		   "recovery from a bad local SGE");
-
+	/* On verbs the connection ends (docs/verbs.md, Queue pairs). */
 	memset(sub + 4096, 0x5a, 4096);
 	post_recv(P.qp, 1, sub + 4096 - 100, 200, stok);
 	fill(A.buf, 200, 6);

@@ -70,17 +70,12 @@ static void set_drain(bool on)
 	pthread_mutex_unlock(&N.lock);
 }
 
-static void test_solicited_events(void **state)
+/* P's receives on a CQ of their own with on_notify, its requests on
+ * srv.cq; A connected to it. */
+static NDK_CQ *solicited_pair(void)
 {
 	NDK_CQ *ncq;
-	NDK_MW *mw;
-	NDK_RESULT_EX res[16];
-	NDK_SGE s;
-	UINT32 wtok;
-	size_t big = 1 << 20; /* many FPDUs */
 
-	/* It binds a window too. */
-	cm_require(srv.info.MaxWindowSize > 0, "memory windows");
 	memset(&N, 0, sizeof(N));
 	pthread_mutex_init(&N.lock, NULL);
 	assert_int_equal(srv.ad->Dispatch->NdkCreateCq(srv.ad, 64, on_notify,
@@ -88,25 +83,54 @@ static void test_solicited_events(void **state)
 						       &ncq),
 			 STATUS_SUCCESS);
 	N.cq = ncq;
-	/* P's receives complete on ncq, its own requests on srv.cq. */
 	assert_int_equal(srv.pd->Dispatch->NdkCreateQp(srv.pd, ncq, srv.cq,
 						       NULL, 64, 64, 4, 4, 0,
 						       NULL, NULL, &P.qp),
 			 STATUS_SUCCESS);
 	A.qp = big_qp(&cli);
-	fill(A.buf, big, 1);
 	connect_sides(&A, &P);
+	return ncq;
+}
+
+/*
+ * siw never says whether a receive was solicited, neither in its work
+ * completion nor by its event for a solicited arm (Linux siw_qp.c,
+ * siw_rqe_complete): over verbs on siw a SOLICITED arm fires for every
+ * receive (docs/verbs.md, Completion queues). This asserts that
+ * difference where it is, and NDK's rule everywhere else.
+ */
+static bool solicited_unknown(void)
+{
+	return cm_provider_is(&srv, "verbs") && cm_device_is(&srv, "siw");
+}
+
+static void test_solicited_events(void **state)
+{
+	NDK_CQ *ncq;
+	NDK_RESULT_EX res[16];
+	size_t big = 1 << 20; /* many FPDUs */
+	int k = 0; /* notifications so far */
+
+	fill(A.buf, big, 1);
+	ncq = solicited_pair();
 
 	/* Armed SOLICITED: a plain Send's receive completes, no event. */
+	set_drain(solicited_unknown());
 	post_recv(P.qp, 1, P.buf, big, P.ltok);
 	ncq->Dispatch->NdkArmCq(ncq, NDK_CQ_NOTIFY_SOLICITED);
 	post_send(A.qp, 11, A.buf, 1000, A.ltok, 0);
 	assert_int_equal(poll_cq(cli.cq, res, 1), 1);
 	expect_result(&res[0], 11, NdkOperationTypeSend, STATUS_SUCCESS);
-	assert_int_equal(poll_cq(ncq, res, 1), 1);
+	if (solicited_unknown()) {
+		/* The documented difference: the receive fires the arm. */
+		assert_int_equal(wait_notify(++k, res), 1);
+		ncq->Dispatch->NdkArmCq(ncq, NDK_CQ_NOTIFY_SOLICITED);
+	} else {
+		assert_int_equal(poll_cq(ncq, res, 1), 1);
+	}
 	expect_result(&res[0], 1, NdkOperationTypeReceive, STATUS_SUCCESS);
 	tu_sleep_ms(QUIET_MS);
-	assert_int_equal(atomic_load(&N.calls), 0);
+	assert_int_equal(atomic_load(&N.calls), k);
 
 	/*
 	 * The arm is still there: a Send with SEND_AND_SOLICIT_EVENT over
@@ -116,7 +140,7 @@ static void test_solicited_events(void **state)
 	post_recv(P.qp, 2, P.buf, big, P.ltok);
 	post_send(A.qp, 12, A.buf, big, A.ltok,
 		  NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
-	assert_int_equal(wait_notify(1, res), 1);
+	assert_int_equal(wait_notify(++k, res), 1);
 	expect_received(&res[0], 2, P.buf, A.buf, big);
 	assert_int_equal(poll_cq(cli.cq, res, 1), 1);
 	expect_result(&res[0], 12, NdkOperationTypeSend, STATUS_SUCCESS);
@@ -127,17 +151,40 @@ static void test_solicited_events(void **state)
 		  NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
 	assert_int_equal(poll_cq(cli.cq, res, 1), 1);
 	tu_sleep_ms(QUIET_MS);
-	assert_int_equal(atomic_load(&N.calls), 1);
+	assert_int_equal(atomic_load(&N.calls), k);
 	/* ...until the next arm, which it satisfies at once. */
 	set_drain(true);
 	ncq->Dispatch->NdkArmCq(ncq, NDK_CQ_NOTIFY_SOLICITED);
-	assert_int_equal(wait_notify(2, res), 1);
+	assert_int_equal(wait_notify(++k, res), 1);
 	expect_result(&res[0], 3, NdkOperationTypeReceive, STATUS_SUCCESS);
 
-	/*
-	 * A plain Send, then a solicited Send with Invalidate: one event,
-	 * after both receives completed.
-	 */
+	/* An error completion satisfies SOLICITED too: a flushed receive. */
+	set_drain(true);
+	post_recv(P.qp, 6, P.buf, 100, P.ltok);
+	ncq->Dispatch->NdkArmCq(ncq, NDK_CQ_NOTIFY_SOLICITED);
+	tu_sleep_ms(QUIET_MS);
+	assert_int_equal(atomic_load(&N.calls), k);
+	P.qp->Dispatch->NdkFlush(P.qp);
+	assert_int_equal(wait_notify(++k, res), 1);
+	expect_result(&res[0], 6, NdkOperationTypeReceive, STATUS_CANCELLED);
+	assert_int_equal(atomic_load(&A.disc) + atomic_load(&P.disc), 0);
+}
+
+/*
+ * A plain Send, then a solicited Send with Invalidate of a window: one
+ * event, after both receives completed.
+ */
+static void test_solicited_send_and_invalidate(void **state)
+{
+	NDK_CQ *ncq;
+	NDK_MW *mw;
+	NDK_RESULT_EX res[16];
+	NDK_SGE s;
+	UINT32 wtok;
+
+	/* A device without windows says so (MaxWindowSize 0: siw). */
+	cm_require(srv.info.MaxWindowSize > 0, "memory windows");
+	ncq = solicited_pair();
 	assert_int_equal(srv.pd->Dispatch->NdkCreateMw(srv.pd, NULL, NULL, &mw),
 			 STATUS_SUCCESS);
 	assert_int_equal(P.qp->Dispatch->NdkBind(
@@ -154,29 +201,18 @@ static void test_solicited_events(void **state)
 	post_send(A.qp, 14, A.buf, 20, A.ltok, 0);
 	assert_int_equal(poll_cq(cli.cq, res, 1), 1);
 	tu_sleep_ms(QUIET_MS);
-	assert_int_equal(atomic_load(&N.calls), 2);
+	assert_int_equal(atomic_load(&N.calls), 0);
 	s = sge(A.buf, 30, A.ltok);
 	assert_int_equal(A.qp->Dispatch->NdkSendAndInvalidate(
 				 A.qp, (PVOID)15, &s, 1,
 				 NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT, wtok),
 			 STATUS_SUCCESS);
-	assert_int_equal(wait_notify(3, res), 2);
+	assert_int_equal(wait_notify(1, res), 2);
 	expect_result(&res[0], 4, NdkOperationTypeReceive, STATUS_SUCCESS);
 	expect_result(&res[1], 5, NdkOperationTypeReceiveAndInvalidate,
 		      STATUS_SUCCESS);
 	assert_int_equal(res[1].TypeSpecificCompletionOutput, wtok);
 	assert_int_equal(poll_cq(cli.cq, res, 1), 1);
-
-	/* An error completion satisfies SOLICITED too: a flushed receive. */
-	set_drain(true);
-	post_recv(P.qp, 6, P.buf, 100, P.ltok);
-	ncq->Dispatch->NdkArmCq(ncq, NDK_CQ_NOTIFY_SOLICITED);
-	tu_sleep_ms(QUIET_MS);
-	assert_int_equal(atomic_load(&N.calls), 3);
-	P.qp->Dispatch->NdkFlush(P.qp);
-	assert_int_equal(wait_notify(4, res), 1);
-	expect_result(&res[0], 6, NdkOperationTypeReceive, STATUS_CANCELLED);
-	assert_int_equal(atomic_load(&A.disc) + atomic_load(&P.disc), 0);
 }
 
 /*
@@ -229,6 +265,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_solicited_events,
 						dp_setup_hosts, dp_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_solicited_send_and_invalidate, dp_setup_hosts,
+			dp_teardown),
 		cmocka_unit_test_setup_teardown(test_cq_overrun, dp_setup_hosts,
 						dp_teardown),
 	};

@@ -375,10 +375,11 @@ static void test_srq_slots(void **state)
 	assert_int_equal(ndk_vqpmap_add_srq(&e->map, &q, &ibv_srq, &q), 0);
 	assert_int_not_equal(q.key, e->sq.key);
 	for (i = 0; i < 4; i++) {
-		idx[i] = ndk_vsrqslots_get(&q, (PVOID)(uintptr_t)(i + 1));
+		idx[i] =
+			ndk_vsrqslots_get(&q, (PVOID)(uintptr_t)(i + 1), false);
 		assert_true(idx[i] >= 0);
 	}
-	assert_int_equal(ndk_vsrqslots_get(&q, NULL), -ENOSPC);
+	assert_int_equal(ndk_vsrqslots_get(&q, NULL, false), -ENOSPC);
 	assert_int_equal(ndk_vsrqslots_busy(&q), 4);
 
 	/* The third first: the result carries the taker's QPContext. */
@@ -416,15 +417,16 @@ static void test_srq_slots(void **state)
 
 	/* Depth: not below the outstanding, slots keep their indexes. */
 	for (i = 0; i < 3; i++)
-		idx[i] = ndk_vsrqslots_get(&q, (PVOID)(uintptr_t)(i + 10));
+		idx[i] = ndk_vsrqslots_get(&q, (PVOID)(uintptr_t)(i + 10),
+					   false);
 	assert_int_equal(ndk_vsrqslots_resize(&q, 2), -EINVAL);
 	assert_int_equal(ndk_vsrqslots_resize(&q, 3), 0);
-	assert_int_equal(ndk_vsrqslots_get(&q, NULL), -ENOSPC);
+	assert_int_equal(ndk_vsrqslots_get(&q, NULL, false), -ENOSPC);
 	assert_int_equal(ndk_vsrqslots_resize(&q, 64), 0);
 	for (i = 0; i < 61; i++)
-		assert_true(ndk_vsrqslots_get(
-				    &q, (PVOID)(uintptr_t)(i + 100)) >= 0);
-	assert_int_equal(ndk_vsrqslots_get(&q, NULL), -ENOSPC);
+		assert_true(ndk_vsrqslots_get(&q, (PVOID)(uintptr_t)(i + 100),
+					      false) >= 0);
+	assert_int_equal(ndk_vsrqslots_get(&q, NULL, false), -ENOSPC);
 	wc = srq_wc(&q, idx[1], 7, IBV_WC_SUCCESS, 5);
 	ndk_vwc_results(&e->map, &wc, 1, out, &s);
 	assert_int_equal(s.n, 4);
@@ -441,6 +443,116 @@ static void test_srq_slots(void **state)
 	ndk_vsrqslots_fini(&q);
 }
 
+/*
+ * The provider cancels what the device left outstanding after the
+ * consumer flushed: signaled requests complete STATUS_CANCELLED in
+ * order behind those that completed, an unsignaled one before a
+ * cancelled one counts as succeeded, and the device's late completions
+ * of cancelled requests are dropped, also once the slot is used again.
+ */
+static void test_cancel(void **state)
+{
+	struct env *e = *state;
+	struct seen s = { 0 };
+	uint64_t w1 = post(&e->sq, 1, NdkOperationTypeWrite, 10, 0);
+	uint64_t w2 = post(&e->sq, 2, NdkOperationTypeWrite, 10,
+			   NDK_OP_FLAG_SILENT_SUCCESS);
+	uint64_t rd = post(&e->sq, 3, NdkOperationTypeRead, 10, 0);
+	uint64_t rv = post(&e->rq, 4, NdkOperationTypeReceive, 10, 0);
+	uint64_t again;
+	int i;
+
+	complete(e, &s, w1, IBV_WC_SUCCESS, 0);
+	assert_int_equal(s.n, 1);
+	atomic_store(&e->sq.flush_ok, true);
+	atomic_store(&e->rq.flush_ok, true);
+	ndk_vwq_cancel(&e->sq);
+	ndk_vwq_cancel(&e->rq);
+	ndk_vwq_release_held(&e->sq, out, &s);
+	ndk_vwq_release_held(&e->rq, out, &s);
+	assert_int_equal(s.n, 3);
+	assert_ptr_equal(s.r[1].RequestContext, (PVOID)3);
+	assert_int_equal(s.r[1].Status, STATUS_CANCELLED);
+	assert_int_equal(s.r[1].Type, NdkOperationTypeRead);
+	assert_true(s.solicited[1]);
+	assert_ptr_equal(s.r[2].RequestContext, (PVOID)4);
+	assert_int_equal(s.r[2].Status, STATUS_CANCELLED);
+	assert_int_equal(s.r[2].Type, NdkOperationTypeReceive);
+	/* The device flushes them after all: nothing more, no error. */
+	complete(e, &s, w2, IBV_WC_WR_FLUSH_ERR, 0);
+	complete(e, &s, rd, IBV_WC_WR_FLUSH_ERR, 0);
+	complete(e, &s, rv, IBV_WC_WR_FLUSH_ERR, 0);
+	assert_int_equal(s.n, 3);
+	assert_int_equal(e->errors, 0);
+	/* The ring goes round: the slot of the Read is used again, and
+	 * the Read's stale completion does not complete the new one. */
+	for (i = 0; i < DEPTH - 1; i++) {
+		again = post(&e->sq, 100 + (uintptr_t)i, NdkOperationTypeSend,
+			     1, 0);
+		complete(e, &s, again, IBV_WC_SUCCESS, 0);
+	}
+	assert_int_equal(s.n, 3 + DEPTH - 1);
+	again = post(&e->sq, 200, NdkOperationTypeSend, 1, 0);
+	assert_int_equal(again & 0xfffff, rd & 0xfffff); /* same slot */
+	complete(e, &s, rd, IBV_WC_SUCCESS, 0);
+	assert_int_equal(s.n, 3 + DEPTH - 1);
+	complete(e, &s, again, IBV_WC_SUCCESS, 0);
+	assert_int_equal(s.n, 3 + DEPTH);
+	assert_ptr_equal(s.r[s.n - 1].RequestContext, (PVOID)200);
+}
+
+/* A receive that failed: a local QP operation error of good SGEs is
+ * STATUS_BUFFER_OVERFLOW (rxe's receive too small), of bad ones
+ * STATUS_ACCESS_VIOLATION, as is any failure of bad ones. */
+static void test_receive_status(void **state)
+{
+	struct env *e = *state;
+	struct seen s = { 0 };
+	struct ndk_vslot *sl;
+	uint64_t id[3];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		sl = ndk_vwq_slot(&e->rq);
+		sl->ctx = (PVOID)(uintptr_t)(i + 1);
+		sl->type = NdkOperationTypeReceive;
+		sl->sgl_bad = i > 0;
+		ndk_vwq_commit(&e->rq, sl, true);
+		id[i] = ndk_vwq_wr_id(&e->rq, sl);
+	}
+	complete(e, &s, id[0], IBV_WC_LOC_QP_OP_ERR, 0);
+	complete(e, &s, id[1], IBV_WC_LOC_QP_OP_ERR, 0);
+	complete(e, &s, id[2], IBV_WC_GENERAL_ERR, 0);
+	assert_int_equal(s.n, 3);
+	assert_int_equal(s.r[0].Status, STATUS_BUFFER_OVERFLOW);
+	assert_int_equal(s.r[1].Status, STATUS_ACCESS_VIOLATION);
+	assert_int_equal(s.r[2].Status, STATUS_ACCESS_VIOLATION);
+	assert_int_equal(s.r[2].ProviderErrorCode, IBV_WC_GENERAL_ERR);
+}
+
+/* An initiator request whose marker stood in for a bad local SGE: the
+ * marker's success is the preset status, reported even if silent. */
+static void test_preset(void **state)
+{
+	struct env *e = *state;
+	struct seen s = { 0 };
+	struct ndk_vslot *sl = ndk_vwq_slot(&e->sq);
+	uint64_t id;
+
+	sl->ctx = (PVOID)9;
+	sl->type = NdkOperationTypeSend;
+	sl->flags |= VSLOT_SILENT;
+	sl->preset = STATUS_ACCESS_VIOLATION;
+	ndk_vwq_commit(&e->sq, sl, true);
+	id = ndk_vwq_wr_id(&e->sq, sl);
+	complete(e, &s, id, IBV_WC_SUCCESS, 0);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.r[0].Status, STATUS_ACCESS_VIOLATION);
+	assert_int_equal(s.r[0].Type, NdkOperationTypeSend);
+	assert_int_equal(s.r[0].BytesTransferred, 0);
+	assert_int_equal(e->errors, 0); /* the connection goes on */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -455,6 +567,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_flush_held, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_gone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_receive_status, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_preset, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_map, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_srq_slots, setup,
 						teardown),
