@@ -361,6 +361,10 @@ static void vconn_peer_disconnected(struct ndk_vconn *c,
 	NTSTATUS reason = ndk_verbs_cm_status(e->type, e->status, iwarp);
 
 	vconn_set_state(c, VCONN_PEER_CLOSED);
+	/* Requests after the event are refused inline, as when the QP saw
+	 * the error itself (docs/verbs.md, Queue pairs). */
+	if (c->qp)
+		ndk_vqp_ended(c->qp, false);
 	if (reason)
 		ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(ConnectionError),
 				  1);

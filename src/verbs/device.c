@@ -379,11 +379,11 @@ static void verbs_adapter_info(struct ndk_vadapter *v, NDK_ADAPTER_INFO *info)
 	info->MaxInboundReadLimit = clamp_ulong(MIN(d->max_qp_rd_atom, 255));
 	info->MaxOutboundReadLimit =
 		clamp_ulong(MIN(d->max_qp_init_rd_atom, 255));
-	/* A work queue's slots are counted in NDK_VWQ_MAX_DEPTH (wr.h). */
+	/* A slot index has 20 bits in a wr_id (verbs/wr.h). */
 	info->MaxReceiveQueueDepth =
-		clamp_ulong(MIN((uint64_t)d->max_qp_wr, NDK_VWQ_MAX_DEPTH));
+		MIN(clamp_ulong(d->max_qp_wr), NDK_VWQ_MAX_DEPTH);
 	info->MaxInitiatorQueueDepth =
-		clamp_ulong(MIN((uint64_t)d->max_qp_wr, NDK_VWQ_MAX_DEPTH));
+		MIN(clamp_ulong(d->max_qp_wr), NDK_VWQ_MAX_DEPTH);
 	info->MaxSrqDepth = d->max_srq ? clamp_ulong(d->max_srq_wr) : 0;
 	info->MaxCqDepth = clamp_ulong(d->max_cqe);
 	info->LargeRequestThreshold = 64 * 1024;
