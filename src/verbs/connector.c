@@ -360,6 +360,11 @@ static void vconn_peer_disconnected(struct ndk_vconn *c,
 
 	NTSTATUS reason = ndk_verbs_cm_status(e->type, e->status, iwarp);
 
+	/* A connection that ended after its QP broke (a Terminate, a remote
+	 * access error) was aborted, however rdma_cm reports its end. */
+	if (!reason && c->qp &&
+	    atomic_load_explicit(&c->qp->broken, memory_order_acquire))
+		reason = STATUS_CONNECTION_ABORTED;
 	vconn_set_state(c, VCONN_PEER_CLOSED);
 	/* Requests after the event are refused inline, as when the QP saw
 	 * the error itself (docs/verbs.md, Queue pairs). */
