@@ -32,7 +32,7 @@ class Row:
 
 LAT = "usec"
 BW = "MB/s"
-# The targets of issue 14 first (primary), then the secondary rows.
+# The rows with targets first (primary), then the secondary rows.
 ROWS = [
     Row("8 B send one-way p50 (usec)", "send_lat",
         ("send_lat", "p50_usec"), ("tcp_poll_lat", "p50_usec"),
@@ -329,7 +329,7 @@ def caption(res):
             "loopback, CRC %s, polling. Ratios are of the medians of the two "
             "sides of a pair, run back to back in each repetition; a target "
             "holds only if the ratio of medians meets it in this run. "
-            "Rows marked `*` are secondary (no target of issue 14)." % (
+            "Rows marked `*` are secondary (no target)." % (
                 "BENCH_QUICK=1 " if m.get("quick") else "", m.get("reps"),
                 m.get("commit"), m.get("date"), m.get("kernel"),
                 m.get("cpus"), "on" if m.get("mpa_crc", True) else "off"))
