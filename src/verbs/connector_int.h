@@ -29,10 +29,6 @@ enum vconn_state {
 	/* Passive side. */
 	VCONN_REQUESTED, /* ConnectEvent raised: waiting for Accept/Reject */
 	VCONN_ACCEPTING, /* rdma_accept issued: waiting for ESTABLISHED */
-	/* iWARP: ESTABLISHED came with our Reply; the Accept is held for
-	 * NDK_ACCEPT_GRACE_MS in case the initiator leaves (docs/verbs.md,
-	 * Connection management). */
-	VCONN_ACCEPT_GRACE,
 	/* Both sides. */
 	VCONN_ESTABLISHED,
 	VCONN_PEER_CLOSED, /* the peer disconnected; DisconnectEvent raised */
@@ -55,7 +51,6 @@ enum vconn_timer {
 	VCONN_TIMER_CONNECT, /* NDK_CM_TIMEOUT_MS for the whole Connect */
 	VCONN_TIMER_COMPLETE, /* twice that for the consumer's CompleteConnect */
 	VCONN_TIMER_ACCEPT, /* NDK_CM_TIMEOUT_MS for the initiator's RTU */
-	VCONN_TIMER_GRACE, /* NDK_ACCEPT_GRACE_MS (iWARP) */
 	VCONN_TIMER_DISCONNECT, /* NDK_CM_TIMEOUT_MS for NdkDisconnect */
 	VCONN_TIMER_COUNT
 };
@@ -139,7 +134,6 @@ struct rdma_conn_param vconn_param(struct ndk_vconn *c, const void *pd,
 void vconn_qp_fatal(struct ndk_obj *obj);
 NTSTATUS vconn_check_pd(const void *pd, ULONG len, ULONG max);
 uint8_t vconn_cap(ULONG v, ULONG max);
-uint64_t vconn_accept_grace_ms(void);
 
 /* connector_active.c */
 void vconn_route_resolved(struct ndk_vconn *c);
@@ -174,7 +168,6 @@ vconn_complete_connect_ex(NDK_CONNECTOR *pNdkConnector,
 
 /* connector_passive.c */
 void vconn_accepted(struct ndk_vconn *c, const struct ndk_vcm_event *e);
-void vconn_accept_done(struct ndk_vconn *c);
 NTSTATUS vconn_ndk_accept(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 			  ULONG InboundReadLimit, ULONG OutboundReadLimit,
 			  CONST PVOID pPrivateData, ULONG PrivateDataLength,

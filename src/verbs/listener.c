@@ -10,6 +10,7 @@
  * rejects it at once, so the initiator's Connect is refused as if nobody
  * listened. The backlog is rdma_cm's (NDK_LISTEN_BACKLOG).
  */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 #include <stdlib.h>
@@ -25,9 +26,22 @@
 #include "verbs/listener.h"
 
 enum vlis_state {
-	VLIS_IDLE,
-	VLIS_LISTENING,
-	VLIS_CLOSING,
+	VLIS_IDLE, /* created */
+	VLIS_LISTENING, /* NdkListen succeeded */
+	VLIS_CLOSING, /* close requested: no new requests */
+	VLIS_STATE_COUNT
+};
+
+static const char *const vlis_state_names[VLIS_STATE_COUNT] = {
+	[VLIS_IDLE] = "IDLE",
+	[VLIS_LISTENING] = "LISTENING",
+	[VLIS_CLOSING] = "CLOSING",
+};
+
+/* The legal transitions; a listener may be closed in any state. */
+static const bool vlis_transition_ok[VLIS_STATE_COUNT][VLIS_STATE_COUNT] = {
+	[VLIS_IDLE] = { [VLIS_LISTENING] = true, [VLIS_CLOSING] = true },
+	[VLIS_LISTENING] = { [VLIS_CLOSING] = true },
 };
 
 struct ndk_vlistener {
@@ -51,6 +65,22 @@ static inline struct ndk_vlistener *to_vlis(NDK_LISTENER *l)
 struct ndk_obj *ndk_vlis_obj(struct ndk_vcm_ref *ref)
 {
 	return &container_of(ref, struct ndk_vlistener, ref)->obj;
+}
+
+/* The one state setter; l->lock held. */
+static void vlis_set_state(struct ndk_vlistener *l, enum vlis_state to)
+{
+	NDK_ASSERT_LOCKED(&l->lock);
+	if (!vlis_transition_ok[l->state][to]) {
+		ndk_err("verbs: listener %p: illegal transition %s -> %s",
+			(void *)l, vlis_state_names[l->state],
+			vlis_state_names[to]);
+		assert(!"illegal listener state transition");
+		return;
+	}
+	ndk_dbg("verbs: listener %p: %s -> %s", (void *)l,
+		vlis_state_names[l->state], vlis_state_names[to]);
+	l->state = to;
 }
 
 /* Lock held. */
@@ -167,7 +197,7 @@ static NTSTATUS vlis_listen(NDK_LISTENER *pNdkListener,
 		goto out;
 	}
 	l->ep = ep;
-	l->state = VLIS_LISTENING;
+	vlis_set_state(l, VLIS_LISTENING);
 	ndk_endpoint_publish(ep, ad);
 	/* Listening now: no callback (NDK_FN_REQUEST_COMPLETION). */
 out:
@@ -218,7 +248,8 @@ static void vlis_close_begin(struct ndk_obj *obj)
 	struct ndk_vlistener *l = container_of(obj, struct ndk_vlistener, obj);
 
 	ndk_lock(&l->lock);
-	l->state = VLIS_CLOSING;
+	if (l->state != VLIS_CLOSING)
+		vlis_set_state(l, VLIS_CLOSING);
 	vlis_destroy_id(l);
 	ndk_unlock(&l->lock);
 }
