@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "verbs/connector.h"
 #include "verbs/connector_int.h"
 
 static const char *const vconn_state_names[VCONN_STATE_COUNT] = {

@@ -16,7 +16,9 @@
 #include "front/conndata.h"
 #include "front/shared_endpoint.h"
 #include "oid/registry.h"
-#include "verbs/connector.h"
+#include "front/endpoint.h"
+#include "front/object.h"
+#include "verbs/cm_event.h"
 #include "verbs/qp.h"
 
 enum vconn_state {

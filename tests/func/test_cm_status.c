@@ -671,17 +671,17 @@ static void test_abandoned_after_timeout(void **state)
 	struct tool_listener l;
 	NDK_CONNECTOR *c = cm_connector(&cli), *in, *blk;
 	NDK_SHARED_ENDPOINT *sep;
-	struct blocker b = { .ms = 3000 };
+	struct blocker b = { .ms = 1600 };
 	struct cm_req r, acc;
 	struct disc d = { 0 };
 	NTSTATUS st;
 
-	setenv("NDK_CM_TIMEOUT_MS", "1000", 1);
+	setenv("NDK_CM_TIMEOUT_MS", "500", 1);
 	assert_int_equal(cm_listen(&srv, &l, (struct sockaddr *)&any),
 			 STATUS_SUCCESS);
 	in = connect_accept_ex(c, &l, &r, &acc, &d);
 	blk = block_engine(&srv, &b, &sep);
-	tu_sleep_ms(2 * 1000 + 300);
+	tu_sleep_ms(2 * 500 + 200);
 	assert_int_equal(
 		c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL),
 		STATUS_IO_TIMEOUT);
