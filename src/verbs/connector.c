@@ -43,7 +43,6 @@ static const char *const vconn_state_names[VCONN_STATE_COUNT] = {
 	[VCONN_REPLIED] = "REPLIED",
 	[VCONN_REQUESTED] = "REQUESTED",
 	[VCONN_ACCEPTING] = "ACCEPTING",
-	[VCONN_ACCEPT_GRACE] = "ACCEPT_GRACE",
 	[VCONN_ESTABLISHED] = "ESTABLISHED",
 	[VCONN_PEER_CLOSED] = "PEER_CLOSED",
 	[VCONN_DISCONNECTING] = "DISCONNECTING",
@@ -72,13 +71,9 @@ static const bool vconn_transition_ok[VCONN_STATE_COUNT][VCONN_STATE_COUNT] = {
 	[VCONN_REQUESTED] = { [VCONN_ACCEPTING] = true,
 			      [VCONN_ABANDONED] = true,
 			      [VCONN_CLOSED] = true },
-	[VCONN_ACCEPTING] = { [VCONN_ACCEPT_GRACE] = true,
-			      [VCONN_ESTABLISHED] = true,
+	[VCONN_ACCEPTING] = { [VCONN_ESTABLISHED] = true,
 			      [VCONN_FAILED] = true,
 			      [VCONN_CLOSED] = true },
-	[VCONN_ACCEPT_GRACE] = { [VCONN_ESTABLISHED] = true,
-				 [VCONN_FAILED] = true,
-				 [VCONN_CLOSED] = true },
 	[VCONN_ESTABLISHED] = { [VCONN_PEER_CLOSED] = true,
 				[VCONN_DISCONNECTING] = true,
 				[VCONN_CLOSED] = true },
@@ -123,15 +118,6 @@ static void vconn_publish(struct ndk_vconn *c)
 /* ------------------------------------------------------------------ */
 /* The timer, c->conn.lock held                                            */
 
-/*
- * NDK_ACCEPT_GRACE_MS, the software provider's knob for initiators that
- * send no RTR (docs/ndk.md, Accepting): iWARP devices send none either.
- */
-uint64_t vconn_accept_grace_ms(void)
-{
-	return ndk_config_u64("NDK_ACCEPT_GRACE_MS", 50, 0, 60000);
-}
-
 #define VCONN_BIT(s) (1u << (s))
 
 /* The states each purpose may run in (enum vconn_timer). */
@@ -141,7 +127,6 @@ static const uint32_t vconn_timer_states[VCONN_TIMER_COUNT] = {
 				VCONN_BIT(VCONN_CONNECTING),
 	[VCONN_TIMER_COMPLETE] = VCONN_BIT(VCONN_REPLIED),
 	[VCONN_TIMER_ACCEPT] = VCONN_BIT(VCONN_ACCEPTING),
-	[VCONN_TIMER_GRACE] = VCONN_BIT(VCONN_ACCEPT_GRACE),
 	[VCONN_TIMER_DISCONNECT] = VCONN_BIT(VCONN_DISCONNECTING),
 };
 
@@ -150,7 +135,6 @@ static const char *const vconn_timer_names[VCONN_TIMER_COUNT] = {
 	[VCONN_TIMER_CONNECT] = "connect",
 	[VCONN_TIMER_COMPLETE] = "complete-connect",
 	[VCONN_TIMER_ACCEPT] = "accept",
-	[VCONN_TIMER_GRACE] = "accept-grace",
 	[VCONN_TIMER_DISCONNECT] = "disconnect",
 };
 
@@ -216,7 +200,6 @@ static const enum ndk_conn_phase vconn_phase[VCONN_STATE_COUNT] = {
 	[VCONN_REPLIED] = NDK_CONN_REPLIED,
 	[VCONN_REQUESTED] = NDK_CONN_REQUESTED,
 	[VCONN_ACCEPTING] = NDK_CONN_ACCEPTING,
-	[VCONN_ACCEPT_GRACE] = NDK_CONN_ACCEPTING,
 	[VCONN_ESTABLISHED] = NDK_CONN_ESTABLISHED,
 	[VCONN_PEER_CLOSED] = NDK_CONN_PEER_CLOSED,
 	[VCONN_DISCONNECTING] = NDK_CONN_DISCONNECTING,
@@ -484,12 +467,6 @@ static void vconn_event_locked(struct ndk_vconn *c,
 		if (vconn_is_failure(e->type))
 			vconn_abandon(c, STATUS_CONNECTION_ABORTED);
 		return;
-	case VCONN_ACCEPT_GRACE:
-		/* The initiator left right after our Reply: it never
-		 * completed (NDK_FN_ACCEPT_EX). */
-		if (vconn_is_failure(e->type))
-			vconn_attempt_failed(c, STATUS_CONNECTION_ABORTED);
-		return;
 	case VCONN_ACCEPTING:
 		if (e->type == RDMA_CM_EVENT_ESTABLISHED)
 			vconn_accepted(c, e);
@@ -601,10 +578,6 @@ static void vconn_timer_fn(struct ndk_timer *t)
 	case VCONN_TIMER_ACCEPT:
 		/* The initiator never completed (NDK_FN_ACCEPT_EX). */
 		vconn_attempt_failed(c, STATUS_IO_TIMEOUT);
-		break;
-	case VCONN_TIMER_GRACE:
-		/* The initiator stayed: the Accept completes. */
-		vconn_accept_done(c);
 		break;
 	case VCONN_TIMER_DISCONNECT:
 		/* NdkDisconnect was never answered. */

@@ -31,10 +31,6 @@ enum vconn_state {
 	/* Passive side. */
 	VCONN_REQUESTED, /* ConnectEvent raised: waiting for Accept/Reject */
 	VCONN_ACCEPTING, /* rdma_accept issued: waiting for ESTABLISHED */
-	/* iWARP: ESTABLISHED came with our Reply; the Accept is held for
-	 * NDK_ACCEPT_GRACE_MS in case the initiator leaves (docs/verbs.md,
-	 * Connection management). */
-	VCONN_ACCEPT_GRACE,
 	/* Both sides. */
 	VCONN_ESTABLISHED,
 	VCONN_PEER_CLOSED, /* the peer disconnected; DisconnectEvent raised */
@@ -57,7 +53,6 @@ enum vconn_timer {
 	VCONN_TIMER_CONNECT, /* NDK_CM_TIMEOUT_MS for the whole Connect */
 	VCONN_TIMER_COMPLETE, /* twice that for the consumer's CompleteConnect */
 	VCONN_TIMER_ACCEPT, /* NDK_CM_TIMEOUT_MS for the initiator's RTU */
-	VCONN_TIMER_GRACE, /* NDK_ACCEPT_GRACE_MS (iWARP) */
 	VCONN_TIMER_DISCONNECT, /* NDK_CM_TIMEOUT_MS for NdkDisconnect */
 	VCONN_TIMER_COUNT
 };
@@ -127,7 +122,6 @@ struct rdma_conn_param vconn_param(struct ndk_vconn *c, const void *pd,
 				   uint8_t pd_len, uint8_t ird, uint8_t ord);
 void vconn_qp_fatal(struct ndk_obj *obj);
 uint8_t vconn_cap(ULONG v, ULONG max);
-uint64_t vconn_accept_grace_ms(void);
 
 /* The connection operations (front/connector.h), c->conn.lock held. */
 NTSTATUS ndk_vconn_connect(struct ndk_conn *c,
@@ -142,6 +136,5 @@ void vconn_replied(struct ndk_vconn *c, const struct ndk_vcm_event *e);
 
 /* connector_passive.c */
 void vconn_accepted(struct ndk_vconn *c, const struct ndk_vcm_event *e);
-void vconn_accept_done(struct ndk_vconn *c);
 
 #endif /* NDK_VERBS_CONNECTOR_INT_H */

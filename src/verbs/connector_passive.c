@@ -23,24 +23,14 @@ void vconn_accepted(struct ndk_vconn *c, const struct ndk_vcm_event *e)
 		c->conn.eff_ord = e->responder_resources;
 	}
 	/*
-	 * iWARP has no RTU: the kernel's iw_cm reports ESTABLISHED as soon as
-	 * our Reply is out, before the initiator has even read it, let alone
-	 * called CompleteConnect. An initiator that rejects or closes at once
-	 * is still caught by holding the Accept a little, as the software
-	 * provider does for peers that send no RTR (docs/verbs.md,
-	 * Connection management).
+	 * IB and RoCE: the RTU, the initiator's CompleteConnect. iWARP has
+	 * none: the kernel's iw_cm reports ESTABLISHED as soon as our Reply
+	 * is out, and nothing later tells an initiator that completes from
+	 * one that goes away (siw reports every close of the stream alike),
+	 * so the Accept completes now and such an initiator ends the
+	 * connection: the disconnect event (docs/verbs.md, Connection
+	 * management).
 	 */
-	if (vconn_vad(c)->iwarp && vconn_accept_grace_ms()) {
-		vconn_set_state(c, VCONN_ACCEPT_GRACE);
-		vconn_arm_timer(c, VCONN_TIMER_GRACE, vconn_accept_grace_ms());
-		return;
-	}
-	vconn_accept_done(c);
-}
-
-/* ACCEPTING or ACCEPT_GRACE: the connection is up, the Accept succeeds. */
-void vconn_accept_done(struct ndk_vconn *c)
-{
 	ndk_vqp_connected(c->qp);
 	vconn_set_state(c, VCONN_ESTABLISHED);
 	ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(Accept), 1);

@@ -160,8 +160,7 @@ static void test_handshake_data(void **state)
 	assert_int_equal(cm_req_wait(&conn, 5000), STATUS_SUCCESS);
 	/* Accept waits for CompleteConnect (the software provider's RTR,
 	 * the IB CM's RTU); an iWARP device's kernel CM completes it with
-	 * the MPA Reply, and the provider holds it only
-	 * NDK_ACCEPT_GRACE_MS (docs/verbs.md, Connection management). */
+	 * the MPA Reply (docs/verbs.md, Connection management). */
 	if (software || srv.info.RdmaTechnology != NdkiWarp)
 		assert_int_equal(cm_req_wait(&acc, 50), -1);
 
