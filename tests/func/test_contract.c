@@ -1990,6 +1990,12 @@ static void expected(const struct row *r, char *exp, char *alt, size_t n)
 static const struct known_row {
 	const char *dev, *row, *why;
 } known[] = {
+	{ "siw", "REPLIED.RejectThenPeerAccept",
+	  "iWARP: the kernel CM completes the Accept with its Reply; docs/verbs.md, Contract differences" },
+	{ "siw", "ACCEPTING.Disconnect",
+	  "iWARP: the kernel CM completes the Accept with its Reply; docs/verbs.md, Contract differences" },
+	{ "siw", "ABANDONED.PeerAcceptCompletionOnClose",
+	  "iWARP: the kernel CM completes the Accept with its Reply; docs/verbs.md, Contract differences" },
 	{ "siw", "ACCEPTING.AcceptWaitsForCompleteConnect",
 	  "iWARP: the kernel CM completes the Accept with its Reply; docs/verbs.md, Contract differences" },
 	{ "siw", "TIMED_OUT.PeerAcceptCompletion",
