@@ -476,29 +476,42 @@ conn_complete_connect_ex(NDK_CONNECTOR *pNdkConnector,
 			     DisconnectEventContext);
 }
 
+/* NdkAccept and NdkAcceptEx: one disconnect callback or the other. */
 static NTSTATUS conn_accept(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
-			    struct ndk_conn_accept *a)
+			    ULONG ird, ULONG ord, const void *pd, ULONG pd_len,
+			    NDK_FN_DISCONNECT_EVENT_CALLBACK disc,
+			    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_ex,
+			    PVOID disc_ctx, NDK_FN_REQUEST_COMPLETION cb,
+			    PVOID ctx)
 {
 	struct ndk_conn *c = to_ndk_conn(pNdkConnector);
+	struct ndk_conn_accept a = {
+		.ird = ird,
+		.ord = ord,
+		.pd = pd,
+		.pd_len = pd_len,
+		.cb = cb,
+		.ctx = ctx,
+	};
 	NTSTATUS status;
 
-	a->qp = pNdkQp ? ndk_obj_typed(&pNdkQp->Header, NdkObjectTypeQp,
-				       c->obj.adapter)
-		       : NULL;
-	if (!a->qp)
+	a.qp = pNdkQp ? ndk_obj_typed(&pNdkQp->Header, NdkObjectTypeQp,
+				      c->obj.adapter)
+		      : NULL;
+	if (!a.qp)
 		return STATUS_INVALID_PARAMETER;
 	status = ndk_conn_check_private_data(
-		a->pd, a->pd_len, c->obj.adapter->info.MaxCalleeData);
+		pd, pd_len, c->obj.adapter->info.MaxCalleeData);
 	if (status)
 		return status;
 	ndk_lock(&c->lock);
 	status = ndk_conn_check_call(c, NDK_CALL_ACCEPT);
 	if (!status) {
 		/* Kept even if the call fails: no event follows then. */
-		c->disc_cb = a->disc;
-		c->disc_cb_ex = a->disc_ex;
-		c->disc_ctx = a->disc_ctx;
-		status = conn_ops(c)->accept(c, a);
+		c->disc_cb = disc;
+		c->disc_cb_ex = disc_ex;
+		c->disc_ctx = disc_ctx;
+		status = conn_ops(c)->accept(c, &a);
 	}
 	ndk_unlock(&c->lock);
 	return status;
@@ -513,18 +526,10 @@ conn_ndk_accept(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 		NDK_FN_REQUEST_COMPLETION RequestCompletion,
 		PVOID RequestContext)
 {
-	struct ndk_conn_accept a = {
-		.ird = InboundReadLimit,
-		.ord = OutboundReadLimit,
-		.pd = pPrivateData,
-		.pd_len = PrivateDataLength,
-		.disc = DisconnectEvent,
-		.disc_ctx = DisconnectEventContext,
-		.cb = RequestCompletion,
-		.ctx = RequestContext,
-	};
-
-	return conn_accept(pNdkConnector, pNdkQp, &a);
+	return conn_accept(pNdkConnector, pNdkQp, InboundReadLimit,
+			   OutboundReadLimit, pPrivateData, PrivateDataLength,
+			   DisconnectEvent, NULL, DisconnectEventContext,
+			   RequestCompletion, RequestContext);
 }
 
 static NTSTATUS
@@ -536,18 +541,10 @@ conn_ndk_accept_ex(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 		   NDK_FN_REQUEST_COMPLETION RequestCompletion,
 		   PVOID RequestContext)
 {
-	struct ndk_conn_accept a = {
-		.ird = InboundReadLimit,
-		.ord = OutboundReadLimit,
-		.pd = pPrivateData,
-		.pd_len = PrivateDataLength,
-		.disc_ex = DisconnectEvent,
-		.disc_ctx = DisconnectEventContext,
-		.cb = RequestCompletion,
-		.ctx = RequestContext,
-	};
-
-	return conn_accept(pNdkConnector, pNdkQp, &a);
+	return conn_accept(pNdkConnector, pNdkQp, InboundReadLimit,
+			   OutboundReadLimit, pPrivateData, PrivateDataLength,
+			   NULL, DisconnectEvent, DisconnectEventContext,
+			   RequestCompletion, RequestContext);
 }
 
 /* The limit is what every transport's refusal carries (MaxCalleeData). */

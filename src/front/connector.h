@@ -178,15 +178,12 @@ struct ndk_conn_connect {
 };
 
 /* NdkAccept(Ex), checked: a QP of the adapter, private data within
- * MaxCalleeData; one of the two disconnect callbacks. */
+ * MaxCalleeData (the disconnect callback is the connector's already). */
 struct ndk_conn_accept {
 	struct ndk_obj *qp;
 	ULONG ird, ord;
 	const void *pd;
 	ULONG pd_len;
-	NDK_FN_DISCONNECT_EVENT_CALLBACK disc;
-	NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_ex;
-	PVOID disc_ctx;
 	NDK_FN_REQUEST_COMPLETION cb;
 	PVOID ctx;
 };
