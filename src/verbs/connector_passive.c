@@ -41,15 +41,17 @@ void vconn_accepted(struct ndk_vconn *c, const struct ndk_vcm_event *e)
 /* Accept and Reject                                                  */
 
 /*
- * iWARP: whether the initiator left a request not yet answered. The
- * kernel CM keeps such a request without a word (siw even sends the
- * answer into the closed stream), but the TCP connection it came on
- * shows it. Then the attempt is abandoned as NDK wants (NDK_FN_ACCEPT,
- * NDK_FN_REJECT: STATUS_CONNECTION_ABORTED). c->lock held, REQUESTED.
+ * siw: whether the initiator left a request not yet answered. The kernel
+ * CM keeps such a request without a word (siw even sends the answer into
+ * the closed stream), but the TCP connection it came on shows it: siw's
+ * streams are the kernel's own (an offloading RNIC's are not, so only
+ * siw is asked). Then the attempt is abandoned as NDK wants
+ * (NDK_FN_ACCEPT, NDK_FN_REJECT: STATUS_CONNECTION_ABORTED). c->lock
+ * held, REQUESTED.
  */
 static bool vconn_initiator_left(struct ndk_vconn *c)
 {
-	if (!vconn_vad(c)->iwarp ||
+	if (!vconn_vad(c)->siw ||
 	    ndk_tcp_peer_state((struct sockaddr *)&c->conn.local,
 			       (struct sockaddr *)&c->conn.peer) !=
 		    NDK_TCP_PEER_GONE)
