@@ -344,9 +344,13 @@ static void vconn_peer_disconnected(struct ndk_vconn *c,
 	NTSTATUS reason = ndk_verbs_cm_status(e->type, e->status, iwarp);
 
 	/* A connection that ended after its QP broke (a Terminate, a remote
-	 * access error) was aborted, however rdma_cm reports its end. */
+	 * access error) was aborted, however rdma_cm reports its end. On IB
+	 * and RoCE the peer's DREQ may come before the QP's error event, but
+	 * the responder's QP is in the error state already (an orderly end
+	 * leaves it in RTS: rdma_cm does not own our QP). */
 	if (!reason && c->qp &&
-	    atomic_load_explicit(&c->qp->broken, memory_order_acquire))
+	    (atomic_load_explicit(&c->qp->broken, memory_order_acquire) ||
+	     (!iwarp && ndk_vqp_device_error(c->qp))))
 		reason = STATUS_CONNECTION_ABORTED;
 	vconn_set_state(c, VCONN_PEER_CLOSED);
 	/* Requests after the event are refused inline, as when the QP saw

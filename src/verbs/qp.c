@@ -218,6 +218,20 @@ void ndk_vqp_connected(struct ndk_vqp *qp)
 	ndk_unlock(&qp->lock);
 }
 
+bool ndk_vqp_device_error(struct ndk_vqp *qp)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+	bool err = false;
+
+	ndk_lock(&qp->lock);
+	if (!qp->flushed && qp->qp &&
+	    !ibv_query_qp(qp->qp, &a, IBV_QP_STATE, &ia))
+		err = a.qp_state == IBV_QPS_ERR;
+	ndk_unlock(&qp->lock);
+	return err;
+}
+
 void ndk_vqp_ended(struct ndk_vqp *qp, bool flush)
 {
 	ndk_lock(&qp->lock);

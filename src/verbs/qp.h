@@ -89,6 +89,9 @@ int ndk_vqp_ib_ready(struct ndk_vqp *qp, struct rdma_cm_id *id, uint8_t ird,
 		     uint8_t ord);
 void ndk_vqp_connected(struct ndk_vqp *qp);
 void ndk_vqp_ended(struct ndk_vqp *qp, bool flush);
+/* The device put the QP in its error state by itself (a remote access
+ * error, a Terminate), not a flush of ours. */
+bool ndk_vqp_device_error(struct ndk_vqp *qp);
 /* NdkFlush's work: the verbs error state. */
 void ndk_vqp_flush(struct ndk_vqp *qp);
 /* An asynchronous event of the QP (arg: its enum ibv_event_type), from

@@ -2028,8 +2028,6 @@ static const struct known_row {
 	  "siw leaves a refused Read outstanding until a flush; docs/verbs.md, Contract differences" },
 	{ "siw", "AFTER_ERROR.InitiatorDisconnectReason",
 	  "the end of the stream comes before the QP error; docs/verbs.md, Contract differences" },
-	{ "rxe", "AFTER_ERROR.TargetDisconnectReason",
-	  "the peer's DREQ comes before the QP error; docs/verbs.md, Contract differences" },
 	{ NULL, NULL, NULL },
 };
 
