@@ -143,7 +143,8 @@ static NTSTATUS cq_control_moderation(NDK_CQ *pNdkCq, ULONG ModerationInterval,
 	struct ndk_cq *cq = to_ndk_cq(pNdkCq);
 
 	if (!(cq->obj.adapter->info.AdapterFlags &
-	      NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED))
+	      NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED) ||
+	    !cq_prov(cq)->cq_moderation)
 		return STATUS_NOT_SUPPORTED;
 	return cq_prov(cq)->cq_moderation(cq, ModerationInterval,
 					  ModerationCount);

@@ -154,7 +154,8 @@ static void listener_destroy(struct ndk_obj *obj)
 {
 	struct ndk_listener *l = container_of(obj, struct ndk_listener, obj);
 
-	obj->adapter->provider->listener_fini(l);
+	if (obj->adapter->provider->listener_fini)
+		obj->adapter->provider->listener_fini(l);
 	ndk_lock_destroy(&l->lock);
 	free(l);
 }

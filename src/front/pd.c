@@ -12,7 +12,8 @@
 
 static void pd_destroy(struct ndk_obj *obj)
 {
-	obj->adapter->provider->pd_fini(obj);
+	if (obj->adapter->provider->pd_fini)
+		obj->adapter->provider->pd_fini(obj);
 	free(obj);
 }
 

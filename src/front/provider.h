@@ -96,7 +96,7 @@ struct ndk_provider_ops {
 	 * (max > 0) in order, making progress first if the CQ is empty;
 	 * cq_arm gets a valid type; cq_resize a depth within MaxCqDepth on
 	 * an adapter that announces resizing; cq_moderation runs only on
-	 * one that announces moderation.
+	 * one that announces moderation (NULL: none).
 	 */
 	ULONG (*cq_poll)(struct ndk_cq *cq, NDK_RESULT_EX *out, ULONG max);
 	void (*cq_arm)(struct ndk_cq *cq, ULONG type);
@@ -134,7 +134,8 @@ struct ndk_provider_ops {
 	 * The PD is the front end's object (front/pd.c) with the
 	 * provider's state behind it: pd_size bytes, struct ndk_obj first,
 	 * zeroed; pd_init sets up the provider's part (an NTSTATUS),
-	 * pd_fini releases it (also after a pd_init that failed half way).
+	 * pd_fini releases it (also after a pd_init that failed half way;
+	 * NULL: nothing to release).
 	 * privileged_token is NdkGetPrivilegedMemoryRegionToken's answer.
 	 */
 	size_t pd_size;
@@ -152,7 +153,7 @@ struct ndk_provider_ops {
 	 * The listener is front/listener.c's object with the provider's
 	 * state behind it: listener_size bytes, struct ndk_listener first,
 	 * zeroed. listener_init sets up the provider's part (an NTSTATUS;
-	 * listener_fini runs after a failed one too); listen starts
+	 * listener_fini, if any, runs after a failed one too); listen starts
 	 * listening on the endpoint NdkListen reserved (on failure the front
 	 * end drops the reservation); listener_close stops taking requests
 	 * once the close begins. listen and listener_close run with l->lock

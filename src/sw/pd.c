@@ -12,8 +12,3 @@ NTSTATUS sw_pd_init(struct ndk_obj *obj)
 		atomic_fetch_add(&next_pd_id, 1);
 	return STATUS_SUCCESS;
 }
-
-void sw_pd_fini(struct ndk_obj *obj)
-{
-	(void)obj;
-}

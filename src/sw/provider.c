@@ -32,7 +32,6 @@ const struct ndk_provider_ops ndk_software_provider = {
 	.create_qp = sw_create_qp,
 	.pd_size = sizeof(struct sw_pd),
 	.pd_init = sw_pd_init,
-	.pd_fini = sw_pd_fini,
 	.privileged_token = SW_PRIVILEGED_TOKEN,
 	.create_shared_endpoint = ndk_create_shared_endpoint,
 	.create_connector = sw_create_connector,

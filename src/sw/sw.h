@@ -43,6 +43,5 @@ NTSTATUS sw_create_qp(struct ndk_obj *pd, const struct ndk_qp_attr *attr,
 		      NDK_QP **out);
 /* The provider's part of a PD (front/pd.c). */
 NTSTATUS sw_pd_init(struct ndk_obj *pd);
-void sw_pd_fini(struct ndk_obj *pd);
 
 #endif /* SW_SW_H */

@@ -564,16 +564,6 @@ NTSTATUS ndk_vcq_resize(struct ndk_cq *base, ULONG CqDepth)
 		   : STATUS_SUCCESS;
 }
 
-/* Not announced (CQ_INTERRUPT_MODERATION): siw and rxe have none. */
-NTSTATUS ndk_vcq_moderation(struct ndk_cq *base, ULONG ModerationInterval,
-			    ULONG ModerationCount)
-{
-	(void)base;
-	(void)ModerationInterval;
-	(void)ModerationCount;
-	return STATUS_NOT_SUPPORTED;
-}
-
 static void vcq_close_begin(struct ndk_obj *obj)
 {
 	struct ndk_vcq *cq = container_of(obj, struct ndk_vcq, base.obj);

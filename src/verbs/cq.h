@@ -22,7 +22,6 @@ struct ndk_cq_attr;
 ULONG ndk_vcq_poll(struct ndk_cq *cq, NDK_RESULT_EX *out, ULONG max);
 void ndk_vcq_arm(struct ndk_cq *cq, ULONG type);
 NTSTATUS ndk_vcq_resize(struct ndk_cq *cq, ULONG depth);
-NTSTATUS ndk_vcq_moderation(struct ndk_cq *cq, ULONG interval, ULONG count);
 /* The provider's create (front/provider.h): front/cq.c checked attr. */
 NTSTATUS ndk_verbs_create_cq(struct ndk_adapter *ad,
 			     const struct ndk_cq_attr *attr, NDK_CQ **ppNdkCq);

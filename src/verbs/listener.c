@@ -144,8 +144,3 @@ NTSTATUS ndk_verbs_listener_init(struct ndk_listener *lis)
 		NDK_VCM_LISTENER;
 	return STATUS_SUCCESS;
 }
-
-void ndk_verbs_listener_fini(struct ndk_listener *lis)
-{
-	(void)lis;
-}

@@ -22,7 +22,6 @@ struct ndk_vlistener {
 NTSTATUS ndk_verbs_listener_init(struct ndk_listener *l);
 NTSTATUS ndk_verbs_listen(struct ndk_listener *l, struct ndk_endpoint *ep);
 void ndk_verbs_listener_close(struct ndk_listener *l);
-void ndk_verbs_listener_fini(struct ndk_listener *l);
 
 /* The cm channel's entry points for a listener's id (verbs/cm.c). */
 struct ndk_obj *ndk_vlis_obj(struct ndk_vcm_ref *ref);

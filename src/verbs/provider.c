@@ -28,7 +28,6 @@ const struct ndk_provider_ops ndk_verbs_provider = {
 	.cq_poll = ndk_vcq_poll,
 	.cq_arm = ndk_vcq_arm,
 	.cq_resize = ndk_vcq_resize,
-	.cq_moderation = ndk_vcq_moderation,
 	.create_mr = ndk_verbs_create_mr,
 	.mr_register = ndk_verbs_mr_register,
 	.mr_deregister = ndk_verbs_mr_deregister,
@@ -49,6 +48,5 @@ const struct ndk_provider_ops ndk_verbs_provider = {
 	.listener_init = ndk_verbs_listener_init,
 	.listen = ndk_verbs_listen,
 	.listener_close = ndk_verbs_listener_close,
-	.listener_fini = ndk_verbs_listener_fini,
 	.lam_released = ndk_vlam_released,
 };
