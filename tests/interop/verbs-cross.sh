@@ -164,7 +164,7 @@ for s in "${sizes[@]}"; do
 "
 done
 for s in "${ping_sizes[@]}"; do
-	g+="/opt/ndk/ndkping -V -c $ping_count -i 0 -S $s 10.0.2.2:17181 >/tmp/pc$s.log 2>&1; echo \"GUEST-PING-CLIENT $s \$?\"; tail -n 3 /tmp/pc$s.log | sed 's/^/GUEST-PING-OUT $s /'
+	g+="/opt/ndk/ndkping --verify -n $ping_count -i 0 -S $s 10.0.2.2:17181 >/tmp/pc$s.log 2>&1; echo \"GUEST-PING-CLIENT $s \$?\"; tail -n 3 /tmp/pc$s.log | sed 's/^/GUEST-PING-OUT $s /'
 "
 done
 for r in "${perf_runs[@]}"; do
@@ -247,7 +247,7 @@ done
 if ((nping)) && listening 7178 1; then
 	for s in "${ping_sizes[@]}"; do
 		f=$out/host-ping-client-$s.log
-		if NDK_PROVIDER=software NDK_MPA_CRC=$crc timeout 120 "$ping" -V -c "$ping_count" \
+		if NDK_PROVIDER=software NDK_MPA_CRC=$crc timeout 120 "$ping" --verify -n "$ping_count" \
 			-i 0 -S "$s" 127.0.0.1:17178 >"$f" 2>&1 &&
 			grep -q "^verify: $ping_count of $ping_count echoes byte-exact" "$f"; then
 			echo "PASS guest-server ping $s (host client, software): $(grep -o 'rtt .*' "$f")"

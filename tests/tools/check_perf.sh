@@ -33,10 +33,18 @@ wait_port() {
 
 # --- ndkping ---------------------------------------------------------
 port=$(free_port)
-"$ndkping" -s -p "$port" >"$tmp/ping-server.log" 2>&1 &
-pids+=($!)
-wait_port "$port"
-"$ndkping" -c 5 -i 1 -S 100 "127.0.0.1:$port" >"$tmp/ping.log" 2>&1 ||
+# A wildcard server (docs/tools.md, Servers): one adapter per interface.
+"$ndkping" -s -b 0.0.0.0 -p "$port" >"$tmp/ping-server.log" 2>&1 &
+ping_server=$!
+pids+=($ping_server)
+for _ in $(seq 100); do
+	grep -q "^ndkping: listening on 0.0.0.0:$port (" "$tmp/ping-server.log" &&
+		break
+	sleep 0.1
+done
+grep -q "^ndkping: listening on 0.0.0.0:$port (" "$tmp/ping-server.log" ||
+	fail "ndkping -s -b 0.0.0.0: no listening line"
+"$ndkping" -n 5 -i 0.001 -S 100 "127.0.0.1:$port" >"$tmp/ping.log" 2>&1 ||
 	fail "ndkping exited $?"
 grep -q "own read limits requested: IRD [0-9]* ORD [0-9]*" "$tmp/ping.log" ||
 	fail "ndkping: no read limits"
@@ -46,28 +54,67 @@ grep -q 'peer read limits IRD [0-9]* ORD [0-9]*; private data 14 bytes "ndkping 
 	fail "ndkping: not 5 replies"
 grep -q "5 sent, 5 received, 0% loss" "$tmp/ping.log" ||
 	fail "ndkping: loss"
-# -V: every echo checked against the pattern sent.
-"$ndkping" -V -c 3 -i 0 -S 4097 "127.0.0.1:$port" >"$tmp/ping-v.log" 2>&1 ||
-	fail "ndkping -V exited $?"
+closed_want=1
+# The same server through the machine's other address, if it has one.
+other=$(ip -4 -o addr show up scope global 2>/dev/null |
+	awk '{ sub("/.*", "", $4); print $4; exit }')
+if [ -n "$other" ]; then
+	"$ndkping" -n 2 -i 0 -j "$other:$port" >"$tmp/ping-other.json" \
+		2>"$tmp/ping-other.log" || fail "ndkping to $other: exit $?"
+	python3 - "$tmp/ping-other.json" "$other" <<'PY' || fail "ndkping -j to $other"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["tool"] == "ndkping" and d["target"].startswith(sys.argv[2] + ":"), d
+assert d["interface"] != "lo", d
+assert (d["sent"], d["received"], d["size"]) == (2, 2, 8), d
+assert 0 < d["rtt_min_usec"] <= d["rtt_mean_usec"] <= d["rtt_max_usec"], d
+PY
+	closed_want=$((closed_want + 1))
+	echo "ok: ndkping -s -b 0.0.0.0 served 127.0.0.1 and $other"
+else
+	echo "(no global IPv4 address: the wildcard server was tried on lo only)"
+fi
+# --verify: every echo checked against the pattern sent.
+"$ndkping" --verify -n 3 -i 0 -S 4097 "127.0.0.1:$port" >"$tmp/ping-v.log" 2>&1 ||
+	fail "ndkping --verify exited $?"
 grep -q "^verify: 3 of 3 echoes byte-exact" "$tmp/ping-v.log" ||
-	fail "ndkping -V: no verified echoes"
+	fail "ndkping --verify: no verified echoes"
 # The server serves one client at a time: the next one, after a client
 # that left gracefully and one that was killed, is served too.
-"$ndkping" -c 0 -i 10 "127.0.0.1:$port" >/dev/null 2>&1 &
+"$ndkping" -n 0 -i 0.01 "127.0.0.1:$port" >/dev/null 2>&1 &
 victim=$!
 sleep 1
 kill -9 "$victim"
 wait "$victim" 2>/dev/null || true
-timeout 20 "$ndkping" -c 2 -i 1 "127.0.0.1:$port" >"$tmp/ping.log" 2>&1 ||
+timeout 20 "$ndkping" -n 2 -i 0.001 "127.0.0.1:$port" >"$tmp/ping.log" 2>&1 ||
 	fail "ndkping after a killed client: exit $?"
 grep -q "2 sent, 2 received, 0% loss" "$tmp/ping.log" ||
 	fail "ndkping after a killed client: loss"
+closed_want=$((closed_want + 3))
 closed() { grep -c '^connection closed (STATUS_SUCCESS)' "$tmp/ping-server.log"; }
 for _ in $(seq 100); do
-	[ "$(closed)" = 4 ] && break
+	[ "$(closed)" = $closed_want ] && break
 	sleep 0.1
 done
-[ "$(closed)" = 4 ] || fail "ndkping server: not 4 connections closed"
+[ "$(closed)" = $closed_want ] ||
+	fail "ndkping server: not $closed_want connections closed"
+# A client interrupted mid-run prints its summary and exits 0.
+"$ndkping" -n 0 -i 0.01 "127.0.0.1:$port" >"$tmp/ping-int.log" 2>&1 &
+victim=$!
+sleep 0.5
+kill -INT "$victim"
+wait "$victim" || fail "ndkping ended by SIGINT: exit $?"
+grep -q "^[1-9][0-9]* sent, [1-9][0-9]* received, 0% loss" "$tmp/ping-int.log" ||
+	fail "ndkping ended by SIGINT: no summary"
+# Nothing listens: could not connect is status 3.
+rc=0
+"$ndkping" -n 1 "127.0.0.1:$(free_port)" >/dev/null 2>&1 || rc=$?
+[ "$rc" = 3 ] || fail "ndkping to a closed port: exit $rc, not 3"
+# SIGTERM ends the server with its summary and status 0.
+kill -TERM "$ping_server"
+wait "$ping_server" || fail "ndkping server ended by SIGTERM: exit $?"
+grep -q "^ndkping: served [0-9]* connections" "$tmp/ping-server.log" ||
+	fail "ndkping server: no summary"
 echo "ok: ndkping"
 
 # --- ndkperf ---------------------------------------------------------

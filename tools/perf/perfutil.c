@@ -99,15 +99,21 @@ void perf_cq_abandon(struct perf_cq *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
-void perf_cq_wait_any(struct perf_cq *c)
+void perf_cq_wait_any(struct perf_cq *c, unsigned int ms)
 {
+	struct timespec ts = tool_deadline(ms);
+
 	pthread_mutex_lock(&c->lock);
 	c->notified = false;
 	pthread_mutex_unlock(&c->lock);
 	c->cq->Dispatch->NdkArmCq(c->cq, NDK_CQ_NOTIFY_ANY);
 	pthread_mutex_lock(&c->lock);
-	while (!c->notified && !atomic_load(&c->abandoned))
-		pthread_cond_wait(&c->cond, &c->lock);
+	while (!c->notified && !atomic_load(&c->abandoned)) {
+		if (!ms)
+			pthread_cond_wait(&c->cond, &c->lock);
+		else if (pthread_cond_timedwait(&c->cond, &c->lock, &ts))
+			break;
+	}
 	pthread_mutex_unlock(&c->lock);
 }
 

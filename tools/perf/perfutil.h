@@ -52,10 +52,10 @@ ULONG perf_cq_wait(struct perf_cq *c, NDK_RESULT *res, ULONG n,
  */
 void perf_cq_abandon(struct perf_cq *c);
 
-/* Arms the CQ and sleeps until it notifies or is abandoned. Arming with
- * results queued since the last notification fires at once (NDK arm
- * rules), so nothing is missed. */
-void perf_cq_wait_any(struct perf_cq *c);
+/* Arms the CQ and sleeps until it notifies or is abandoned, or for at
+ * most ms (0: no limit). Arming with results queued since the last
+ * notification fires at once (NDK arm rules), so nothing is missed. */
+void perf_cq_wait_any(struct perf_cq *c, unsigned int ms);
 
 NDK_QP *perf_qp_create(struct tool_host *h, struct perf_cq *c, ULONG depth);
 
