@@ -18,7 +18,7 @@ for tool in ndkstat ndkinfo; do
 		echo "install: share/man/man8/$tool.8 missing" >&2
 		exit 1
 	}
-	LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/prefix/bin/$tool" -V >/dev/null
+	LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/prefix/bin/$tool" --version >/dev/null
 done
 LD_LIBRARY_PATH="$tmp/prefix/lib" NDK_RUNTIME_DIR="$tmp/runtime" \
 	"$tmp/prefix/bin/ndkstat" -I lo >/dev/null
