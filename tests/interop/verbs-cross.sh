@@ -132,7 +132,7 @@ wait-listen 7180 60
 "
 fi
 for s in "${sizes[@]}"; do
-	g+="/opt/ndk/ndkrping -s -V -a 10.0.2.15 -p 7176 -S $s -C $count -w 60 >/tmp/s$s.log 2>&1 & rp=\$!
+	g+="/opt/ndk/ndkrping -s --verify -b 10.0.2.15 -p 7176 -S $s -n $count --timeout 60 >/tmp/s$s.log 2>&1 & rp=\$!
 wait-listen 7176 60; wait \$rp; echo \"GUEST-SERVER $s \$?\"; tail -n 3 /tmp/s$s.log
 "
 done
@@ -160,7 +160,7 @@ fi
 g+="echo GUEST-CLIENTS
 "
 for s in "${sizes[@]}"; do
-	g+="/opt/ndk/ndkrping -c -V -a 10.0.2.2 -p 17177 -S $s -C $count -w 60 >/tmp/c$s.log 2>&1; echo \"GUEST-CLIENT $s \$?\"; tail -n 3 /tmp/c$s.log
+	g+="/opt/ndk/ndkrping --verify -S $s -n $count --timeout 60 10.0.2.2:17177 >/tmp/c$s.log 2>&1; echo \"GUEST-CLIENT $s \$?\"; tail -n 3 /tmp/c$s.log
 "
 done
 for s in "${ping_sizes[@]}"; do
@@ -195,8 +195,8 @@ cleanup() {
 trap cleanup EXIT
 # The host's servers for the guest's clients, on the software provider.
 if ((nrping)); then
-	NDK_PROVIDER=software NDK_MPA_CRC=$crc "$rping" -s -V -a 127.0.0.1 -p 17177 -S 65536 \
-		-n "$nrping" -w 600 >"$out/host-rping-server.log" 2>&1 &
+	NDK_PROVIDER=software NDK_MPA_CRC=$crc "$rping" -s --verify -b 127.0.0.1 -p 17177 -S 65536 \
+		-c "$nrping" --timeout 600 >"$out/host-rping-server.log" 2>&1 &
 	pids+=($!)
 fi
 NDK_PROVIDER=software NDK_MPA_CRC=$crc "$ping" -s -b 127.0.0.1 -p 17181 \
@@ -235,8 +235,8 @@ for s in "${sizes[@]}"; do
 		fail=1
 		break
 	fi
-	if NDK_PROVIDER=software NDK_MPA_CRC=$crc "$rping" -c -V -a 127.0.0.1 -p 17176 -S "$s" \
-		-C "$count" -w 60 >"$out/host-rping-client-$s.log" 2>&1; then
+	if NDK_PROVIDER=software NDK_MPA_CRC=$crc "$rping" --verify -p 17176 -S "$s" \
+		-n "$count" --timeout 60 127.0.0.1 >"$out/host-rping-client-$s.log" 2>&1; then
 		echo "PASS guest-server rping $s (host client, software)"
 	else
 		echo "FAIL guest-server rping $s: host client: $(tail -n1 "$out/host-rping-client-$s.log")"
