@@ -40,7 +40,7 @@ wait_for_lines "$out/ndknvmet.log" '^ndknvmet: listening on' 1 20 "$tgt" ||
 	bad "ndknvmet did not listen"
 
 rc=0
-"$cma_bin" -s 127.0.0.1 -p "$port" -c 1 -S 0 -P x -w 20 \
+"$cma_bin" -c 1 -S 0 --private-data x --timeout 20 "127.0.0.1:$port" \
 	>"$out/cmatose.log" 2>&1 || rc=$?
 ((rc == 3)) || bad "ndkcmatose: rc $rc, not 3 (rejected)"
 grep -q 'peer private data 4 bytes: 00 00 01 00' "$out/cmatose.log" ||
