@@ -33,7 +33,7 @@ bad() {
 port=${NDK_NVMET_PORT:-14440}
 nqn=nqn.2024-01.io.libndk:nvme-loopback
 
-"$tgt_bin" -p "$port" -n "$nqn" --ram 32m -q 2 >"$out/ndknvmet.log" 2>&1 &
+"$tgt_bin" -b 127.0.0.1 -p "$port" --nqn "$nqn" --ram 32m -q 2 >"$out/ndknvmet.log" 2>&1 &
 tgt=$!
 trap 'kill $tgt 2>/dev/null || true' EXIT
 wait_for_lines "$out/ndknvmet.log" '^ndknvmet: listening on' 1 20 "$tgt" ||
@@ -48,9 +48,9 @@ grep -q 'peer private data 4 bytes: 00 00 01 00' "$out/cmatose.log" ||
 
 errors=0
 if [[ -x $host_bin ]]; then
-	h=("$host_bin" -a 127.0.0.1 -p "$port" -n "$nqn" -q 2)
+	h=("$host_bin" --nqn "$nqn" -q 2 "127.0.0.1:$port")
 	for c in "id" "write 0 4096" "verify 0 4096" "badcmd" \
-		"load --rw randrw --qd 8 --bs 65536 --time 3"; do
+		"load --rw randrw --qd 8 --bs 65536 -D 3"; do
 		rc=0
 		# shellcheck disable=SC2086
 		timeout 120 "${h[@]}" $c >"$out/host-${c%% *}.log" 2>&1 || rc=$?

@@ -127,7 +127,7 @@ wait-listen 7179 60
 "
 fi
 if ((nvme)); then
-	g+="/opt/ndk/ndknvmet -a 10.0.2.15 -p 7180 -n $nqn --ram 8m -q 1 >/tmp/nvmet.log 2>&1 & ps_nvme=\$!
+	g+="/opt/ndk/ndknvmet -b 10.0.2.15 -p 7180 --nqn $nqn --ram 8m -q 1 >/tmp/nvmet.log 2>&1 & ps_nvme=\$!
 wait-listen 7180 60
 "
 fi
@@ -174,7 +174,7 @@ for r in "${perf_runs[@]}"; do
 done
 if ((nvme)); then
 	for k in "${!nvme_cmds[@]}"; do
-		g+="/opt/ndk/ndknvme -a 10.0.2.2 -p 17183 -n $nqn -q 1 ${nvme_cmds[$k]} >/tmp/nv.log 2>&1; echo \"GUEST-NVME-CLIENT $k \$?\"; grep '^ndknvme: .* ok' /tmp/nv.log | sed 's/^/GUEST-NVME-OUT /'
+		g+="/opt/ndk/ndknvme --nqn $nqn -q 1 10.0.2.2:17183 ${nvme_cmds[$k]} >/tmp/nv.log 2>&1; echo \"GUEST-NVME-CLIENT $k \$?\"; grep '^ndknvme: .* ok' /tmp/nv.log | sed 's/^/GUEST-NVME-OUT /'
 "
 	done
 fi
@@ -206,8 +206,8 @@ NDK_PROVIDER=software NDK_MPA_CRC=$crc "$perf" -b 127.0.0.1 -p 17182 \
 	>"$out/host-perf-server.log" 2>&1 &
 pids+=($!)
 if ((nvme)); then
-	NDK_PROVIDER=software NDK_MPA_CRC=$crc "$nvme_tgt" -a 127.0.0.1 \
-		-p 17183 -n "$nqn" --ram 8m -q 1 >"$out/host-nvmet.log" 2>&1 &
+	NDK_PROVIDER=software NDK_MPA_CRC=$crc "$nvme_tgt" -b 127.0.0.1 \
+		-p 17183 --nqn "$nqn" --ram 8m -q 1 >"$out/host-nvmet.log" 2>&1 &
 	pids+=($!)
 fi
 log=$out/console.log
@@ -281,7 +281,7 @@ if ((nvme)) && listening 7180 1; then
 		f=$out/host-nvme-client-$k.log
 		# shellcheck disable=SC2086
 		if NDK_PROVIDER=software NDK_MPA_CRC=$crc timeout 120 \
-			"$nvme_host" -a 127.0.0.1 -p 17180 -n "$nqn" -q 1 \
+			"$nvme_host" --nqn "$nqn" -q 1 127.0.0.1:17180 \
 			${nvme_cmds[$k]} >"$f" 2>&1; then
 			echo "PASS guest-server nvme ${nvme_cmds[$k]} (host ndknvme, software): $(grep '^ndknvme: .* ok' "$f")"
 		else

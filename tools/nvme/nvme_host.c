@@ -1266,7 +1266,9 @@ static void choose_memory(struct nh_ctrl *c)
 int nh_connect(struct nh_ctrl *c)
 {
 	const struct nh_opts *o = &c->o;
-	NET_IFINDEX ifindex = tool_ifindex_of((const struct sockaddr *)&o->src);
+	NET_IFINDEX ifindex =
+		o->ifindex ? o->ifindex
+			   : tool_ifindex_of((const struct sockaddr *)&o->src);
 	unsigned int i;
 	char abuf[80];
 	int rc;
