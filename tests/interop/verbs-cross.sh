@@ -122,7 +122,7 @@ wait-listen 7178 60
 "
 fi
 if ((nperf)); then
-	g+="/opt/ndk/ndkperf -b 10.0.2.15 -p 7179 >/tmp/perf-server.log 2>&1 & ps_perf=\$!
+	g+="/opt/ndk/ndkperf -s -b 10.0.2.15 -p 7179 >/tmp/perf-server.log 2>&1 & ps_perf=\$!
 wait-listen 7179 60
 "
 fi
@@ -169,7 +169,7 @@ for s in "${ping_sizes[@]}"; do
 done
 for r in "${perf_runs[@]}"; do
 	set -- $r
-	g+="/opt/ndk/ndkperf -V -t $1 -s $2 -n $perf_iters 10.0.2.2:17182 >/tmp/pf.log 2>&1; echo \"GUEST-PERF-CLIENT $1 $2 \$?\"; grep -v '^#\\|^bytes' /tmp/pf.log | sed 's/^/GUEST-PERF-ROW $1 $2 /'; grep -E '^# verify|disconnected|verify:' /tmp/pf.log
+	g+="/opt/ndk/ndkperf --verify -t $1 -S $2 -n $perf_iters 10.0.2.2:17182 >/tmp/pf.log 2>&1; echo \"GUEST-PERF-CLIENT $1 $2 \$?\"; grep -v '^#\\|^bytes' /tmp/pf.log | sed 's/^/GUEST-PERF-ROW $1 $2 /'; grep -E '^# verify|disconnected|verify:' /tmp/pf.log
 "
 done
 if ((nvme)); then
@@ -202,7 +202,7 @@ fi
 NDK_PROVIDER=software NDK_MPA_CRC=$crc "$ping" -s -b 127.0.0.1 -p 17181 \
 	>"$out/host-ping-server.log" 2>&1 &
 pids+=($!)
-NDK_PROVIDER=software NDK_MPA_CRC=$crc "$perf" -b 127.0.0.1 -p 17182 \
+NDK_PROVIDER=software NDK_MPA_CRC=$crc "$perf" -s -b 127.0.0.1 -p 17182 \
 	>"$out/host-perf-server.log" 2>&1 &
 pids+=($!)
 if ((nvme)); then
@@ -264,7 +264,7 @@ if ((nperf)) && listening 7179 1; then
 	for r in "${perf_runs[@]}"; do
 		set -- $r
 		f=$out/host-perf-client-$1-$2.log
-		if NDK_PROVIDER=software NDK_MPA_CRC=$crc timeout 300 "$perf" -V -t "$1" -s "$2" \
+		if NDK_PROVIDER=software NDK_MPA_CRC=$crc timeout 300 "$perf" --verify -t "$1" -S "$2" \
 			-n "$perf_iters" 127.0.0.1:17179 >"$f" 2>&1; then
 			echo "PASS guest-server perf $1 $2 (host client, software): $(grep -v '^#\|^bytes' "$f")"
 		else

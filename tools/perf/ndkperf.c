@@ -2286,7 +2286,7 @@ static int client_hold(void)
 	row.extra = total ? (double)(after - before) / (double)total : 0;
 	row.usec_per_xfer = total ? row.seconds * 1e6 / (double)total : 0;
 	if (!opt.json)
-		printf("# hold: %llu connections in %.2f s, client memory %.1f "
+		printf("# hold: %llu connections in %.3f s, client memory %.1f "
 		       "KiB per connection (RSS %ld -> %ld KiB)\n",
 		       (unsigned long long)total, row.seconds, row.extra / 1024,
 		       before / 1024, after / 1024);
