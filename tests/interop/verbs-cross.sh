@@ -7,10 +7,10 @@
 # that check their data:
 #
 #   ndkrping (tools/interop)  validated pings: Send, RDMA Write, RDMA Read
-#                             (-V on both sides)
+#                             (--verify on both sides)
 #   ndkping (tools/perf)      Send/Receive round trips, each echo checked
-#                             against the pattern sent (-V)
-#   ndkperf (tools/perf)      its data tests with -V: the client fills what
+#                             against the pattern sent (--verify)
+#   ndkperf (tools/perf)      its data tests with --verify: the client fills what
 #                             it sends and checks what it reads or gets
 #                             back, the server checks what reaches it and
 #                             ends the session on a mismatch
@@ -19,7 +19,7 @@
 #                             carry keyed SGLs, RDMA Reads and Writes and
 #                             Sends with Invalidate
 #
-#   guest servers  'ndkrping -s', 'ndkping -s', 'ndkperf', 'ndknvmet' on
+#   guest servers  'ndkrping -s', 'ndkping -s', 'ndkperf -s', 'ndknvmet' on
 #                  siw0 (NDK_PROVIDER=verbs), forwarded from 127.0.0.1:
 #                  17176, 17178, 17179 and 17180 to guest ports 7176,
 #                  7178, 7179 and 7180; the host's clients (software, on
