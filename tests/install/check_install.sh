@@ -9,16 +9,22 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
-for tool in ndkstat ndkinfo; do
+# Every tool with its man page (section 1, docs/tools.md).
+for tool in ndkstat ndkinfo ndkping ndkperf ndkstress ndkrping ndkcmatose \
+	ndknvme ndknvmet; do
 	[ -x "$tmp/prefix/bin/$tool" ] || {
 		echo "install: bin/$tool missing" >&2
 		exit 1
 	}
-	[ -s "$tmp/prefix/share/man/man8/$tool.8" ] || {
-		echo "install: share/man/man8/$tool.8 missing" >&2
+	[ -s "$tmp/prefix/share/man/man1/$tool.1" ] || {
+		echo "install: share/man/man1/$tool.1 missing" >&2
 		exit 1
 	}
-	LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/prefix/bin/$tool" --version >/dev/null
+	LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/prefix/bin/$tool" --version |
+		grep -q "^$tool (libndk) " || {
+		echo "install: $tool --version" >&2
+		exit 1
+	}
 done
 LD_LIBRARY_PATH="$tmp/prefix/lib" NDK_RUNTIME_DIR="$tmp/runtime" \
 	"$tmp/prefix/bin/ndkstat" -I lo >/dev/null
@@ -42,4 +48,4 @@ cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
 	>/dev/null
 cmake --build "$tmp/cm/build" >/dev/null
 LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/cm/build/consumer"
-echo "install: pkg-config and find_package consumers ran; ndkstat, ndkinfo and their man pages installed"
+echo "install: pkg-config and find_package consumers ran; the tools and their man pages installed"
