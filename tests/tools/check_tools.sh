@@ -4,6 +4,7 @@
 #   check_tools.sh ndkstat NDKSTAT HOLDER    live objects of oid_holder
 #   check_tools.sh fake NDKSTAT FAKE_OID_SO  a preloaded fake NdkQueryOid
 #   check_tools.sh ndkinfo NDKINFO NDKSTAT   adapters, a down interface
+#   check_tools.sh cli TOOL...               the convention of docs/tools.md
 #
 # Every run has a private NDK_RUNTIME_DIR, so ndkstat lists only the
 # objects of this test and the counters start at zero. JSON is checked
@@ -392,12 +393,38 @@ assert "RdmaTechnology" not in a, a
 	echo "ndkinfo: ok"
 }
 
+# ---------------------------------------------------------------------
+# The command-line convention of docs/tools.md, for every tool given:
+# --help prints the usage on stdout and exits 0, --version names the tool
+# and the version, an unknown option and the retired -V exit 2 with a
+# hint on stderr, and -h is --help.
+check_cli() {
+	local bin name
+	for bin in "$@"; do
+		name=${bin##*/}
+		run 0 "$bin" --help
+		grep -q "^usage: $name " "$tmp/out" || fail "$name --help: no usage on stdout"
+		[ ! -s "$tmp/err" ] || fail "$name --help: stderr is not empty"
+		run 0 "$bin" -h
+		grep -q "^usage: $name " "$tmp/out" || fail "$name -h: no usage"
+		run 0 "$bin" --version
+		grep -qE "^$name \(libndk\) [0-9]+\.[0-9]+\.[0-9]+, NDKPI 2\.1$" "$tmp/out" ||
+			fail "$name --version: '$(cat "$tmp/out")'"
+		run 2 "$bin" --no-such-option
+		grep -q "Try '$name --help'" "$tmp/err" || fail "$name: no hint"
+		[ ! -s "$tmp/out" ] || fail "$name: a usage error printed on stdout"
+		run 2 "$bin" -V
+		echo "$name: --help, --version, usage errors: ok"
+	done
+}
+
 case $mode in
+cli) check_cli "$@" ;;
 ndkstat) check_ndkstat "$@" ;;
 fake) check_fake "$@" ;;
 ndkinfo) check_ndkinfo "$@" ;;
 *)
-	echo "usage: $0 ndkstat|fake|ndkinfo ..." >&2
+	echo "usage: $0 cli|ndkstat|fake|ndkinfo ..." >&2
 	exit 1
 	;;
 esac
