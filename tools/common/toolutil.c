@@ -9,7 +9,9 @@
 
 /* ---- The command line ---- */
 
-volatile sig_atomic_t tool_stop;
+/* A signal handler may store only to a lock-free atomic. */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "atomic_int is lock-free");
+atomic_int tool_stop;
 
 void tool_print_version(void)
 {

@@ -10,6 +10,7 @@
 
 #include <getopt.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -76,7 +77,7 @@ void tool_arg_addr(const char *what, const char *s, uint16_t default_port,
  * so a second signal ends the process (docs/tools.md, Signals). Blocking
  * calls return EINTR rather than restart.
  */
-extern volatile sig_atomic_t tool_stop;
+extern atomic_int tool_stop; /* lock-free: set in the handler */
 void tool_catch_signals(void);
 
 #define JSON_MAX_DEPTH 16
