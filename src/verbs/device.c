@@ -389,8 +389,8 @@ static void verbs_adapter_info(struct ndk_vadapter *v, NDK_ADAPTER_INFO *info)
 	info->LargeRequestThreshold = 64 * 1024;
 	if (v->iwarp) {
 		/* MPA's 256 bytes less the 4-byte IRD/ORD block, less one:
-		 * siw sends 252 with a wrapped length (README,
-		 * Interoperability). */
+		 * siw sends 252 with a wrapped length (docs/interop.md,
+		 * Linux siw). */
 		info->MaxCallerData = 251;
 		info->MaxCalleeData = 251;
 		v->max_reject_data = 251;
