@@ -27,6 +27,17 @@ SCALING_CAPTION = (
     "and `sw`, the client's voluntary context switches per request (a "
     "polling thread blocks only on a contended lock or to let a sleeper "
     "run, so near 0 means the QPs do not serialize on a lock).")
+CPU_CAPTION = (
+    "CPU per byte, same runs: the CPU seconds of the client over its timed "
+    "loop (getrusage, the `cpu_sec` of its JSON) and of its server from the "
+    "client's start to its exit (/proc/PID/stat, clock ticks; connection "
+    "setup included), per GB moved; median (min-max) of the repetitions. "
+    "On two cores bandwidth is CPU, so this says where it goes.")
+SYSCALL_CAPTION = (
+    "System calls per 64 KiB message, from one extra run of each program "
+    "with its own server, both under `perf stat` (syscall tracepoints): "
+    "receive (recv*, read*), send (send*, write*), wait (poll, epoll) and "
+    "all system calls, divided by the messages sent.")
 BEGIN = "<!-- bench-table:begin -->"
 END = "<!-- bench-table:end -->"
 
@@ -70,6 +81,12 @@ def main(argv):
     st = report.scaling_table(res)
     if st:
         body += [""] + textwrap.wrap(SCALING_CAPTION, 76) + [""] + st
+    ct = report.cpu_table(res)
+    if ct:
+        body += [""] + textwrap.wrap(CPU_CAPTION, 76) + [""] + ct
+    sc = report.syscall_table(res)
+    if sc:
+        body += [""] + textwrap.wrap(SYSCALL_CAPTION, 76) + [""] + sc
     lines[b + 1:e] = body
     with open(readme, "w") as f:
         f.write("\n".join(lines))
