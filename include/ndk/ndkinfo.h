@@ -47,6 +47,11 @@ typedef enum _NDK_RDMA_TECHNOLOGY {
 /* Accept completes when the reply is sent, before the initiator's
  * CompleteConnect: what the initiator does then is a disconnect. */
 #define NDK_ADAPTER_FLAG_LIBNDK_ACCEPT_ON_REPLY 0x80000000
+/* A remote access the target refuses is not reported to the initiator:
+ * the connection ends as if the peer disconnected (reason
+ * STATUS_SUCCESS) and the request completes STATUS_CANCELLED at the
+ * flush. */
+#define NDK_ADAPTER_FLAG_LIBNDK_REMOTE_ERROR_UNREPORTED 0x08000000
 
 typedef struct _NDK_ADAPTER_INFO {
 	NDK_VERSION Version;

@@ -503,12 +503,13 @@ static void verbs_adapter_info(struct ndk_vadapter *v, NDK_ADAPTER_INFO *info)
 	/* What siw does otherwise, announced (docs/verbs.md, Contract
 	 * differences): its MPA negotiation raises the acceptor's IRD, it
 	 * never flags a completion solicited, its target does not check
-	 * remote read. */
+	 * remote read, and a Terminate it receives reaches nobody. */
 	if (v->siw)
 		info->AdapterFlags |=
 			NDK_ADAPTER_FLAG_LIBNDK_ACCEPTOR_IRD_RAISED |
 			NDK_ADAPTER_FLAG_LIBNDK_SOLICITED_ANY |
-			NDK_ADAPTER_FLAG_LIBNDK_REMOTE_READ_UNCHECKED;
+			NDK_ADAPTER_FLAG_LIBNDK_REMOTE_READ_UNCHECKED |
+			NDK_ADAPTER_FLAG_LIBNDK_REMOTE_ERROR_UNREPORTED;
 	/* The iWARP kernel CM reports the connection established when
 	 * the MPA Reply goes out (Connection management). */
 	if (v->iwarp)
