@@ -13,7 +13,7 @@ VM_DEPS := qemu-system-x86 cpio kmod binutils make xz-utils libelf-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps configure build test test-extended demo format format-check clean \
-	bench bench-quick bench-readme
+	bench bench-quick bench-table
 
 all: build
 
@@ -53,16 +53,16 @@ test-extended: build
 demo: build
 	$(BUILD)/examples/ndkdemo
 
-# Benchmarks (README "Benchmarks"): the full run, a smoke run, and the
-# README's table written from the last full run's results.json.
+# Benchmarks (docs/performance.md): the full run, a smoke run, and the
+# table in docs/performance.md written from the last full run's results.json.
 bench:
 	bench/run
 
 bench-quick:
 	BENCH_QUICK=1 bench/run
 
-bench-readme:
-	bench/readme_table.py
+bench-table:
+	bench/table.py
 
 format:
 	git ls-files '*.c' '*.h' | xargs clang-format -i
