@@ -1000,10 +1000,6 @@ static bool side_run(struct side *s)
 	s->start_ns = tool_now_ns();
 	if (s->passive) {
 		getrusage(RUSAGE_SELF, &s->ru0);
-		/* What a Read fetches: the pattern its active side checks. */
-		if ((s->test == T_READ_LAT || s->test == T_READ_BW) &&
-		    (s->flags & PERF_F_VERIFY))
-			perf_fill(s->buf.mem + s->a_off, s->size, SEED_READ);
 		switch (s->test) {
 		case T_SEND_LAT:
 			return send_lat_passive(s);
@@ -1061,6 +1057,12 @@ static void side_init(struct side *s, struct tool_host *h, bool events)
 	perf_cq_create(h, &s->cq, 4 * depth, events);
 	s->qp = perf_qp_create(h, &s->cq, depth);
 	side_buffers(s);
+	/* What a Read fetches, the pattern its active side checks: there
+	 * before the connection is, since the first Read may come before
+	 * the passive side's accept completes. */
+	if (s->passive && (s->test == T_READ_LAT || s->test == T_READ_BW) &&
+	    (s->flags & PERF_F_VERIFY))
+		perf_fill(s->buf.mem + s->a_off, s->size, SEED_READ);
 	side_first_receives(s);
 }
 
