@@ -77,6 +77,19 @@ PY
 else
 	echo "(no global IPv4 address: the wildcard server was tried on lo only)"
 fi
+# The IPv6 wildcard, where the machine has ::1.
+if ip -6 -o addr show dev lo 2>/dev/null | grep -q ' ::1/'; then
+	port6=$(free_port)
+	"$ndkping" -s -b :: -p "$port6" >"$tmp/ping6-server.log" 2>&1 &
+	ping6=$!
+	pids+=($ping6)
+	wait_port "$port6"
+	"$ndkping" -n 1 -i 0 "[::1]:$port6" >"$tmp/ping6.log" 2>&1 ||
+		fail "ndkping -s -b :: to [::1]: exit $?"
+	kill -TERM "$ping6"
+	wait "$ping6" || fail "ndkping -s -b :: ended by SIGTERM: exit $?"
+	echo "ok: ndkping -s -b :: served [::1]"
+fi
 # --verify: every echo checked against the pattern sent.
 "$ndkping" --verify -n 3 -i 0 -S 4097 "127.0.0.1:$port" >"$tmp/ping-v.log" 2>&1 ||
 	fail "ndkping --verify exited $?"

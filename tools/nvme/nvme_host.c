@@ -791,7 +791,7 @@ static void *xcalloc(size_t n, size_t size)
 
 	if (!p) {
 		fprintf(stderr, "%s: out of memory\n", tool_prog);
-		exit(2);
+		exit(TOOL_EXIT_FAIL);
 	}
 	return p;
 }
