@@ -9,7 +9,7 @@
  *   client  Send {rdma_buf address, rkey, size}
  *   server  RDMA Write of strlen(data) + 1 bytes into the client's rdma_buf
  *   server  Send "go ahead"
- *   client  with -V compares rdma_buf with start_buf
+ *   client  with --verify compares rdma_buf with start_buf
  * The advertisement is struct rping_rdma_info { __be64 buf; __be32 rkey;
  * __be32 size; }. Our rkey is NdkGetRemoteTokenFromMr, a host-order STag
  * that libndk writes big-endian into DDP headers (RFC 5041 4.3), as siw

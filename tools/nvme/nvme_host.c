@@ -796,7 +796,8 @@ static void *xcalloc(size_t n, size_t size)
 	return p;
 }
 
-/* Memory, CQ, QP and posted receives; setup failures exit 2. */
+/* Memory, CQ, QP and posted receives; a setup failure exits
+ * TOOL_EXIT_FAIL. */
 static void queue_init(struct nh_ctrl *c, struct nh_queue *q, uint16_t qid,
 		       unsigned int size, size_t slot_bytes)
 {

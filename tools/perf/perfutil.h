@@ -99,8 +99,8 @@ struct perf_lat_stats {
 void perf_lat_stats(double *v, size_t n, struct perf_lat_stats *st);
 
 /*
- * Data verification (-V): a byte pattern that depends on the offset and a
- * seed, so a shifted, stale or foreign buffer does not pass. perf_check
+ * Data verification (--verify): a byte pattern that depends on the offset
+ * and a seed, so a shifted, stale or foreign buffer does not pass. perf_check
  * returns the offset of the first byte that differs, or len when all
  * match, and prints that byte with what (the caller's label).
  */
