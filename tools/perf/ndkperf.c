@@ -2321,12 +2321,14 @@ static int client_main(void)
 	if_indextoname(idx, ifname);
 	tool_host_open(&host, idx);
 	perf_cq_create(&host, &conn_cq, 64, false);
+	/* The source's port is the provider's pick: not shown. */
+	tool_addr_str((struct sockaddr *)&client_src, a, sizeof(a));
+	if (!tool_addr_port((struct sockaddr *)&client_src))
+		a[strlen(a) - 2] = '\0';
 	if (!opt.json) {
 		printf("# ndkperf %s, %s mode, %u QP%s%s, %s -> %s (%s)",
 		       test_names[opt.test], mode_name(), opt.qps,
-		       opt.qps > 1 ? "s" : "", opt.bidir ? " each way" : "",
-		       tool_addr_str((struct sockaddr *)&client_src, a,
-				     sizeof(a)),
+		       opt.qps > 1 ? "s" : "", opt.bidir ? " each way" : "", a,
 		       tool_addr_str((struct sockaddr *)&opt.addr, b,
 				     sizeof(b)),
 		       ifname);
