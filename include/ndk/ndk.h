@@ -7,10 +7,13 @@
  * Include this one header. Besides the NDKPI surface (ndkpi.h), libndk has
  * a few Linux entry points modelled on WskOpenNdkAdapter /
  * WskCloseNdkAdapter and on an NDIS OID query, and the Windows MDL helpers.
+ * NDK_VERSION_MAJOR, _MINOR and _PATCH (ndk/version.h) are libndk's own
+ * version.
  */
 #ifndef NDK_NDK_H
 #define NDK_NDK_H
 
+#include "ndk/version.h"
 #include "ndk/types.h"
 #include "ndk/ntstatus.h"
 #include "ndk/ndkinfo.h"

@@ -28,7 +28,13 @@ export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
 # shellcheck disable=SC2046
 cc "$src/consumer.c" $(pkg-config --cflags --libs ndk) -lpthread \
 	-o "$tmp/consumer-pc"
-LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/consumer-pc"
+LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/consumer-pc" >"$tmp/out"
+cat "$tmp/out"
+# ndk/version.h says the version the package does.
+grep -qx "libndk $(pkg-config --modversion ndk) (.*)" "$tmp/out" || {
+	echo "install: ndk/version.h and ndk.pc disagree" >&2
+	exit 1
+}
 
 mkdir "$tmp/cm"
 cat >"$tmp/cm/CMakeLists.txt" <<CMAKE
