@@ -72,6 +72,32 @@ typedef struct _NDK_PROVIDER_INFO {
 NTSTATUS NdkQueryAdapterProvider(NDK_ADAPTER *pNdkAdapter,
 				 NDK_PROVIDER_INFO *pInfo);
 
+/*
+ * Where libndk's diagnostics go (libndk only). NDK_LOG (error, warn, info
+ * or debug; default warn, read at the first NdkOpenAdapter) says which
+ * levels are produced; each line goes to stderr as
+ * "libndk[PID] LEVEL: TEXT" unless a handler is set.
+ *
+ * NdkSetLogHandler(Handler, Context) sends every line from then on to
+ * Handler(Context, Level, Line) instead: Line is the text alone (no
+ * prefix, no newline), valid during the call only. The handler runs on
+ * the thread that logs, libndk's own threads included, on several at once,
+ * and may hold libndk's locks: it must return soon and must not call
+ * libndk (NdkStatusName aside). Handler NULL restores stderr. Once
+ * NdkSetLogHandler returns, the handler it replaced has returned from
+ * every call and is not called again, so its Context may be freed.
+ */
+typedef enum _NDK_LOG_LEVEL {
+	NdkLogLevelError = 0,
+	NdkLogLevelWarning = 1,
+	NdkLogLevelInfo = 2,
+	NdkLogLevelDebug = 3,
+} NDK_LOG_LEVEL;
+
+typedef VOID NDK_LOG_HANDLER(PVOID Context, NDK_LOG_LEVEL Level, PCSTR Line);
+
+VOID NdkSetLogHandler(NDK_LOG_HANDLER *Handler, PVOID Context);
+
 /* "STATUS_IO_TIMEOUT" for STATUS_IO_TIMEOUT; "0xC0001234" if unknown. */
 PCSTR NdkStatusName(NTSTATUS Status);
 
