@@ -61,12 +61,18 @@ NDIS_STATUS NdkQueryOid(NET_IFINDEX IfIndex, NDIS_OID Oid,
  * it): Provider is "software" (iWARP over TCP sockets) or "verbs" (an RDMA
  * device through rdma-core); Device names the verbs device and port
  * ("siw0 port 1"), empty for the software provider. NDK_PROVIDER chooses
- * at NdkOpenAdapter (README, Configuration). STATUS_INVALID_PARAMETER for
- * a NULL argument.
+ * at NdkOpenAdapter (README, Configuration). Reason is empty for a verbs
+ * adapter; for a software one it says why the verbs provider, which
+ * NdkOpenAdapter tries first, does not serve it: "verbs provider
+ * unavailable: " and why rdma-core's libibverbs.so.1 or librdmacm.so.1
+ * could not be loaded, "verbs provider: no device serves IFNAME", "verbs
+ * provider: not in this build of libndk" or "NDK_PROVIDER=software".
+ * STATUS_INVALID_PARAMETER for a NULL argument.
  */
 typedef struct _NDK_PROVIDER_INFO {
 	CHAR Provider[16];
 	CHAR Device[64];
+	CHAR Reason[128];
 } NDK_PROVIDER_INFO;
 
 NTSTATUS NdkQueryAdapterProvider(NDK_ADAPTER *pNdkAdapter,

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A consumer built against the installed headers and library only. Prints
- * libndk's version (ndk/version.h) and which provider serves lo.
+ * libndk's version (ndk/version.h), which provider serves lo and why
+ * (NdkQueryAdapterProvider).
  */
 #include <net/if.h>
 #include <stdio.h>
@@ -22,7 +23,7 @@ int main(void)
 		return 1;
 	st = NdkQueryAdapterProvider(ad, &pi);
 	if (st == STATUS_SUCCESS)
-		printf("provider: %s\n", pi.Provider);
+		printf("provider: %s\nreason: %s\n", pi.Provider, pi.Reason);
 	NdkCloseAdapter(ad);
 	return st == STATUS_SUCCESS ? 0 : 1;
 }
