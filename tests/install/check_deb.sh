@@ -4,7 +4,8 @@
 # The Debian packages of `make deb`, installed: a consumer builds against
 # the installed library with pkg-config and with CMake's find_package(ndk),
 # runs, and links no rdma-core; ndkinfo runs. The packages are removed
-# afterwards, whatever happened. Root only (dpkg -i).
+# afterwards, whatever happened (and so is an earlier install of them).
+# Root only (dpkg -i).
 #
 #   check_deb.sh DEB_DIR
 set -euo pipefail
@@ -18,12 +19,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Left over by a run that was killed: replaced (and removed at the end).
 for p in "${pkgs[@]}"; do
 	if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q installed; then
-		echo "deb: $p is installed already; not touching it" >&2
-		trap - EXIT
-		rm -rf "$tmp"
-		exit 1
+		echo "deb: $p was installed; it is replaced, then removed"
 	fi
 done
 dpkg -i "$debs"/libndk0_*.deb "$debs"/libndk-dev_*.deb \
