@@ -18,7 +18,8 @@ if ldd "$consumer" | grep -E 'lib(ibverbs|rdmacm)\.so'; then
 fi
 libs=()
 for l in libibverbs.so.1 librdmacm.so.1; do
-	p=$(ldconfig -p | awk -v l="$l" '$1 == l { print $NF; exit }')
+	# awk reads to the end: an early exit would fail ldconfig (pipefail).
+	p=$(ldconfig -p | awk -v l="$l" '$1 == l && !p { p = $NF } END { print p }')
 	[[ -n $p ]] && libs+=("$(readlink -f "$p")")
 done
 if ((${#libs[@]} == 0)); then
