@@ -70,8 +70,6 @@ int ndk_provider_select(NET_IFINDEX ifindex, const char *ifname,
 					snprintf(why, why_size, "%s", skip);
 				continue;
 			}
-			if (i == 0)
-				why[0] = '\0';
 			*out = providers[i];
 			return 0;
 		}
@@ -86,12 +84,10 @@ int ndk_provider_select(NET_IFINDEX ifindex, const char *ifname,
 			ndk_warn("NDK_PROVIDER=%s: %s", want, why);
 			return -ENODEV;
 		}
-		/* Chosen by name: that is the reason, if it is not the
-		 * first one auto selection tries. */
+		/* Chosen by name: that is the reason, unless it is the
+		 * first one auto selection tries (why stays as set above). */
 		if (i)
 			snprintf(why, why_size, "NDK_PROVIDER=%s", want);
-		else
-			why[0] = '\0';
 		*out = providers[i];
 		return 0;
 	}

@@ -199,7 +199,9 @@ static void test_provider_selection(void **state)
 	assert_int_equal(NdkQueryAdapterProvider(a, &pi), STATUS_SUCCESS);
 	assert_string_equal(pi.Provider, "software");
 	assert_string_equal(pi.Device, "");
-	assert_string_equal(pi.Reason, "NDK_PROVIDER=software");
+	assert_true(!strcmp(pi.Reason, "NDK_PROVIDER=software") ||
+		    !strcmp(pi.Reason,
+			    "verbs provider: not in this build of libndk"));
 	assert_int_equal(NdkQueryAdapterProvider(a, NULL),
 			 STATUS_INVALID_PARAMETER);
 	assert_int_equal(NdkQueryAdapterProvider(NULL, &pi),
