@@ -18,7 +18,7 @@ DEB_DIR ?= build-deb
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps deb-deps configure build test test-extended demo format \
-	format-check clean bench bench-quick bench-readme deb
+	format-check clean bench bench-quick bench-table deb
 
 all: build
 
@@ -65,16 +65,16 @@ test-extended: build
 demo: build
 	$(BUILD)/examples/ndkdemo
 
-# Benchmarks (README "Benchmarks"): the full run, a smoke run, and the
-# README's table written from the last full run's results.json.
+# Benchmarks (docs/performance.md): the full run, a smoke run, and the
+# table in docs/performance.md written from the last full run's results.json.
 bench:
 	bench/run
 
 bench-quick:
 	BENCH_QUICK=1 bench/run
 
-bench-readme:
-	bench/readme_table.py
+bench-table:
+	bench/table.py
 
 # The Debian packages (debian/): libndk0, libndk-dev and ndk-tools in
 # $(DEB_DIR)/, checked with lintian (errors fail, warnings are printed).

@@ -101,6 +101,15 @@ ROWS = [
         "libfabric tcp fi_connect (lf_bench)", "higher", 1.0),
 ]
 
+# The veth topology repeats these rows (bench/run, VETH_PAIRS); a run
+# without it (BENCH_VETH=0, not root) has none of them.
+VETH = ("send_lat", "write_lat", "read_lat", "write_bw_lf", "send_bw_lf",
+        "read_bw_lf", "write_bw_tcp")
+ROWS += [Row("veth: " + r.label, r.pair + "_veth", r.ours, r.base, r.bname,
+             r.better, r.target, True)
+         for r in ROWS if r.primary and r.pair in VETH
+         and not r.label.startswith("8 B RDMA Write one-way mean")]
+
 HOLD_TARGET_BYTES = 65536
 
 
@@ -121,6 +130,8 @@ def load(path):
         data = rec["data"]
         if isinstance(data, dict) and "results" in data:
             data = data["results"][0]
+        if isinstance(data, dict) and rec.get("cpu_s"):
+            data = dict(data, cpu_s=rec["cpu_s"])
         samples.setdefault((rec.get("pair", "-"), rec["metric"],
                             rec["size"]), []).append(data)
     return meta, samples, failures
@@ -159,7 +170,10 @@ def summary(vals):
 
 def build(meta, samples, failures):
     rows, missing = [], []
+    veth = any(p.endswith("_veth") for (p, _, _) in samples)
     for r in ROWS:
+        if r.pair.endswith("_veth") and not veth:
+            continue
         o = summary(values(samples, r.pair, *r.ours))
         b = summary(values(samples, r.pair, *r.base))
         ratio = o["median"] / b["median"] if o and b and b["median"] else None
@@ -197,10 +211,98 @@ def build(meta, samples, failures):
         v.sort()
     return {"meta": meta, "rows": rows, "hold": hold, "sweeps": sweeps,
             "scaling": scaling(samples),
+            "cpu": cpu_per_gb(samples),
+            "syscalls": syscalls(samples),
             "missing": missing,
             "failures": ["%s/%s (repetition %s): %s" % (
                 f.get("pair"), f.get("metric"), f.get("rep"), f.get("error"))
                 for f in failures]}
+
+
+# CPU seconds of both processes (client and server) per GB moved, for the
+# bandwidth pairs: (pair, libndk metric, baseline metric, baseline name).
+CPU_PAIRS = [
+    ("write_bw_lf", "write_bw", "lf_write_bw", "libfabric tcp"),
+    ("send_bw_lf", "send_bw", "lf_msg_bw", "libfabric tcp"),
+    ("read_bw_lf", "read_bw", "lf_read_bw", "libfabric tcp"),
+    ("write_bw_tcp", "write_bw", "tcp_poll_bw", "busy-poll TCP stream"),
+]
+CPU_PAIRS += [(p + "_veth", o, b, n) for p, o, b, n in CPU_PAIRS]
+
+
+def cpu_s_per_gb(r):
+    """The client's CPU over its timed loop (its own cpu_sec; else its
+    whole run), plus its server's during the run, per GB moved."""
+    cpu = r.get("cpu_s") or {}
+    moved = r.get("total_bytes") or (r.get("bytes", 0) * r.get("iters", 0))
+    client = r.get("cpu_sec", cpu.get("client"))
+    if not moved or client is None or "server" not in cpu:
+        return None
+    return (client + cpu["server"]) / (moved / 1e9)
+
+
+def cpu_per_gb(samples):
+    out = []
+    for pair, ours, base, bname in CPU_PAIRS:
+        o = summary([v for (p, m, _), runs in samples.items()
+                     if p == pair and m == ours
+                     for v in map(cpu_s_per_gb, runs) if v is not None])
+        b = summary([v for (p, m, _), runs in samples.items()
+                     if p == pair and m == base
+                     for v in map(cpu_s_per_gb, runs) if v is not None])
+        out.append({"pair": pair, "metric": ours, "libndk": o,
+                    "baseline": bname, "baseline_value": b,
+                    "ratio": o["median"] / b["median"]
+                    if o and b and b["median"] else None})
+    return out
+
+
+def syscalls(samples):
+    """{metric: {"server": {...}, "client": {...}}} per message."""
+    return {m[len("sys_"):]: runs[0]
+            for (p, m, _), runs in samples.items()
+            if p == "syscalls" and runs}
+
+
+def cpu_table(res):
+    rows = [r for r in res.get("cpu") or [] if r["libndk"]]
+    if not rows:
+        return []
+    reps = res.get("meta", {}).get("reps")
+    out = ["| 64 KiB, CPU-seconds per GB (client + server) | libndk: median "
+           "(min-max) | Baseline: median (min-max) | Ratio |",
+           "|---|---|---|---|"]
+    for r in rows:
+        out.append("| %s%s | %s | %s: %s | %s |" % (
+            "veth: " if r["pair"].endswith("_veth") else "",
+            r["metric"], cell(r["libndk"], reps), r["baseline"],
+            cell(r["baseline_value"], reps),
+            "%.2f" % r["ratio"] if r["ratio"] is not None else "n/a"))
+    return out
+
+
+def syscall_table(res):
+    s = res.get("syscalls") or {}
+    if not s:
+        return []
+    out = ["| Program (one run under perf stat) | server: receive / send / "
+           "wait / all | client: receive / send / wait / all |",
+           "|---|---|---|"]
+    for m in [m + sfx for sfx in ("", "_veth")
+              for m in ("write_bw", "lf_write_bw", "send_bw", "lf_msg_bw",
+                        "read_bw", "lf_read_bw")]:
+        if m not in s:
+            continue
+        cells = ["%.2f / %.2f / %.2f / %.2f" % (
+            d["recv"], d["send"], d["wait"], d["total"])
+            for d in (s[m]["server"], s[m]["client"])]
+        base = m[:-len("_veth")] if m.endswith("_veth") else m
+        name = ("libfabric tcp lf_bench " + base[3:]
+                if base.startswith("lf_") else "ndkperf " + base)
+        if base != m:
+            name = "veth: " + name
+        out.append("| %s | %s | %s |" % (name, cells[0], cells[1]))
+    return out
 
 
 SCALE_QPS = (1, 2, 4, 8)
@@ -343,10 +445,10 @@ def main():
     print(caption(res))
     print()
     print("\n".join(table(res)))
-    st = scaling_table(res)
-    if st:
-        print()
-        print("\n".join(st))
+    for extra in (scaling_table(res), cpu_table(res), syscall_table(res)):
+        if extra:
+            print()
+            print("\n".join(extra))
     plot(out, res["sweeps"])
     if res["missing"]:
         print("bench: rows missing: " + "; ".join(res["missing"]),

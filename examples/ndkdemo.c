@@ -20,6 +20,9 @@
 #include <unistd.h>
 #include <ndk/ndk.h>
 
+/* For posix_spawnp; unistd.h declares it only under _GNU_SOURCE. */
+extern char **environ;
+
 #define CHECK(expr)                                                         \
 	do {                                                                \
 		NTSTATUS st_ = (expr);                                      \

@@ -61,7 +61,7 @@ NDIS_STATUS NdkQueryOid(NET_IFINDEX IfIndex, NDIS_OID Oid,
  * it): Provider is "software" (iWARP over TCP sockets) or "verbs" (an RDMA
  * device through rdma-core); Device names the verbs device and port
  * ("siw0 port 1"), empty for the software provider. NDK_PROVIDER chooses
- * at NdkOpenAdapter (README, Configuration). Reason is empty for a verbs
+ * at NdkOpenAdapter (docs/configuration.md). Reason is empty for a verbs
  * adapter; for a software one it says why the verbs provider, which
  * NdkOpenAdapter tries first, does not serve it: "verbs provider
  * unavailable: " and why rdma-core's libibverbs.so.1 or librdmacm.so.1

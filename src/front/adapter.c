@@ -108,7 +108,7 @@ NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 	if (ret)
 		return STATUS_INSUFFICIENT_RESOURCES;
 	/* NDK_PROVIDER=verbs with no RDMA device on the interface is an
-	 * adapter that does not exist (README, Configuration). */
+	 * adapter that does not exist (docs/configuration.md). */
 	if (ndk_provider_select(IfIndex, name, &provider, reason,
 				sizeof(reason)))
 		return NDIS_STATUS_ADAPTER_NOT_FOUND;

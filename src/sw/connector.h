@@ -57,7 +57,7 @@ int sw_connector_new_passive(const struct sw_passive_request *r,
  */
 void sw_connector_handed_over(NDK_CONNECTOR *conn, bool delivered);
 
-/* Timeouts, from the environment (README: Configuration); the connection
+/* Timeouts, from the environment (docs/configuration.md); the connection
  * setup timeout is core/config.h's ndk_cm_timeout_ms. */
 /* NDK_ACCEPT_GRACE_MS: how long a non-P2P Accept waits after its Reply
  * for the initiator's first FPDU before it completes anyway. */

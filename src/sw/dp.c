@@ -167,8 +167,6 @@ static void rx_error_work_fn(struct ndk_work *w)
  * then, e.g. between spins on memory, never does). */
 #define CLAIM_POLLS	8
 #define CLAIM_WINDOW_NS 20000
-/* A consumer that has not polled for this long gets no more say. */
-#define CLAIM_IDLE_NS 500000
 
 static void dp_claim(struct sw_dp *dp, bool consumer)
 {
@@ -191,6 +189,8 @@ static void dp_claim(struct sw_dp *dp, bool consumer)
 		sw_dp_interest_locked(dp);
 	}
 	consumer = dp->rx_consumer;
+	atomic_store_explicit(&dp->rx_consumer_hint, consumer,
+			      memory_order_relaxed);
 	ndk_unlock(&dp->lock);
 	if (ref)
 		ndk_obj_get(dp->qp.obj);
@@ -206,15 +206,18 @@ static void backstop_fn(struct ndk_timer *t)
 	struct ndk_obj *qp = dp->qp.obj;
 	bool keep = false, give_back = false;
 
+	uint64_t polls = atomic_load_explicit(&dp->polls, memory_order_relaxed);
+
 	ndk_lock(&dp->lock);
 	if (sw_dp_attached(dp) && dp->rx_consumer) {
-		if (ndk_now_ns() - atomic_load(&dp->last_poll_ns) <
-			    CLAIM_IDLE_NS &&
+		/* Polled since the last tick (a millisecond): still busy. */
+		if (polls != dp->polls_seen &&
 		    !ndk_timer_start(dp->sock.engine, t, 1))
 			keep = true;
 		else
 			give_back = true;
 	}
+	dp->polls_seen = polls;
 	if (!keep)
 		dp->backstop_armed = false;
 	ndk_unlock(&dp->lock);
@@ -230,22 +233,25 @@ static void dp_poll(struct sw_dp *dp)
 {
 	struct ndk_obj *qp = dp->qp.obj;
 	bool got = false, claim = false;
-	uint64_t now;
 	int ret;
 
 	/* Busy: the engine (or another poller) is receiving right now. */
 	if (!ndk_trylock(&dp->rx_lock))
 		return;
 	ret = dp->rx_error ? 0 : dp_receive(dp, 4, &got);
-	now = ndk_now_ns();
-	atomic_store(&dp->last_poll_ns, now);
-	if (ret >= 0) {
-		if (!dp->poll_streak ||
-		    now - dp->streak_start_ns > CLAIM_WINDOW_NS) {
+	atomic_fetch_add_explicit(&dp->polls, 1, memory_order_relaxed);
+	/* Not receiving yet: CLAIM_POLLS passes within CLAIM_WINDOW_NS take
+	 * over, timed by the first and the last of them only. Once the
+	 * consumer receives, a poll reads no clock. */
+	if (ret >= 0 && !atomic_load_explicit(&dp->rx_consumer_hint,
+					      memory_order_relaxed)) {
+		if (!dp->poll_streak++) {
+			dp->streak_start_ns = ndk_now_ns();
+		} else if (dp->poll_streak == CLAIM_POLLS) {
+			claim = ndk_now_ns() - dp->streak_start_ns <=
+				CLAIM_WINDOW_NS;
 			dp->poll_streak = 0;
-			dp->streak_start_ns = now;
 		}
-		claim = ++dp->poll_streak == CLAIM_POLLS;
 	}
 	/* The end of the stream stays readable for the engine to see;
 	 * anything else is handed over once. */

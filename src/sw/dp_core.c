@@ -42,7 +42,7 @@ void sw_dp_set_state_locked(struct sw_dp *dp, enum sw_dp_state to)
 	}
 	ndk_dbg("dp %p: %s -> %s", (void *)dp, sw_dp_state_name(from),
 		sw_dp_state_name(to));
-	dp->state = to;
+	__atomic_store_n(&dp->state, to, __ATOMIC_RELEASE);
 }
 
 static NDK_OPERATION_TYPE wqe_type(const struct sw_wqe *w)

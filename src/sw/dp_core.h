@@ -250,9 +250,15 @@ struct sw_dp {
 	 * polling (the backstop timer, every millisecond) hand it back.
 	 */
 	bool rx_consumer; /* under lock */
+	/* rx_consumer for the consumer's poll, read without the lock: a
+	 * stale value costs one clock read or one claim attempt. */
+	_Atomic bool rx_consumer_hint;
 	bool backstop_armed; /* under lock; holds a QP reference */
 	struct ndk_timer backstop;
-	_Atomic uint64_t last_poll_ns;
+	/* Consumer polls so far, and as the backstop last saw them: an
+	 * empty poll counts instead of reading the clock. */
+	_Atomic uint64_t polls;
+	uint64_t polls_seen; /* under lock */
 	unsigned int poll_streak; /* recent consumer passes, under rx_lock */
 	uint64_t streak_start_ns; /* under rx_lock */
 };
@@ -265,6 +271,13 @@ const char *sw_dp_state_name(enum sw_dp_state state);
 static inline bool sw_dp_attached(const struct sw_dp *dp)
 {
 	return dp->state == SW_DP_ATTACHED;
+}
+
+/* The same without the lock, for a receive pass (rx_lock held): the
+ * state may change right after, as it may after the lock is dropped. */
+static inline bool sw_dp_attached_unlocked(const struct sw_dp *dp)
+{
+	return __atomic_load_n(&dp->state, __ATOMIC_ACQUIRE) == SW_DP_ATTACHED;
 }
 
 /* The SQ ring slot of free-running index idx. */

@@ -780,9 +780,7 @@ int sw_dp_rx_pass(struct sw_dp *dp, int *budget, bool *got)
 
 	if (!buf)
 		return 0; /* no memory now: the socket stays readable */
-	ndk_lock(&dp->lock);
-	ret = sw_dp_attached(dp) ? 0 : 1;
-	ndk_unlock(&dp->lock);
+	ret = sw_dp_attached_unlocked(dp) ? 0 : 1;
 	if (!ret && dp->rx_error)
 		ret = dp->rx_error;
 	while (!ret && *budget > 0) {

@@ -182,7 +182,7 @@ static void test_adapter_addresses(void **state)
 	NdkCloseAdapter(a);
 }
 
-/* NDK_PROVIDER picks the provider (README, Configuration); an adapter
+/* NDK_PROVIDER picks the provider (docs/configuration.md); an adapter
  * says which one it got. */
 static void test_provider_selection(void **state)
 {

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Writes the benchmark table of a results.json into README.md.
+"""Writes the benchmark table of a results.json into docs/performance.md.
 
-usage: readme_table.py [RESULTS.json [README.md]]
-(defaults: bench/results/results.json and README.md of this checkout)
+usage: table.py [RESULTS.json [PERFORMANCE.md]]
+(defaults: bench/results/results.json and docs/performance.md of this checkout)
 
 Replaces what lies between the lines `<!-- bench-table:begin -->` and
 `<!-- bench-table:end -->` with a caption (the run's commit, date, machine)
-and the table that bench/report.py prints, so the README shows one run's
+and the table that bench/report.py prints, so docs/performance.md shows one run's
 numbers exactly as measured. Refuses a results.json with missing rows
 unless given --allow-missing, and a quick (BENCH_QUICK=1) run unless given
 --allow-quick.
@@ -27,6 +27,17 @@ SCALING_CAPTION = (
     "and `sw`, the client's voluntary context switches per request (a "
     "polling thread blocks only on a contended lock or to let a sleeper "
     "run, so near 0 means the QPs do not serialize on a lock).")
+CPU_CAPTION = (
+    "CPU per byte, same runs: the CPU seconds of the client over its timed "
+    "loop (getrusage, the `cpu_sec` of its JSON) and of its server from the "
+    "client's start to its exit (/proc/PID/stat, clock ticks; connection "
+    "setup included), per GB moved; median (min-max) of the repetitions. "
+    "On two cores bandwidth is CPU, so this says where it goes.")
+SYSCALL_CAPTION = (
+    "System calls per 64 KiB message, from one extra run of each program "
+    "with its own server, both under `perf stat` (syscall tracepoints): "
+    "receive (recv*, read*), send (send*, write*), wait (poll, epoll) and "
+    "all system calls, divided by the messages sent.")
 BEGIN = "<!-- bench-table:begin -->"
 END = "<!-- bench-table:end -->"
 
@@ -41,15 +52,16 @@ def main(argv):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     results = args[0] if args else os.path.join(root, "bench", "results",
                                                 "results.json")
-    readme = args[1] if len(args) > 1 else os.path.join(root, "README.md")
+    readme = args[1] if len(args) > 1 else os.path.join(
+        root, "docs", "performance.md")
     res = json.load(open(results))
     if res.get("missing") and "--allow-missing" not in flags:
-        print("readme_table: %s has missing rows: %s (--allow-missing to "
+        print("table.py: %s has missing rows: %s (--allow-missing to "
               "write it anyway)" % (results, "; ".join(res["missing"])),
               file=sys.stderr)
         return 1
     if res.get("meta", {}).get("quick") and "--allow-quick" not in flags:
-        print("readme_table: %s is from a BENCH_QUICK=1 run "
+        print("table.py: %s is from a BENCH_QUICK=1 run "
               "(--allow-quick to write it anyway)" % results,
               file=sys.stderr)
         return 1
@@ -58,21 +70,27 @@ def main(argv):
     try:
         b, e = lines.index(BEGIN), lines.index(END)
     except ValueError:
-        print("readme_table: %s lacks the lines %s and %s" %
+        print("table.py: %s lacks the lines %s and %s" %
               (readme, BEGIN, END), file=sys.stderr)
         return 1
     if e < b:
-        print("readme_table: %s: end marker before begin" % readme,
+        print("table.py: %s: end marker before begin" % readme,
               file=sys.stderr)
         return 1
     body = textwrap.wrap(report.caption(res), 76) + [""] + report.table(res)
     st = report.scaling_table(res)
     if st:
         body += [""] + textwrap.wrap(SCALING_CAPTION, 76) + [""] + st
+    ct = report.cpu_table(res)
+    if ct:
+        body += [""] + textwrap.wrap(CPU_CAPTION, 76) + [""] + ct
+    sc = report.syscall_table(res)
+    if sc:
+        body += [""] + textwrap.wrap(SYSCALL_CAPTION, 76) + [""] + sc
     lines[b + 1:e] = body
     with open(readme, "w") as f:
         f.write("\n".join(lines))
-    print("readme_table: %d rows written into %s" %
+    print("table.py: %d rows written into %s" %
           (len(report.table(res)) - 2, readme))
     return 0
 
