@@ -88,7 +88,7 @@ NTSTATUS NdkQueryAdapterProvider(NDK_ADAPTER *pNdkAdapter,
  * Handler(Context, Level, Line) instead: Line is the text alone (no
  * prefix, no newline), valid during the call only. The handler runs on
  * the thread that logs, libndk's own threads included, on several at once,
- * and may hold libndk's locks: it must return soon and must not call
+ * and while libndk holds its locks: it must return soon and must not call
  * libndk (NdkStatusName aside). Handler NULL restores stderr. Once
  * NdkSetLogHandler returns, the handler it replaced has returned from
  * every call and is not called again, so its Context may be freed.
