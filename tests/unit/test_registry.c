@@ -115,11 +115,21 @@ static void test_no_torn_entries(void **state)
 	assert_int_equal(c.entries, 0);
 }
 
+/* This user's directory of the registry. */
+static const char *user_dir(void)
+{
+	static char path[512];
+
+	snprintf(path, sizeof(path), "%s/u%u", runtime_dir,
+		 (unsigned int)geteuid());
+	return path;
+}
+
 static int count_files(const char *prefix)
 {
 	struct dirent *d;
 	int n = 0;
-	DIR *dir = opendir(runtime_dir);
+	DIR *dir = opendir(user_dir());
 
 	assert_non_null(dir);
 	while ((d = readdir(dir)))
@@ -162,9 +172,9 @@ static void test_own_entries_and_reaping(void **state)
  * through an update. */
 static _Atomic uint32_t *own_slot_seq(int slot, void **map, size_t *len)
 {
-	char path[512];
+	char path[1024];
 	struct dirent *d;
-	DIR *dir = opendir(runtime_dir);
+	DIR *dir = opendir(user_dir());
 	char prefix[32];
 	int fd = -1;
 
@@ -172,7 +182,7 @@ static _Atomic uint32_t *own_slot_seq(int slot, void **map, size_t *len)
 	snprintf(prefix, sizeof(prefix), "p.%d.", (int)getpid());
 	while ((d = readdir(dir)))
 		if (!strncmp(d->d_name, prefix, strlen(prefix))) {
-			snprintf(path, sizeof(path), "%s/%s", runtime_dir,
+			snprintf(path, sizeof(path), "%s/%s", user_dir(),
 				 d->d_name);
 			fd = open(path, O_RDWR);
 		}
