@@ -11,7 +11,8 @@
  * before a Read Response or the next FPDU (a valid Write to its own MR
  * right behind the guess) is served: one guess per handshake. No byte
  * of the other MRs changes or leaves, and the other connection and the
- * listener still work afterwards. Prints the guesses per second.
+ * listener still work afterwards, and every try shows in the interface's
+ * ConnectionError counter (ndkstat). Prints the guesses per second.
  *
  * NDK_TEST_GUESSES sets the number of tries (default 10000: a few
  * seconds; fewer under the sanitizers, tests/func/CMakeLists.txt).
@@ -21,6 +22,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -125,6 +127,19 @@ static void expect_invalid_stag(int fd, bool read, UINT32 tok)
 	assert_int_equal(raw_wait_event(fd, WAIT_MS), RAW_EOF);
 }
 
+/* The interface's ConnectionError counter (what ndkstat shows). */
+static ULONG64 connection_errors(void)
+{
+	NDIS_NDK_STATISTICS_INFO st;
+	ULONG got = 0, need = 0;
+
+	assert_int_equal(NdkQueryOid(if_nametoindex(cm_test_ifname()),
+				     OID_NDK_STATISTICS, &st, sizeof(st), &got,
+				     &need),
+			 NDIS_STATUS_SUCCESS);
+	return st.CounterSet.ConnectionError;
+}
+
 static unsigned int guesses(void)
 {
 	const char *s = getenv("NDK_TEST_GUESSES");
@@ -191,6 +206,7 @@ static void test_guessing_peer(void **state)
 	uint32_t rng = (uint32_t)time(NULL) | 1;
 	unsigned int i, tried = 0, k;
 	uint64_t t0, ms;
+	ULONG64 errors0;
 	UINT32 tok;
 	size_t len;
 	bool read;
@@ -198,6 +214,7 @@ static void test_guessing_peer(void **state)
 
 	setup_victims();
 	print_message("own token %#x, xorshift seed %#x\n", own_tok, rng);
+	errors0 = connection_errors();
 	t0 = tu_now_ms();
 	for (i = 0; i < n; i++) {
 		tok = guess(i, &rng);
@@ -234,6 +251,11 @@ static void test_guessing_peer(void **state)
 	ms = tu_now_ms() - t0;
 	print_message("%u guesses in %llu ms: %.0f per second\n", tried,
 		      (unsigned long long)ms, ms ? tried * 1000.0 / ms : 0.0);
+	/* Each one shows: a connection ended by an error. */
+	print_message("ConnectionError %llu -> %llu\n",
+		      (unsigned long long)errors0,
+		      (unsigned long long)connection_errors());
+	assert_true(connection_errors() - errors0 >= tried);
 	assert_true(tried + 1 >= n);
 	for (i = 0; i < VICTIMS; i++)
 		assert_all(victim(i), VICTIM_LEN, (uint8_t)(0xa0 + i),
@@ -253,8 +275,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_guessing_peer,
 						dp_setup_hosts, dp_teardown),
 	};
+	char dir[] = "/tmp/ndk-guess-XXXXXX";
+	int ret;
 
 	cm_software_only();
 	dp_set_env();
-	return cmocka_run_group_tests_name("dp_stag_guess", tests, NULL, NULL);
+	/* Counters of this test's own (ConnectionError is checked). */
+	if (tu_private_runtime(dir))
+		return 1;
+	ret = cmocka_run_group_tests_name("dp_stag_guess", tests, NULL, NULL);
+	return tu_private_runtime_done(dir, ret);
 }
