@@ -25,8 +25,9 @@
 /*
  * Wire index = a keyed permutation of the table index: a Feistel network
  * on two 12-bit halves whose round functions are tables of random
- * values, drawn per table. Six rounds: a peer that sees some of the
- * tokens learns nothing about the others' indices (docs/security.md).
+ * values, drawn per table. Six rounds: a peer that sees some tokens
+ * cannot tell the indices of the others (docs/security.md, Memory
+ * tokens).
  */
 #define HALF_BITS      (SW_STAG_INDEX_BITS / 2)
 #define HALF_MASK      ((1u << HALF_BITS) - 1)
