@@ -183,6 +183,12 @@ static void print_text(const struct adapter *a)
 		text_printable(a->provider.Device, dev, sizeof(dev));
 		printf(LABEL "%s\n", "Device", dev);
 	}
+	if (a->provider.Reason[0]) {
+		char why[sizeof(a->provider.Reason) * 4];
+
+		text_printable(a->provider.Reason, why, sizeof(why));
+		printf(LABEL "%s\n", "ProviderReason", why);
+	}
 	printf(LABEL "%u.%u\n", "NdkVersion", i->Version.Major,
 	       i->Version.Minor);
 	printf(LABEL "0x%08x\n", "VendorId", i->VendorId);
@@ -223,6 +229,7 @@ static void print_json(struct json *j, const struct adapter *a)
 		json_string(j, "NdkVersion", text);
 		json_string(j, "Provider", a->provider.Provider);
 		json_string(j, "Device", a->provider.Device);
+		json_string(j, "ProviderReason", a->provider.Reason);
 		json_uint(j, "VendorId", i->VendorId);
 		json_uint(j, "DeviceId", i->DeviceId);
 		json_string(j, "RdmaTechnology",

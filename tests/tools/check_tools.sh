@@ -325,6 +325,7 @@ check_ndkinfo() {
 		>"$tmp/lo"
 	for re in "IfIndex +: $lo" "Status +: operational" \
 		"Provider +: software" \
+		"ProviderReason +: .+" \
 		"NdkVersion +: 2\.1" "RdmaTechnology +: iWARP" \
 		"VendorId +: 0x[0-9a-f]{8}" "DeviceId +: 0x[0-9a-f]{8}" \
 		"MaxCallerData +: 252" "MaxCalleeData +: 252" \
@@ -333,7 +334,7 @@ check_ndkinfo() {
 		"AdapterFlags +: 0x[0-9a-f]{8} \(.*LOOPBACK_CONNECTIONS.*\)"; do
 		grep -qE "^$re\$" "$tmp/lo" || fail "lo: no '$re'"
 	done
-	[ "$(wc -l <"$tmp/lo")" = 26 ] || fail "lo: $(wc -l <"$tmp/lo") lines"
+	[ "$(wc -l <"$tmp/lo")" = 27 ] || fail "lo: $(wc -l <"$tmp/lo") lines"
 
 	run 0 "$ndkinfo" -j -I lo
 	LO=$lo json_check '
@@ -344,6 +345,7 @@ assert (a["name"], a["ifindex"], a["status"], a["ntstatus"]) == \
     ("lo", int(env["LO"]), "operational", "STATUS_SUCCESS"), a
 assert a["NdkVersion"] == "2.1" and a["RdmaTechnology"] == "iWARP", a
 assert (a["Provider"], a["Device"]) == ("software", ""), a
+assert a["ProviderReason"], a
 for k in ("VendorId", "DeviceId", "MaxRegistrationSize", "MaxWindowSize",
           "FRMRPageCount", "MaxInitiatorRequestSge", "MaxReceiveRequestSge",
           "MaxReadRequestSge", "MaxTransferLength", "MaxInlineDataSize",
