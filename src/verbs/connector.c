@@ -270,9 +270,9 @@ void vconn_destroy_id(struct ndk_vconn *c)
 	if (!c->id)
 		return;
 	c->id->context = NULL;
-	if (c->in_connect) {
-		/* The worker is inside rdma_connect with it. */
-		c->id_after_connect = c->id;
+	if (c->call) {
+		/* A thread is inside rdma_connect with it. */
+		vconn_leave_call(c);
 		c->id = NULL;
 		return;
 	}
@@ -442,6 +442,10 @@ static void vconn_event_locked(struct ndk_vconn *c,
 			}
 			vconn_set_state(c, VCONN_RESOLVING_ROUTE);
 		} else if (vconn_is_failure(e->type)) {
+			/* The neighbour never answered (vconn_resolve_ms). */
+			if (e->type == RDMA_CM_EVENT_ADDR_ERROR &&
+			    e->status == -ETIMEDOUT && c->resolve_neigh_bound)
+				st = STATUS_HOST_UNREACHABLE;
 			vconn_attempt_failed(c, st);
 		}
 		return;
@@ -689,8 +693,8 @@ static void vconn_destroy(struct ndk_obj *obj)
 {
 	struct ndk_vconn *c = container_of(obj, struct ndk_vconn, conn.obj);
 
-	/* The connect job held a reference until it was done with it. */
-	assert(!c->in_connect && !c->id_after_connect);
+	/* The connect thread held a reference while it was attached. */
+	assert(!c->call);
 	/* A connector made for a request that was never handed out. */
 	if (c->id) {
 		c->id->context = NULL;

@@ -65,12 +65,14 @@ struct ndk_vconn {
 	struct ndk_vcm_ref ref; /* the id's context */
 	enum vconn_state state;
 	struct rdma_cm_id *id;
-	/* rdma_connect runs on the adapter's worker (it blocks on iWARP):
-	 * meanwhile the id is not destroyed but handed to the worker. */
-	bool in_connect;
-	struct rdma_cm_id *id_after_connect;
-	struct ndk_vjob connect_job;
+	/* rdma_connect runs on a thread of its own (it blocks on iWARP for
+	 * as long as the TCP connect takes): meanwhile the id is not
+	 * destroyed but left to that thread (connector_active.c). */
+	struct vconn_call *call;
 
+	/* rdma_resolve_addr's limit is the kernel's neighbour time, below
+	 * the attempt's: its ETIMEDOUT means no answer to ARP or ND. */
+	bool resolve_neigh_bound;
 	bool shared; /* ep is a shared endpoint's */
 	bool sep_linked; /* the shared endpoint object is an antecedent */
 	struct ndk_vqp *qp;
@@ -110,6 +112,8 @@ void vconn_set_state_at(struct ndk_vconn *c, enum vconn_state to,
 bool vconn_listed(enum vconn_state s);
 bool vconn_ended(enum vconn_state s);
 void vconn_destroy_id(struct ndk_vconn *c);
+/* Leaves c->id to the thread in rdma_connect with it. */
+void vconn_leave_call(struct ndk_vconn *c);
 void vconn_qp_failed(struct ndk_vconn *c);
 void vconn_arm_timer(struct ndk_vconn *c, enum vconn_timer purpose,
 		     uint64_t ms);
