@@ -387,6 +387,7 @@ NTSTATUS ndk_vconn_complete_connect(struct ndk_conn *base)
 	}
 	ndk_vqp_connected(c->qp);
 	vconn_set_state(c, VCONN_ESTABLISHED);
+	vconn_watch_peer(c);
 	ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(Connect), 1);
 out:
 	return status;

@@ -54,6 +54,7 @@ enum vconn_timer {
 	VCONN_TIMER_COMPLETE, /* twice that for the consumer's CompleteConnect */
 	VCONN_TIMER_ACCEPT, /* NDK_CM_TIMEOUT_MS for the initiator's RTU */
 	VCONN_TIMER_DISCONNECT, /* NDK_CM_TIMEOUT_MS for NdkDisconnect */
+	VCONN_TIMER_PEER, /* iWARP: the peer's liveness, established */
 	VCONN_TIMER_COUNT
 };
 
@@ -89,6 +90,9 @@ struct ndk_vconn {
 	/* The one timer; it holds a reference on the connector from the
 	 * first arm until a fire finds it neither armed nor wanted. */
 	struct ndk_timer timer;
+	/* Dead-peer detection (vconn_peer_check): since when the stream
+	 * has sent nothing that was acknowledged, 0 if it has. */
+	uint64_t stalled_ns;
 	enum vconn_timer timer_purpose;
 	uint64_t timer_deadline_ns;
 	bool timer_ref;
@@ -125,6 +129,8 @@ void vconn_note_peer(struct ndk_vconn *c, const struct ndk_vcm_event *e,
 struct rdma_conn_param vconn_param(struct ndk_vconn *c, const void *pd,
 				   uint8_t pd_len, uint8_t ird, uint8_t ord);
 void vconn_qp_fatal(struct ndk_obj *obj);
+/* Entering ESTABLISHED: dead-peer detection where the device needs it. */
+void vconn_watch_peer(struct ndk_vconn *c);
 uint8_t vconn_cap(ULONG v, ULONG max);
 
 /* The connection operations (front/connector.h), c->conn.lock held. */

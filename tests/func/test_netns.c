@@ -337,8 +337,8 @@ static int timeout_client(struct peer *p)
 
 	client_link(p);
 	/* Not even ARP: the SYN reaches the peer, which never answers. */
-	SH("ip neigh replace " ADDR_B " lladdr " MAC_B " dev " IF_A
-	   " nud permanent");
+	SH("ip neigh replace " ADDR_B " lladdr %s dev " IF_A " nud permanent",
+	   p->mac_b);
 	peer_recv(p, &ch, 1);
 	setenv("NDK_CM_TIMEOUT_MS", "500", 1);
 	ns_host_open(&h, IF_A);
