@@ -38,11 +38,9 @@ build=$(cd "$1" && pwd)
 shift
 devices=siw
 per_test=180
-# The devices that test_netns and test_dead_peer put on their veths;
-# test_dead_peer not on siw yet: the verbs provider has no dead-peer
-# detection there (docs/verbs.md, Testing).
+# The devices that test_netns and test_dead_peer put on their veths
+# (docs/verbs.md, Testing); elsewhere they skip.
 netns_devices=${VERBS_GUEST_NETNS_DEVICES:-siw rxe}
-dead_peer_devices=${VERBS_GUEST_DEAD_PEER_DEVICES:-rxe}
 tests=()
 while (($#)); do
 	case $1 in
@@ -105,19 +103,15 @@ for dev in $devices; do
 		rdma link add rxe0 type rxe netdev eth0
 	fi
 	export NDK_RUNTIME_DIR=/tmp/ndk-runtime-\$dev
+	# test_netns, test_dead_peer: an RDMA device of this type on each
+	# veth end they make (netns_pair.h), on the devices named in
+	# \$netns_devices; elsewhere they skip (docs/verbs.md, Testing).
+	unset NDK_TEST_RDMA_LINK
+	case " $netns_devices " in *" \$dev "*) export NDK_TEST_RDMA_LINK=\$dev ;; esac
 	mkdir -p /tmp/\$dev && cd /tmp/\$dev
 	rdma link
 	ndkinfo -I eth0 | grep -E '^(Provider|Device|RdmaTechnology) '
 	for n in ${tests[*]}; do
-		# test_netns, test_dead_peer: an RDMA device of this type on
-		# each veth end they make (netns_pair.h), on the devices
-		# named in \$netns_devices (test_dead_peer:
-		# \$dead_peer_devices); elsewhere they skip (docs/verbs.md,
-		# Testing).
-		unset NDK_TEST_RDMA_LINK
-		devs="$netns_devices"
-		[ \$n = test_dead_peer ] && devs="$dead_peer_devices"
-		case " \$devs " in *" \$dev "*) export NDK_TEST_RDMA_LINK=\$dev ;; esac
 		t0=\$(now)
 		timeout $per_test /opt/ndk/\$n >\$n.log 2>&1
 		rc=\$?
