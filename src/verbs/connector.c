@@ -407,7 +407,8 @@ static void vconn_peer_check(struct ndk_vconn *c)
 				   (struct sockaddr *)&c->conn.peer, &p);
 
 	if (ret) {
-		/* Gone already: the rdma_cm event follows. */
+		/* No such stream (gone: the rdma_cm event follows; or
+		 * another port, a port mapper's): nothing to judge. */
 		ndk_dbg("verbs: connector %p: no TCP state (%d)", (void *)c,
 			ret);
 	} else if (p.queued && (p.retransmits || p.probes)) {
@@ -766,7 +767,7 @@ static void vconn_destroy(struct ndk_obj *obj)
 {
 	struct ndk_vconn *c = container_of(obj, struct ndk_vconn, conn.obj);
 
-	/* The connect thread held a reference while it was attached. */
+	/* The close left any connect thread (vconn_destroy_id). */
 	assert(!c->call);
 	/* A connector made for a request that was never handed out. */
 	if (c->id) {
