@@ -2,7 +2,7 @@
 /*
  * The verbs connector's active side (docs/verbs.md, Connection
  * management): NdkConnect(WithSharedEndpoint) reserves the local endpoint,
- * resolves the address and the route and connects on the adapter's worker;
+ * resolves the address and the route and connects on a thread of its own;
  * NdkCompleteConnect finishes the handshake.
  */
 #include <errno.h>
