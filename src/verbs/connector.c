@@ -34,6 +34,7 @@
 #include <string.h>
 #include "verbs/connector.h"
 #include "verbs/connector_int.h"
+#include "verbs/tcp_state.h"
 
 static const char *const vconn_state_names[VCONN_STATE_COUNT] = {
 	[VCONN_IDLE] = "IDLE",
@@ -128,6 +129,7 @@ static const uint32_t vconn_timer_states[VCONN_TIMER_COUNT] = {
 	[VCONN_TIMER_COMPLETE] = VCONN_BIT(VCONN_REPLIED),
 	[VCONN_TIMER_ACCEPT] = VCONN_BIT(VCONN_ACCEPTING),
 	[VCONN_TIMER_DISCONNECT] = VCONN_BIT(VCONN_DISCONNECTING),
+	[VCONN_TIMER_PEER] = VCONN_BIT(VCONN_ESTABLISHED),
 };
 
 static const char *const vconn_timer_names[VCONN_TIMER_COUNT] = {
@@ -136,6 +138,7 @@ static const char *const vconn_timer_names[VCONN_TIMER_COUNT] = {
 	[VCONN_TIMER_COMPLETE] = "complete-connect",
 	[VCONN_TIMER_ACCEPT] = "accept",
 	[VCONN_TIMER_DISCONNECT] = "disconnect",
+	[VCONN_TIMER_PEER] = "peer",
 };
 
 /* Arms the one timer for purpose, replacing any other. */
@@ -270,9 +273,9 @@ void vconn_destroy_id(struct ndk_vconn *c)
 	if (!c->id)
 		return;
 	c->id->context = NULL;
-	if (c->in_connect) {
-		/* The worker is inside rdma_connect with it. */
-		c->id_after_connect = c->id;
+	if (c->call) {
+		/* A thread is inside rdma_connect with it. */
+		vconn_leave_call(c);
 		c->id = NULL;
 		return;
 	}
@@ -363,6 +366,74 @@ static void vconn_peer_disconnected(struct ndk_vconn *c,
 	ndk_conn_peer_closed(&c->conn, reason);
 }
 
+/*
+ * Dead peers (docs/ndk.md): an iWARP device's TCP socket is the kernel's,
+ * so neither TCP_USER_TIMEOUT nor keepalive can be set on it. Every
+ * quarter of NDK_PEER_TIMEOUT_MS the connector reads the socket's sending
+ * state (/proc/net/tcp, in the caller's network namespace): bytes not
+ * acknowledged while the kernel retransmits or probes (both counts go
+ * back to 0 with any acknowledgement) for the whole timeout mean the peer
+ * is gone. An idle stream gets a zero-length RDMA Write, so that there is
+ * something to acknowledge; it consumes nothing at the peer (a Send would
+ * take one of its receives).
+ */
+#define VCONN_PEER_TIMEOUT_DEFAULT_MS 30000
+
+static uint64_t vconn_peer_timeout_ms(void)
+{
+	return ndk_config_u64("NDK_PEER_TIMEOUT_MS",
+			      VCONN_PEER_TIMEOUT_DEFAULT_MS, 0, 3600000);
+}
+
+static uint64_t vconn_peer_period_ms(uint64_t timeout)
+{
+	return MAX(timeout / 4, 100);
+}
+
+void vconn_watch_peer(struct ndk_vconn *c)
+{
+	uint64_t t = vconn_peer_timeout_ms();
+
+	c->stalled_ns = 0;
+	if (vconn_vad(c)->iwarp && t)
+		vconn_arm_timer(c, VCONN_TIMER_PEER, vconn_peer_period_ms(t));
+}
+
+static void vconn_peer_check(struct ndk_vconn *c)
+{
+	uint64_t t = vconn_peer_timeout_ms(), now = ndk_now_ns();
+	struct ndk_tcp_progress p;
+	int ret = ndk_tcp_progress((struct sockaddr *)&c->conn.local,
+				   (struct sockaddr *)&c->conn.peer, &p);
+
+	if (ret) {
+		/* No such stream (gone: the rdma_cm event follows; or
+		 * another port, a port mapper's): nothing to judge. */
+		ndk_dbg("verbs: connector %p: no TCP state (%d)", (void *)c,
+			ret);
+	} else if (p.queued && (p.retransmits || p.probes)) {
+		if (!c->stalled_ns)
+			c->stalled_ns = now;
+		if (now - c->stalled_ns >= t * 1000000) {
+			ndk_info("verbs: connector %p: nothing acknowledged "
+				 "for NDK_PEER_TIMEOUT_MS %llu",
+				 (void *)c, (unsigned long long)t);
+			vconn_set_state(c, VCONN_PEER_CLOSED);
+			if (c->qp)
+				ndk_vqp_ended(c->qp, false);
+			ndk_adapter_count(c->conn.obj.adapter,
+					  NDK_CTR(ConnectionError), 1);
+			ndk_conn_peer_closed(&c->conn, STATUS_IO_TIMEOUT);
+			return;
+		}
+	} else {
+		c->stalled_ns = 0;
+		if (!p.queued && c->qp && ndk_vqp_probe(c->qp))
+			ndk_dbg("verbs: connector %p: no probe", (void *)c);
+	}
+	vconn_arm_timer(c, VCONN_TIMER_PEER, vconn_peer_period_ms(t));
+}
+
 /* ------------------------------------------------------------------ */
 /* Events from rdma_cm (engine thread)                                */
 
@@ -442,6 +513,10 @@ static void vconn_event_locked(struct ndk_vconn *c,
 			}
 			vconn_set_state(c, VCONN_RESOLVING_ROUTE);
 		} else if (vconn_is_failure(e->type)) {
+			/* The neighbour never answered (vconn_resolve_ms). */
+			if (e->type == RDMA_CM_EVENT_ADDR_ERROR &&
+			    e->status == -ETIMEDOUT && c->resolve_neigh_bound)
+				st = STATUS_HOST_UNREACHABLE;
 			vconn_attempt_failed(c, st);
 		}
 		return;
@@ -583,6 +658,9 @@ static void vconn_timer_fn(struct ndk_timer *t)
 		/* The initiator never completed (NDK_FN_ACCEPT_EX). */
 		vconn_attempt_failed(c, STATUS_IO_TIMEOUT);
 		break;
+	case VCONN_TIMER_PEER:
+		vconn_peer_check(c);
+		break;
 	case VCONN_TIMER_DISCONNECT:
 		/* NdkDisconnect was never answered. */
 		ndk_vqp_ended(c->qp, true);
@@ -689,8 +767,8 @@ static void vconn_destroy(struct ndk_obj *obj)
 {
 	struct ndk_vconn *c = container_of(obj, struct ndk_vconn, conn.obj);
 
-	/* The connect job held a reference until it was done with it. */
-	assert(!c->in_connect && !c->id_after_connect);
+	/* The close left any connect thread (vconn_destroy_id). */
+	assert(!c->call);
 	/* A connector made for a request that was never handed out. */
 	if (c->id) {
 		c->id->context = NULL;

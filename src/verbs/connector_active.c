@@ -2,53 +2,157 @@
 /*
  * The verbs connector's active side (docs/verbs.md, Connection
  * management): NdkConnect(WithSharedEndpoint) reserves the local endpoint,
- * resolves the address and the route and connects on the adapter's worker;
+ * resolves the address and the route and connects on a thread of its own;
  * NdkCompleteConnect finishes the handshake.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
 #include "verbs/connector_int.h"
 
-/* The adapter's worker: rdma_connect, without the connector's lock. */
-static void vconn_connect_job(struct ndk_vjob *job)
-{
-	struct ndk_vconn *c = container_of(job, struct ndk_vconn, connect_job);
-	struct rdma_conn_param p;
+/*
+ * One rdma_connect, on a detached thread: siw makes its TCP connection
+ * inside it, blocking for as long as an unanswered SYN is retried, and
+ * holds the QP meanwhile (its destroy waits). Neither the connector's
+ * close nor the adapter's may wait for that (docs/ndk.md, Connecting):
+ * a connector that lets go of the attempt (vconn_leave_call) cancels the
+ * thread, which interrupts the kernel's connect; the thread then ends the
+ * id itself, and the channel it counts outlives the adapter until then.
+ */
+struct vconn_call {
+	/* Under calls_lock: NULL once the connector left; done once the
+	 * thread no longer takes a cancellation. */
+	struct ndk_vconn *c;
+	bool done;
+	pthread_t thread;
 	struct rdma_cm_id *id;
-	int ret, err = 0;
+	struct ndk_vchan *chan;
+	struct rdma_conn_param p;
+	uint8_t pd[NDK_VCM_PD_MAX];
+};
 
-	ndk_lock(&c->conn.lock);
-	id = c->id;
-	if (id)
-		p = vconn_param(c, c->pd, (uint8_t)c->pd_len, c->req_ird,
-				c->req_ord);
-	ndk_unlock(&c->conn.lock);
-	ret = id ? rdma_connect(id, &p) : 0;
-	if (ret)
-		err = errno;
-	ndk_lock(&c->conn.lock);
-	c->in_connect = false;
-	if (c->id_after_connect) {
-		/* Closed or failed meanwhile: the id is ours to end. */
-		rdma_destroy_id(c->id_after_connect);
-		c->id_after_connect = NULL;
-	} else if (ret && c->state == VCONN_CONNECTING) {
-		ndk_info("verbs: connector %p: rdma_connect: %s", (void *)c,
-			 strerror(err));
-		vconn_attempt_failed(c,
-				     ndk_verbs_errno_status(err, NDK_VERBS_CM));
+static struct ndk_lock calls_lock = NDK_LOCK_INITIALIZER(NDK_LOCK_LEAF);
+
+/* c->conn.lock held. */
+void vconn_leave_call(struct ndk_vconn *c)
+{
+	struct vconn_call *call = c->call;
+
+	ndk_lock(&calls_lock);
+	call->c = NULL;
+	/* Still alive until it takes calls_lock and sees done. */
+	if (!call->done)
+		pthread_cancel(call->thread);
+	ndk_unlock(&calls_lock);
+	c->call = NULL;
+}
+
+/* After rdma_connect, returned (ret, err) or cancelled (-1, EINTR). */
+static void vconn_call_end(struct vconn_call *call, int ret, int err)
+{
+	struct ndk_vconn *c;
+	bool own = true;
+
+	ndk_lock(&calls_lock);
+	call->done = true;
+	c = call->c;
+	if (c)
+		ndk_obj_get(&c->conn.obj);
+	ndk_unlock(&calls_lock);
+	if (c) {
+		ndk_lock(&c->conn.lock);
+		if (c->call == call) {
+			own = false;
+			c->call = NULL;
+			if (ret && c->state == VCONN_CONNECTING) {
+				ndk_info("verbs: connector %p: rdma_connect: "
+					 "%s",
+					 (void *)c, strerror(err));
+				vconn_attempt_failed(
+					c, ndk_verbs_errno_status(
+						   err, NDK_VERBS_CM));
+			}
+		}
+		ndk_unlock(&c->conn.lock);
+		ndk_obj_put(&c->conn.obj);
 	}
-	ndk_unlock(&c->conn.lock);
-	ndk_obj_put(&c->conn.obj); /* the job's */
+	/* Left by its connector: the id is this thread's to end. */
+	if (own && rdma_destroy_id(call->id))
+		ndk_warn("verbs: rdma_destroy_id failed (%d)", errno);
+	ndk_vchan_put(call->chan);
+	free(call);
+}
+
+static void vconn_call_cancelled(void *arg)
+{
+	vconn_call_end(arg, -1, EINTR);
+}
+
+/* Apart from vconn_call_main: nothing of its frame lives across the
+ * cleanup handler's jump. */
+static int vconn_call_connect(struct vconn_call *call, int *err)
+{
+	int ret = rdma_connect(call->id, &call->p);
+
+	*err = ret ? errno : 0;
+	return ret;
+}
+
+static void *vconn_call_main(void *arg)
+{
+	struct vconn_call *call = arg;
+	int ret, err;
+
+	/* Cancellable inside rdma_connect only (its write to the rdma_cm
+	 * device is a cancellation point; signals interrupt the kernel's
+	 * TCP connect). */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	pthread_cleanup_push(vconn_call_cancelled, call);
+	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+	ret = vconn_call_connect(call, &err);
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	pthread_cleanup_pop(0);
+	vconn_call_end(call, ret, err);
+	return NULL;
 }
 
 void vconn_route_resolved(struct ndk_vconn *c)
 {
+	struct ndk_vadapter *v = vconn_vad(c);
+	struct vconn_call *call = calloc(1, sizeof(*call));
+	pthread_attr_t attr;
+	int ret = ENOMEM;
+
+	if (!call)
+		goto fail;
+	call->c = c;
+	call->id = c->id;
+	call->chan = v->chan;
+	memcpy(call->pd, c->pd, c->pd_len);
+	call->p = vconn_param(c, call->pd, (uint8_t)c->pd_len, c->req_ird,
+			      c->req_ord);
 	vconn_set_state(c, VCONN_CONNECTING);
-	c->in_connect = true;
-	ndk_obj_get(&c->conn.obj);
-	ndk_vworker_post(&vconn_vad(c)->worker, &c->connect_job,
-			 vconn_connect_job);
+	c->call = call;
+	atomic_fetch_add_explicit(&v->chan->refs, 1, memory_order_relaxed);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* The thread's id is set before anyone may cancel it: the
+	 * connector's lock is held. */
+	ret = pthread_create(&call->thread, &attr, vconn_call_main, call);
+	pthread_attr_destroy(&attr);
+	if (!ret)
+		return;
+	c->call = NULL;
+	ndk_vchan_put(v->chan);
+	free(call);
+fail:
+	ndk_warn("verbs: connector %p: no thread for rdma_connect (%d)",
+		 (void *)c, ret);
+	vconn_attempt_failed(c, STATUS_INSUFFICIENT_RESOURCES);
 }
 
 /* CONNECTING: the peer accepted (IB: its REP; iWARP: established). */
@@ -73,6 +177,73 @@ void vconn_replied(struct ndk_vconn *c, const struct ndk_vcm_event *e)
 /* ------------------------------------------------------------------ */
 /* Active side                                                        */
 
+/* One neighbour parameter of the adapter's interface, or -1. */
+static long neigh_param(const struct ndk_adapter *ad, int family,
+			const char *name)
+{
+	char path[128];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/%s/neigh/%s/%s",
+		 family == AF_INET6 ? "ipv6" : "ipv4", ad->ifname, name);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/*
+ * How long rdma_resolve_addr may take. rdma_cm retries an unresolved
+ * neighbour until its timeout and never reports that ARP (or ND) gave up,
+ * so the attempt's whole NDK_CM_TIMEOUT_MS would end as IO_TIMEOUT where
+ * the software provider's TCP says EHOSTUNREACH after the kernel's
+ * probes. Bounded by the time those probes take (each of mcast_solicit
+ * and app_solicit one retrans_time_ms apart), plus a margin, a timeout
+ * means the host did not answer (docs/ndk.md, Connecting).
+ */
+static uint64_t vconn_resolve_ms(struct ndk_vconn *c, int family)
+{
+	struct ndk_adapter *ad = c->conn.obj.adapter;
+	uint64_t cm = ndk_cm_timeout_ms();
+	long mcast = neigh_param(ad, family, "mcast_solicit");
+	long app = neigh_param(ad, family, "app_solicit");
+	long retrans = neigh_param(ad, family, "retrans_time_ms");
+	uint64_t neigh;
+
+	c->resolve_neigh_bound = false;
+	if (mcast < 0 || app < 0 || retrans <= 0 || mcast + app <= 0)
+		return cm;
+	neigh = (uint64_t)(mcast + app) * (uint64_t)retrans + 500;
+	if (neigh >= cm)
+		return cm;
+	c->resolve_neigh_bound = true;
+	return neigh;
+}
+
+/*
+ * rdma_cm reports no route to the destination only when its resolution
+ * times out, where the software provider's TCP connect fails at once
+ * with ENETUNREACH (docs/ndk.md, Connecting). Connecting a UDP socket
+ * looks the route up in this network namespace and sends nothing.
+ */
+static NTSTATUS vconn_route_check(const struct sockaddr *dst)
+{
+	int fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	NTSTATUS status = STATUS_SUCCESS;
+
+	if (fd < 0)
+		return STATUS_SUCCESS; /* rdma_cm says what it finds */
+	if (connect(fd, dst, (socklen_t)ndk_addr_len(dst)) &&
+	    (errno == ENETUNREACH || errno == EHOSTUNREACH))
+		status = ndk_status_from_errno(-errno, NDK_SITE_CONNECT);
+	close(fd);
+	return status;
+}
+
 /* c->conn.lock held, c->conn.ep reserved: everything after the endpoint. */
 static NTSTATUS vconn_start(struct ndk_vconn *c, struct ndk_vqp *qp,
 			    const struct sockaddr *dst, ULONG ird, ULONG ord,
@@ -84,6 +255,8 @@ static NTSTATUS vconn_start(struct ndk_vconn *c, struct ndk_vqp *qp,
 	int ret;
 
 	status = ndk_conn_use_endpoint(&c->conn, c->conn.ep, dst);
+	if (!status)
+		status = vconn_route_check(dst);
 	if (status)
 		return status;
 	ret = ndk_vqp_bind(qp, vconn_qp_fatal, &c->conn.obj);
@@ -126,7 +299,7 @@ static NTSTATUS vconn_start(struct ndk_vconn *c, struct ndk_vqp *qp,
 	vconn_arm_timer(c, VCONN_TIMER_CONNECT, ndk_cm_timeout_ms());
 	if (rdma_resolve_addr(c->id, (struct sockaddr *)&c->conn.local,
 			      (struct sockaddr *)dst,
-			      (int)ndk_cm_timeout_ms())) {
+			      (int)vconn_resolve_ms(c, dst->sa_family))) {
 		/* The source port taken in rdma_cm's own space, or no
 		 * route: inline (NDK_FN_CONNECT). */
 		ndk_info("verbs: connector %p: rdma_resolve_addr: %s",
@@ -214,6 +387,7 @@ NTSTATUS ndk_vconn_complete_connect(struct ndk_conn *base)
 	}
 	ndk_vqp_connected(c->qp);
 	vconn_set_state(c, VCONN_ESTABLISHED);
+	vconn_watch_peer(c);
 	ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(Connect), 1);
 out:
 	return status;

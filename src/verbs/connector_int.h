@@ -54,6 +54,7 @@ enum vconn_timer {
 	VCONN_TIMER_COMPLETE, /* twice that for the consumer's CompleteConnect */
 	VCONN_TIMER_ACCEPT, /* NDK_CM_TIMEOUT_MS for the initiator's RTU */
 	VCONN_TIMER_DISCONNECT, /* NDK_CM_TIMEOUT_MS for NdkDisconnect */
+	VCONN_TIMER_PEER, /* iWARP: the peer's liveness, established */
 	VCONN_TIMER_COUNT
 };
 
@@ -65,12 +66,14 @@ struct ndk_vconn {
 	struct ndk_vcm_ref ref; /* the id's context */
 	enum vconn_state state;
 	struct rdma_cm_id *id;
-	/* rdma_connect runs on the adapter's worker (it blocks on iWARP):
-	 * meanwhile the id is not destroyed but handed to the worker. */
-	bool in_connect;
-	struct rdma_cm_id *id_after_connect;
-	struct ndk_vjob connect_job;
+	/* rdma_connect runs on a thread of its own (it blocks on iWARP for
+	 * as long as the TCP connect takes): meanwhile the id is not
+	 * destroyed but left to that thread (connector_active.c). */
+	struct vconn_call *call;
 
+	/* rdma_resolve_addr's limit is the kernel's neighbour time, below
+	 * the attempt's: its ETIMEDOUT means no answer to ARP or ND. */
+	bool resolve_neigh_bound;
 	bool shared; /* ep is a shared endpoint's */
 	bool sep_linked; /* the shared endpoint object is an antecedent */
 	struct ndk_vqp *qp;
@@ -87,6 +90,9 @@ struct ndk_vconn {
 	/* The one timer; it holds a reference on the connector from the
 	 * first arm until a fire finds it neither armed nor wanted. */
 	struct ndk_timer timer;
+	/* Dead-peer detection (vconn_peer_check): since when the stream
+	 * has sent nothing that was acknowledged, 0 if it has. */
+	uint64_t stalled_ns;
 	enum vconn_timer timer_purpose;
 	uint64_t timer_deadline_ns;
 	bool timer_ref;
@@ -110,6 +116,8 @@ void vconn_set_state_at(struct ndk_vconn *c, enum vconn_state to,
 bool vconn_listed(enum vconn_state s);
 bool vconn_ended(enum vconn_state s);
 void vconn_destroy_id(struct ndk_vconn *c);
+/* Leaves c->id to the thread in rdma_connect with it. */
+void vconn_leave_call(struct ndk_vconn *c);
 void vconn_qp_failed(struct ndk_vconn *c);
 void vconn_arm_timer(struct ndk_vconn *c, enum vconn_timer purpose,
 		     uint64_t ms);
@@ -121,6 +129,8 @@ void vconn_note_peer(struct ndk_vconn *c, const struct ndk_vcm_event *e,
 struct rdma_conn_param vconn_param(struct ndk_vconn *c, const void *pd,
 				   uint8_t pd_len, uint8_t ird, uint8_t ord);
 void vconn_qp_fatal(struct ndk_obj *obj);
+/* Entering ESTABLISHED: dead-peer detection where the device needs it. */
+void vconn_watch_peer(struct ndk_vconn *c);
 uint8_t vconn_cap(ULONG v, ULONG max);
 
 /* The connection operations (front/connector.h), c->conn.lock held. */

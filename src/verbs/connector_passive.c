@@ -33,6 +33,7 @@ void vconn_accepted(struct ndk_vconn *c, const struct ndk_vcm_event *e)
 	 */
 	ndk_vqp_connected(c->qp);
 	vconn_set_state(c, VCONN_ESTABLISHED);
+	vconn_watch_peer(c);
 	ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(Accept), 1);
 	ndk_req_complete(&c->conn.accept_req, STATUS_SUCCESS);
 }

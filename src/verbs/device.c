@@ -570,7 +570,11 @@ int ndk_verbs_adapter_init(struct ndk_adapter *ad)
 	v->lams = &ad->lams;
 
 	v->comp = ibv_create_comp_channel(v->ctx);
-	v->cm = rdma_create_event_channel();
+	v->chan = calloc(1, sizeof(*v->chan));
+	if (!v->chan)
+		return -ENOMEM;
+	atomic_init(&v->chan->refs, 1);
+	v->chan->ch = v->cm = rdma_create_event_channel();
 	if (!v->comp || !v->cm)
 		return -errno ? -errno : -ENOMEM;
 	ret = set_nonblock(v->comp->fd);
@@ -677,7 +681,18 @@ int ndk_verbs_adapter_start(struct ndk_adapter *ad)
 	return ret;
 }
 
-/* After the engine stopped: every CQ and rdma_cm id is gone. */
+void ndk_vchan_put(struct ndk_vchan *chan)
+{
+	if (atomic_fetch_sub_explicit(&chan->refs, 1, memory_order_acq_rel) !=
+	    1)
+		return;
+	if (chan->ch)
+		rdma_destroy_event_channel(chan->ch);
+	free(chan);
+}
+
+/* After the engine stopped: every CQ and rdma_cm id is gone, but for
+ * those of abandoned connects still in the kernel (struct ndk_vchan). */
 void ndk_verbs_adapter_fini(struct ndk_adapter *ad)
 {
 	struct ndk_vadapter *v = to_vad(ad);
@@ -690,8 +705,8 @@ void ndk_verbs_adapter_fini(struct ndk_adapter *ad)
 		list_del(&v->entry);
 		ndk_unlock(&verbs_adapters_lock);
 	}
-	if (v->cm)
-		rdma_destroy_event_channel(v->cm);
+	if (v->chan)
+		ndk_vchan_put(v->chan);
 	if (v->comp)
 		ibv_destroy_comp_channel(v->comp);
 	if (v->devs)

@@ -211,6 +211,21 @@ int ndk_vqp_ib_ready(struct ndk_vqp *qp, struct rdma_cm_id *id, uint8_t ird,
 	return ret;
 }
 
+/*
+ * A zero-length RDMA Write, unsignaled, outside the consumer's slots: it
+ * consumes nothing at the peer, and its wr_id's key (0) is in no map, so
+ * a completion it gets when flushed is dropped (wr.h).
+ */
+int ndk_vqp_probe(struct ndk_vqp *qp)
+{
+	struct ibv_send_wr wr, *bad = NULL;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 0;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	return ibv_post_send(qp->qp, &wr, &bad);
+}
+
 void ndk_vqp_connected(struct ndk_vqp *qp)
 {
 	ndk_lock(&qp->lock);
@@ -812,6 +827,10 @@ NTSTATUS ndk_verbs_create_qp(struct ndk_obj *pd_obj,
 	ia.send_cq = ndk_vcq_ibv(scq);
 	ia.recv_cq = ndk_vcq_ibv(rcq);
 	ia.cap.max_send_wr = InitiatorQueueDepth;
+	/* iWARP: room for the connector's liveness probe (ndk_vqp_probe). */
+	if (qp->vad->iwarp &&
+	    InitiatorQueueDepth < (ULONG)qp->vad->dev_attr.max_qp_wr)
+		ia.cap.max_send_wr++;
 	ia.cap.max_recv_wr = ReceiveQueueDepth;
 	ia.cap.max_send_sge =
 		MaxInitiatorRequestSge ? MaxInitiatorRequestSge : 1;

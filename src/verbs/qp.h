@@ -88,6 +88,9 @@ void ndk_vqp_unbind(struct ndk_vqp *qp);
 int ndk_vqp_ib_ready(struct ndk_vqp *qp, struct rdma_cm_id *id, uint8_t ird,
 		     uint8_t ord);
 void ndk_vqp_connected(struct ndk_vqp *qp);
+/* Posts the connector's liveness probe (a zero-length RDMA Write): 0 or
+ * an errno. */
+int ndk_vqp_probe(struct ndk_vqp *qp);
 void ndk_vqp_ended(struct ndk_vqp *qp, bool flush);
 /* The device put the QP in its error state by itself (a remote access
  * error, a Terminate), not a flush of ours. */

@@ -198,3 +198,42 @@ enum ndk_tcp_peer ndk_tcp_peer_state(const struct sockaddr *local,
 	return state == TCP_ESTABLISHED ? NDK_TCP_PEER_THERE
 					: NDK_TCP_PEER_GONE;
 }
+
+int ndk_tcp_progress(const struct sockaddr *local, const struct sockaddr *peer,
+		     struct ndk_tcp_progress *p)
+{
+	FILE *f;
+	char line[512], l_hex[40], p_hex[40];
+	unsigned int l_port, p_port, st, txq, rxq, tr, retr, uid, probes;
+	unsigned long when;
+	int ret = -ENOENT;
+
+	if (local->sa_family != peer->sa_family ||
+	    (local->sa_family != AF_INET && local->sa_family != AF_INET6))
+		return -EAFNOSUPPORT;
+	f = fopen(local->sa_family == AF_INET ? "/proc/net/tcp"
+					      : "/proc/net/tcp6",
+		  "re");
+	if (!f)
+		return -errno;
+	while (ret && fgets(line, sizeof(line), f)) {
+		/* tx_queue is write_seq - snd_una: sent or not, not yet
+		 * acknowledged; "timeout" is the unanswered probes. */
+		if (sscanf(line,
+			   " %*u: %39[0-9A-Fa-f]:%x %39[0-9A-Fa-f]:%x %x "
+			   "%x:%x %x:%lx %x %u %u",
+			   l_hex, &l_port, p_hex, &p_port, &st, &txq, &rxq, &tr,
+			   &when, &retr, &uid, &probes) != 12)
+			continue; /* the heading */
+		if (st != TCP_ESTABLISHED ||
+		    !proc_match(l_hex, l_port, local) ||
+		    !proc_match(p_hex, p_port, peer))
+			continue;
+		p->queued = txq;
+		p->retransmits = retr;
+		p->probes = probes;
+		ret = 0;
+	}
+	fclose(f);
+	return ret;
+}

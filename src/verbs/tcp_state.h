@@ -22,4 +22,16 @@ enum ndk_tcp_peer {
 enum ndk_tcp_peer ndk_tcp_peer_state(const struct sockaddr *local,
 				     const struct sockaddr *peer);
 
+/* What the kernel says of a connection's sending (/proc/net/tcp). */
+struct ndk_tcp_progress {
+	unsigned int queued; /* bytes written and not acknowledged */
+	unsigned int retransmits; /* timeouts since the last progress */
+	unsigned int probes; /* window probes unanswered */
+};
+
+/* The progress of the TCP connection local <-> peer: 0, or -errno
+ * (-ENOENT: no such connection). */
+int ndk_tcp_progress(const struct sockaddr *local, const struct sockaddr *peer,
+		     struct ndk_tcp_progress *p);
+
 #endif /* NDK_VERBS_TCP_STATE_H */

@@ -32,6 +32,18 @@ struct ndk_vqpmap;
 struct ndk_lam_table;
 
 /* What the verbs provider keeps per adapter (ad->priv). */
+/*
+ * The adapter's rdma_cm event channel, counted: a connect that the
+ * connector abandoned while the kernel still blocks in it (siw's TCP
+ * connect) keeps its id, and so the channel, after the adapter is gone.
+ */
+struct ndk_vchan {
+	atomic_int refs;
+	struct rdma_event_channel *ch;
+};
+
+void ndk_vchan_put(struct ndk_vchan *chan);
+
 struct ndk_vadapter {
 	struct ndk_adapter *ad;
 	/* rdma_cm's device contexts: PDs, CQs and QPs must live on the
@@ -60,8 +72,9 @@ struct ndk_vadapter {
 	struct ndk_io comp_io;
 	/* rdma_cm events of every connector and listener, on the engine. */
 	struct rdma_event_channel *cm;
+	struct ndk_vchan *chan; /* cm's count */
 	struct ndk_io cm_io;
-	/* rdma_connect, which blocks on iWARP (verbs/worker.h). */
+	/* rdma_destroy_id of ids that may block (verbs/worker.h). */
 	struct ndk_vworker worker;
 	/* The device context's asynchronous events (QP errors), which every
 	 * adapter on the context watches (device.c). */

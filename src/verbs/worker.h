@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The adapter's worker thread for rdma_cm calls that block: siw's
- * rdma_connect makes its TCP connection synchronously in the kernel, for
- * up to TCP's SYN timeout, so it must run neither on the engine thread
- * (every event of the adapter would wait) nor on the consumer's
- * (no NDK call waits for the network). Jobs run one at a time, in
- * posting order.
+ * rdma_destroy_id of an id still connecting waits for its MPA timer, so
+ * it must run neither on the engine thread (every event of the adapter
+ * would wait) nor on the consumer's (no NDK call waits for the network).
+ * Jobs run one at a time, in posting order. rdma_connect, which blocks
+ * for as long as siw's TCP connect, has a thread of its own
+ * (connector_active.c): the adapter's close must not wait for it.
  */
 #ifndef NDK_VERBS_WORKER_H
 #define NDK_VERBS_WORKER_H

@@ -254,7 +254,7 @@ void peer_recv(struct peer *p, void *buf, size_t n)
 
 /*
  * The client creates the link once the server is in its namespace: IF_A
- * here with ADDR_A, IF_B (MAC_B) in the server's namespace. The server
+ * here with ADDR_A, IF_B (p->mac_b) in the server's namespace. The server
  * configures its end itself.
  */
 void client_link(struct peer *p)
@@ -263,10 +263,14 @@ void client_link(struct peer *p)
 
 	need_rdma_link();
 	peer_recv(p, &c, 1); /* the server has unshared */
+	snprintf(p->mac_b, sizeof(p->mac_b), "02:00:5e:%02x:%02x:%02x",
+		 ((unsigned int)p->peer_pid >> 16) & 0xff,
+		 ((unsigned int)p->peer_pid >> 8) & 0xff,
+		 (unsigned int)p->peer_pid & 0xff);
 	SH("ip link set lo up");
 	if (sh("ip link add " IF_A " type veth peer name " IF_B
-	       " address " MAC_B " netns %d",
-	       (int)p->peer_pid)) {
+	       " address %s netns %d",
+	       p->mac_b, (int)p->peer_pid)) {
 		fprintf(stderr, "# no veth: skipped\n");
 		_exit(SKIP_CODE);
 	}

@@ -33,7 +33,6 @@
 #define ADDR_B	   "10.77.0.2"
 /* A MAC nobody on the link has: frames to it are dropped unanswered. */
 #define MAC_NOBODY "02:00:5e:77:00:99"
-#define MAC_B	   "02:00:5e:77:00:02"
 
 /* ------------------------------------------------------------------ */
 /* Checks inside a child: report, then _exit (no cmocka jump there).  */
@@ -72,6 +71,15 @@
 struct peer {
 	int rd, wr; /* from / to the other child */
 	pid_t peer_pid; /* the server's pid, for the client */
+	/*
+	 * IF_B's MAC, the client's to choose (client_link): one per pair
+	 * (from the server's pid). An iWARP device's GID is its MAC, and
+	 * rdma_cm finds the device for a listen by GID: a device of an
+	 * earlier pair whose namespace the kernel has not dismantled yet
+	 * (a dead peer's orphaned TCP socket keeps it for minutes) would
+	 * take the listen, and the handshake would be refused.
+	 */
+	char mac_b[18];
 };
 
 /* Runs a shell command built from fmt; 0 if it exited 0. */
@@ -102,7 +110,8 @@ void host_close(struct cm_host *h);
 void peer_send(struct peer *p, const void *buf, size_t n);
 void peer_recv(struct peer *p, void *buf, size_t n);
 /* The client makes the link once the server is in its namespace: IF_A
- * with ADDR_A here, IF_B (MAC_B) there; the server sets up its end. */
+ * with ADDR_A here, IF_B (p->mac_b) there; the server sets up its
+ * end. */
 void client_link(struct peer *p);
 void server_link(struct peer *p);
 /* A server child and a client child, each in its own namespace. */

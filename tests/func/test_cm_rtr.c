@@ -5,7 +5,8 @@
  * we send as initiator, byte for byte; the RTR nudge (NDK_RTR_NUDGE_MS),
  * its cancellation, and libndk on both ends with it on; and peers with no
  * RTR at all (MPA v1, RFC 5044, or Rev 2 without S), which we speak to
- * first after NDK_ACCEPT_GRACE_MS.
+ * first after NDK_ACCEPT_GRACE_MS; and the establishment timer of an
+ * initiator whose responder replied and went silent.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -257,6 +258,23 @@ static void active_good(struct active *a, const void *unused)
 }
 RAWCM_ACTIVE(test_active_good, active_good, NULL);
 
+/*
+ * A responder that replies and then waits forever: NdkCompleteConnect
+ * after the establishment timer (twice NDK_CM_TIMEOUT_MS) fails
+ * STATUS_IO_TIMEOUT, and the connector is aborted for Reject too.
+ */
+static void active_complete_timeout(struct active *a, const void *unused)
+{
+	active_reply(a, false);
+	tu_sleep_ms(3 * CM_TIMEOUT_MS);
+	assert_int_equal(a->c->Dispatch->NdkCompleteConnect(a->c, NULL, NULL,
+							    NULL, NULL),
+			 STATUS_IO_TIMEOUT);
+	assert_int_equal(a->c->Dispatch->NdkReject(a->c, NULL, 0),
+			 STATUS_CONNECTION_ABORTED);
+}
+RAWCM_ACTIVE(test_active_complete_timeout, active_complete_timeout, NULL);
+
 /* An MPA v1 responder: Rev 1 Reply, no RTR is sent. */
 static void active_v1(struct active *a, const void *unused)
 {
@@ -411,6 +429,7 @@ int main(void)
 		RAWCM_TEST(test_passive_v1_leaves),
 		RAWCM_TEST(test_active_good),
 		RAWCM_TEST(test_active_v1),
+		RAWCM_TEST(test_active_complete_timeout),
 		RAWCM_TEST(test_active_nudge),
 		RAWCM_TEST(test_active_nudge_peer_spoke),
 		RAWCM_TEST(test_active_nudge_cancelled),

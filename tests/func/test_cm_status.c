@@ -707,58 +707,6 @@ static void test_abandoned_after_timeout(void **state)
 	cm_listener_close(&l);
 }
 
-/*
- * The CompleteConnect timeout against a responder that replies (MPA v2,
- * P2P, Write RTR) and then waits forever: a raw TCP peer, the software
- * provider's wire.
- */
-static void test_complete_connect_timeout_raw(void **state)
-{
-	NDK_CONNECTOR *c;
-	struct cm_req r;
-	int raw, peer;
-	struct sockaddr_in raw_addr = cm_lo4(0);
-	socklen_t alen = sizeof(raw_addr);
-
-	cm_require(cm_provider_is(&cli, "software"),
-		   "raw MPA peer (the device's kernel speaks MPA itself)");
-	setenv("NDK_CM_TIMEOUT_MS", "300", 1);
-	raw = socket(AF_INET, SOCK_STREAM, 0);
-	assert_int_equal(
-		bind(raw, (struct sockaddr *)&raw_addr, sizeof(raw_addr)), 0);
-	assert_int_equal(listen(raw, 4), 0);
-	getsockname(raw, (struct sockaddr *)&raw_addr, &alen);
-	c = cm_connector(&cli);
-	assert_int_equal(cm_connect(c, cm_qp(&cli),
-				    (struct sockaddr *)&raw_addr, 4, 4, NULL, 0,
-				    &r),
-			 STATUS_PENDING);
-	peer = accept(raw, NULL, NULL);
-	assert_true(peer >= 0);
-	{
-		static const unsigned char reply[] = {
-			'M', 'P', 'A',	' ', 'I',  'D', ' ', 'R',  'e',
-			'p', ' ', 'F',	'r', 'a',  'm', 'e', 0x50, 2,
-			0,   4,	  0x80, 4,   0x80, 4 /* P2P, IRD 4 | Write RTR, ORD 4 */
-		};
-		char req[64];
-
-		assert_true(recv(peer, req, sizeof(req), 0) > 0);
-		assert_int_equal(send(peer, reply, sizeof(reply), 0),
-				 sizeof(reply));
-	}
-	assert_int_equal(cm_req_wait(&r, 5000), STATUS_SUCCESS);
-	tu_sleep_ms(900); /* our establishment timer is twice the CM one */
-	assert_int_equal(
-		c->Dispatch->NdkCompleteConnect(c, NULL, NULL, NULL, NULL),
-		STATUS_IO_TIMEOUT);
-	assert_int_equal(c->Dispatch->NdkReject(c, NULL, 0),
-			 STATUS_CONNECTION_ABORTED);
-	cm_close_connector(c);
-	close(peer);
-	close(raw);
-}
-
 static void test_sharing_violation(void **state)
 {
 	struct sockaddr_in any = cm_lo4(0), held;
@@ -1107,8 +1055,6 @@ int main(int argc, char **argv)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_abandoned_after_timeout,
 						setup, teardown),
-		cmocka_unit_test_setup_teardown(
-			test_complete_connect_timeout_raw, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sharing_violation, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_invalid_address, setup,
