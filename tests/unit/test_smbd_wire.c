@@ -72,9 +72,9 @@ static void test_neg_resp(void **state)
 	uint8_t buf[SMBD_NEG_RESP_SIZE];
 
 	(void)state;
-	assert_int_equal(smbd_neg_resp_decode(kat_neg_resp,
-					      sizeof(kat_neg_resp), &r),
-			 SMBD_WIRE_OK);
+	assert_int_equal(
+		smbd_neg_resp_decode(kat_neg_resp, sizeof(kat_neg_resp), &r),
+		SMBD_WIRE_OK);
 	assert_int_equal(r.negotiated_version, SMBD_VERSION_1);
 	assert_int_equal(r.credits_requested, 255);
 	assert_int_equal(r.credits_granted, 1);
