@@ -101,7 +101,8 @@ static int tcp_send_fn(void *ctx, const void *msg, size_t len)
 		while (n > 0 && mh.msg_iovlen) {
 			size_t k = MIN((size_t)n, mh.msg_iov->iov_len);
 
-			mh.msg_iov->iov_base = (uint8_t *)mh.msg_iov->iov_base + k;
+			mh.msg_iov->iov_base =
+				(uint8_t *)mh.msg_iov->iov_base + k;
 			mh.msg_iov->iov_len -= k;
 			n -= (ssize_t)k;
 			if (!mh.msg_iov->iov_len) {
@@ -128,7 +129,8 @@ static int read_full(struct tcp_conn *t, uint8_t *p, size_t len)
 			if (errno == EINTR)
 				continue;
 			snprintf(t->why, sizeof(t->why), "%s",
-				 errno == EAGAIN ? "timed out" : strerror(errno));
+				 errno == EAGAIN ? "timed out"
+						 : strerror(errno));
 			return -1;
 		}
 		p += n;
@@ -177,8 +179,8 @@ static const char *tcp_err_fn(void *ctx, int err)
 	return ((struct tcp_conn *)ctx)->why;
 }
 
-static struct tcp_conn *tcp_connect(const struct sockaddr *dst,
-				    unsigned int ms, char *why, size_t wl)
+static struct tcp_conn *tcp_connect(const struct sockaddr *dst, unsigned int ms,
+				    char *why, size_t wl)
 {
 	struct tcp_conn *t = calloc(1, sizeof(*t));
 	struct timeval tv = { .tv_sec = ms / 1000,
@@ -243,8 +245,7 @@ static void ls_entry(void *arg, const char *name, const struct smb2_file *f)
 	       f->size, pn);
 }
 
-static int cmd_ls(struct smb2_client *c, const struct opts *o,
-		  const char *path)
+static int cmd_ls(struct smb2_client *c, const struct opts *o, const char *path)
 {
 	struct smb2_file d;
 	struct json j;
@@ -324,11 +325,11 @@ static void report_io(const struct opts *o, struct smb2_client *c,
 		json_finish(&j);
 		return;
 	}
-	printf("%s %s: %" PRIu64 " bytes in %.3f s (%.1f MB/s); RDMA reads %lu writes %lu, inline reads %lu writes %lu, invalidations remote %lu local %lu\n",
+	printf("%s %s: %" PRIu64
+	       " bytes in %.3f s (%.1f MB/s); RDMA reads %lu writes %lu, inline reads %lu writes %lu, invalidations remote %lu local %lu\n",
 	       what, path, bytes, secs, secs > 0 ? bytes / secs / 1e6 : 0.0,
-	       s->rdma_reads, s->rdma_writes, s->inline_reads,
-	       s->inline_writes, s->remote_invalidations,
-	       s->local_invalidations);
+	       s->rdma_reads, s->rdma_writes, s->inline_reads, s->inline_writes,
+	       s->remote_invalidations, s->local_invalidations);
 }
 
 static double secs_since(uint64_t t0)
@@ -372,8 +373,9 @@ static int cmd_get(struct smb2_client *c, const struct opts *o,
 		free(buf);
 		return EXIT_FAIL;
 	}
-	fd = strcmp(local, "-") ? open(local, O_WRONLY | O_CREAT | O_TRUNC, 0644)
-				: 1;
+	fd = strcmp(local, "-")
+		     ? open(local, O_WRONLY | O_CREAT | O_TRUNC, 0644)
+		     : 1;
 	if (fd < 0) {
 		fprintf(stderr, "%s: %s: %s\n", prog, local, strerror(errno));
 		rc = EXIT_FAIL;
@@ -398,7 +400,8 @@ static int cmd_get(struct smb2_client *c, const struct opts *o,
 	if (smb2_close(c, &f) && !rc)
 		rc = EXIT_FAIL;
 	if (!rc && off != f.size) {
-		fprintf(stderr, "%s: get %s: read %" PRIu64 " of %" PRIu64 " bytes\n",
+		fprintf(stderr,
+			"%s: get %s: read %" PRIu64 " of %" PRIu64 " bytes\n",
 			prog, remote, off, f.size);
 		rc = EXIT_FAIL;
 	}
@@ -451,7 +454,9 @@ static int cmd_put(struct smb2_client *c, const struct opts *o,
 	if (smb2_close(c, &f) && !rc)
 		rc = EXIT_FAIL;
 	if (!rc && f.size != off) {
-		fprintf(stderr, "%s: put %s: the server has %" PRIu64 " of %" PRIu64 " bytes\n",
+		fprintf(stderr,
+			"%s: put %s: the server has %" PRIu64 " of %" PRIu64
+			" bytes\n",
 			prog, remote, f.size, off);
 		rc = EXIT_FAIL;
 	}
@@ -560,8 +565,16 @@ static void usage(FILE *f)
 		prog);
 }
 
-enum { OPT_TCP = 256, OPT_DOMAIN, OPT_SIGN, OPT_NOINV, OPT_THRESH, OPT_IOSZ,
-       OPT_TIMEOUT, OPT_VERSION };
+enum {
+	OPT_TCP = 256,
+	OPT_DOMAIN,
+	OPT_SIGN,
+	OPT_NOINV,
+	OPT_THRESH,
+	OPT_IOSZ,
+	OPT_TIMEOUT,
+	OPT_VERSION
+};
 
 static int parse_size_arg(const char *s, uint64_t *v)
 {
@@ -644,7 +657,8 @@ int main(int argc, char **argv)
 			break;
 		case OPT_IOSZ:
 			if (parse_size_arg(optarg, &v) || v < 4096) {
-				fprintf(stderr, "%s: --io-size wants 4k or more\n",
+				fprintf(stderr,
+					"%s: --io-size wants 4k or more\n",
 					prog);
 				return EXIT_USAGE;
 			}
@@ -760,7 +774,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (o.verbose)
-		fprintf(stderr, "%s: connected over %s, dialect 0x%04x, %s, %zu bytes per I/O\n",
+		fprintf(stderr,
+			"%s: connected over %s, dialect 0x%04x, %s, %zu bytes per I/O\n",
 			prog, o.tcp ? "TCP" : "SMB Direct", smb2_dialect(c),
 			smb2_signing(c) ? "signed" : "not signed",
 			smb2_io_size(c));

@@ -65,11 +65,11 @@ enum {
 #define NTLMSSP_NEGOTIATE_TARGET_INFO 0x00800000u
 #define NTLMSSP_NEGOTIATE_128	      0x20000000u
 #define NTLMSSP_NEGOTIATE_56	      0x80000000u
-#define NTLMSSP_FLAGS                                                      \
-	(NTLMSSP_NEGOTIATE_UNICODE | NTLMSSP_REQUEST_TARGET |              \
-	 NTLMSSP_NEGOTIATE_SIGN | NTLMSSP_NEGOTIATE_NTLM |                 \
-	 NTLMSSP_NEGOTIATE_ALWAYS_SIGN | NTLMSSP_NEGOTIATE_EXTENDED |      \
-	 NTLMSSP_NEGOTIATE_TARGET_INFO | NTLMSSP_NEGOTIATE_128 |           \
+#define NTLMSSP_FLAGS                                                 \
+	(NTLMSSP_NEGOTIATE_UNICODE | NTLMSSP_REQUEST_TARGET |         \
+	 NTLMSSP_NEGOTIATE_SIGN | NTLMSSP_NEGOTIATE_NTLM |            \
+	 NTLMSSP_NEGOTIATE_ALWAYS_SIGN | NTLMSSP_NEGOTIATE_EXTENDED | \
+	 NTLMSSP_NEGOTIATE_TARGET_INFO | NTLMSSP_NEGOTIATE_128 |      \
 	 NTLMSSP_NEGOTIATE_56)
 #define MSV_AV_EOL	 0
 #define MSV_AV_TIMESTAMP 7
@@ -92,7 +92,7 @@ enum {
 #define SMB2_RESTART_SCANS     0x01
 #define FILE_ATTRIBUTE_NORMAL_ 0x00000080u
 
-#define MAX_MSG (128u * 1024) /* requests and inline data we build */
+#define MAX_MSG	       (128u * 1024) /* requests and inline data we build */
 #define CREDITS_WANTED 256
 
 struct smb2_client {
@@ -137,9 +137,21 @@ static int fail(struct smb2_client *c, int err, const char *fmt, ...)
 static const char *cmd_name(uint16_t cmd)
 {
 	static const char *const names[] = {
-		"NEGOTIATE", "SESSION_SETUP", "LOGOFF", "TREE_CONNECT",
-		"TREE_DISCONNECT", "CREATE", "CLOSE", "FLUSH", "READ", "WRITE",
-		"LOCK", "IOCTL", "CANCEL", "ECHO", "QUERY_DIRECTORY",
+		"NEGOTIATE",
+		"SESSION_SETUP",
+		"LOGOFF",
+		"TREE_CONNECT",
+		"TREE_DISCONNECT",
+		"CREATE",
+		"CLOSE",
+		"FLUSH",
+		"READ",
+		"WRITE",
+		"LOCK",
+		"IOCTL",
+		"CANCEL",
+		"ECHO",
+		"QUERY_DIRECTORY",
 	};
 
 	return cmd < sizeof(names) / sizeof(names[0]) ? names[cmd] : "?";
@@ -198,25 +210,23 @@ static void hdr_init(struct smb2_client *c, uint16_t cmd, uint16_t charge)
 	smbd_put16(h + 6, charge);
 	smbd_put16(h + 12, cmd);
 	/* Ask for what we are about to spend, and more up to the target. */
-	smbd_put16(h + 14, (uint16_t)(c->credits < CREDITS_WANTED
-					      ? CREDITS_WANTED - c->credits +
-							charge
-					      : charge));
+	smbd_put16(h + 14,
+		   (uint16_t)(c->credits < CREDITS_WANTED
+				      ? CREDITS_WANTED - c->credits + charge
+				      : charge));
 	smbd_put64(h + 24, c->msg_id);
 	smbd_put32(h + 32, 0xfeff); /* ProcessId */
 	smbd_put32(h + 36, c->tree_id);
 	smbd_put64(h + 40, c->session_id);
 }
 
-static int check_signature(struct smb2_client *c, const uint8_t *m,
-			   size_t len)
+static int check_signature(struct smb2_client *c, const uint8_t *m, size_t len)
 {
 	uint8_t sig[16];
 
 	smb3_sign(c->signing_key, m, len, sig);
 	if (memcmp(sig, m + 48, 16))
-		return fail(c, SMB2_ERR_PROTO,
-			    "%s response: bad signature",
+		return fail(c, SMB2_ERR_PROTO, "%s response: bad signature",
 			    cmd_name(smbd_get16(m + 12)));
 	return SMB2_OK;
 }
@@ -238,12 +248,13 @@ static int transact(struct smb2_client *c, size_t len)
 	if (!charge)
 		charge = 1;
 	if (c->credits < charge && cmd != SMB2_NEGOTIATE)
-		return fail(c, SMB2_ERR_PROTO,
-			    "%s: %u credits, %u needed (the server grants no more)",
-			    cmd_name(cmd), c->credits, charge);
+		return fail(
+			c, SMB2_ERR_PROTO,
+			"%s: %u credits, %u needed (the server grants no more)",
+			cmd_name(cmd), c->credits, charge);
 	if (c->sign && c->session_id && cmd != SMB2_NEGOTIATE) {
-		smbd_put32(c->req + 16, smbd_get32(c->req + 16) |
-						SMB2_FLAGS_SIGNED);
+		smbd_put32(c->req + 16,
+			   smbd_get32(c->req + 16) | SMB2_FLAGS_SIGNED);
 		smb3_sign(c->signing_key, c->req, len, c->req + 48);
 	}
 	c->msg_id += charge;
@@ -261,16 +272,18 @@ static int transact(struct smb2_client *c, size_t len)
 				    c->t->err_str(c->t->ctx, err));
 		if (n < HDR || smbd_get32(m) != 0x424d53feu ||
 		    smbd_get16(m + 4) != HDR)
-			return fail(c, SMB2_ERR_PROTO,
-				    "%s: a %zu-byte response that is no SMB2 message",
-				    cmd_name(cmd), n);
+			return fail(
+				c, SMB2_ERR_PROTO,
+				"%s: a %zu-byte response that is no SMB2 message",
+				cmd_name(cmd), n);
 		if (smbd_get16(m + 12) != cmd || smbd_get64(m + 24) != id ||
 		    !(smbd_get32(m + 16) & SMB2_FLAGS_SERVER_TO_REDIR))
-			return fail(c, SMB2_ERR_PROTO,
-				    "%s (message %llu): got %s for message %llu",
-				    cmd_name(cmd), (unsigned long long)id,
-				    cmd_name(smbd_get16(m + 12)),
-				    (unsigned long long)smbd_get64(m + 24));
+			return fail(
+				c, SMB2_ERR_PROTO,
+				"%s (message %llu): got %s for message %llu",
+				cmd_name(cmd), (unsigned long long)id,
+				cmd_name(smbd_get16(m + 12)),
+				(unsigned long long)smbd_get64(m + 24));
 		c->credits += smbd_get16(m + 14);
 		c->status = smbd_get32(m + 8);
 		if (c->status == STATUS_PENDING_ &&
@@ -278,7 +291,8 @@ static int transact(struct smb2_client *c, size_t len)
 			continue;
 		break;
 	}
-	if (c->sign && c->session_up && (smbd_get32(m + 16) & SMB2_FLAGS_SIGNED)) {
+	if (c->sign && c->session_up &&
+	    (smbd_get32(m + 16) & SMB2_FLAGS_SIGNED)) {
 		err = check_signature(c, m, n);
 		if (err)
 			return err;
@@ -421,17 +435,19 @@ static int session_setup(struct smb2_client *c)
 	bl = smbd_get16(r + 6);
 	if (off < HDR + 8 || off + bl > c->rsp_len || bl < 48 ||
 	    memcmp(c->rsp + off, sig, 8) || smbd_get32(c->rsp + off + 8) != 2)
-		return fail(c, SMB2_ERR_PROTO,
-			    "SESSION_SETUP: no NTLMSSP challenge in the response (%zu bytes at %zu of %zu)",
-			    bl, off, c->rsp_len);
+		return fail(
+			c, SMB2_ERR_PROTO,
+			"SESSION_SETUP: no NTLMSSP challenge in the response (%zu bytes at %zu of %zu)",
+			bl, off, c->rsp_len);
 	blob = c->rsp + off;
 	flags = smbd_get32(blob + 20);
 	memcpy(schal, blob + 24, 8);
 	ti_len = smbd_get16(blob + 40);
 	off = smbd_get32(blob + 44);
 	if (off + ti_len > bl || ti_len > sizeof(ti))
-		return fail(c, SMB2_ERR_PROTO,
-			    "SESSION_SETUP: the challenge's target info lies outside it");
+		return fail(
+			c, SMB2_ERR_PROTO,
+			"SESSION_SETUP: the challenge's target info lies outside it");
 	memcpy(ti, blob + off, ti_len);
 	/* The server's time, when it gives one (MS-NLMP 3.1.5.1.2). */
 	for (i = 0; i + 4 <= ti_len;) {
@@ -451,8 +467,9 @@ static int session_setup(struct smb2_client *c)
 	ntl = ntlm_v2_response(key, schal, cchal, ts, ti, ti_len, nt,
 			       sizeof(nt), skey);
 	if (!ntl)
-		return fail(c, SMB2_ERR_PROTO,
-			    "SESSION_SETUP: the challenge's target info is too long");
+		return fail(
+			c, SMB2_ERR_PROTO,
+			"SESSION_SETUP: the challenge's target info is too long");
 	ntlm_lmv2_response(key, schal, cchal, lm);
 	nl = smb2_utf16(user, name, sizeof(name), 0);
 	dl = smb2_utf16(domain, dom, sizeof(dom), 0);
@@ -467,29 +484,32 @@ static int session_setup(struct smb2_client *c)
 	put_field(auth, 36, &off, name, nl);
 	put_field(auth, 44, &off, ws, wl);
 	put_field(auth, 52, &off, NULL, 0);
-	smbd_put32(auth + 60, NTLMSSP_FLAGS & (flags | NTLMSSP_NEGOTIATE_UNICODE));
+	smbd_put32(auth + 60,
+		   NTLMSSP_FLAGS & (flags | NTLMSSP_NEGOTIATE_UNICODE));
 	err = session_setup_req(c, auth, off);
 	if (err)
 		return err;
 	if (c->status)
-		return fail(c, SMB2_ERR_AUTH, "SESSION_SETUP as %s%s%s: %s (0x%08x)",
-			    domain, *domain ? "\\" : "", user,
-			    status_name(c->status), c->status);
+		return fail(c, SMB2_ERR_AUTH,
+			    "SESSION_SETUP as %s%s%s: %s (0x%08x)", domain,
+			    *domain ? "\\" : "", user, status_name(c->status),
+			    c->status);
 	r = body(c, 8);
 	if (!r)
 		return c->err;
 	/* ExportedSessionKey is the session base key: no key exchange. */
 	smb3_signing_key(skey, c->signing_key);
 	c->sign = c->o.sign || (c->sec_mode & SMB2_NEGOTIATE_SIGNING_REQUIRED);
-	if (smbd_get16(r + 2) & (SMB2_SESSION_FLAG_IS_GUEST |
-				 SMB2_SESSION_FLAG_IS_NULL))
+	if (smbd_get16(r + 2) &
+	    (SMB2_SESSION_FLAG_IS_GUEST | SMB2_SESSION_FLAG_IS_NULL))
 		c->sign = false; /* guest and anonymous sessions do not sign */
 	/* The final response is signed when the session signs. */
 	if (c->sign && (smbd_get32(c->rsp + 16) & SMB2_FLAGS_SIGNED)) {
 		err = check_signature(c, c->rsp, c->rsp_len);
 		if (err)
-			return fail(c, SMB2_ERR_AUTH,
-				    "SESSION_SETUP: the server's signature does not match ours (wrong password?)");
+			return fail(
+				c, SMB2_ERR_AUTH,
+				"SESSION_SETUP: the server's signature does not match ours (wrong password?)");
 	}
 	c->session_up = true;
 	if (c->o.verbose)
@@ -546,8 +566,8 @@ static size_t path_utf16(const char *path, uint8_t *out, size_t cap)
 	return smb2_utf16(p, out, cap, 0);
 }
 
-static void file_from(struct smb2_file *f, const uint8_t *times,
-		      uint64_t eof, uint32_t attrs)
+static void file_from(struct smb2_file *f, const uint8_t *times, uint64_t eof,
+		      uint32_t attrs)
 {
 	f->write_time = smbd_get64(times + 16);
 	f->size = eof;
@@ -578,9 +598,9 @@ int smb2_open(struct smb2_client *c, const char *path, int how,
 	smbd_put32(b + 24, access[how]);
 	smbd_put32(b + 28, how == SMB2_OPEN_WRITE ? FILE_ATTRIBUTE_NORMAL_ : 0);
 	smbd_put32(b + 32, FILE_SHARE_ALL);
-	smbd_put32(b + 36, how == SMB2_OPEN_WRITE ? FILE_OVERWRITE_IF
-						  : FILE_OPEN);
-	smbd_put32(b + 40, how == SMB2_OPEN_WRITE       ? FILE_NON_DIRECTORY
+	smbd_put32(b + 36,
+		   how == SMB2_OPEN_WRITE ? FILE_OVERWRITE_IF : FILE_OPEN);
+	smbd_put32(b + 40, how == SMB2_OPEN_WRITE	? FILE_NON_DIRECTORY
 			   : how == SMB2_OPEN_DIRECTORY ? FILE_DIRECTORY_FILE
 							: 0);
 	n = path_utf16(path, b + 56, 2048);
@@ -660,8 +680,9 @@ static int rdma_finish(struct smb2_client *c)
 	else
 		c->stats.local_invalidations++;
 	if (c->o.remote_invalidate && !by_peer && !c->status)
-		return fail(c, SMB2_ERR_PROTO,
-			    "the server did not invalidate the registration of a successful request");
+		return fail(
+			c, SMB2_ERR_PROTO,
+			"the server did not invalidate the registration of a successful request");
 	return SMB2_OK;
 }
 
@@ -721,18 +742,20 @@ static int read_one(struct smb2_client *c, struct smb2_file *f, uint64_t off,
 	if (rdma) {
 		n = smbd_get32(r + 8); /* DataRemaining: what it wrote */
 		if (smbd_get32(r + 4) || n > len)
-			return fail(c, SMB2_ERR_PROTO,
-				    "READ: %zu bytes through the RDMA channel for %zu asked",
-				    n, len);
+			return fail(
+				c, SMB2_ERR_PROTO,
+				"READ: %zu bytes through the RDMA channel for %zu asked",
+				n, len);
 		memcpy(buf, c->io, n);
 		c->stats.rdma_reads++;
 	} else {
 		doff = r[2];
 		n = smbd_get32(r + 4);
 		if (doff < HDR + 16 || doff + n > c->rsp_len || n > len)
-			return fail(c, SMB2_ERR_PROTO,
-				    "READ: %zu bytes at %zu in a %zu-byte response",
-				    n, doff, c->rsp_len);
+			return fail(
+				c, SMB2_ERR_PROTO,
+				"READ: %zu bytes at %zu in a %zu-byte response",
+				n, doff, c->rsp_len);
 		memcpy(buf, c->rsp + doff, n);
 		c->stats.inline_reads++;
 	}
@@ -822,11 +845,11 @@ int smb2_write(struct smb2_client *c, struct smb2_file *f, uint64_t off,
 		n = MIN(len - done, c->io_size);
 		if (!use_rdma(c, n))
 			/* Inline data rides in the request. */
-			n = MIN(n, MIN((size_t)c->max_write,
-				       MAX_MSG - HDR - 48));
+			n = MIN(n,
+				MIN((size_t)c->max_write, MAX_MSG - HDR - 48));
 		if (c->t->smbd && !use_rdma(c, n))
-			n = MIN(n, smbd_info(c->t->smbd)->max_frag_send -
-					   HDR - 48);
+			n = MIN(n, smbd_info(c->t->smbd)->max_frag_send - HDR -
+					   48);
 		err = write_one(c, f, off + done, (const uint8_t *)buf + done,
 				n);
 		if (err)
@@ -876,15 +899,17 @@ int smb2_list(struct smb2_client *c, struct smb2_file *dir,
 		off = smbd_get16(r + 2);
 		len = smbd_get32(r + 4);
 		if (off + len > c->rsp_len)
-			return fail(c, SMB2_ERR_PROTO,
-				    "QUERY_DIRECTORY: entries outside the response");
+			return fail(
+				c, SMB2_ERR_PROTO,
+				"QUERY_DIRECTORY: entries outside the response");
 		for (pos = 0; pos + 64 <= len;) {
 			e = c->rsp + off + pos;
 			next = smbd_get32(e);
 			nl = smbd_get32(e + 60);
 			if (64 + nl > len - pos)
-				return fail(c, SMB2_ERR_PROTO,
-					    "QUERY_DIRECTORY: a name outside its entry");
+				return fail(
+					c, SMB2_ERR_PROTO,
+					"QUERY_DIRECTORY: a name outside its entry");
 			/* UTF-16 to ASCII; others show as '?'. */
 			for (i = 0; i < nl / 2 && i + 1 < sizeof(name); i++) {
 				uint16_t ch = smbd_get16(e + 64 + 2 * i);
@@ -943,7 +968,8 @@ int smb2_connect(struct smb2_transport *t, const struct smb2_opts *o,
 			else if (smbd_mr_create(t->smbd, c->io, c->io_size,
 						&c->mr))
 				err = fail(c, SMB2_ERR_TRANSPORT,
-					   "RDMA buffer: %s", smbd_why(t->smbd));
+					   "RDMA buffer: %s",
+					   smbd_why(t->smbd));
 		}
 	}
 	if (err) {

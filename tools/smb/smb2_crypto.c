@@ -43,8 +43,8 @@ void ntlm_ntowfv2(const char *password, const char *user, const char *domain,
 
 size_t ntlm_v2_response(const uint8_t key[16], const uint8_t server_chal[8],
 			const uint8_t client_chal[8], uint64_t timestamp,
-			const uint8_t *target_info, size_t ti_len,
-			uint8_t *out, size_t cap, uint8_t session_key[16])
+			const uint8_t *target_info, size_t ti_len, uint8_t *out,
+			size_t cap, uint8_t session_key[16])
 {
 	size_t blob = 28 + ti_len + 4, len = 16 + blob;
 	struct hmac_md5_ctx h;
@@ -86,8 +86,9 @@ void smb3_signing_key(const uint8_t session_key[16], uint8_t out[16])
 	/* KDF(Ki, Label "SMB2AESCMAC\0", Context "SmbSign\0"), L = 128:
 	 * one round, i = 1. */
 	static const uint8_t input[] = {
-		0, 0, 0, 1, 'S', 'M', 'B', '2', 'A', 'E', 'S', 'C', 'M', 'A',
-		'C', 0, 0, 'S', 'm', 'b', 'S', 'i', 'g', 'n', 0, 0, 0, 0, 128,
+		0,   0,	  0,   1,   'S', 'M', 'B', '2', 'A', 'E',
+		'S', 'C', 'M', 'A', 'C', 0,   0,   'S', 'm', 'b',
+		'S', 'i', 'g', 'n', 0,	 0,   0,   0,	128,
 	};
 	uint8_t full[SHA256_DIGEST_SIZE];
 	struct hmac_sha256_ctx h;

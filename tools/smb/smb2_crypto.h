@@ -27,8 +27,8 @@ void ntlm_ntowfv2(const char *password, const char *user, const char *domain,
  */
 size_t ntlm_v2_response(const uint8_t key[16], const uint8_t server_chal[8],
 			const uint8_t client_chal[8], uint64_t timestamp,
-			const uint8_t *target_info, size_t ti_len,
-			uint8_t *out, size_t cap, uint8_t session_key[16]);
+			const uint8_t *target_info, size_t ti_len, uint8_t *out,
+			size_t cap, uint8_t session_key[16]);
 /* LMv2: HMAC-MD5(key, server || client challenge) || client challenge. */
 void ntlm_lmv2_response(const uint8_t key[16], const uint8_t server_chal[8],
 			const uint8_t client_chal[8], uint8_t out[24]);

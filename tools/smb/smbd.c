@@ -184,17 +184,19 @@ static int on_data(struct smbd_conn *c, const uint8_t *p, ULONG n)
 		uint64_t total = (uint64_t)h.data_length + h.remaining_length;
 
 		if (total > c->o.max_fragmented_size)
-			return fail(c, SMBD_ERR_TOO_BIG,
-				    "the server sends a %llu-byte message, more than the %u negotiated",
-				    (unsigned long long)total,
-				    c->o.max_fragmented_size);
+			return fail(
+				c, SMBD_ERR_TOO_BIG,
+				"the server sends a %llu-byte message, more than the %u negotiated",
+				(unsigned long long)total,
+				c->o.max_fragmented_size);
 		c->frag_total = (size_t)total;
 	} else if (c->frag_len + h.data_length + h.remaining_length !=
 		   c->frag_total) {
-		return fail(c, SMBD_ERR_PROTO,
-			    "fragment of %u bytes with %u remaining after %zu of a %zu-byte message",
-			    h.data_length, h.remaining_length, c->frag_len,
-			    c->frag_total);
+		return fail(
+			c, SMBD_ERR_PROTO,
+			"fragment of %u bytes with %u remaining after %zu of a %zu-byte message",
+			h.data_length, h.remaining_length, c->frag_len,
+			c->frag_total);
 	}
 	memcpy(c->frag + c->frag_len, p + h.data_offset, h.data_length);
 	c->frag_len += h.data_length;
@@ -215,10 +217,10 @@ static int on_receive(struct smbd_conn *c, const NDK_RESULT_EX *res)
 			    NdkStatusName(res->Status));
 	}
 	if (res->Type == NdkOperationTypeReceiveAndInvalidate)
-		note_invalidated(c, (uint32_t)res->TypeSpecificCompletionOutput);
+		note_invalidated(c,
+				 (uint32_t)res->TypeSpecificCompletionOutput);
 	if (!c->negotiated) {
-		if (res->BytesTransferred > sizeof(c->neg) ||
-		    c->have_neg_resp)
+		if (res->BytesTransferred > sizeof(c->neg) || c->have_neg_resp)
 			return fail(c, SMBD_ERR_PROTO,
 				    "negotiate response of %u bytes",
 				    res->BytesTransferred);
@@ -254,11 +256,12 @@ static int on_send_cq(struct smbd_conn *c, const NDK_RESULT_EX *res)
 			if (mr->wr_status == STATUS_SUCCESS)
 				mr->wr_status = res->Status;
 			if (!c->dead)
-				return fail(c, SMBD_ERR_RESOURCE, "%s failed: %s",
-					    res->Type == NdkOperationTypeInvalidate
-						    ? "Invalidate"
-						    : "FastRegister",
-					    NdkStatusName(res->Status));
+				return fail(
+					c, SMBD_ERR_RESOURCE, "%s failed: %s",
+					res->Type == NdkOperationTypeInvalidate
+						? "Invalidate"
+						: "FastRegister",
+					NdkStatusName(res->Status));
 		} else if (res->Type == NdkOperationTypeInvalidate) {
 			mr->valid = false;
 		}
@@ -291,8 +294,7 @@ static unsigned int reap_receives(struct smbd_conn *c)
 	NDK_RESULT_EX res;
 	unsigned int total = 0;
 
-	while (!c->msg_ready &&
-	       !(c->have_neg_resp && !c->negotiated) &&
+	while (!c->msg_ready && !(c->have_neg_resp && !c->negotiated) &&
 	       c->rcq->Dispatch->NdkGetCqResultsEx(c->rcq, &res, 1) == 1) {
 		on_receive(c, &res);
 		total++;
@@ -313,8 +315,9 @@ static int maintain(struct smbd_conn *c)
 	if (!c->negotiated || c->dead || !c->send_credits ||
 	    c->send_out >= SMBD_SEND_SLOTS)
 		return c->err;
-	if (c->need_reply || (ungranted && (c->peer_credits <= 1 ||
-					    ungranted >= c->o.recv_credits / 2))) {
+	if (c->need_reply ||
+	    (ungranted &&
+	     (c->peer_credits <= 1 || ungranted >= c->o.recv_credits / 2))) {
 		if (c->need_reply)
 			c->info.keepalives_answered++;
 		else
@@ -330,7 +333,8 @@ static int check_state(struct smbd_conn *c)
 	if (c->err)
 		return c->err;
 	if (atomic_load(&c->cq_errors))
-		return fail(c, SMBD_ERR_RESOURCE, "a completion queue overflowed");
+		return fail(c, SMBD_ERR_RESOURCE,
+			    "a completion queue overflowed");
 	if (atomic_load(&c->disconnected))
 		return fail(c, SMBD_ERR_LOST, "the server disconnected");
 	return SMBD_OK;
@@ -368,7 +372,8 @@ static int progress(struct smbd_conn *c, uint64_t deadline)
 	ts = tool_deadline((unsigned int)(deadline - now));
 	pthread_mutex_lock(&c->lock);
 	while (c->gen == gen && !atomic_load(&c->disconnected))
-		if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) == ETIMEDOUT)
+		if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) ==
+		    ETIMEDOUT)
 			break;
 	pthread_mutex_unlock(&c->lock);
 	return check_state(c);
@@ -395,15 +400,17 @@ static int post_send(struct smbd_conn *c, const void *data, size_t len,
 	while (c->send_out >= SMBD_SEND_SLOTS || !c->send_credits) {
 		err = progress(c, deadline);
 		if (err == SMBD_ERR_TIMEOUT)
-			return fail(c, err,
-				    c->send_credits ? "no send completion in %u ms"
-						    : "no send credit from the server in %u ms",
-				    c->o.timeout_ms);
+			return fail(
+				c, err,
+				c->send_credits
+					? "no send completion in %u ms"
+					: "no send credit from the server in %u ms",
+				c->o.timeout_ms);
 		if (err)
 			return err;
 	}
-	slot = c->sbufs.mem + (size_t)(c->send_next++ % SMBD_SEND_SLOTS) *
-				      c->slot;
+	slot = c->sbufs.mem +
+	       (size_t)(c->send_next++ % SMBD_SEND_SLOTS) * c->slot;
 	grant = c->nrecv - c->peer_credits;
 	if (grant > 0xffff)
 		grant = 0xffff;
@@ -464,7 +471,8 @@ int smbd_recv(struct smbd_conn *c, const uint8_t **msg, size_t *len,
 	while (!c->msg_ready) {
 		err = progress(c, deadline);
 		if (err == SMBD_ERR_TIMEOUT)
-			return fail(c, err, "no message from the server in %u ms",
+			return fail(c, err,
+				    "no message from the server in %u ms",
 				    ms ? ms : c->o.timeout_ms);
 		if (err)
 			return err;
@@ -489,8 +497,7 @@ int smbd_mr_create(struct smbd_conn *c, void *buf, size_t len,
 	ULONG lam_size, fbo = 0;
 	NTSTATUS st;
 
-	if ((uintptr_t)buf % SMBD_PAGE || !len ||
-	    len > c->info.max_read_write)
+	if ((uintptr_t)buf % SMBD_PAGE || !len || len > c->info.max_read_write)
 		return SMBD_ERR_TOO_BIG;
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
@@ -516,9 +523,9 @@ int smbd_mr_create(struct smbd_conn *c, void *buf, size_t len,
 		st = STATUS_INSUFFICIENT_RESOURCES;
 		if (mr->mdl && mr->lam) {
 			tool_wait_init(&w);
-			st = ad->Dispatch->NdkBuildLAM(ad, mr->mdl, len,
-						       tool_wait_done, &w,
-						       mr->lam, &lam_size, &fbo);
+			st = ad->Dispatch->NdkBuildLAM(
+				ad, mr->mdl, len, tool_wait_done, &w, mr->lam,
+				&lam_size, &fbo);
 			st = tool_wait_result(&w, st, 0);
 			if (NT_SUCCESS(st) &&
 			    (fbo || mr->lam->AdapterPageCount < mr->pages)) {
@@ -567,8 +574,9 @@ int smbd_mr_register(struct smbd_conn *c, struct smbd_mr *mr, size_t len,
 	if (!len || len > mr->len)
 		return SMBD_ERR_TOO_BIG;
 	if (mr->valid)
-		return fail(c, SMBD_ERR_RESOURCE,
-			    "register: the previous registration is still valid");
+		return fail(
+			c, SMBD_ERR_RESOURCE,
+			"register: the previous registration is still valid");
 	st = c->qp->Dispatch->NdkFastRegister(c->qp, mr, mr->mr, pages,
 					      mr->lam->AdapterPageArray, 0, len,
 					      mr->buf, flags);
@@ -600,9 +608,10 @@ int smbd_mr_release(struct smbd_conn *c, struct smbd_mr *mr,
 		break;
 	}
 	if (c->ninval)
-		return fail(c, SMBD_ERR_PROTO,
-			    "the server invalidated token 0x%x, which no I/O holds",
-			    c->inval[0]);
+		return fail(
+			c, SMBD_ERR_PROTO,
+			"the server invalidated token 0x%x, which no I/O holds",
+			c->inval[0]);
 	if (!mr->valid)
 		return c->err;
 	if (c->err)
@@ -728,7 +737,8 @@ static int connect_cm(struct smbd_conn *c)
 	st = tool_wait_result(w, st, c->o.timeout_ms);
 	if (st == STATUS_IO_TIMEOUT && !tool_wait_count(w))
 		/* The completion may still come: w stays allocated. */
-		return fail(c, SMBD_ERR_CONNECT, "connect to %s: no answer in %u ms",
+		return fail(c, SMBD_ERR_CONNECT,
+			    "connect to %s: no answer in %u ms",
 			    tool_addr_str((const struct sockaddr *)&c->o.dst,
 					  abuf, sizeof(abuf)),
 			    c->o.timeout_ms);
@@ -767,8 +777,8 @@ static void set_defaults(struct smbd_opts *o)
 		o->ird = 16;
 }
 
-int smbd_connect(const struct smbd_opts *o, struct smbd_conn **out,
-		 char *why, size_t whylen)
+int smbd_connect(const struct smbd_opts *o, struct smbd_conn **out, char *why,
+		 size_t whylen)
 {
 	struct sockaddr_storage src;
 	struct smbd_conn *c;
@@ -814,9 +824,8 @@ int smbd_connect(const struct smbd_opts *o, struct smbd_conn **out,
 					       on_cq, c, NULL, NULL, NULL,
 					       &c->rcq);
 	if (NT_SUCCESS(st))
-		st = c->host.ad->Dispatch->NdkCreateCq(c->host.ad, sq, on_cq,
-						       c, NULL, NULL, NULL,
-						       &c->scq);
+		st = c->host.ad->Dispatch->NdkCreateCq(
+			c->host.ad, sq, on_cq, c, NULL, NULL, NULL, &c->scq);
 	if (NT_SUCCESS(st))
 		st = pd->Dispatch->NdkCreateQp(pd, c->rcq, c->scq, c,
 					       c->o.recv_credits, sq, 1, 1, 0,
@@ -881,11 +890,13 @@ void smbd_close(struct smbd_conn *c)
 			NDK_RESULT_EX res[16];
 			ULONG n, i;
 
-			n = c->scq->Dispatch->NdkGetCqResultsEx(c->scq, res, 16);
+			n = c->scq->Dispatch->NdkGetCqResultsEx(c->scq, res,
+								16);
 			for (i = 0; i < n; i++)
 				if (res[i].Type == NdkOperationTypeSend)
 					c->send_out--;
-			n = c->rcq->Dispatch->NdkGetCqResultsEx(c->rcq, res, 16);
+			n = c->rcq->Dispatch->NdkGetCqResultsEx(c->rcq, res,
+								16);
 			c->nrecv -= MIN(n, c->nrecv);
 			if (!n)
 				tool_sleep_ms(1);

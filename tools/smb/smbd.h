@@ -56,8 +56,8 @@ struct smbd_info {
 struct smbd_conn;
 
 /* Connects and negotiates. SMBD_ERR_CONNECT when no connection came up. */
-int smbd_connect(const struct smbd_opts *o, struct smbd_conn **out,
-		 char *why, size_t whylen);
+int smbd_connect(const struct smbd_opts *o, struct smbd_conn **out, char *why,
+		 size_t whylen);
 /* Disconnects (gracefully while the connection is up) and frees. */
 void smbd_close(struct smbd_conn *c);
 
