@@ -357,7 +357,7 @@ static int cmd_get(struct smb2_client *c, const struct opts *o,
 		   const char *remote, const char *local)
 {
 	size_t chunk = smb2_io_size(c) * 4, got;
-	uint64_t off = 0, t0 = tool_now_ns();
+	uint64_t off = 0, size, t0 = tool_now_ns();
 	struct smb2_file f;
 	uint8_t *buf;
 	int fd, rc = 0;
@@ -373,6 +373,7 @@ static int cmd_get(struct smb2_client *c, const struct opts *o,
 		free(buf);
 		return EXIT_FAIL;
 	}
+	size = f.size;
 	fd = strcmp(local, "-")
 		     ? open(local, O_WRONLY | O_CREAT | O_TRUNC, 0644)
 		     : 1;
@@ -380,8 +381,11 @@ static int cmd_get(struct smb2_client *c, const struct opts *o,
 		fprintf(stderr, "%s: %s: %s\n", prog, local, strerror(errno));
 		rc = EXIT_FAIL;
 	}
-	while (!rc) {
-		if (smb2_read(c, &f, off, buf, chunk, &got)) {
+	/* No more than the file holds: a small file reads inline. */
+	while (!rc && off < f.size) {
+		size_t want = (size_t)MIN((uint64_t)chunk, f.size - off);
+
+		if (smb2_read(c, &f, off, buf, want, &got)) {
 			rc = EXIT_FAIL;
 			break;
 		}
@@ -391,7 +395,7 @@ static int cmd_get(struct smb2_client *c, const struct opts *o,
 			rc = EXIT_FAIL;
 		}
 		off += got;
-		if (got < chunk)
+		if (got < want)
 			break;
 	}
 	if (fd > 1)
@@ -399,7 +403,7 @@ static int cmd_get(struct smb2_client *c, const struct opts *o,
 	free(buf);
 	if (smb2_close(c, &f) && !rc)
 		rc = EXIT_FAIL;
-	if (!rc && off != f.size) {
+	if (!rc && off != size) {
 		fprintf(stderr,
 			"%s: get %s: read %" PRIu64 " of %" PRIu64 " bytes\n",
 			prog, remote, off, f.size);
