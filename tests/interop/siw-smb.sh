@@ -8,13 +8,15 @@
 # its TCP port 445 through forwarded ports:
 #
 #   - files of random content put and got back, compared byte for byte:
-#     1 byte to 8 MiB + 1 in the short form (inline below 4 KiB, through
+#     1 byte to 8 MiB + 1 (inline below 4 KiB, through
 #     the RDMA channel from 4 KiB: the server RDMA-Reads our WRITE data
 #     and RDMA-Writes our READ data, and invalidates our registration by
-#     Send with Invalidate), to 64 MiB with SMB_SIZES_EXTENDED=1
+#     Send with Invalidate); fewer with SMB_SHORT=1, to 64 MiB with
+#     SMB_SIZES_EXTENDED=1
 #   - stat of each file: the server's size
-#   - the same with signing (AES-CMAC), with SMB2_CHANNEL_RDMA_V1 (our
-#     own Invalidate), with a 64 KiB I/O size, and over plain TCP
+#   - the same with signing (AES-CMAC; READs inline, see below), with
+#     SMB2_CHANNEL_RDMA_V1 (our own Invalidate), with a 64 KiB I/O size,
+#     and over plain TCP
 #   - a wrong password: exit 1 with STATUS_LOGON_FAILURE; a port where
 #     nothing listens: exit 3
 #   - the guest kernel logs no BUG or WARNING
@@ -36,12 +38,30 @@ bin=$build/tools/ndksmb
 	echo "SKIP: no $bin (nettle missing?)"
 	exit 77
 }
+# An image from before ksmbd was in it (image_rev 5) is rebuilt once.
+cache=${NDKVM_CACHE:-/var/tmp/ndkvm}
+if ! zcat "$cache/initrd.gz" | cpio -it --quiet 2>/dev/null |
+	grep -q '^usr/local/bin/ksmbd-up$'; then
+	[[ $(id -u) == 0 ]] || {
+		echo "SKIP: the interop guest has no ksmbd (run '$NDKVM build' as root)"
+		exit 77
+	}
+	echo "rebuilding the interop guest image with ksmbd"
+	"$NDKVM" build --force >"${TMPDIR:-/tmp}/ndkvm-build.log" 2>&1 || {
+		tail -20 "${TMPDIR:-/tmp}/ndkvm-build.log"
+		echo "SKIP: '$NDKVM build' failed"
+		exit 77
+	}
+fi
 mkdir -p "$out"
 rm -rf "${out:?}"/*
 echo "logs in $out"
 
+# SMB_SHORT=1 (make test): fewer sizes; SMB_SIZES_EXTENDED=1: to 64 MiB.
 sizes="1 100 4095 4096 65537 1048579 8388609"
-if [[ ${SMB_SIZES_EXTENDED:-0} == 1 ]]; then
+if [[ ${SMB_SHORT:-0} == 1 ]]; then
+	sizes="1 4095 65537 1048579"
+elif [[ ${SMB_SIZES_EXTENDED:-0} == 1 ]]; then
 	sizes="$sizes 16777216 33554435 67108864"
 fi
 smbd_port=25445 tcp_port=20445 done_port=27445
@@ -109,9 +129,27 @@ grep -q 'RDMA reads 0 writes 1,.*invalidations remote 1 local 0' "$out/rdma-put-
 	bad "put 65537: not one RDMA-read WRITE with remote invalidation: $(cat "$out/rdma-put-65537.log")"
 grep -q 'RDMA reads 1 writes 0,.*invalidations remote 1 local 0' "$out/rdma-get-65537.log" ||
 	bad "get 65537: not one RDMA-written READ with remote invalidation: $(cat "$out/rdma-get-65537.log")"
-grep -q 'RDMA reads 0 writes 0, inline reads 0 writes 1' "$out/rdma-put-100.log" ||
-	bad "put 100: not inline: $(cat "$out/rdma-put-100.log")"
-roundtrip signed 1048579 --sign
+grep -q 'RDMA reads 0 writes 0, inline reads 0 writes 1' "$out/rdma-put-4095.log" ||
+	bad "put 4095: not inline: $(cat "$out/rdma-put-4095.log")"
+# Signed: inline both ways in 64 KiB requests, then a signed WRITE through
+# the RDMA channel; ksmbd (6.1.192)
+# signs a READ response whose data went through the RDMA channel over its
+# transport's 4-byte length prefix and the response, so we refuse those
+# (the probe below says when that changes).
+roundtrip signed 1048579 --sign --rdma-threshold 2m --io-size 64k
+grep -q 'inline reads 17 writes 0' "$out/signed-get-1048579.log" ||
+	bad "signed get: not 17 inline READs: $(cat "$out/signed-get-1048579.log")"
+smb signed-rdma-write --sign 127.0.0.1 ndk put "$out/data.65537" signed.65537
+((rc == 0)) && grep -q 'RDMA reads 0 writes 1,' "$out/signed-rdma-write.log" ||
+	bad "signed RDMA WRITE: rc $rc: $(cat "$out/signed-rdma-write.log" "$out/signed-rdma-write.err")"
+smb signed-rdma-read --sign 127.0.0.1 ndk get signed.1048579 /dev/null
+if ((rc == 1)) && grep -q 'READ response: bad signature' "$out/signed-rdma-read.err"; then
+	echo "  known: ksmbd's signature of a READ response through the RDMA channel is wrong (refused)"
+elif ((rc == 0)); then
+	echo "  note: ksmbd now signs READ responses through the RDMA channel correctly"
+else
+	bad "signed RDMA READ: rc $rc: $(cat "$out/signed-rdma-read.err")"
+fi
 roundtrip noinv 1048579 --no-invalidate
 grep -q 'invalidations remote 0 local [1-9]' "$out/noinv-get-1048579.log" ||
 	bad "--no-invalidate: not our own Invalidate: $(cat "$out/noinv-get-1048579.log")"
