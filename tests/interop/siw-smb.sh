@@ -13,7 +13,7 @@
 #     and RDMA-Writes our READ data, and invalidates our registration by
 #     Send with Invalidate); fewer with SMB_SHORT=1, to 64 MiB with
 #     SMB_SIZES_EXTENDED=1
-#   - stat of each file: the server's size
+#   - stat of each file, and the share's listing: the server's sizes
 #   - the same with signing (AES-CMAC; READs inline, see below), with
 #     SMB2_CHANNEL_RDMA_V1 (our own Invalidate), with a 64 KiB I/O size,
 #     and over plain TCP
@@ -162,8 +162,14 @@ opts=(-u ndk -p $smbd_port)
 NDKSMB_PASSWORD=wrong smb badpass 127.0.0.1 ndk ls
 ((rc == 1)) && grep -q STATUS_LOGON_FAILURE "$out/badpass.err" ||
 	bad "wrong password: rc $rc: $(cat "$out/badpass.err")"
-smb ls 127.0.0.1 ndk ls
+# The share's listing has every file with its size.
+smb ls -j 127.0.0.1 ndk ls
 ((rc == 0)) || bad "ls: rc $rc: $(tail -1 "$out/ls.err")"
+for s in $sizes; do
+	tr -d ' \n' <"$out/ls.log" |
+		grep -q "{\"name\":\"rdma.$s\",\"size\":$s," ||
+		bad "ls: no rdma.$s of $s bytes: $(tr -d ' \n' <"$out/ls.log")"
+done
 opts=(-u ndk -p 1 --timeout 5)
 smb noserver 127.0.0.1 ndk ls
 ((rc == 3)) || bad "nothing listening: rc $rc, not 3: $(cat "$out/noserver.err")"

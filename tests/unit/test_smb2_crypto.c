@@ -20,9 +20,9 @@ static const uint8_t client_chal[8] = { 0xaa, 0xaa, 0xaa, 0xaa,
 					0xaa, 0xaa, 0xaa, 0xaa };
 /* MsvAvNbDomainName "Domain", MsvAvNbComputerName "Server", MsvAvEOL. */
 static const uint8_t target_info[] = {
-	0x02, 0x00, 0x0c, 0x00, 'D', 0, 'o', 0, 'm', 0, 'a', 0, 'i', 0,
-	'n',  0,    0x01, 0x00, 0x0c, 0x00, 'S', 0, 'e', 0, 'r', 0, 'v', 0,
-	'e',  0,    'r',  0,    0x00, 0x00, 0x00, 0x00,
+	0x02, 0x00, 0x0c, 0x00, 'D',  0,    'o',  0,	'm',  0,    'a',  0,
+	'i',  0,    'n',  0,	0x01, 0x00, 0x0c, 0x00, 'S',  0,    'e',  0,
+	'r',  0,    'v',  0,	'e',  0,    'r',  0,	0x00, 0x00, 0x00, 0x00,
 };
 
 static void test_utf16(void **state)
@@ -41,8 +41,8 @@ static void test_utf16(void **state)
 static void test_ntowfv2(void **state)
 {
 	static const uint8_t want[16] = { 0x0c, 0x86, 0x8a, 0x40, 0x3b, 0xfd,
-					   0x7a, 0x93, 0xa3, 0x00, 0x1e, 0xf2,
-					   0x2e, 0xf0, 0x2e, 0x3f };
+					  0x7a, 0x93, 0xa3, 0x00, 0x1e, 0xf2,
+					  0x2e, 0xf0, 0x2e, 0x3f };
 	uint8_t key[16], other[16];
 
 	(void)state;
@@ -83,8 +83,8 @@ static void test_v2_response(void **state)
 	assert_memory_equal(out + 44, target_info, sizeof(target_info));
 	/* Too small an output: nothing. */
 	assert_int_equal(ntlm_v2_response(key, server_chal, client_chal, 0,
-					  target_info, sizeof(target_info),
-					  out, n - 1, skey),
+					  target_info, sizeof(target_info), out,
+					  n - 1, skey),
 			 0);
 }
 
@@ -104,7 +104,9 @@ static void test_lmv2(void **state)
 
 static void test_signing(void **state)
 {
-	uint8_t skey[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+	uint8_t skey[16] = {
+		1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
+	};
 	uint8_t k1[16], k2[16], msg[100], sig[16], sig2[16];
 
 	(void)state;
