@@ -391,7 +391,8 @@ static void put_field(uint8_t *msg, size_t at, size_t *off, const void *data,
 	smbd_put16(msg + at, (uint16_t)len);
 	smbd_put16(msg + at + 2, (uint16_t)len);
 	smbd_put32(msg + at + 4, (uint32_t)*off);
-	memcpy(msg + *off, data, len);
+	if (len)
+		memcpy(msg + *off, data, len);
 	*off += len;
 }
 
