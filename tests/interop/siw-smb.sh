@@ -17,8 +17,10 @@
 #   - the same with signing (AES-CMAC; READs inline, see below), with
 #     SMB2_CHANNEL_RDMA_V1 (our own Invalidate), with a 64 KiB I/O size,
 #     and over plain TCP
-#   - a wrong password: exit 1 with STATUS_LOGON_FAILURE; a port where
-#     nothing listens: exit 3
+#   - bench (write, read back, compare); a wrong password: exit 1 with
+#     STATUS_LOGON_FAILURE; a port where nothing listens: exit 3; the
+#     server silent in the middle of a 64 MiB put: exit 1, no hang (not
+#     with SMB_SHORT=1)
 #   - the guest kernel logs no BUG or WARNING
 #
 # MPA CRC is off (NDK_MPA_CRC=0), as in siw-nvme-host.sh: siw 6.1 misreads
@@ -64,9 +66,18 @@ if [[ ${SMB_SHORT:-0} == 1 ]]; then
 elif [[ ${SMB_SIZES_EXTENDED:-0} == 1 ]]; then
 	sizes="$sizes 16777216 33554435 67108864"
 fi
-smbd_port=25445 tcp_port=20445 done_port=27445
+smbd_port=25445 tcp_port=20445 done_port=27445 fault_port=27446
 
+silent=1
+[[ ${SMB_SHORT:-0} == 1 ]] && silent=0
 g='ksmbd-up || echo "GUEST-FAIL ksmbd-up"
+if [ '$silent' = 1 ]; then
+	nc -l -p 7446 >/dev/null
+	ip link set eth0 down
+	echo "GUEST-SILENT"
+	sleep 20
+	ip link set eth0 up
+fi
 nc -l -p 7445 >/dev/null
 echo "==== files"
 ls -l /srv/ndk
@@ -77,8 +88,8 @@ dmesg | grep -e ksmbd -e "kernel BUG" -e "WARNING:" -e "Call Trace" -e siw |
 siw_checks_begin
 export NDK_MPA_CRC=0 NDKSMB_PASSWORD=ndkpass
 "$NDKVM" run --timeout 900 --hostfwd $smbd_port:5445 --hostfwd $tcp_port:445 \
-	--hostfwd $done_port:7445 --console-log "$out/console.log" \
-	--quiet -- "$g" >"$out/ndkvm.out" 2>&1 &
+	--hostfwd $done_port:7445 --hostfwd $fault_port:7446 --console-log "$out/console.log" \
+	--pcap "$out/guest.pcap" --quiet -- "$g" >"$out/ndkvm.out" 2>&1 &
 vm=$!
 pids+=("$vm")
 if ! siw_wait_lines "$out/console.log" '^NDKVM-LISTENING 5445' 1 300 "$vm"; then
@@ -174,6 +185,37 @@ opts=(-u ndk -p 1 --timeout 5)
 smb noserver 127.0.0.1 ndk ls
 ((rc == 3)) || bad "nothing listening: rc $rc, not 3: $(cat "$out/noserver.err")"
 
+opts=(-u ndk -p $smbd_port)
+smb bench -S 3m -n 2 127.0.0.1 ndk bench
+((rc == 0)) && grep -q 'verified' "$out/bench.log" ||
+	bad "bench: rc $rc: $(cat "$out/bench.log" "$out/bench.err")"
+sed 's/^/  /' "$out/bench.log"
+
+# The server goes silent in the middle of a transfer (the guest takes
+# eth0 down for 20 s; shutting ksmbd down instead, ksmbd.control -s, oopses
+# 6.1.192 in ksmbd_conn_transport_destroy): ndksmb, waiting 5 s for each
+# response, must end with an error, not hang. Not in the short form.
+if ((silent)); then
+	head -c $((64 << 20)) /dev/urandom >"$out/data.big"
+	t0=$(date +%s)
+	timeout 120 "$bin" "${opts[@]}" --timeout 5 --io-size 64k 127.0.0.1 ndk \
+		put "$out/data.big" big >"$out/gone.log" 2>"$out/gone.err" &
+	put=$!
+	sleep 2
+	exec 3<>"/dev/tcp/127.0.0.1/$fault_port" && exec 3>&- ||
+		bad "cannot tell the guest to go silent"
+	rc=0
+	wait $put || rc=$?
+	t=$(($(date +%s) - t0))
+	echo "  server silent: ndksmb exit $rc after $t s: $(grep -v libndk "$out/gone.err" | tail -1)"
+	((rc == 1)) || bad "server silent: exit $rc, not 1"
+	((t < 40)) || bad "server silent: ndksmb took $t s"
+	grep -q 'no message from the server' "$out/gone.err" ||
+		bad "server silent: no timeout in $(cat "$out/gone.err")"
+	# The guest is back after 20 s.
+	sleep $((t < 24 ? 24 - t : 0))
+fi
+
 # The guest prints its files and kernel log, then powers off.
 exec 3<>"/dev/tcp/127.0.0.1/$done_port" && exec 3>&- ||
 	bad "cannot end the guest's wait"
@@ -185,6 +227,36 @@ if grep -E "kernel BUG|WARNING:|Call Trace" "$out/console.log"; then
 	bad "the guest kernel complained"
 fi
 sed -n '/^==== files/,/^==== dmesg/p' "$out/console.log" | sed 's/^/  [guest] /'
+
+# The capture, as tshark decodes SMB Direct over iWARP: no malformed
+# frame of ours; both negotiate messages per SMB Direct connection; SMB2 READs and
+# WRITEs with the RDMA_V1_INVALIDATE channel; the server's RDMA Read
+# Requests (our WRITEs), RDMA Writes (our READs) and Sends with
+# Invalidate (opcodes 1, 0 and 4 or 6 of RDMAP, RFC 5040).
+smb_check_pcap() {
+	local p=$1 f n
+	local o=(-o tcp.reassemble_out_of_order:TRUE -o tcp.try_heuristic_first:TRUE
+		--enable-heuristic iwarp_mpa_tcp --enable-heuristic smb_direct_iwarp
+		--disable-heuristic rpcrdma_iwarp)
+	command -v tshark >/dev/null || {
+		echo "pcap: tshark missing, not checked"
+		return 0
+	}
+	count() { tshark -r "$p" "${o[@]}" -Y "$1" 2>/dev/null | grep -c . || true; }
+	# ksmbd's NEGOTIATE response carries a SPNEGO hint that tshark calls
+	# malformed (a BER error in its negTokenInit): not ours.
+	n=$(count '_ws.malformed && !(smb2.cmd == 0 && smb2.flags.response == 1)')
+	((n == 0)) || bad "pcap: $n malformed frames"
+	for f in smb_direct.negotiate_request smb_direct.negotiate_response \
+		'smb2.cmd == 9 && smb2.channel == 2' 'smb2.cmd == 8 && smb2.channel == 2' \
+		'iwarp_rdma.opcode == 1' 'iwarp_rdma.opcode == 0' \
+		'iwarp_rdma.opcode == 4 || iwarp_rdma.opcode == 6'; do
+		n=$(count "$f")
+		echo "  pcap: $n frames with $f"
+		((n > 0)) || bad "pcap: no $f"
+	done
+}
+smb_check_pcap "$out/guest.pcap"
 if ((fail)); then
 	echo "FAIL (logs in $out)"
 	exit 1

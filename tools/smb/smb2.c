@@ -127,6 +127,9 @@ static int fail(struct smb2_client *c, int err, const char *fmt, ...)
 {
 	va_list ap;
 
+	/* A failed transport stays the reason for everything after it. */
+	if (c->err == SMB2_ERR_TRANSPORT)
+		return c->err;
 	c->err = err;
 	va_start(ap, fmt);
 	vsnprintf(c->why, sizeof(c->why), fmt, ap);
@@ -245,6 +248,8 @@ static int transact(struct smb2_client *c, size_t len)
 	size_t n;
 	int err;
 
+	if (c->err == SMB2_ERR_TRANSPORT)
+		return c->err;
 	if (!charge)
 		charge = 1;
 	if (c->credits < charge && cmd != SMB2_NEGOTIATE)
