@@ -447,6 +447,12 @@ int smbd_send(struct smbd_conn *c, const void *msg, size_t len)
 		return c->err;
 	if (!len || len > c->info.max_frag_send)
 		return SMBD_ERR_TOO_BIG;
+	/* The caller is done with the last message: receiving goes on
+	 * (the credits we wait for may be in the next one). */
+	if (c->msg_ready) {
+		c->msg_ready = false;
+		c->frag_len = 0;
+	}
 	while (off < len) {
 		n = MIN(per, len - off);
 		err = post_send(c, p + off, n, (uint32_t)(len - off - n), 0);

@@ -65,8 +65,8 @@ void smbd_close(struct smbd_conn *c);
 int smbd_send(struct smbd_conn *c, const void *msg, size_t len);
 /*
  * The next upper-layer message, reassembled: *msg points into the
- * connection and stays valid until the next smbd_recv. ms: 0 for the
- * connection's timeout.
+ * connection and stays valid until the next smbd_recv or smbd_send. ms:
+ * 0 for the connection's timeout.
  */
 int smbd_recv(struct smbd_conn *c, const uint8_t **msg, size_t *len,
 	      unsigned int ms);
