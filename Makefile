@@ -10,16 +10,21 @@ DEPS := cmake ninja-build pkg-config gcc g++ clang libcmocka-dev iproute2 \
 # The interop guest (tests/interop/vm/ndkvm): qemu, and what builds siw.ko
 # and the image.
 VM_DEPS := qemu-system-x86 cpio kmod binutils make xz-utils libelf-dev
+# What `make deb` needs: debian/control's Build-Depends, the Debian
+# tools, lintian.
+DEB_DEPS := dpkg-dev debhelper lintian cmake ninja-build pkg-config \
+	libibverbs-dev librdmacm-dev
+DEB_DIR ?= build-deb
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps configure build test test-extended demo format format-check clean \
-	bench bench-quick bench-table
+.PHONY: all deps deb-deps configure build test test-extended demo format \
+	format-check clean bench bench-quick bench-table deb
 
 all: build
 
 # Installs only what is missing (dpkg-query is cheap; apt-get is not).
-deps:
-	@missing=""; for p in $(DEPS); do \
+define install_missing
+	@missing=""; for p in $(1); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | \
 			grep -q 'ok installed' || missing="$$missing $$p"; \
 	done; \
@@ -31,6 +36,13 @@ deps:
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 			--no-install-recommends $$missing; \
 	fi
+endef
+
+deps:
+	$(call install_missing,$(DEPS))
+
+deb-deps:
+	$(call install_missing,$(DEB_DEPS))
 
 $(BUILD)/build.ninja: | deps
 	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
@@ -63,6 +75,29 @@ bench-quick:
 
 bench-table:
 	bench/table.py
+
+# The Debian packages (debian/): libndk0, libndk-dev and ndk-tools in
+# $(DEB_DIR)/, checked with lintian (errors fail, warnings are printed).
+# dpkg-buildpackage writes beside the source, so it builds a copy of the
+# tree in $(DEB_DIR)/src; the work tree stays as it is.
+deb: deb-deps
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src/libndk
+	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+		git ls-files -z --cached --others --exclude-standard | \
+			grep -zv '^$(DEB_DIR)/' | \
+			xargs -0 cp --parents -t $(DEB_DIR)/src/libndk; \
+	else \
+		tar -c --exclude='./build*' --exclude=./.git . | \
+			tar -x -C $(DEB_DIR)/src/libndk; \
+	fi
+	cd $(DEB_DIR)/src/libndk && \
+		DEB_BUILD_OPTIONS="parallel=2 $$DEB_BUILD_OPTIONS" \
+		dpkg-buildpackage -b -us -uc
+	mv $(DEB_DIR)/src/*.deb $(DEB_DIR)/src/*.changes \
+		$(DEB_DIR)/src/*.buildinfo $(DEB_DIR)/
+	rm -rf $(DEB_DIR)/src
+	lintian --fail-on error $(DEB_DIR)/*.changes
+	@ls $(DEB_DIR)/*.deb
 
 format:
 	git ls-files '*.c' '*.h' | xargs clang-format -i

@@ -57,7 +57,7 @@ for want in "$@"; do
 		unset NDK_EPHEMERAL_PORT_MIN
 	fi
 	PORT=$((PORT + 1))
-	"$NDKPERF" -p "$PORT" >/dev/null 2>&1 &
+	"$NDKPERF" -s -b 127.0.0.1 -p "$PORT" >/dev/null 2>&1 &
 	srv=$!
 	for _ in $(seq 100); do
 		ss -Hltnp "sport = :$PORT" | grep -q "pid=$srv," && break
@@ -67,14 +67,14 @@ for want in "$@"; do
 	out=$(mktemp)
 	"$NDKPERF" -p "$PORT" -t hold -n "$n" -D 4 127.0.0.1 >"$out" &
 	cli=$!
-	# The client prints its row once every connection is up, then
-	# holds them for -D seconds.
+	# The client prints its "# hold:" line once every connection is
+	# up, then holds them for -D seconds.
 	for _ in $(seq 600); do
-		grep -q '^0 ' "$out" && break
+		grep -q '^# hold: ' "$out" && break
 		sleep 0.1
 	done
 	peak=$(rss_kib "$srv")
-	rows=$("$NDKSTAT" -t connection | grep -c " Connection " || true)
+	rows=$("$NDKSTAT" --type connection | grep -c " Connection " || true)
 	st_ms=$(ms_of "$NDKSTAT")
 	stj_ms=$(ms_of "$NDKSTAT" -j)
 	wait "$cli"
@@ -84,12 +84,10 @@ for want in "$@"; do
 import re, sys
 out, n, base, peak, st, stj, rows = sys.argv[1:]
 text = open(out).read()
-held = int(re.search(r"# hold: (\d+) connections, client memory ([\d.]+) KiB",
-                     text).group(1))
-kib = float(re.search(r"client memory ([\d.]+) KiB", text).group(1))
-usec = float(re.search(r"^0\s+\S+\s+\S+\s+\S+\s+\S+\s+([\d.]+)", text,
-                       re.M).group(1))
-secs = usec * held / 1e6
+m = re.search(r"# hold: (\d+) connections in ([\d.]+) s, client memory "
+              r"([\d.]+) KiB", text)
+held, secs, kib = int(m.group(1)), float(m.group(2)), float(m.group(3))
+secs = max(secs, 1e-6)
 print("| %d | %.2f | %.0f | %.2f | %.2f | %s | %s | %s |" % (
     held, secs, held / secs, kib, (int(peak) - int(base)) / held, st, stj,
     rows))

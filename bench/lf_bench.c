@@ -278,7 +278,9 @@ out:
 
 static int server(const char *port)
 {
-	struct fi_info *info = lookup("127.0.0.1", port, true);
+	/* bench/run's veth topology listens on the namespace's address. */
+	const char *addr = getenv("BENCH_ADDR");
+	struct fi_info *info = lookup(addr ? addr : "127.0.0.1", port, true);
 	struct fid_pep *pep;
 	struct lf_ep *conns[64] = { 0 };
 	unsigned int nconn = 0;

@@ -101,6 +101,15 @@ ROWS = [
         "libfabric tcp fi_connect (lf_bench)", "higher", 1.0),
 ]
 
+# The veth topology repeats these rows (bench/run, VETH_PAIRS); a run
+# without it (BENCH_VETH=0, not root) has none of them.
+VETH = ("send_lat", "write_lat", "read_lat", "write_bw_lf", "send_bw_lf",
+        "read_bw_lf", "write_bw_tcp")
+ROWS += [Row("veth: " + r.label, r.pair + "_veth", r.ours, r.base, r.bname,
+             r.better, r.target, True)
+         for r in ROWS if r.primary and r.pair in VETH
+         and not r.label.startswith("8 B RDMA Write one-way mean")]
+
 HOLD_TARGET_BYTES = 65536
 
 
@@ -161,7 +170,10 @@ def summary(vals):
 
 def build(meta, samples, failures):
     rows, missing = [], []
+    veth = any(p.endswith("_veth") for (p, _, _) in samples)
     for r in ROWS:
+        if r.pair.endswith("_veth") and not veth:
+            continue
         o = summary(values(samples, r.pair, *r.ours))
         b = summary(values(samples, r.pair, *r.base))
         ratio = o["median"] / b["median"] if o and b and b["median"] else None
@@ -215,6 +227,7 @@ CPU_PAIRS = [
     ("read_bw_lf", "read_bw", "lf_read_bw", "libfabric tcp"),
     ("write_bw_tcp", "write_bw", "tcp_poll_bw", "busy-poll TCP stream"),
 ]
+CPU_PAIRS += [(p + "_veth", o, b, n) for p, o, b, n in CPU_PAIRS]
 
 
 def cpu_s_per_gb(r):
@@ -260,7 +273,8 @@ def cpu_table(res):
            "(min-max) | Baseline: median (min-max) | Ratio |",
            "|---|---|---|---|"]
     for r in rows:
-        out.append("| %s | %s | %s: %s | %s |" % (
+        out.append("| %s%s | %s | %s: %s | %s |" % (
+            "veth: " if r["pair"].endswith("_veth") else "",
             r["metric"], cell(r["libndk"], reps), r["baseline"],
             cell(r["baseline_value"], reps),
             "%.2f" % r["ratio"] if r["ratio"] is not None else "n/a"))
@@ -274,15 +288,19 @@ def syscall_table(res):
     out = ["| Program (one run under perf stat) | server: receive / send / "
            "wait / all | client: receive / send / wait / all |",
            "|---|---|---|"]
-    for m in ("write_bw", "lf_write_bw", "send_bw", "lf_msg_bw",
-              "read_bw", "lf_read_bw"):
+    for m in [m + sfx for sfx in ("", "_veth")
+              for m in ("write_bw", "lf_write_bw", "send_bw", "lf_msg_bw",
+                        "read_bw", "lf_read_bw")]:
         if m not in s:
             continue
         cells = ["%.2f / %.2f / %.2f / %.2f" % (
             d["recv"], d["send"], d["wait"], d["total"])
             for d in (s[m]["server"], s[m]["client"])]
-        name = ("libfabric tcp lf_bench " + m[3:] if m.startswith("lf_")
-                else "ndkperf " + m)
+        base = m[:-len("_veth")] if m.endswith("_veth") else m
+        name = ("libfabric tcp lf_bench " + base[3:]
+                if base.startswith("lf_") else "ndkperf " + base)
+        if base != m:
+            name = "veth: " + name
         out.append("| %s | %s | %s |" % (name, cells[0], cells[1]))
     return out
 

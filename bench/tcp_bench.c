@@ -170,13 +170,21 @@ static int server(int port, void *(*serve_fn)(void *))
 				  .sin_port = htons((uint16_t)port),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	int lfd = socket(AF_INET, SOCK_STREAM, 0), one = 1, fd;
+	/* bench/run's veth topology listens on the namespace's address. */
+	const char *addr = getenv("BENCH_ADDR");
 	pthread_t t;
+
+	if (addr && inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
+		fprintf(stderr, "tcp_bench: BENCH_ADDR=%s is no IPv4 address\n",
+			addr);
+		return 1;
+	}
 
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
 	    listen(lfd, 4096)) {
-		fprintf(stderr, "tcp_bench: bind/listen on 127.0.0.1:%d: %s\n",
-			port, strerror(errno));
+		fprintf(stderr, "tcp_bench: bind/listen on %s:%d: %s\n",
+			addr ? addr : "127.0.0.1", port, strerror(errno));
 		return 1;
 	}
 	for (;;) {

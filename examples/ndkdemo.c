@@ -328,7 +328,7 @@ static void run_ndkstat(const char *ifname)
 {
 	static char self[PATH_MAX], path[PATH_MAX + 32];
 	const char *prog = getenv("NDKSTAT");
-	char opt_i[] = "-I", opt_p[] = "-p", pid[16];
+	char opt_i[] = "-I", opt_p[] = "-P", pid[16];
 	char *argv[] = { NULL, opt_i, NULL, opt_p, pid, NULL };
 	ssize_t n;
 	pid_t child;
@@ -348,7 +348,7 @@ static void run_ndkstat(const char *ifname)
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
 	argv[0] = (char *)prog;
 	argv[2] = (char *)ifname;
-	printf("== ndkstat -I %s -p %s (every process sees the connection)\n",
+	printf("== ndkstat -I %s -P %s (every process sees the connection)\n",
 	       ifname, pid);
 	fflush(stdout);
 	err = posix_spawnp(&child, prog, NULL, NULL, argv, environ);

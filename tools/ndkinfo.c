@@ -8,9 +8,10 @@
  * is "not ready"). Public API only.
  *
  *   ndkinfo [-j] [-I IFNAME|IFINDEX]
+ *
+ * Options and exit status: docs/tools.md.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include "toolutil.h"
@@ -71,14 +72,14 @@ struct adapter {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ndkinfo [-j] [-I IFNAME|IFINDEX] [-h] [-V]\n"
+		"usage: ndkinfo [-j] [-I IFNAME|IFINDEX]\n"
 		"The NDK adapter of every interface (like Get-NetAdapterRdma).\n"
-		"  -j     JSON\n"
-		"  -I IF  only this interface (name or index)\n"
-		"  -h     this help\n"
-		"  -V     version\n"
-		"Exit status: 0 success, 1 usage error, 2 the adapter of -I\n"
-		"could not be opened or queried.\n");
+		"  -j, --json          JSON\n"
+		"  -I, --interface IF  only this interface (name or index)\n"
+		"  -h, --help          this help\n"
+		"      --version       the version\n"
+		"Exit status: 0 success, 1 the adapter of -I could not be opened\n"
+		"or an adapter could not be queried, 2 usage (docs/tools.md).\n");
 }
 
 static const char *technology_name(NDK_RDMA_TECHNOLOGY t)
@@ -182,6 +183,12 @@ static void print_text(const struct adapter *a)
 		text_printable(a->provider.Device, dev, sizeof(dev));
 		printf(LABEL "%s\n", "Device", dev);
 	}
+	if (a->provider.Reason[0]) {
+		char why[sizeof(a->provider.Reason) * 4];
+
+		text_printable(a->provider.Reason, why, sizeof(why));
+		printf(LABEL "%s\n", "ProviderReason", why);
+	}
 	printf(LABEL "%u.%u\n", "NdkVersion", i->Version.Major,
 	       i->Version.Minor);
 	printf(LABEL "0x%08x\n", "VendorId", i->VendorId);
@@ -222,6 +229,7 @@ static void print_json(struct json *j, const struct adapter *a)
 		json_string(j, "NdkVersion", text);
 		json_string(j, "Provider", a->provider.Provider);
 		json_string(j, "Device", a->provider.Device);
+		json_string(j, "ProviderReason", a->provider.Reason);
 		json_uint(j, "VendorId", i->VendorId);
 		json_uint(j, "DeviceId", i->DeviceId);
 		json_string(j, "RdmaTechnology",
@@ -248,6 +256,12 @@ static void print_json(struct json *j, const struct adapter *a)
 
 int main(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "interface", required_argument, NULL, 'I' },
+		TOOL_LONG_COMMON,
+		{ NULL, 0, NULL, 0 },
+	};
 	struct if_nameindex *ifs = NULL, one[2] = { { 0 } };
 	const struct if_nameindex *list;
 	char ifname[IF_NAMESIZE];
@@ -256,45 +270,29 @@ int main(int argc, char **argv)
 	struct adapter a;
 	struct json j;
 	size_t n;
-	int c, r, rc = 0;
+	int c, rc = TOOL_EXIT_OK;
 
-	while ((c = getopt(argc, argv, "jI:hV")) != -1) {
+	tool_prog = "ndkinfo";
+	while ((c = getopt_long(argc, argv, "jI:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
 			break;
 		case 'I':
-			r = tool_parse_interface(optarg, &ifindex, ifname);
-			if (r == -1) {
-				fprintf(stderr, "ndkinfo: bad interface '%s'\n",
-					optarg);
-				return 1;
-			}
-			if (r) {
-				fprintf(stderr, "ndkinfo: no interface %s\n",
-					optarg);
-				return 2;
-			}
+			ifindex = tool_arg_interface(optarg, ifname);
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
-		case 'V':
-			printf("ndkinfo (libndk) %s, NDKPI %u.%u\n",
-			       NDK_TOOLS_VERSION, NDK_PROVIDER_MAJOR_VERSION,
-			       NDK_PROVIDER_MINOR_VERSION);
-			return 0;
+			return TOOL_EXIT_OK;
+		case TOOL_OPT_VERSION:
+			tool_print_version();
+			return TOOL_EXIT_OK;
 		default:
-			usage(stderr);
-			return 1;
+			tool_usage_hint();
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "ndkinfo: unexpected argument '%s'\n",
-			argv[optind]);
-		usage(stderr);
-		return 1;
-	}
+	if (optind < argc)
+		tool_usage_error("unexpected argument '%s'", argv[optind]);
 	if (ifindex) {
 		one[0].if_index = ifindex;
 		one[0].if_name = ifname;
@@ -304,7 +302,7 @@ int main(int argc, char **argv)
 		if (!ifs) {
 			fprintf(stderr, "ndkinfo: if_nameindex: %s\n",
 				strerror(errno));
-			return 2;
+			return TOOL_EXIT_FAIL;
 		}
 		list = ifs;
 	}
@@ -322,7 +320,7 @@ int main(int argc, char **argv)
 		/* One interface asked for and not usable; or a query that
 		 * failed on an adapter that opened. */
 		if (a.status != STATUS_SUCCESS && (ifindex || a.opened))
-			rc = 2;
+			rc = TOOL_EXIT_FAIL;
 		if (json) {
 			print_json(&j, &a);
 			continue;
@@ -339,6 +337,6 @@ int main(int argc, char **argv)
 	if (ifs)
 		if_freenameindex(ifs);
 	if (fflush(stdout) || ferror(stdout))
-		return 2;
+		return TOOL_EXIT_FAIL;
 	return rc;
 }

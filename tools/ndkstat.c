@@ -6,12 +6,13 @@
  * OID_NDK_CONNECTIONS, OID_NDK_LOCAL_ENDPOINTS and OID_NDK_STATISTICS, the
  * interface list and /proc/PID/comm.
  *
- *   ndkstat [-j] [-s] [-I IFNAME|IFINDEX] [-t TYPE] [-p PID]
- *           [-i SECONDS [-c COUNT]]
+ *   ndkstat [-j] [--stats] [-I IFNAME|IFINDEX] [--type TYPE] [-P PID]
+ *           [-i SECONDS [-n COUNT]]
+ *
+ * Options and exit status: docs/tools.md.
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -67,30 +68,24 @@ struct options {
 	unsigned long count; /* 0: until interrupted */
 };
 
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	stop = 1;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ndkstat [-j] [-s] [-I IFNAME|IFINDEX] [-t TYPE] [-p PID]\n"
-		"               [-i SECONDS [-c COUNT]] [-h] [-V]\n"
+		"usage: ndkstat [-j] [--stats] [-I IFNAME|IFINDEX] [--type TYPE]\n"
+		"               [-P PID] [-i SECONDS [-n COUNT]]\n"
 		"NDK connections, listeners and shared endpoints of every process\n"
 		"(like netstat -x), from NdkQueryOid.\n"
-		"  -j          JSON\n"
-		"  -s          counters per interface (OID_NDK_STATISTICS)\n"
-		"  -I IF       only this interface (name or index)\n"
-		"  -t TYPE     only connection, listener or shared\n"
-		"  -p PID      only objects of this process\n"
-		"  -i SECONDS  repeat every SECONDS until interrupted\n"
-		"  -c COUNT    stop after COUNT repetitions (default -i 1)\n"
-		"  -h          this help\n"
-		"  -V          version\n"
-		"Exit status: 0 success, 1 usage error, 2 query failed.\n");
+		"  -j, --json            JSON\n"
+		"      --stats           counters per interface (OID_NDK_STATISTICS)\n"
+		"  -I, --interface IF    only this interface (name or index)\n"
+		"      --type TYPE       only connection, listener or shared\n"
+		"  -P, --pid PID         only objects of this process\n"
+		"  -i, --interval SECS   repeat every SECS until interrupted\n"
+		"  -n, --iterations N    stop after N repetitions (-i 1 if no -i)\n"
+		"  -h, --help            this help\n"
+		"      --version         the version\n"
+		"Exit status: 0 success, 1 a query failed or no such interface,\n"
+		"2 usage (docs/tools.md).\n");
 }
 
 static const char *oid_name(NDIS_OID oid)
@@ -548,12 +543,12 @@ static int query_failed(const char *ifname, NDIS_OID oid, NDIS_STATUS st)
 {
 	fprintf(stderr, "ndkstat: %s on %s: %s\n", oid_name(oid), ifname,
 		NdkStatusName(st));
-	return 2;
+	return -1;
 }
 
 /*
  * Gathers one interface. Returns 0, 1 if the interface vanished (it is
- * skipped), or 2 after printing why the query failed.
+ * skipped), or -1 after printing why the query failed.
  */
 static int gather(const struct options *o, NET_IFINDEX ifindex,
 		  const char *ifname, struct table *t, struct ifstats *s)
@@ -608,7 +603,7 @@ static int snapshot(const struct options *o)
 		if (!ifs) {
 			fprintf(stderr, "ndkstat: if_nameindex: %s\n",
 				strerror(errno));
-			return 2;
+			return TOOL_EXIT_FAIL;
 		}
 	}
 	for (i = 0; (ifs ? ifs : one)[i].if_index; i++)
@@ -616,7 +611,7 @@ static int snapshot(const struct options *o)
 	if (o->stats) {
 		s = calloc(nifs ? nifs : 1, sizeof(*s));
 		if (!s) {
-			rc = 2;
+			rc = TOOL_EXIT_FAIL;
 			goto out;
 		}
 	}
@@ -625,8 +620,8 @@ static int snapshot(const struct options *o)
 
 		r = gather(o, ifc->if_index, ifc->if_name, &t,
 			   s ? &s[ns] : NULL);
-		if (r == 2) {
-			rc = 2;
+		if (r < 0) {
+			rc = TOOL_EXIT_FAIL;
 			goto out;
 		}
 		if (r == 0 && s)
@@ -655,7 +650,7 @@ static void sleep_seconds(double sec)
 
 	ts.tv_sec = (time_t)sec;
 	ts.tv_nsec = (long)((sec - (double)ts.tv_sec) * 1e9);
-	while (!stop && nanosleep(&ts, &ts) && errno == EINTR)
+	while (!tool_stop && nanosleep(&ts, &ts) && errno == EINTR)
 		;
 }
 
@@ -682,136 +677,96 @@ static int parse_type(const char *s)
 	return -1;
 }
 
-static bool parse_ulong(const char *s, unsigned long max, unsigned long *v)
-{
-	char *end;
+enum { OPT_STATS = TOOL_OPT_FIRST, OPT_TYPE };
 
-	if (*s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	*v = strtoul(s, &end, 10);
-	return !errno && !*end && *v <= max;
-}
-
-static int parse_options(int argc, char **argv, struct options *o)
+static void parse_options(int argc, char **argv, struct options *o)
 {
-	unsigned long v;
-	char *end;
-	int c, r;
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "stats", no_argument, NULL, OPT_STATS },
+		{ "interface", required_argument, NULL, 'I' },
+		{ "type", required_argument, NULL, OPT_TYPE },
+		{ "pid", required_argument, NULL, 'P' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "iterations", required_argument, NULL, 'n' },
+		TOOL_LONG_COMMON,
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->type = -1;
-	while ((c = getopt(argc, argv, "jsI:t:p:i:c:hV")) != -1) {
+	while ((c = getopt_long(argc, argv, "jI:P:i:n:h", longopts, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 'j':
 			o->json = true;
 			break;
-		case 's':
+		case OPT_STATS:
 			o->stats = true;
 			break;
 		case 'I':
-			r = tool_parse_interface(optarg, &o->ifindex,
-						 o->ifname);
-			if (r == -1) {
-				fprintf(stderr, "ndkstat: bad interface '%s'\n",
-					optarg);
-				return 1;
-			}
-			if (r) {
-				fprintf(stderr, "ndkstat: no interface %s\n",
-					optarg);
-				return 2;
-			}
+			o->ifindex = tool_arg_interface(optarg, o->ifname);
 			break;
-		case 't':
+		case OPT_TYPE:
 			o->type = parse_type(optarg);
-			if (o->type < 0) {
-				fprintf(stderr,
-					"ndkstat: -t takes connection, listener or shared, not '%s'\n",
-					optarg);
-				return 1;
-			}
+			if (o->type < 0)
+				tool_usage_error("--type takes connection, "
+						 "listener or shared, not '%s'",
+						 optarg);
 			break;
-		case 'p':
-			if (!parse_ulong(optarg, 0xffffffffUL, &v)) {
-				fprintf(stderr, "ndkstat: bad pid '%s'\n",
-					optarg);
-				return 1;
-			}
+		case 'P':
 			o->pid_set = true;
-			o->pid = (ULONG)v;
+			o->pid = (ULONG)tool_arg_count("-P", optarg, 0,
+						       0xffffffffUL);
 			break;
 		case 'i':
-			errno = 0;
-			o->interval = strtod(optarg, &end);
-			if (errno || end == optarg || *end ||
-			    !isfinite(o->interval) || o->interval <= 0 ||
-			    o->interval > 86400.0) {
-				fprintf(stderr, "ndkstat: bad interval '%s'\n",
-					optarg);
-				return 1;
-			}
+			/* Above zero: 0 would spin. */
+			o->interval = tool_arg_seconds("-i", optarg, 0, 86400);
+			if (!(o->interval > 0))
+				tool_usage_error("-i: more than 0 seconds");
 			break;
-		case 'c':
-			if (!parse_ulong(optarg, 0xffffffffUL, &v) || !v) {
-				fprintf(stderr, "ndkstat: bad count '%s'\n",
-					optarg);
-				return 1;
-			}
-			o->count = v;
+		case 'n':
+			o->count = (unsigned long)tool_arg_count(
+				"-n", optarg, 1, 0xffffffffUL);
 			break;
 		case 'h':
 			usage(stdout);
-			exit(0);
-		case 'V':
-			printf("ndkstat (libndk) %s, NDKPI %u.%u\n",
-			       NDK_TOOLS_VERSION, NDK_PROVIDER_MAJOR_VERSION,
-			       NDK_PROVIDER_MINOR_VERSION);
-			exit(0);
+			exit(TOOL_EXIT_OK);
+		case TOOL_OPT_VERSION:
+			tool_print_version();
+			exit(TOOL_EXIT_OK);
 		default:
-			usage(stderr);
-			return 1;
+			tool_usage_hint();
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "ndkstat: unexpected argument '%s'\n",
-			argv[optind]);
-		usage(stderr);
-		return 1;
-	}
+	if (optind < argc)
+		tool_usage_error("unexpected argument '%s'", argv[optind]);
 	if (o->count && !o->interval)
 		o->interval = 1;
-	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	struct options o;
-	struct sigaction sa;
 	unsigned long n;
 	int rc;
 
-	rc = parse_options(argc, argv, &o);
-	if (rc)
-		return rc;
-	if (o.interval > 0) {
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_signal;
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-	}
+	tool_prog = "ndkstat";
+	parse_options(argc, argv, &o);
+	if (o.interval > 0)
+		tool_catch_signals();
 	for (n = 1;; n++) {
 		rc = snapshot(&o);
 		if (rc || !(o.interval > 0) || (o.count && n >= o.count))
 			break;
 		sleep_seconds(o.interval);
-		if (stop)
+		if (tool_stop)
 			break;
 		if (!o.json)
 			printf("\n");
 	}
 	if (fflush(stdout) || ferror(stdout))
-		return 2;
+		return TOOL_EXIT_FAIL;
 	return rc;
 }

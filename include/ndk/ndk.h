@@ -7,10 +7,13 @@
  * Include this one header. Besides the NDKPI surface (ndkpi.h), libndk has
  * a few Linux entry points modelled on WskOpenNdkAdapter /
  * WskCloseNdkAdapter and on an NDIS OID query, and the Windows MDL helpers.
+ * NDK_VERSION_MAJOR, _MINOR and _PATCH (ndk/version.h) are libndk's own
+ * version.
  */
 #ifndef NDK_NDK_H
 #define NDK_NDK_H
 
+#include "ndk/version.h"
 #include "ndk/types.h"
 #include "ndk/ntstatus.h"
 #include "ndk/ndkinfo.h"
@@ -58,16 +61,48 @@ NDIS_STATUS NdkQueryOid(NET_IFINDEX IfIndex, NDIS_OID Oid,
  * it): Provider is "software" (iWARP over TCP sockets) or "verbs" (an RDMA
  * device through rdma-core); Device names the verbs device and port
  * ("siw0 port 1"), empty for the software provider. NDK_PROVIDER chooses
- * at NdkOpenAdapter (README, Configuration). STATUS_INVALID_PARAMETER for
- * a NULL argument.
+ * at NdkOpenAdapter (docs/configuration.md). Reason is empty for a verbs
+ * adapter; for a software one it says why the verbs provider, which
+ * NdkOpenAdapter tries first, does not serve it: "verbs provider
+ * unavailable: " and why rdma-core's libibverbs.so.1 or librdmacm.so.1
+ * could not be loaded, "verbs provider: no device serves IFNAME", "verbs
+ * provider: not in this build of libndk" or "NDK_PROVIDER=software".
+ * STATUS_INVALID_PARAMETER for a NULL argument.
  */
 typedef struct _NDK_PROVIDER_INFO {
 	CHAR Provider[16];
 	CHAR Device[64];
+	CHAR Reason[128];
 } NDK_PROVIDER_INFO;
 
 NTSTATUS NdkQueryAdapterProvider(NDK_ADAPTER *pNdkAdapter,
 				 NDK_PROVIDER_INFO *pInfo);
+
+/*
+ * Where libndk's diagnostics go (libndk only). NDK_LOG (error, warn, info
+ * or debug; default warn, read at the first NdkOpenAdapter) says which
+ * levels are produced; each line goes to stderr as
+ * "libndk[PID] LEVEL: TEXT" unless a handler is set.
+ *
+ * NdkSetLogHandler(Handler, Context) sends every line from then on to
+ * Handler(Context, Level, Line) instead: Line is the text alone (no
+ * prefix, no newline), valid during the call only. The handler runs on
+ * the thread that logs, libndk's own threads included, on several at once,
+ * and while libndk holds its locks: it must return soon and must not call
+ * libndk (NdkStatusName aside). Handler NULL restores stderr. Once
+ * NdkSetLogHandler returns, the handler it replaced has returned from
+ * every call and is not called again, so its Context may be freed.
+ */
+typedef enum _NDK_LOG_LEVEL {
+	NdkLogLevelError = 0,
+	NdkLogLevelWarning = 1,
+	NdkLogLevelInfo = 2,
+	NdkLogLevelDebug = 3,
+} NDK_LOG_LEVEL;
+
+typedef VOID NDK_LOG_HANDLER(PVOID Context, NDK_LOG_LEVEL Level, PCSTR Line);
+
+VOID NdkSetLogHandler(NDK_LOG_HANDLER *Handler, PVOID Context);
 
 /* "STATUS_IO_TIMEOUT" for STATUS_IO_TIMEOUT; "0xC0001234" if unknown. */
 PCSTR NdkStatusName(NTSTATUS Status);

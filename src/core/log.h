@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Diagnostics to stderr. The level comes from NDK_LOG (error, warn, info,
- * debug; default warn), read once.
+ * Diagnostics: to stderr, or to the consumer's handler (NdkSetLogHandler,
+ * ndk/ndk.h). The level comes from NDK_LOG (error, warn, info, debug;
+ * default warn), read once. The levels are NDK_LOG_LEVEL's (log.c checks).
  */
 #ifndef NDK_CORE_LOG_H
 #define NDK_CORE_LOG_H

@@ -30,6 +30,7 @@
 #include <sys/eventfd.h>
 
 #include "core/lock.h"
+#include "core/log.h"
 #include "engine/engine.h"
 
 #define ENGINE_MAX_EVENTS 64
@@ -495,8 +496,7 @@ static void *engine_main(void *arg)
 			if (errno == EINTR)
 				continue;
 			/* Only a closed or corrupt epfd gets here. */
-			fprintf(stderr, "libndk: engine epoll_wait: %s\n",
-				strerror(errno));
+			ndk_err("engine epoll_wait: %s", strerror(errno));
 			abort();
 		}
 		engine_dispatch(e, ev, n);

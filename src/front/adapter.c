@@ -88,6 +88,7 @@ NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 				   NDK_ADAPTER **ppNdkAdapter)
 {
 	const struct ndk_provider_ops *provider;
+	char reason[NDK_PROVIDER_REASON_MAX];
 	struct ndk_adapter *ad;
 	NDK_VERSION run;
 	char name[IF_NAMESIZE];
@@ -108,7 +109,8 @@ NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 		return STATUS_INSUFFICIENT_RESOURCES;
 	/* NDK_PROVIDER=verbs with no RDMA device on the interface is an
 	 * adapter that does not exist (docs/configuration.md). */
-	if (ndk_provider_select(IfIndex, name, &provider))
+	if (ndk_provider_select(IfIndex, name, &provider, reason,
+				sizeof(reason)))
 		return NDIS_STATUS_ADAPTER_NOT_FOUND;
 
 	ad = calloc(1, sizeof(*ad));
@@ -117,6 +119,7 @@ NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 	ad->ifindex = IfIndex;
 	memcpy(ad->ifname, name, sizeof(ad->ifname));
 	ad->provider = provider;
+	memcpy(ad->provider_reason, reason, sizeof(reason));
 	ad->objects.version = run;
 	ad->objects.engine = &ad->engine;
 	ad->info.Version = run;
@@ -159,6 +162,10 @@ fail:
 	return STATUS_INSUFFICIENT_RESOURCES;
 }
 
+_Static_assert(sizeof(((NDK_PROVIDER_INFO *)0)->Reason) ==
+		       NDK_PROVIDER_REASON_MAX,
+	       "front/provider.h's reasons fit NDK_PROVIDER_INFO");
+
 NDK_EXPORT NTSTATUS NdkQueryAdapterProvider(NDK_ADAPTER *pNdkAdapter,
 					    NDK_PROVIDER_INFO *pInfo)
 {
@@ -171,6 +178,8 @@ NDK_EXPORT NTSTATUS NdkQueryAdapterProvider(NDK_ADAPTER *pNdkAdapter,
 	snprintf(pInfo->Provider, sizeof(pInfo->Provider), "%s",
 		 ad->provider->name);
 	snprintf(pInfo->Device, sizeof(pInfo->Device), "%s", ad->device);
+	snprintf(pInfo->Reason, sizeof(pInfo->Reason), "%s",
+		 ad->provider_reason);
 	return STATUS_SUCCESS;
 }
 

@@ -11,6 +11,7 @@
 #include "front/ifaddr.h"
 #include "front/lam_table.h"
 #include "front/object.h"
+#include "front/provider.h"
 #include "engine/engine.h"
 #include "oid/registry.h"
 
@@ -30,6 +31,9 @@ struct ndk_adapter {
 	const struct ndk_provider_ops *provider;
 	void *priv;
 	char device[NDK_ADAPTER_DEVICE_MAX];
+	/* Why provider is not the first one auto selection tries
+	 * (ndk_provider_select), "" when it is. */
+	char provider_reason[NDK_PROVIDER_REASON_MAX];
 	/* obj's Dispatch: the front end's slots and the provider's creates. */
 	NDK_ADAPTER_DISPATCH dispatch;
 

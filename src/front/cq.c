@@ -29,10 +29,13 @@ NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
 		return STATUS_INVALID_PARAMETER;
 	ad = to_ndk_adapter(pNdkAdapter);
 	/* Every CQ notifies (NDK_FN_CREATE_CQ): a consumer that never
-	 * arms still passes a callback. Said once in the log, since a
-	 * first consumer trips on it. */
+	 * arms still passes a callback. A warning, since a first consumer
+	 * trips on it and the status alone does not say which argument. */
 	if (!CqNotification) {
-		ndk_info("NdkCreateCq: no CqNotification (NDK requires one)");
+		ndk_warn(
+			"NdkCreateCq: STATUS_INVALID_PARAMETER: CqNotification "
+			"is NULL; NDK requires a notification callback for "
+			"every CQ, even one that is never armed");
 		return STATUS_INVALID_PARAMETER;
 	}
 	if (!CqDepth || CqDepth > ad->info.MaxCqDepth) {

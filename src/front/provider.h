@@ -58,6 +58,13 @@ struct ndk_provider_ops {
 	/* What NDK_PROVIDER names it, and ndkinfo shows: "software". */
 	const char *name;
 	/*
+	 * NULL if the provider can run in this process, else why not (the
+	 * verbs provider: rdma-core could not be loaded); selection skips
+	 * it then, and NdkQueryAdapterProvider's Reason says why. Called
+	 * before probe. NULL hook: always runs.
+	 */
+	const char *(*unavailable)(void);
+	/*
 	 * 0 if the provider can serve the interface, -ENODEV if not (auto
 	 * selection then tries the next one), another negative errno if it
 	 * could not tell. NULL: serves every interface.
@@ -182,9 +189,14 @@ extern const struct ndk_provider_ops ndk_verbs_provider;
  * verbs provider when an RDMA device serves it, else the software one);
  * "software" or "verbs" takes that one if it serves the interface.
  * Returns 0, or -ENODEV when the provider named does not exist in this
- * build or does not serve the interface, -EINVAL for an unknown name.
+ * build, cannot run or does not serve the interface, -EINVAL for an
+ * unknown name. why (why_size bytes) gets why the provider chosen is not
+ * the first one auto selection tries ("" when it is): what
+ * NdkQueryAdapterProvider reports as Reason.
  */
+#define NDK_PROVIDER_REASON_MAX 128 /* NDK_PROVIDER_INFO's Reason */
 int ndk_provider_select(NET_IFINDEX ifindex, const char *ifname,
-			const struct ndk_provider_ops **out);
+			const struct ndk_provider_ops **out, char *why,
+			size_t why_size);
 
 #endif /* NDK_FRONT_PROVIDER_H */

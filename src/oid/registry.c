@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The machine-wide registry of endpoints, connections and counters (see
- * registry.h for the files). Readers map other processes' files read-only
- * and copy each slot under its sequence lock; writers are the owning
- * process only, serialized by reg_lock.
+ * registry.h for the files). A process writes only in its user's
+ * directory, serialized by reg_lock. Readers copy every user's files
+ * with pread(), never map them (a mapping of a file its owner can
+ * truncate faults), and check every field before use: another user's
+ * file is untrusted input (docs/security.md, Local users).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -11,6 +13,7 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,72 +34,48 @@
 
 #define REG_DIR_DEFAULT "/dev/shm/libndk"
 
-#define REG_MAGIC	0x524b444eu /* "NDKR" */
-#define CTR_MAGIC	0x434b444eu /* "NDKC" */
-#define REG_VERSION	1u
-#define REG_HEADER_SIZE NDK_REG_HEADER_SIZE
-#define REG_SLOT_SIZE	NDK_REG_SLOT_SIZE
-#define REG_SLOT_WORDS	(REG_SLOT_SIZE / 4u)
-/* Sparse on tmpfs: only the slots ever used take memory. */
-#define REG_CAPACITY	65536u
-#define REG_FILE_SIZE	(REG_HEADER_SIZE + (size_t)REG_CAPACITY * REG_SLOT_SIZE)
-#define CTR_HEADER_SIZE 64u
-#define CTR_FILE_SIZE	4096u
-/* A reader gives up on a slot whose writer seems stuck (it died). */
-#define REG_READ_RETRIES 10000
+#define REG_SLOT_WORDS (NDK_REG_SLOT_SIZE / 4u)
+#define REG_FILE_SIZE \
+	(NDK_REG_HEADER_SIZE + (size_t)NDK_REG_CAPACITY * NDK_REG_SLOT_SIZE)
+/* Slots a reader copies at a time. */
+#define REG_BATCH 256u
+/* Re-reads a reader spends on the unsettled slots of one file: a writer
+ * that died mid-update, or a file made to look like one, costs no more. */
+#define REG_RETRY_BUDGET 1024u
+/* Re-reads of one counter that keeps changing under a reader. */
+#define CTR_RETRIES 4u
+/* Files and directories that only their owner may change. */
+#define NOT_OURS_BITS ((mode_t)(S_IWGRP | S_IWOTH))
 
-struct reg_header {
-	uint32_t magic;
-	uint32_t version;
-	uint32_t pid;
-	uint32_t slot_size;
-	uint32_t capacity;
-	_Atomic uint32_t high_water; /* slots [0, high_water) were used */
-};
+_Static_assert(NDK_REG_W_END <= REG_SLOT_WORDS, "entry fits a slot");
+_Static_assert(sizeof(struct ndk_reg_header) <= NDK_REG_HEADER_SIZE, "header");
+_Static_assert(sizeof(struct ndk_ctr_header) <= NDK_CTR_HEADER_SIZE,
+	       "counters header");
+_Static_assert(sizeof(SOCKADDR_INET) == 28, "SOCKADDR_INET is 7 words");
+_Static_assert(NDK_CTR_HEADER_SIZE + NDK_CTR_COUNT * 8 <= NDK_CTR_FILE_SIZE,
+	       "counters fit");
 
 /* Word 0 is the sequence: odd while the owner writes the slot. */
 struct reg_slot {
 	_Atomic uint32_t w[REG_SLOT_WORDS];
 };
 
-enum {
-	W_SEQ = 0,
-	W_KIND,
-	W_IFINDEX,
-	W_PID,
-	W_NETNS_LO,
-	W_NETNS_HI,
-	W_LOCAL, /* 7 words of SOCKADDR_INET */
-	W_REMOTE = W_LOCAL + 7,
-	W_ADDRESSING = W_REMOTE + 7,
-	W_END,
-};
-_Static_assert(sizeof(SOCKADDR_INET) == 28, "SOCKADDR_INET is 7 words");
-_Static_assert(W_END <= REG_SLOT_WORDS, "entry fits a slot");
-_Static_assert(sizeof(struct reg_header) <= REG_HEADER_SIZE, "header");
-
-struct ctr_header {
-	uint32_t magic;
-	uint32_t version;
-	uint32_t ifindex;
-	uint32_t reserved;
-	uint64_t netns;
-};
-_Static_assert(sizeof(struct ctr_header) <= CTR_HEADER_SIZE, "ctr header");
-_Static_assert(CTR_HEADER_SIZE + NDK_CTR_COUNT * 8 <= CTR_FILE_SIZE,
-	       "counters fit");
-
 struct ndk_reg_counters {
 	void *map;
 	_Atomic uint64_t *ctr;
 };
 
-/* This process's file, created on the first publication. */
+/* This process's file, created on the first publication, and its user's
+ * directory. */
 static struct ndk_lock reg_lock = NDK_LOCK_INITIALIZER(NDK_LOCK_OID);
 static int reg_fd = -1;
 static void *reg_map;
 static pid_t reg_owner;
-static char reg_path[4096];
+static int reg_dirfd = -1; /* the directory of the file */
+static char reg_name[64];
+static int own_dirfd = -1;
+static uid_t own_uid;
+static char own_top[4096]; /* the runtime directory it is in */
 static uint32_t *reg_free; /* stack of withdrawn slots */
 static size_t reg_nfree, reg_free_cap;
 static bool reg_atfork_done;
@@ -108,17 +87,194 @@ static const char *reg_dir(void)
 	return d && *d ? d : REG_DIR_DEFAULT;
 }
 
-/* The directory is shared by every user, like /tmp (sticky, 1777). */
-static int reg_dir_ensure(void)
+static uint64_t reg_nonce(void)
+{
+	uint64_t nonce;
+
+	if (getrandom(&nonce, sizeof(nonce), GRND_NONBLOCK) != sizeof(nonce))
+		nonce = (uint64_t)(uintptr_t)&nonce ^ (uint64_t)getpid() << 32;
+	return nonce;
+}
+
+/* ------------------------------------------------------------------ */
+/* Directories                                                        */
+
+/*
+ * The runtime directory, shared by every user like /tmp (sticky, 1777),
+ * created if create. Never through a symlink. A negative errno if none.
+ */
+static int top_open(bool create)
 {
 	const char *d = reg_dir();
+	bool made = create && mkdir(d, 01777) == 0;
+	struct stat st;
+	int fd;
 
-	if (mkdir(d, 01777) == 0) {
-		chmod(d, 01777); /* mkdir obeys the umask */
-		return 0;
-	}
-	return errno == EEXIST ? 0 : -errno;
+	fd = open(d, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* mkdir obeys the umask; the mode is set on what was opened, which
+	 * is what was made unless it was replaced meanwhile. */
+	if (made && !fstat(fd, &st) && st.st_uid == geteuid())
+		fchmod(fd, 01777);
+	return fd;
 }
+
+/* A user's directory: a directory of that owner that nobody else may add
+ * files to. */
+static bool user_dir_ok(const struct stat *st, uid_t uid)
+{
+	return S_ISDIR(st->st_mode) && st->st_uid == uid &&
+	       !(st->st_mode & NOT_OURS_BITS);
+}
+
+/* Opens (making it if need be) top's entry name as uid's directory. */
+static int user_dir_open(int top, const char *name, uid_t uid)
+{
+	struct stat st;
+	int fd;
+
+	if (mkdirat(top, name, 0755) && errno != EEXIST)
+		return -errno;
+	fd = openat(top, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (!fstat(fd, &st) && S_ISDIR(st.st_mode) && st.st_uid == uid &&
+	    (st.st_mode & NOT_OURS_BITS))
+		fchmod(fd, st.st_mode & 0755);
+	if (fstat(fd, &st) || !user_dir_ok(&st, uid)) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+/*
+ * The name u<uid> taken by someone else (another user may make it first
+ * in a shared directory): any directory of ours named u<uid>.<anything>,
+ * or a new one. Readers go by owner, not by name.
+ */
+static int user_dir_fallback(int top, uid_t uid)
+{
+	char prefix[32], name[64];
+	struct dirent *d;
+	DIR *dir;
+	int fd = -ENOENT, dup_top = dup(top);
+
+	snprintf(prefix, sizeof(prefix), "u%u.", (unsigned int)uid);
+	dir = dup_top >= 0 ? fdopendir(dup_top) : NULL;
+	if (!dir && dup_top >= 0)
+		close(dup_top);
+	while (dir && fd < 0 && (d = readdir(dir))) {
+		if (strncmp(d->d_name, prefix, strlen(prefix)))
+			continue;
+		fd = openat(top, d->d_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0) {
+			struct stat st;
+
+			if (fstat(fd, &st) || !user_dir_ok(&st, uid)) {
+				close(fd);
+				fd = -EPERM;
+			}
+		}
+	}
+	if (dir)
+		closedir(dir);
+	if (fd >= 0)
+		return fd;
+	snprintf(name, sizeof(name), "%s%016" PRIx64, prefix, reg_nonce());
+	return user_dir_open(top, name, uid);
+}
+
+/* reg_lock held: this process's user's directory (its effective uid's:
+ * a process that changes it gets the new user's). */
+static int own_dir_locked(void)
+{
+	uid_t uid = geteuid();
+	char name[32];
+	int top, fd;
+
+	NDK_ASSERT_LOCKED(&reg_lock);
+	if (own_dirfd >= 0 && own_uid == uid && !strcmp(own_top, reg_dir()))
+		return own_dirfd;
+	top = top_open(true);
+	if (top < 0)
+		return top;
+	snprintf(name, sizeof(name), "u%u", (unsigned int)uid);
+	fd = user_dir_open(top, name, uid);
+	if (fd == -EPERM)
+		fd = user_dir_fallback(top, uid);
+	close(top);
+	if (fd < 0)
+		return fd;
+	if (own_dirfd >= 0)
+		close(own_dirfd);
+	own_dirfd = fd;
+	own_uid = uid;
+	snprintf(own_top, sizeof(own_top), "%s", reg_dir());
+	return fd;
+}
+
+/*
+ * Opens file name of the user directory dirfd (whose stat is dir) for
+ * reading: a regular file of the directory's owner, never through a
+ * symlink, never blocking on a FIFO. -1 for anything else.
+ */
+static int user_file_open(int dirfd, const char *name, const struct stat *dir,
+			  struct stat *st)
+{
+	int fd = openat(dirfd, name,
+			O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) || !S_ISREG(st->st_mode) ||
+	    st->st_uid != dir->st_uid) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Called for every user directory; non-zero stops the walk. */
+typedef int (*user_dir_fn)(int dirfd, const struct stat *dir, void *arg);
+
+/* Every user's directory in the runtime directory (there may be none):
+ * 0, or what fn returned to stop. */
+static int for_each_user_dir(user_dir_fn fn, void *arg)
+{
+	struct dirent *d;
+	struct stat st;
+	DIR *dir;
+	int top, fd, ret = 0;
+
+	top = top_open(false);
+	if (top < 0)
+		return top == -ENOENT ? 0 : top;
+	dir = fdopendir(top);
+	if (!dir) {
+		close(top);
+		return -ENOMEM;
+	}
+	while (!ret && (d = readdir(dir))) {
+		if (d->d_name[0] != 'u')
+			continue;
+		fd = openat(top, d->d_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+				    O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!fstat(fd, &st) && user_dir_ok(&st, st.st_uid))
+			ret = fn(fd, &st, arg);
+		close(fd);
+	}
+	closedir(dir);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Addresses and the namespace                                        */
 
 uint64_t ndk_reg_netns_self(void)
 {
@@ -154,13 +310,45 @@ void ndk_reg_sockaddr(SOCKADDR_INET *dst, const struct sockaddr *src)
 		memcpy(&dst->Ipv6, src, sizeof(dst->Ipv6));
 }
 
+/*
+ * An address as read from a file, rebuilt field by field: IPv4, IPv6 or
+ * none (all zero), nothing else and no stray bytes. False if the family
+ * is none of these.
+ */
+static bool sockaddr_clean(SOCKADDR_INET *dst, const SOCKADDR_INET *src)
+{
+	SOCKADDR_INET a;
+
+	memset(&a, 0, sizeof(a));
+	switch (src->si_family) {
+	case AF_UNSPEC:
+		break;
+	case AF_INET:
+		a.Ipv4.sin_family = AF_INET;
+		a.Ipv4.sin_port = src->Ipv4.sin_port;
+		a.Ipv4.sin_addr = src->Ipv4.sin_addr;
+		break;
+	case AF_INET6:
+		a.Ipv6.sin6_family = AF_INET6;
+		a.Ipv6.sin6_port = src->Ipv6.sin6_port;
+		a.Ipv6.sin6_flowinfo = src->Ipv6.sin6_flowinfo;
+		a.Ipv6.sin6_addr = src->Ipv6.sin6_addr;
+		a.Ipv6.sin6_scope_id = src->Ipv6.sin6_scope_id;
+		break;
+	default:
+		return false;
+	}
+	*dst = a;
+	return true;
+}
+
 /* ------------------------------------------------------------------ */
 /* Slots                                                              */
 
 static struct reg_slot *reg_slot_at(void *map, uint32_t i)
 {
-	return (struct reg_slot *)((char *)map + REG_HEADER_SIZE +
-				   (size_t)i * REG_SLOT_SIZE);
+	return (struct reg_slot *)((char *)map + NDK_REG_HEADER_SIZE +
+				   (size_t)i * NDK_REG_SLOT_SIZE);
 }
 
 static void words_put(struct reg_slot *s, unsigned int w, const void *src,
@@ -176,83 +364,80 @@ static void words_put(struct reg_slot *s, unsigned int w, const void *src,
 				      memory_order_release);
 }
 
-static void words_get(const uint32_t *words, unsigned int w, void *dst,
-		      size_t len)
-{
-	memcpy(dst, &words[w], len);
-}
-
 /* Writer side of the sequence lock (reg_lock held). */
 static void reg_slot_write(struct reg_slot *s, const struct ndk_reg_entry *e)
 {
-	uint32_t seq = atomic_load_explicit(&s->w[W_SEQ], memory_order_relaxed);
+	uint32_t seq = atomic_load_explicit(&s->w[NDK_REG_W_SEQ],
+					    memory_order_relaxed);
 	unsigned int i;
 
 	/* Release stores of the data (not a fence, which TSan cannot model)
 	 * keep the odd sequence ahead of every data word. */
-	atomic_store_explicit(&s->w[W_SEQ], seq + 1, memory_order_relaxed);
+	atomic_store_explicit(&s->w[NDK_REG_W_SEQ], seq + 1,
+			      memory_order_relaxed);
 	if (!e) {
 		for (i = 1; i < REG_SLOT_WORDS; i++)
 			atomic_store_explicit(&s->w[i], 0,
 					      memory_order_release);
 	} else {
-		atomic_store_explicit(&s->w[W_KIND], (uint32_t)e->kind,
+		atomic_store_explicit(&s->w[NDK_REG_W_KIND], (uint32_t)e->kind,
 				      memory_order_release);
-		atomic_store_explicit(&s->w[W_IFINDEX], e->ifindex,
+		atomic_store_explicit(&s->w[NDK_REG_W_IFINDEX], e->ifindex,
 				      memory_order_release);
-		atomic_store_explicit(&s->w[W_PID], e->pid,
+		atomic_store_explicit(&s->w[NDK_REG_W_PID], e->pid,
 				      memory_order_release);
-		atomic_store_explicit(&s->w[W_NETNS_LO], (uint32_t)e->netns,
-				      memory_order_release);
-		atomic_store_explicit(&s->w[W_NETNS_HI],
+		atomic_store_explicit(&s->w[NDK_REG_W_NETNS_LO],
+				      (uint32_t)e->netns, memory_order_release);
+		atomic_store_explicit(&s->w[NDK_REG_W_NETNS_HI],
 				      (uint32_t)(e->netns >> 32),
 				      memory_order_release);
-		words_put(s, W_LOCAL, &e->local, sizeof(e->local));
-		words_put(s, W_REMOTE, &e->remote, sizeof(e->remote));
-		atomic_store_explicit(&s->w[W_ADDRESSING],
+		words_put(s, NDK_REG_W_LOCAL, &e->local, sizeof(e->local));
+		words_put(s, NDK_REG_W_REMOTE, &e->remote, sizeof(e->remote));
+		atomic_store_explicit(&s->w[NDK_REG_W_ADDRESSING],
 				      (uint32_t)e->addressing,
 				      memory_order_release);
 	}
-	atomic_store_explicit(&s->w[W_SEQ], seq + 2, memory_order_release);
+	atomic_store_explicit(&s->w[NDK_REG_W_SEQ], seq + 2,
+			      memory_order_release);
 }
 
 /*
- * Reader side: a consistent copy of the slot, or false if it is free or
- * its writer never finished (a writer killed mid-update).
+ * A slot as copied from a file, settled (the same in two copies taken one
+ * after the other, sequence even: see reg_scan_file), into e: false if it
+ * is free or anything in it is out of range. pid is the file's.
  */
-static bool reg_slot_read(struct reg_slot *s, struct ndk_reg_entry *e)
+static bool reg_slot_parse(const uint32_t *w, uint32_t pid,
+			   struct ndk_reg_entry *e)
 {
-	uint32_t words[REG_SLOT_WORDS];
-	uint32_t seq1, seq2;
-	unsigned int i, tries;
+	SOCKADDR_INET a;
 
-	for (tries = 0; tries < REG_READ_RETRIES; tries++) {
-		seq1 = atomic_load_explicit(&s->w[W_SEQ], memory_order_acquire);
-		if (seq1 & 1)
-			continue;
-		/* Acquire loads keep the second sequence read after them. */
-		for (i = 1; i < W_END; i++)
-			words[i] = atomic_load_explicit(&s->w[i],
-							memory_order_acquire);
-		seq2 = atomic_load_explicit(&s->w[W_SEQ], memory_order_relaxed);
-		if (seq1 != seq2)
-			continue;
-		if (words[W_KIND] == NDK_REG_FREE ||
-		    words[W_KIND] > NDK_REG_CONNECTION)
-			return false;
-		e->kind = (enum ndk_reg_kind)words[W_KIND];
-		e->ifindex = words[W_IFINDEX];
-		e->pid = words[W_PID];
-		e->netns = (uint64_t)words[W_NETNS_LO] |
-			   ((uint64_t)words[W_NETNS_HI] << 32);
-		words_get(words, W_LOCAL, &e->local, sizeof(e->local));
-		words_get(words, W_REMOTE, &e->remote, sizeof(e->remote));
-		e->addressing = words[W_ADDRESSING] == NDK_REG_ND_ONLY
-					? NDK_REG_ND_ONLY
-					: NDK_REG_TCP_PAIRED;
-		return true;
+	switch (w[NDK_REG_W_KIND]) {
+	case NDK_REG_LISTENER:
+	case NDK_REG_SHARED_ENDPOINT:
+	case NDK_REG_CONNECTION:
+		break;
+	default:
+		return false;
 	}
-	return false;
+	if (w[NDK_REG_W_PID] != pid ||
+	    w[NDK_REG_W_ADDRESSING] > NDK_REG_ND_ONLY)
+		return false;
+	e->kind = (enum ndk_reg_kind)w[NDK_REG_W_KIND];
+	e->addressing = (enum ndk_reg_addressing)w[NDK_REG_W_ADDRESSING];
+	e->ifindex = w[NDK_REG_W_IFINDEX];
+	e->pid = pid;
+	e->netns = (uint64_t)w[NDK_REG_W_NETNS_LO] |
+		   ((uint64_t)w[NDK_REG_W_NETNS_HI] << 32);
+	memcpy(&a, &w[NDK_REG_W_LOCAL], sizeof(a));
+	if (!sockaddr_clean(&e->local, &a))
+		return false;
+	memcpy(&a, &w[NDK_REG_W_REMOTE], sizeof(a));
+	if (!sockaddr_clean(&e->remote, &a))
+		return false;
+	/* Only a connection has a peer. */
+	if (e->kind != NDK_REG_CONNECTION && e->remote.si_family != AF_UNSPEC)
+		return false;
+	return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -265,8 +450,11 @@ static void reg_forget_locked(void)
 		munmap(reg_map, REG_FILE_SIZE);
 	if (reg_fd >= 0)
 		close(reg_fd);
+	if (reg_dirfd >= 0)
+		close(reg_dirfd);
 	reg_map = NULL;
 	reg_fd = -1;
+	reg_dirfd = -1;
 	reg_nfree = 0;
 }
 
@@ -281,37 +469,43 @@ static void reg_atfork_child(void)
 }
 
 /* The file goes with the process when it exits normally; after a crash
- * the next reader removes it. */
+ * the next reader of its user removes it. */
 __attribute__((destructor)) static void reg_at_exit(void)
 {
-	if (reg_map && reg_owner == getpid())
-		unlink(reg_path);
+	if (reg_map && reg_owner == getpid() && reg_dirfd >= 0)
+		unlinkat(reg_dirfd, reg_name, 0);
 }
 
 static int reg_create_locked(void)
 {
-	char tmp_path[sizeof(reg_path)];
-	struct reg_header *h;
-	uint64_t nonce;
+	struct ndk_reg_header *h;
+	char tmp_name[sizeof(reg_name)];
+	uint64_t nonce = reg_nonce();
+	int dirfd, fd, ret;
 	void *map;
-	int fd, ret;
 
 	NDK_ASSERT_LOCKED(&reg_lock);
 
-	ret = reg_dir_ensure();
-	if (ret)
-		return ret;
-	if (getrandom(&nonce, sizeof(nonce), GRND_NONBLOCK) != sizeof(nonce))
-		nonce = (uint64_t)(uintptr_t)&nonce ^ (uint64_t)getpid();
-	snprintf(reg_path, sizeof(reg_path), "%s/p.%d.%016" PRIx64, reg_dir(),
-		 (int)getpid(), nonce);
-	snprintf(tmp_path, sizeof(tmp_path), "%s/t.%d.%016" PRIx64, reg_dir(),
-		 (int)getpid(), nonce);
-
-	fd = open(tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0)
+	dirfd = own_dir_locked();
+	if (dirfd < 0)
+		return dirfd;
+	dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	if (dirfd < 0)
 		return -errno;
-	fchmod(fd, 0644);
+	snprintf(reg_name, sizeof(reg_name), "p.%d.%016" PRIx64, (int)getpid(),
+		 nonce);
+	snprintf(tmp_name, sizeof(tmp_name), "t.%d.%016" PRIx64, (int)getpid(),
+		 nonce);
+
+	/* Nobody else may open it before it is locked: a reader's shared
+	 * lock taken first would hold up the exclusive one. */
+	fd = openat(dirfd, tmp_name,
+		    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		ret = -errno;
+		close(dirfd);
+		return ret;
+	}
 	/* Locked before it gets the name readers look for, so a reader
 	 * never mistakes a file being born for a dead process's. */
 	if (flock(fd, LOCK_EX) || ftruncate(fd, (off_t)REG_FILE_SIZE)) {
@@ -325,19 +519,20 @@ static int reg_create_locked(void)
 		goto fail;
 	}
 	h = map;
-	h->magic = REG_MAGIC;
-	h->version = REG_VERSION;
+	h->magic = NDK_REG_MAGIC;
+	h->version = NDK_REG_VERSION;
 	h->pid = (uint32_t)getpid();
-	h->slot_size = REG_SLOT_SIZE;
-	h->capacity = REG_CAPACITY;
+	h->slot_size = NDK_REG_SLOT_SIZE;
+	h->capacity = NDK_REG_CAPACITY;
 	atomic_store_explicit(&h->high_water, 0, memory_order_release);
-	if (rename(tmp_path, reg_path)) {
+	if (fchmod(fd, 0644) || renameat(dirfd, tmp_name, dirfd, reg_name)) {
 		ret = -errno;
 		munmap(map, REG_FILE_SIZE);
 		goto fail;
 	}
 	reg_fd = fd;
 	reg_map = map;
+	reg_dirfd = dirfd;
 	reg_owner = getpid();
 	if (!reg_atfork_done) {
 		pthread_atfork(NULL, NULL, reg_atfork_child);
@@ -346,14 +541,15 @@ static int reg_create_locked(void)
 	return 0;
 fail:
 	close(fd);
-	unlink(tmp_path);
+	unlinkat(dirfd, tmp_name, 0);
+	close(dirfd);
 	return ret;
 }
 
 int ndk_reg_publish(struct ndk_reg_entry *e)
 {
 	static bool warned;
-	struct reg_header *h;
+	struct ndk_reg_header *h;
 	uint32_t slot;
 	int ret = 0;
 
@@ -377,7 +573,7 @@ int ndk_reg_publish(struct ndk_reg_entry *e)
 	} else {
 		slot = atomic_load_explicit(&h->high_water,
 					    memory_order_relaxed);
-		if (slot >= REG_CAPACITY) {
+		if (slot >= NDK_REG_CAPACITY) {
 			ret = -ENOSPC;
 			goto out;
 		}
@@ -400,7 +596,7 @@ void ndk_reg_withdraw(int slot)
 		return;
 	ndk_lock(&reg_lock);
 	/* After a fork the slot belongs to the parent's file. */
-	if (!reg_map || (uint32_t)slot >= REG_CAPACITY)
+	if (!reg_map || (uint32_t)slot >= NDK_REG_CAPACITY)
 		goto out;
 	reg_slot_write(reg_slot_at(reg_map, (uint32_t)slot), NULL);
 	if (reg_nfree == reg_free_cap) {
@@ -420,147 +616,289 @@ out:
 /* ------------------------------------------------------------------ */
 /* Readers                                                            */
 
+/* The pid in a name p.<pid>.<16 hex digits>, or 0 if it is not one. */
+static uint32_t reg_name_pid(const char *name)
+{
+	unsigned long pid;
+	char *end;
+	size_t i;
+
+	if (strncmp(name, "p.", 2) || name[2] < '1' || name[2] > '9')
+		return 0;
+	pid = strtoul(name + 2, &end, 10);
+	if (*end != '.' || pid > UINT32_MAX)
+		return 0;
+	for (i = 1; i <= 16; i++)
+		if (!end[i] || !strchr("0123456789abcdef", end[i]))
+			return 0;
+	return end[17] ? 0 : (uint32_t)pid;
+}
+
+/*
+ * Whether process pid runs as uid (real, effective, saved or filesystem
+ * uid): a file's entries are listed under its owner's processes only, so
+ * a user cannot put its entries under another's pid. True when there is
+ * no /proc to ask.
+ */
+static bool pid_of_user(uint32_t pid, uid_t uid)
+{
+	char path[32], buf[2048], *p;
+	unsigned long id[4];
+	ssize_t n;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT && access("/proc/self/status", R_OK);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strstr(buf, "\nUid:");
+	if (!p || sscanf(p + 5, "%lu %lu %lu %lu", &id[0], &id[1], &id[2],
+			 &id[3]) != 4)
+		return false;
+	for (i = 0; i < 4; i++)
+		if (id[i] == (unsigned long)uid)
+			return true;
+	return false;
+}
+
+/* Reads exactly len bytes at off; false if fewer are there. */
+static bool pread_all(int fd, void *buf, size_t len, off_t off)
+{
+	ssize_t n;
+
+	while (len) {
+		n = pread(fd, buf, len, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		buf = (char *)buf + n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return true;
+}
+
+/* A slot as two copies saw it: the same bytes, sequence even. */
+static bool slot_settled(const uint32_t *a, const uint32_t *b)
+{
+	return !(a[NDK_REG_W_SEQ] & 1) && !memcmp(a, b, NDK_REG_SLOT_SIZE);
+}
+
+struct reg_scan {
+	uint64_t netns;
+	uint32_t ifindex;
+	ndk_reg_visit_fn fn;
+	void *arg;
+	uint32_t *copy[2]; /* REG_BATCH slots each */
+};
+
 /*
  * The owner of the file on fd is gone (its lock could be taken): remove
- * the file, unless another reader already does.
+ * the file, unless another reader already does. Only in the reader's own
+ * user's directory (or as root): nobody else may.
  */
-static void reg_reap(int dirfd, const char *name, int fd)
+static void reg_reap(int dirfd, const struct stat *dir, const char *name,
+		     int fd)
 {
-	if (!flock(fd, LOCK_EX | LOCK_NB))
+	uid_t uid = geteuid();
+
+	if ((uid == dir->st_uid || uid == 0) && !flock(fd, LOCK_EX | LOCK_NB))
 		unlinkat(dirfd, name, 0);
 }
 
-static int reg_scan_file(int dirfd, const char *name, uint64_t netns,
-			 uint32_t ifindex, ndk_reg_visit_fn fn, void *arg)
+/*
+ * One process's file. A slot is taken when two copies read one after the
+ * other are the same and its sequence is even: a write overlapping the
+ * first copy moves the sequence before the second is read, whatever
+ * order the kernel copied the words in.
+ */
+static int reg_scan_file(int dirfd, const struct stat *dir, const char *name,
+			 struct reg_scan *s)
 {
-	const struct reg_header *h;
+	uint32_t pid = reg_name_pid(name), budget = REG_RETRY_BUDGET;
+	uint32_t i, j, k, n, tries, one[2][REG_SLOT_WORDS];
+	struct ndk_reg_header h;
 	struct ndk_reg_entry e;
 	struct stat st;
-	uint32_t i, n;
-	void *map;
+	off_t off;
 	int fd, ret = 0;
 
-	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (!pid)
+		return 0;
+	fd = user_file_open(dirfd, name, dir, &st);
 	if (fd < 0)
-		return 0; /* reaped meanwhile */
+		return 0; /* reaped meanwhile, or not a registry file */
 	if (!flock(fd, LOCK_SH | LOCK_NB)) {
-		reg_reap(dirfd, name, fd);
+		reg_reap(dirfd, dir, name, fd);
 		goto out;
 	}
-	if (errno != EWOULDBLOCK || fstat(fd, &st) ||
-	    (size_t)st.st_size < REG_HEADER_SIZE)
+	if (errno != EWOULDBLOCK || st.st_size < (off_t)NDK_REG_HEADER_SIZE ||
+	    !pread_all(fd, &h, sizeof(h), 0))
 		goto out;
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED)
+	n = atomic_load_explicit(&h.high_water, memory_order_relaxed);
+	if (h.magic != NDK_REG_MAGIC || h.version != NDK_REG_VERSION ||
+	    h.pid != pid || h.slot_size != NDK_REG_SLOT_SIZE ||
+	    h.capacity > NDK_REG_CAPACITY || n > h.capacity ||
+	    !pid_of_user(pid, dir->st_uid))
 		goto out;
-	h = map;
-	if (h->magic == REG_MAGIC && h->version == REG_VERSION &&
-	    h->slot_size == REG_SLOT_SIZE) {
-		n = atomic_load_explicit(
-			&((struct reg_header *)map)->high_water,
-			memory_order_acquire);
-		n = MIN(n, MIN(h->capacity, (uint32_t)(((size_t)st.st_size -
-							REG_HEADER_SIZE) /
-						       REG_SLOT_SIZE)));
-		for (i = 0; i < n && !ret; i++) {
-			if (!reg_slot_read(reg_slot_at(map, i), &e))
+	n = MIN(n, (uint32_t)(((uint64_t)st.st_size - NDK_REG_HEADER_SIZE) /
+			      NDK_REG_SLOT_SIZE));
+	for (i = 0; i < n && !ret; i += k) {
+		k = MIN(REG_BATCH, n - i);
+		off = (off_t)(NDK_REG_HEADER_SIZE +
+			      (size_t)i * NDK_REG_SLOT_SIZE);
+		/* Cut short (truncated meanwhile): nothing more to read. */
+		if (!pread_all(fd, s->copy[0], k * NDK_REG_SLOT_SIZE, off) ||
+		    !pread_all(fd, s->copy[1], k * NDK_REG_SLOT_SIZE, off))
+			break;
+		for (j = 0; j < k && !ret; j++) {
+			const uint32_t *a = s->copy[0] + j * REG_SLOT_WORDS;
+
+			if (!slot_settled(a, s->copy[1] + j * REG_SLOT_WORDS)) {
+				/* Being written: once more on its own. */
+				a = NULL;
+				for (tries = 0; !a && tries < 4 && budget;
+				     tries++, budget--) {
+					off_t so = off +
+						   (off_t)j * NDK_REG_SLOT_SIZE;
+
+					sched_yield();
+					if (!pread_all(fd, one[0],
+						       NDK_REG_SLOT_SIZE, so) ||
+					    !pread_all(fd, one[1],
+						       NDK_REG_SLOT_SIZE, so))
+						break;
+					if (slot_settled(one[0], one[1]))
+						a = one[0];
+				}
+				if (!a)
+					continue;
+			}
+			if (!reg_slot_parse(a, pid, &e))
 				continue;
-			if (e.netns != netns || e.ifindex != ifindex)
+			if (e.netns != s->netns || e.ifindex != s->ifindex)
 				continue;
-			ret = fn(&e, arg);
+			ret = s->fn(&e, s->arg);
 		}
 	}
-	munmap(map, (size_t)st.st_size);
 out:
 	close(fd);
+	return ret;
+}
+
+static int reg_scan_dir(int dirfd, const struct stat *dir, void *arg)
+{
+	struct dirent *d;
+	DIR *ls;
+	int fd, ret = 0;
+
+	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ls = fdopendir(fd);
+	if (!ls) {
+		close(fd);
+		return 0;
+	}
+	while (!ret && (d = readdir(ls)))
+		if (d->d_name[0] == 'p')
+			ret = reg_scan_file(dirfd, dir, d->d_name, arg);
+	closedir(ls);
 	return ret;
 }
 
 int ndk_reg_scan(uint64_t netns, uint32_t ifindex, ndk_reg_visit_fn fn,
 		 void *arg)
 {
-	struct dirent *d;
-	DIR *dir;
-	int ret = 0;
+	struct reg_scan s = {
+		.netns = netns,
+		.ifindex = ifindex,
+		.fn = fn,
+		.arg = arg,
+	};
+	int ret;
 
-	dir = opendir(reg_dir());
-	if (!dir)
-		return errno == ENOENT ? 0 : -errno;
-	while (!ret && (d = readdir(dir))) {
-		if (strncmp(d->d_name, "p.", 2))
-			continue;
-		ret = reg_scan_file(dirfd(dir), d->d_name, netns, ifindex, fn,
-				    arg);
-	}
-	closedir(dir);
+	s.copy[0] = malloc(2 * REG_BATCH * NDK_REG_SLOT_SIZE);
+	if (!s.copy[0])
+		return -ENOMEM;
+	s.copy[1] = s.copy[0] + REG_BATCH * REG_SLOT_WORDS;
+	ret = for_each_user_dir(reg_scan_dir, &s);
+	free(s.copy[0]);
 	return ret;
 }
 
 /* ------------------------------------------------------------------ */
 /* Counters                                                           */
 
-static void ctr_path(char *buf, size_t len, const char *dir, uint64_t netns,
-		     uint32_t ifindex)
+static void ctr_name(char *buf, size_t len, uint64_t netns, uint32_t ifindex)
 {
-	snprintf(buf, len, "%s/c.%016" PRIx64 ".%u", dir, netns, ifindex);
+	snprintf(buf, len, "c.%016" PRIx64 ".%u", netns, ifindex);
 }
 
 /* Creates the file fully initialised under a temporary name, then links
- * it in place: a reader never maps a half-made counter file. */
-static int ctr_create(const char *path, uint64_t netns, uint32_t ifindex)
+ * it in place: a reader never sees a half-made counter file. */
+static int ctr_create(int dirfd, const char *name, uint64_t netns,
+		      uint32_t ifindex)
 {
-	char tmp[4300];
-	struct ctr_header h = {
-		.magic = CTR_MAGIC,
-		.version = REG_VERSION,
+	struct ndk_ctr_header h = {
+		.magic = NDK_CTR_MAGIC,
+		.version = NDK_REG_VERSION,
 		.ifindex = ifindex,
 		.netns = netns,
 	};
-	uint64_t nonce = 0;
+	char tmp[96];
 	int fd, ret = 0;
 
-	if (getrandom(&nonce, sizeof(nonce), GRND_NONBLOCK) != sizeof(nonce))
-		nonce = (uint64_t)getpid();
-	snprintf(tmp, sizeof(tmp), "%s.t%016" PRIx64, path, nonce);
-	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	snprintf(tmp, sizeof(tmp), "%s.t%016" PRIx64, name, reg_nonce());
+	fd = openat(dirfd, tmp,
+		    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	/* Every user's processes count into it. */
-	fchmod(fd, 0666);
-	if (ftruncate(fd, CTR_FILE_SIZE) ||
+	/* The user's processes count into it; others only read it. */
+	if (ftruncate(fd, NDK_CTR_FILE_SIZE) ||
 	    pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
-	    (link(tmp, path) && errno != EEXIST))
+	    fchmod(fd, 0644) ||
+	    (linkat(dirfd, tmp, dirfd, name, 0) && errno != EEXIST))
 		ret = -errno;
 	close(fd);
-	unlink(tmp);
+	unlinkat(dirfd, tmp, 0);
 	return ret;
 }
 
-static void *ctr_map(const char *path, bool writable, uint64_t netns,
+/* This user's counters file of the interface, mapped for counting: only
+ * a regular file of ours that nobody else may write. */
+static void *ctr_map(int dirfd, const char *name, uint64_t netns,
 		     uint32_t ifindex)
 {
-	const struct ctr_header *h;
+	const struct ndk_ctr_header *h;
 	struct stat st;
 	void *map;
 	int fd;
 
-	fd = open(path,
-		  (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
+	fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) || st.st_size < (off_t)CTR_FILE_SIZE) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & NOT_OURS_BITS) ||
+	    st.st_size < (off_t)NDK_CTR_FILE_SIZE) {
 		close(fd);
 		return NULL;
 	}
-	map = mmap(NULL, CTR_FILE_SIZE, PROT_READ | (writable ? PROT_WRITE : 0),
-		   MAP_SHARED, fd, 0);
+	map = mmap(NULL, NDK_CTR_FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fd, 0);
 	close(fd);
 	if (map == MAP_FAILED)
 		return NULL;
 	h = map;
-	if (h->magic != CTR_MAGIC || h->version != REG_VERSION ||
+	if (h->magic != NDK_CTR_MAGIC || h->version != NDK_REG_VERSION ||
 	    h->netns != netns || h->ifindex != ifindex) {
-		munmap(map, CTR_FILE_SIZE);
+		munmap(map, NDK_CTR_FILE_SIZE);
 		return NULL;
 	}
 	return map;
@@ -569,15 +907,19 @@ static void *ctr_map(const char *path, bool writable, uint64_t netns,
 struct ndk_reg_counters *ndk_reg_counters_open(uint64_t netns, uint32_t ifindex)
 {
 	struct ndk_reg_counters *ctrs;
-	char path[4200];
-	void *map;
+	void *map = NULL;
+	char name[64];
+	int dirfd;
 
-	if (reg_dir_ensure())
-		return NULL;
-	ctr_path(path, sizeof(path), reg_dir(), netns, ifindex);
-	map = ctr_map(path, true, netns, ifindex);
-	if (!map && !ctr_create(path, netns, ifindex))
-		map = ctr_map(path, true, netns, ifindex);
+	ctr_name(name, sizeof(name), netns, ifindex);
+	ndk_lock(&reg_lock);
+	dirfd = own_dir_locked();
+	if (dirfd >= 0) {
+		map = ctr_map(dirfd, name, netns, ifindex);
+		if (!map && !ctr_create(dirfd, name, netns, ifindex))
+			map = ctr_map(dirfd, name, netns, ifindex);
+	}
+	ndk_unlock(&reg_lock);
 	if (!map) {
 		ndk_warn("counters of ifindex %u unavailable in %s", ifindex,
 			 reg_dir());
@@ -585,11 +927,11 @@ struct ndk_reg_counters *ndk_reg_counters_open(uint64_t netns, uint32_t ifindex)
 	}
 	ctrs = calloc(1, sizeof(*ctrs));
 	if (!ctrs) {
-		munmap(map, CTR_FILE_SIZE);
+		munmap(map, NDK_CTR_FILE_SIZE);
 		return NULL;
 	}
 	ctrs->map = map;
-	ctrs->ctr = (_Atomic uint64_t *)((char *)map + CTR_HEADER_SIZE);
+	ctrs->ctr = (_Atomic uint64_t *)((char *)map + NDK_CTR_HEADER_SIZE);
 	return ctrs;
 }
 
@@ -597,7 +939,7 @@ void ndk_reg_counters_close(struct ndk_reg_counters *ctrs)
 {
 	if (!ctrs)
 		return;
-	munmap(ctrs->map, CTR_FILE_SIZE);
+	munmap(ctrs->map, NDK_CTR_FILE_SIZE);
 	free(ctrs);
 }
 
@@ -609,21 +951,60 @@ void ndk_reg_count(struct ndk_reg_counters *ctrs, unsigned int index,
 					  memory_order_relaxed);
 }
 
+struct ctr_sum {
+	char name[64];
+	uint64_t netns;
+	uint32_t ifindex;
+	uint64_t *out;
+};
+
+/*
+ * One user's counters of the interface, added to the sum. Each counter is
+ * taken when two reads agree (a copy may tear a value being added to);
+ * one that keeps moving is taken as last read.
+ */
+static int ctr_add_user(int dirfd, const struct stat *dir, void *arg)
+{
+	struct ctr_sum *s = arg;
+	uint64_t a[NDK_CTR_COUNT], b[NDK_CTR_COUNT], v;
+	struct ndk_ctr_header h;
+	struct stat st;
+	unsigned int i, tries;
+	off_t off;
+	int fd;
+
+	fd = user_file_open(dirfd, s->name, dir, &st);
+	if (fd < 0)
+		return 0;
+	if (st.st_size < (off_t)NDK_CTR_FILE_SIZE ||
+	    !pread_all(fd, &h, sizeof(h), 0) || h.magic != NDK_CTR_MAGIC ||
+	    h.version != NDK_REG_VERSION || h.netns != s->netns ||
+	    h.ifindex != s->ifindex ||
+	    !pread_all(fd, a, sizeof(a), NDK_CTR_HEADER_SIZE) ||
+	    !pread_all(fd, b, sizeof(b), NDK_CTR_HEADER_SIZE))
+		goto out;
+	for (i = 0; i < NDK_CTR_COUNT; i++) {
+		off = (off_t)(NDK_CTR_HEADER_SIZE + i * sizeof(v));
+		for (tries = 0; a[i] != b[i] && tries < CTR_RETRIES; tries++) {
+			a[i] = b[i];
+			if (!pread_all(fd, &b[i], sizeof(v), off))
+				goto out;
+		}
+		/* Saturating: one user's file cannot wrap the sum. */
+		v = s->out[i] + b[i];
+		s->out[i] = v < s->out[i] ? UINT64_MAX : v;
+	}
+out:
+	close(fd);
+	return 0;
+}
+
 void ndk_reg_counters_read(uint64_t netns, uint32_t ifindex,
 			   uint64_t out[NDK_CTR_COUNT])
 {
-	_Atomic uint64_t *ctr;
-	char path[4200];
-	unsigned int i;
-	void *map;
+	struct ctr_sum s = { .netns = netns, .ifindex = ifindex, .out = out };
 
 	memset(out, 0, NDK_CTR_COUNT * sizeof(out[0]));
-	ctr_path(path, sizeof(path), reg_dir(), netns, ifindex);
-	map = ctr_map(path, false, netns, ifindex);
-	if (!map)
-		return;
-	ctr = (_Atomic uint64_t *)((char *)map + CTR_HEADER_SIZE);
-	for (i = 0; i < NDK_CTR_COUNT; i++)
-		out[i] = atomic_load_explicit(&ctr[i], memory_order_relaxed);
-	munmap(map, CTR_FILE_SIZE);
+	ctr_name(s.name, sizeof(s.name), netns, ifindex);
+	for_each_user_dir(ctr_add_user, &s);
 }

@@ -713,6 +713,8 @@ static NTSTATUS local_status(int ret)
 		return STATUS_ACCESS_VIOLATION;
 	case -EBUSY:
 		return STATUS_INVALID_DEVICE_STATE;
+	case -EAGAIN: /* no random bytes for the new key */
+		return STATUS_INSUFFICIENT_RESOURCES;
 	default:
 		return STATUS_INVALID_PARAMETER;
 	}

@@ -81,9 +81,11 @@ NTSTATUS sw_mr_register(struct ndk_mr *base, uint64_t va, uint64_t len,
 		.host = (uintptr_t)va,
 	};
 	uint32_t stag = sw_mr_token(mr);
+	int err = sw_stag_validate(mr->stags, &stag, &m);
 
-	if (sw_stag_validate(mr->stags, &stag, &m))
-		return STATUS_INVALID_DEVICE_STATE;
+	if (err)
+		return err == -EAGAIN ? STATUS_INSUFFICIENT_RESOURCES
+				      : STATUS_INVALID_DEVICE_STATE;
 	atomic_store_explicit(&mr->stag, stag, memory_order_release);
 	return STATUS_SUCCESS;
 }

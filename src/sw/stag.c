@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include "core/lock.h"
 #include "core/log.h"
@@ -21,6 +22,21 @@
 #define CHUNK_SIZE  (1u << CHUNK_SHIFT)
 #define NCHUNKS	    ((SW_STAG_MAX_INDEX + 1) / CHUNK_SIZE)
 
+/*
+ * Wire index = a keyed permutation of the table index: a Feistel network
+ * on two 12-bit halves whose round functions are tables of random
+ * values, drawn per table. Six rounds: a peer that sees some tokens
+ * cannot tell the indices of the others (docs/security.md, Memory
+ * tokens).
+ */
+#define HALF_BITS      (SW_STAG_INDEX_BITS / 2)
+#define HALF_MASK      ((1u << HALF_BITS) - 1)
+#define FEISTEL_ROUNDS 6
+/* Keys of an entry's last registrations a new key never repeats. */
+#define KEY_HISTORY 4
+/* Random bytes fetched at a time for keys (one syscall per ~500 keys). */
+#define KEY_POOL 512
+
 enum entry_state {
 	ENTRY_FREE,
 	ENTRY_INVALID, /* owned by an MR or MW, grants nothing */
@@ -31,7 +47,8 @@ struct sw_stag_entry {
 	/* Everything but users is under the table lock. */
 	uint8_t state;
 	uint8_t type;
-	uint8_t key;
+	/* keys[0] is the current key, then the ones before it. */
+	uint8_t keys[KEY_HISTORY];
 	uint32_t pd_id;
 	uint32_t access;
 	uint32_t gen; /* bumped at every validation, unlike the 8-bit key */
@@ -62,7 +79,146 @@ struct sw_stag_table {
 	/* The adapter's live LAMs (front/lam_table.h): what SGEs with the
 	 * privileged token may address. */
 	struct ndk_lam_table *lams;
+
+	/* Random bytes for keys, used from the end (table lock exclusive). */
+	uint8_t pool[KEY_POOL];
+	uint32_t pool_left;
+	/* Wire index of table index 0 before the shift that makes it 0. */
+	uint32_t wire0;
+	uint16_t round[FEISTEL_ROUNDS][1u << HALF_BITS];
 };
+
+static int entropy_getrandom(void *buf, size_t len)
+{
+	uint8_t *p = buf;
+	ssize_t n;
+
+	while (len) {
+		n = getrandom(p, len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static _Atomic(sw_stag_entropy_fn) stag_entropy = entropy_getrandom;
+
+void sw_stag_set_entropy(sw_stag_entropy_fn fn)
+{
+	atomic_store(&stag_entropy, fn ? fn : entropy_getrandom);
+}
+
+/* No kernel randomness (a sandbox that forbids getrandom) fails what
+ * needs it: tokens never fall back to guessable ones. */
+static int entropy(void *buf, size_t len)
+{
+	int err = atomic_load(&stag_entropy)(buf, len);
+
+	if (err)
+		ndk_err("stag: no random bytes (%s)", strerror(-err));
+	return err;
+}
+
+static uint32_t feistel(const struct sw_stag_table *t, uint32_t x)
+{
+	uint32_t l = x >> HALF_BITS, r = x & HALF_MASK, tmp;
+	int i;
+
+	for (i = 0; i < FEISTEL_ROUNDS; i++) {
+		tmp = r;
+		r = l ^ t->round[i][r];
+		l = tmp;
+	}
+	return l << HALF_BITS | r;
+}
+
+static uint32_t feistel_inv(const struct sw_stag_table *t, uint32_t x)
+{
+	uint32_t l = x >> HALF_BITS, r = x & HALF_MASK, tmp;
+	int i;
+
+	for (i = FEISTEL_ROUNDS - 1; i >= 0; i--) {
+		tmp = l;
+		l = r ^ t->round[i][l];
+		r = tmp;
+	}
+	return l << HALF_BITS | r;
+}
+
+/*
+ * Table index to wire index and back. XORing the permutation with its
+ * value at 0 keeps it a permutation and makes 0 map to 0: the index that
+ * is never allocated is the one the privileged token (0) and the RTR's
+ * STag 1 carry. The tables never change, so no lock is needed.
+ */
+static uint32_t index_to_wire(const struct sw_stag_table *t, uint32_t index)
+{
+	return feistel(t, index) ^ t->wire0;
+}
+
+static uint32_t wire_to_index(const struct sw_stag_table *t, uint32_t wire)
+{
+	return feistel_inv(t, wire ^ t->wire0);
+}
+
+static uint32_t stag_of(const struct sw_stag_table *t, uint32_t index,
+			uint8_t key)
+{
+	return sw_stag_make(index_to_wire(t, index), key);
+}
+
+/* The table index a token names (0, never allocated, for wire index 0). */
+static uint32_t index_of(const struct sw_stag_table *t, uint32_t stag)
+{
+	return wire_to_index(t, sw_stag_index(stag));
+}
+
+static bool key_recent(const struct sw_stag_entry *e, unsigned int v)
+{
+	unsigned int i;
+
+	for (i = 0; i < KEY_HISTORY; i++)
+		if (e->keys[i] == v)
+			return true;
+	return false;
+}
+
+/*
+ * Table lock held exclusive: a new key for e, uniformly drawn among the
+ * values that are none of its last KEY_HISTORY keys, so a token of one
+ * of its last registrations never names the new one.
+ */
+static int new_key(struct sw_stag_table *t, struct sw_stag_entry *e)
+{
+	unsigned int v, tries;
+
+	for (tries = 0;; tries++) {
+		if (!t->pool_left) {
+			if (entropy(t->pool, sizeof(t->pool)))
+				return -EAGAIN;
+			t->pool_left = sizeof(t->pool);
+		}
+		v = t->pool[--t->pool_left];
+		if (!key_recent(e, v))
+			break;
+		/* Random bytes fail this nine times in a row once in 2^54;
+		 * a source of zeros (sw_stag_set_entropy) always does and
+		 * gets the smallest key not recent. */
+		if (tries == 8) {
+			for (v = 0; key_recent(e, v); v++)
+				;
+			break;
+		}
+	}
+	for (tries = KEY_HISTORY - 1; tries > 0; tries--)
+		e->keys[tries] = e->keys[tries - 1];
+	e->keys[0] = (uint8_t)v;
+	return 0;
+}
 
 enum sw_stag_fault sw_stag_fault_of(int err)
 {
@@ -107,6 +263,7 @@ const char *sw_stag_fault_name(enum sw_stag_fault f)
 struct sw_stag_table *sw_stag_table_create(struct ndk_lam_table *lams)
 {
 	struct sw_stag_table *t = calloc(1, sizeof(*t));
+	uint32_t i, j;
 
 	if (!t)
 		return NULL;
@@ -115,8 +272,17 @@ struct sw_stag_table *sw_stag_table_create(struct ndk_lam_table *lams)
 		free(t);
 		return NULL;
 	}
+	if (entropy(t->round, sizeof(t->round))) {
+		free(t->chunks);
+		free(t);
+		return NULL;
+	}
 	ndk_rwlock_init(&t->lock, NDK_LOCK_STAG);
 	t->lams = lams;
+	for (i = 0; i < FEISTEL_ROUNDS; i++)
+		for (j = 0; j <= HALF_MASK; j++)
+			t->round[i][j] &= HALF_MASK;
+	t->wire0 = feistel(t, 0);
 	return t;
 }
 
@@ -172,7 +338,8 @@ static int grow(struct sw_stag_table *t)
 		atomic_init(&chunk[i].users, 0);
 	t->chunks[c] = chunk;
 	t->nalloc += CHUNK_SIZE;
-	/* Index 0 stays reserved: it is the privileged token's value. */
+	/* Index 0 stays reserved: its wire index is 0, the privileged
+	 * token's and the RTR's. */
 	for (i = c ? 0 : 1; i < CHUNK_SIZE; i++)
 		free_push(t, (c << CHUNK_SHIFT) + i);
 	return 0;
@@ -202,7 +369,7 @@ int sw_stag_alloc(struct sw_stag_table *t, enum sw_stag_type type,
 	e->pages = NULL;
 	e->parent = NULL;
 	t->used++;
-	*stag = sw_stag_make(index, e->key);
+	*stag = stag_of(t, index, e->keys[0]);
 out:
 	ndk_rw_unlock(&t->lock);
 	return err;
@@ -233,7 +400,7 @@ bool sw_stag_revoke(struct sw_stag_table *t, uint32_t stag)
 	bool was_valid = false;
 
 	ndk_write_lock(&t->lock);
-	e = get_entry(t, sw_stag_index(stag));
+	e = get_entry(t, index_of(t, stag));
 	if (e && e->state == ENTRY_VALID) {
 		e->state = ENTRY_INVALID;
 		was_valid = true;
@@ -248,7 +415,7 @@ bool sw_stag_revoke(struct sw_stag_table *t, uint32_t stag)
 void sw_stag_free(struct sw_stag_table *t, uint32_t stag)
 {
 	struct sw_stag_entry *e;
-	uint32_t index = sw_stag_index(stag);
+	uint32_t index = index_of(t, stag);
 
 	sw_stag_revoke(t, stag);
 	ndk_write_lock(&t->lock);
@@ -269,8 +436,8 @@ bool sw_stag_is_valid(struct sw_stag_table *t, uint32_t stag)
 	bool valid;
 
 	ndk_read_lock(&t->lock);
-	e = get_entry(t, sw_stag_index(stag));
-	valid = e && e->state == ENTRY_VALID && e->key == sw_stag_key(stag);
+	e = get_entry(t, index_of(t, stag));
+	valid = e && e->state == ENTRY_VALID && e->keys[0] == sw_stag_key(stag);
 	ndk_rw_unlock(&t->lock);
 	return valid;
 }
@@ -278,7 +445,7 @@ bool sw_stag_is_valid(struct sw_stag_table *t, uint32_t stag)
 int sw_stag_validate(struct sw_stag_table *t, uint32_t *stag,
 		     const struct sw_stag_mem *m)
 {
-	uint32_t index = sw_stag_index(*stag);
+	uint32_t index = index_of(t, *stag);
 	struct sw_stag_entry *e;
 	int err = 0;
 
@@ -302,7 +469,9 @@ int sw_stag_validate(struct sw_stag_table *t, uint32_t *stag,
 		err = -EBUSY;
 		goto out;
 	}
-	e->key++;
+	err = new_key(t, e);
+	if (err)
+		goto out;
 	e->gen++;
 	e->base_va = m->base_va;
 	e->length = m->length;
@@ -312,7 +481,7 @@ int sw_stag_validate(struct sw_stag_table *t, uint32_t *stag,
 	e->npages = m->npages;
 	e->fbo = m->fbo;
 	e->state = ENTRY_VALID;
-	*stag = sw_stag_make(index, e->key);
+	*stag = stag_of(t, index, e->keys[0]);
 out:
 	ndk_rw_unlock(&t->lock);
 	return err;
@@ -346,14 +515,14 @@ int sw_stag_bind(struct sw_stag_table *t, uint32_t *mw_stag, uint32_t mr_stag,
 	if (access & ~SW_ACCESS_REMOTE)
 		return -EINVAL;
 	ndk_write_lock(&t->lock);
-	mw = get_entry(t, sw_stag_index(*mw_stag));
-	mr = get_entry(t, sw_stag_index(mr_stag));
+	mw = get_entry(t, index_of(t, *mw_stag));
+	mr = get_entry(t, index_of(t, mr_stag));
 	if (!mw || mw->state == ENTRY_FREE || mw->type != SW_STAG_MW) {
 		err = -EINVAL;
 		goto out;
 	}
 	if (!mr || mr->state != ENTRY_VALID || mr->type == SW_STAG_MW ||
-	    mr->key != sw_stag_key(mr_stag)) {
+	    mr->keys[0] != sw_stag_key(mr_stag)) {
 		err = -ENOENT;
 		goto out;
 	}
@@ -381,7 +550,9 @@ int sw_stag_bind(struct sw_stag_table *t, uint32_t *mw_stag, uint32_t mr_stag,
 	 * Rebinding needs no drain: an access still in flight through the
 	 * old binding holds the MR's pin, and its memory stays registered.
 	 */
-	mw->key++;
+	err = new_key(t, mw);
+	if (err)
+		goto out;
 	mw->gen++;
 	mw->base_va = va;
 	mw->length = len;
@@ -389,7 +560,7 @@ int sw_stag_bind(struct sw_stag_table *t, uint32_t *mw_stag, uint32_t mr_stag,
 	mw->parent = mr;
 	mw->parent_gen = mr->gen;
 	mw->state = ENTRY_VALID;
-	*mw_stag = sw_stag_make(sw_stag_index(*mw_stag), mw->key);
+	*mw_stag = sw_stag_make(sw_stag_index(*mw_stag), mw->keys[0]);
 out:
 	ndk_rw_unlock(&t->lock);
 	return err;
@@ -401,8 +572,8 @@ int sw_stag_invalidate(struct sw_stag_table *t, uint32_t stag, uint32_t pd_id)
 	int err = 0;
 
 	ndk_write_lock(&t->lock);
-	e = get_entry(t, sw_stag_index(stag));
-	if (!e || e->state != ENTRY_VALID || e->key != sw_stag_key(stag)) {
+	e = get_entry(t, index_of(t, stag));
+	if (!e || e->state != ENTRY_VALID || e->keys[0] != sw_stag_key(stag)) {
 		err = -ENOENT;
 	} else if (e->pd_id != pd_id) {
 		err = -EPERM;
@@ -432,13 +603,14 @@ int sw_stag_lookup(struct sw_stag_table *t, uint32_t stag, uint32_t pd_id,
 		   uint64_t va, uint64_t len, uint32_t access,
 		   struct sw_stag_ref *ref, void **addr)
 {
+	uint32_t index = index_of(t, stag);
 	struct sw_stag_entry *e, *mem;
 	uintptr_t host = 0;
 	int err;
 
 	ndk_read_lock(&t->lock);
-	e = get_entry(t, sw_stag_index(stag));
-	if (!e || e->state != ENTRY_VALID || e->key != sw_stag_key(stag)) {
+	e = get_entry(t, index);
+	if (!e || e->state != ENTRY_VALID || e->keys[0] != sw_stag_key(stag)) {
 		err = -ENOENT;
 		goto fail;
 	}

@@ -5,11 +5,23 @@
  * placement and Read Request (RFC 5040 section 6.4, RFC 5041 section 8).
  *
  * An STag is a 24-bit index and an 8-bit key (in RDMA verbs the low byte
- * is the consumer-owned key). Here the provider owns the key: it is bumped every
- * time an entry becomes valid (register, fast-register, bind), so a token
- * from an earlier registration of the same MR or MW no longer matches.
- * Index 0 is never allocated, so SW_PRIVILEGED_TOKEN (0) never names an
- * entry and cannot be used by a peer.
+ * is the consumer-owned key). Here the provider owns both, and neither
+ * tells a peer anything about another token (RFC 5040 section 8, RFC
+ * 5042 section 5; docs/security.md, Memory tokens):
+ *
+ *   index  a keyed permutation of the table's index (a Feistel network
+ *          whose round functions are random per table), so the tokens of
+ *          MRs registered one after another are scattered over the 2^24
+ *          indices, differently on every adapter and in every run;
+ *   key    random, drawn each time an entry becomes valid (register,
+ *          fast-register, bind), and never one of the entry's last four
+ *          keys, so a token of an earlier registration of the same MR or
+ *          MW no longer matches.
+ *
+ * A lookup undoes the permutation (a few table reads) and indexes the
+ * table: O(1). Table index 0 is never allocated and the permutation maps
+ * it to wire index 0, so SW_PRIVILEGED_TOKEN (0) and the RTR's STag 1
+ * never name an entry and cannot be used by a peer.
  *
  * Each MR and MW owns one entry (one index) from create to destroy; the
  * entry is FREE, INVALID (owned, no access) or VALID.
@@ -98,9 +110,21 @@ enum sw_stag_fault {
 enum sw_stag_fault sw_stag_fault_of(int err);
 const char *sw_stag_fault_name(enum sw_stag_fault f);
 
+/*
+ * Where tables take their random bytes: getrandom() by default. fn fills
+ * buf and returns 0 or a negative errno; NULL restores getrandom(). A
+ * source of zeros makes tokens what they were before they were random
+ * (index 1, 2, ... and keys 1, 2, ...): the fuzz targets use it so their
+ * corpora can aim at a fixed token. Affects tables created afterwards
+ * (and the keys of every table).
+ */
+typedef int (*sw_stag_entropy_fn)(void *buf, size_t len);
+void sw_stag_set_entropy(sw_stag_entropy_fn fn);
+
 struct ndk_lam_table;
 /* A table whose privileged-token lookups go to the adapter's live LAMs
- * (lams; NULL: a table that only maps STags, for tests). */
+ * (lams; NULL: a table that only maps STags, for tests). NULL without
+ * memory or random bytes. */
 struct sw_stag_table *sw_stag_table_create(struct ndk_lam_table *lams);
 /* All entries must be freed and all LAMs released (adapter close). */
 void sw_stag_table_destroy(struct sw_stag_table *t);
@@ -135,7 +159,8 @@ struct sw_stag_mem {
 /*
  * Owner side (MR code): makes the MR/FRMR entry named by *stag (index; the
  * key is ignored) VALID with a new key and mapping m, and stores the new
- * token in *stag. -EBUSY if it is already VALID, -ENOENT if not allocated.
+ * token in *stag. -EBUSY if it is already VALID, -ENOENT if not allocated,
+ * -EAGAIN if no random bytes could be had for the key.
  */
 int sw_stag_validate(struct sw_stag_table *t, uint32_t *stag,
 		     const struct sw_stag_mem *m);
@@ -149,7 +174,8 @@ int sw_stag_validate(struct sw_stag_table *t, uint32_t *stag,
  * MR makes lookups through the window fail with -ENOENT.
  * Errors: -ENOENT MR token not valid, -EPERM MR and MW in different PDs,
  * -ERANGE window outside the MR, -EACCES remote write asked for on an MR
- * without local write (NDK_FN_BIND), -EINVAL bad access bits.
+ * without local write (NDK_FN_BIND), -EINVAL bad access bits, -EAGAIN no
+ * random bytes for the key.
  */
 int sw_stag_bind(struct sw_stag_table *t, uint32_t *mw_stag, uint32_t mr_stag,
 		 uint64_t va, uint64_t len, uint32_t access);

@@ -16,8 +16,10 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <linux/netlink.h>
+#include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/rdma_netlink.h>
 #include "core/compiler.h"
 #include "core/log.h"
@@ -35,6 +37,10 @@
 #define RXE_VENDOR_ID 0xffffff
 
 #define NL_BUF 32768
+
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71
+#endif
 
 /*
  * Every verbs adapter of the process. Adapters on one device share
@@ -57,7 +63,8 @@ struct dev_port {
 /* The u32 or string attributes of one nldev reply that we read. */
 struct nl_attrs {
 	uint32_t dev_index, port_index, ndev_index;
-	bool has_dev, has_port, has_ndev;
+	uint32_t driver_id;
+	bool has_dev, has_port, has_ndev, has_driver;
 	char name[IBV_SYSFS_NAME_MAX];
 };
 
@@ -95,6 +102,12 @@ static void nl_parse(const struct nlmsghdr *h, struct nl_attrs *a)
 				a->has_ndev = true;
 			}
 			break;
+		case RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID:
+			if (len < NLA_HDRLEN + (int)sizeof(u))
+				break;
+			memcpy(&a->driver_id, v, sizeof(a->driver_id));
+			a->has_driver = true;
+			break;
 		case RDMA_NLDEV_ATTR_DEV_NAME:
 			snprintf(a->name, sizeof(a->name), "%.*s",
 				 len - NLA_HDRLEN, v);
@@ -108,16 +121,22 @@ static void nl_parse(const struct nlmsghdr *h, struct nl_attrs *a)
 }
 
 /*
- * One nldev dump (RDMA_NLDEV_CMD_GET for the devices, _PORT_GET for the
- * ports of dev_index): fn sees every reply. 0 or a negative errno.
+ * One nldev request: a dump (RDMA_NLDEV_CMD_GET for the devices, _PORT_GET
+ * for the ports of dev_index), or with chardev, the one answer of
+ * _GET_CHARDEV for that kind of character device of dev_index. fn sees
+ * every reply. 0 or a negative errno.
  */
-static int nl_dump(int fd, unsigned int cmd, const uint32_t *dev_index,
-		   void (*fn)(const struct nl_attrs *a, void *arg), void *arg)
+static int nl_request(int fd, unsigned int cmd, const uint32_t *dev_index,
+		      const char *chardev,
+		      void (*fn)(const struct nl_attrs *a, void *arg),
+		      void *arg)
 {
 	struct {
 		struct nlmsghdr h;
 		struct nlattr a;
 		uint32_t v;
+		struct nlattr sa;
+		char s[16];
 	} req;
 	static _Atomic uint32_t seq_next = 1;
 	uint32_t seq = atomic_fetch_add(&seq_next, 1);
@@ -127,13 +146,19 @@ static int nl_dump(int fd, unsigned int cmd, const uint32_t *dev_index,
 	memset(&req, 0, sizeof(req));
 	req.h.nlmsg_len = NLMSG_HDRLEN;
 	req.h.nlmsg_type = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, cmd);
-	req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	req.h.nlmsg_flags = NLM_F_REQUEST | (chardev ? NLM_F_ACK : NLM_F_DUMP);
 	req.h.nlmsg_seq = seq;
 	if (dev_index) {
 		req.a.nla_len = NLA_HDRLEN + sizeof(req.v);
 		req.a.nla_type = RDMA_NLDEV_ATTR_DEV_INDEX;
 		req.v = *dev_index;
 		req.h.nlmsg_len += NLA_ALIGN(req.a.nla_len);
+	}
+	if (dev_index && chardev) {
+		snprintf(req.s, sizeof(req.s), "%s", chardev);
+		req.sa.nla_len = (uint16_t)(NLA_HDRLEN + strlen(req.s) + 1);
+		req.sa.nla_type = RDMA_NLDEV_ATTR_CHARDEV_TYPE;
+		req.h.nlmsg_len += NLA_ALIGN(req.sa.nla_len);
 	}
 	if (send(fd, &req, req.h.nlmsg_len, 0) < 0)
 		return -errno;
@@ -161,7 +186,10 @@ static int nl_dump(int fd, unsigned int cmd, const uint32_t *dev_index,
 			if (h->nlmsg_type == NLMSG_ERROR) {
 				const struct nlmsgerr *e = NLMSG_DATA(h);
 
-				ret = e->error ? e->error : -EPROTO;
+				/* A doit request ends with its ack (0). */
+				ret = e->error || !chardev ? e->error : 0;
+				if (!e->error && !chardev)
+					ret = -EPROTO;
 				goto out;
 			}
 			nl_parse(h, &a);
@@ -201,6 +229,61 @@ static void match_port(const struct nl_attrs *a, void *arg)
 	dp->found = true;
 }
 
+static void read_driver(const struct nl_attrs *a, void *arg)
+{
+	if (a->has_driver)
+		*(uint32_t *)arg = a->driver_id;
+}
+
+/*
+ * Whether this process is in the initial network namespace: that
+ * namespace is the first one made, and namespace cookies count from 1
+ * (SO_NETNS_COOKIE, Linux 5.14); before, whether it is PID 1's.
+ */
+static bool initial_netns(void)
+{
+	uint64_t cookie = 0;
+	socklen_t len = sizeof(cookie);
+	struct stat self, init;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd >= 0) {
+		if (getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &cookie,
+			       &len) ||
+		    len != sizeof(cookie))
+			cookie = 0;
+		close(fd);
+	}
+	if (cookie)
+		return cookie == 1;
+	if (stat("/proc/self/ns/net", &self) || stat("/proc/1/ns/net", &init))
+		return true;
+	return self.st_ino == init.st_ino && self.st_dev == init.st_dev;
+}
+
+/*
+ * rxe of Linux 6.1 sends and receives in the initial network namespace
+ * only (its UDP sockets and its route lookups are there), whatever the
+ * namespace of its net device: elsewhere its connections never complete
+ * (docs/verbs.md, Devices). Such a device serves no interface here.
+ */
+static bool device_usable_here(int fd, uint32_t dev_index, const char *name)
+{
+	uint32_t driver = 0;
+
+	if (initial_netns())
+		return true;
+	if (nl_request(fd, RDMA_NLDEV_CMD_GET_CHARDEV, &dev_index, "uverbs",
+		       read_driver, &driver))
+		return true;
+	if (driver != RDMA_DRIVER_RXE)
+		return true;
+	ndk_info("verbs: %s is rxe, which works in the initial network "
+		 "namespace only: not used in this one",
+		 name);
+	return false;
+}
+
 /* The first device port whose net device is ifindex: 0 or -ENODEV. */
 static int find_device(NET_IFINDEX ifindex, struct dev_port *out)
 {
@@ -218,15 +301,18 @@ static int find_device(NET_IFINDEX ifindex, struct dev_port *out)
 	}
 	memset(out, 0, sizeof(*out));
 	out->ifindex = ifindex;
-	ret = nl_dump(fd, RDMA_NLDEV_CMD_GET, NULL, collect_device, l);
+	ret = nl_request(fd, RDMA_NLDEV_CMD_GET, NULL, NULL, collect_device, l);
 	for (i = 0; !ret && i < l->n && !out->found; i++) {
-		ret = nl_dump(fd, RDMA_NLDEV_CMD_PORT_GET, &l->index[i],
-			      match_port, out);
+		ret = nl_request(fd, RDMA_NLDEV_CMD_PORT_GET, &l->index[i],
+				 NULL, match_port, out);
 		if (out->found) {
 			out->dev_index = l->index[i];
 			memcpy(out->name, l->name[i], sizeof(out->name));
 		}
 	}
+	if (!ret && out->found &&
+	    !device_usable_here(fd, out->dev_index, out->name))
+		out->found = false;
 	free(l);
 	close(fd);
 	if (ret)
@@ -414,6 +500,20 @@ static void verbs_adapter_info(struct ndk_vadapter *v, NDK_ADAPTER_INFO *info)
 	 * assumed to (NdkResizeCq says STATUS_NOT_SUPPORTED there). */
 	if (v->rxe)
 		info->AdapterFlags |= NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED;
+	/* What siw does otherwise, announced (docs/verbs.md, Contract
+	 * differences): its MPA negotiation raises the acceptor's IRD, it
+	 * never flags a completion solicited, its target does not check
+	 * remote read, and a Terminate it receives reaches nobody. */
+	if (v->siw)
+		info->AdapterFlags |=
+			NDK_ADAPTER_FLAG_LIBNDK_ACCEPTOR_IRD_RAISED |
+			NDK_ADAPTER_FLAG_LIBNDK_SOLICITED_ANY |
+			NDK_ADAPTER_FLAG_LIBNDK_REMOTE_READ_UNCHECKED |
+			NDK_ADAPTER_FLAG_LIBNDK_REMOTE_ERROR_UNREPORTED;
+	/* The iWARP kernel CM reports the connection established when
+	 * the MPA Reply goes out (Connection management). */
+	if (v->iwarp)
+		info->AdapterFlags |= NDK_ADAPTER_FLAG_LIBNDK_ACCEPT_ON_REPLY;
 	info->RdmaTechnology = technology(v);
 }
 

@@ -23,8 +23,8 @@ struct ndk_vmw {
 	/* rxe: the registration of the window's own range that it is bound
 	 * over (ndk_vmw_bind_begin), or NULL. */
 	struct ibv_mr *sub;
-	/* Its remote token: a new key at each bind (the device's key with
-	 * the next consumer byte), read lock-free. */
+	/* Its remote token: a new key at each bind (the device's index
+	 * with a random consumer byte), read lock-free. */
 	_Atomic uint32_t rkey;
 };
 
@@ -32,6 +32,12 @@ static inline struct ndk_vmw *to_vmw(NDK_MW *mw)
 {
 	return container_of(mw, struct ndk_vmw, obj.pub.mw);
 }
+
+/*
+ * The rkey of the window's next bind: rkey's index bits and a random key
+ * byte other than rkey's. 0, or -EAGAIN without random bytes.
+ */
+int ndk_vmw_next_rkey(uint32_t rkey, uint32_t *next);
 
 /* The provider's create (front/provider.h, front/mw.c). */
 NTSTATUS ndk_verbs_create_mw(struct ndk_obj *pd, NDK_MW **ppNdkMw);

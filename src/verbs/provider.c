@@ -9,6 +9,7 @@
 #include "front/shared_endpoint.h"
 #include "verbs/connector.h"
 #include "verbs/cq.h"
+#include "verbs/dl.h"
 #include "verbs/lam.h"
 #include "verbs/listener.h"
 #include "verbs/mr.h"
@@ -20,6 +21,7 @@
 
 const struct ndk_provider_ops ndk_verbs_provider = {
 	.name = "verbs",
+	.unavailable = ndk_verbs_unavailable,
 	.probe = ndk_verbs_probe,
 	.adapter_init = ndk_verbs_adapter_init,
 	.adapter_fini = ndk_verbs_adapter_fini,

@@ -5,6 +5,7 @@
  * interface. What its files share: the adapter's provider state and the
  * one mapping of every verbs and rdma_cm error to an NTSTATUS.
  *
+ *   dl.c         libibverbs and librdmacm, opened at run time
  *   device.c     which device serves an interface, the adapter state,
  *                NDK_ADAPTER_INFO from the device's limits
  *   status.c     errno, work completion and rdma_cm event statuses

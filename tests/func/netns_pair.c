@@ -6,6 +6,7 @@
 #include <cmocka.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <net/if.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -58,11 +59,19 @@ NTSTATUS connect4(NDK_CONNECTOR *c, NDK_QP *qp, const char *src,
 /* The child side of a test: unshare, run, exit with the result. */
 void child_enter(void)
 {
+	int tries = 0, ret;
+
 	/* A cmocka assertion in a helper (cmutil.c) aborts the child
 	 * instead of jumping back into the parent's test runner. */
 	setenv("CMOCKA_TEST_ABORT", "1", 1);
 	alarm(CHILD_LIMIT_S);
-	if (unshare(CLONE_NEWNET)) {
+	/* ENODEV while the RDMA core still removes the device of the
+	 * previous test's namespace (a new namespace gets every device):
+	 * it passes. */
+	while ((ret = unshare(CLONE_NEWNET)) && errno == ENODEV &&
+	       ++tries < 100)
+		usleep(20000);
+	if (ret) {
 		fprintf(stderr, "# unshare(CLONE_NEWNET): %s\n",
 			strerror(errno));
 		_exit(SKIP_CODE);
@@ -113,6 +122,78 @@ void run_child(int (*fn)(void *), void *arg)
 	assert_int_equal(rc, 0);
 }
 
+/* NDK_TEST_RDMA_LINK: the type of RDMA device put on each veth end. */
+static const char *rdma_link_type(void)
+{
+	const char *t = getenv("NDK_TEST_RDMA_LINK");
+
+	return t && *t ? t : NULL;
+}
+
+static bool provider_forced(const char *name)
+{
+	const char *p = getenv("NDK_PROVIDER");
+
+	return p && !strcmp(p, name);
+}
+
+/* Before any link is made (a pair's two children both skip here): the
+ * verbs provider needs a device on the veths. */
+static void need_rdma_link(void)
+{
+	if (rdma_link_type() || !provider_forced("verbs"))
+		return;
+	fprintf(stderr, "# NDK_PROVIDER=verbs and no RDMA device for the "
+			"veths (NDK_TEST_RDMA_LINK): skipped\n");
+	_exit(SKIP_CODE);
+}
+
+/*
+ * Puts an RDMA device on ifname (NDK_TEST_RDMA_LINK). Device names are
+ * global, whatever the namespace: the pid makes them unique. The device
+ * goes with its net device when the namespace ends.
+ *
+ * rxe of Linux 6.1 works in the initial network namespace only, and the
+ * verbs provider says so at once: outside it, an interface whose device
+ * is rxe has no verbs adapter (docs/verbs.md, Devices). With
+ * NDK_PROVIDER=verbs that is what this child asserts, and it is done.
+ */
+static void attach_rdma(const char *ifname, struct peer *wait)
+{
+	const char *t = rdma_link_type();
+	NDK_VERSION v = { 2, 0 };
+	NDK_ADAPTER *ad = NULL;
+
+	if (!t)
+		return;
+	SH("rdma link add %s%d%s type %s netdev %s", t, (int)getpid(), ifname,
+	   t, ifname);
+	if (strcmp(t, "rxe") || !provider_forced("verbs"))
+		return;
+	CHECK_STATUS(NdkOpenAdapter(v, if_nametoindex(ifname), &ad),
+		     NDIS_STATUS_ADAPTER_NOT_FOUND);
+	fprintf(stderr,
+		"# rxe outside the initial network namespace: "
+		"no verbs adapter on %s, as announced\n",
+		ifname);
+	/* The client's namespace holds the link: it stays until the
+	 * server is done with its end. */
+	if (wait) {
+		char c;
+
+		while (read(wait->rd, &c, 1) > 0)
+			;
+	}
+	exit(0);
+}
+
+void ns_host_open(struct cm_host *h, const char *ifname)
+{
+	cm_host_open(h, ifname);
+	if (rdma_link_type())
+		CHECK(cm_provider_is(h, "verbs"));
+}
+
 /*
  * One host in this namespace: lo up, and the veth pair IF_A / IF_B with
  * ADDR_A on IF_A; IF_B is up without an address, so nobody answers for
@@ -120,6 +201,7 @@ void run_child(int (*fn)(void *), void *arg)
  */
 void setup_one_host(void)
 {
+	need_rdma_link();
 	SH("ip link set lo up");
 	if (sh("ip link add " IF_A " type veth peer name " IF_B)) {
 		fprintf(stderr, "# no veth: skipped\n");
@@ -128,6 +210,7 @@ void setup_one_host(void)
 	SH("ip addr add " ADDR_A "/24 dev " IF_A);
 	SH("ip link set " IF_B " up");
 	SH("ip link set " IF_A " up");
+	attach_rdma(IF_A, NULL);
 }
 
 /* Closes what cm_host_open made, successors first, then the adapter. */
@@ -178,6 +261,7 @@ void client_link(struct peer *p)
 {
 	char c;
 
+	need_rdma_link();
 	peer_recv(p, &c, 1); /* the server has unshared */
 	SH("ip link set lo up");
 	if (sh("ip link add " IF_A " type veth peer name " IF_B
@@ -189,17 +273,20 @@ void client_link(struct peer *p)
 	SH("ip addr add " ADDR_A "/24 dev " IF_A);
 	SH("ip link set " IF_A " up");
 	peer_send(p, "L", 1);
+	attach_rdma(IF_A, p);
 }
 
 void server_link(struct peer *p)
 {
 	char c;
 
+	need_rdma_link();
 	peer_send(p, "R", 1);
 	peer_recv(p, &c, 1); /* the link is there */
 	SH("ip link set lo up");
 	SH("ip addr add " ADDR_B "/24 dev " IF_B);
 	SH("ip link set " IF_B " up");
+	attach_rdma(IF_B, NULL);
 }
 
 void run_pair(int (*server)(struct peer *), int (*client)(struct peer *))

@@ -7,6 +7,10 @@
  * anonymous: they, and every link in them, vanish when the children exit,
  * and no packet ever leaves them. Needs root; without it, or without
  * unshare or veth, a test is skipped (exit code SKIP_CODE).
+ *
+ * With NDK_TEST_RDMA_LINK=siw or rxe (the verbs runs in the interop
+ * guest), each veth end that gets an address also gets an RDMA device of
+ * that type ("rdma link add"), so that the verbs provider serves it.
  */
 #ifndef NDK_TEST_NETNS_PAIR_H
 #define NDK_TEST_NETNS_PAIR_H
@@ -88,6 +92,9 @@ void run_child(int (*fn)(void *), void *arg);
 /* lo up, and the veth pair IF_A / IF_B with ADDR_A on IF_A; IF_B is up
  * without an address, so nobody answers for the rest of the /24. */
 void setup_one_host(void);
+/* cm_host_open on a veth end; with NDK_TEST_RDMA_LINK, checks that the
+ * verbs provider serves it. */
+void ns_host_open(struct cm_host *h, const char *ifname);
 /* Closes what cm_host_open made, successors first, then the adapter. */
 void host_close(struct cm_host *h);
 /* Messages between the two children of a pair. peer_recv skips (exits

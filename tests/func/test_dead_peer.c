@@ -121,7 +121,7 @@ static int dead_server(struct peer *p)
 		_exit(SKIP_CODE);
 	}
 	setenv("NDK_PEER_TIMEOUT_MS", PEER_TIMEOUT_MS, 1);
-	cm_host_open(&h, IF_B);
+	ns_host_open(&h, IF_B);
 	CHECK_STATUS(cm_listen(&h, &l, (struct sockaddr *)&any),
 		     STATUS_SUCCESS);
 	port = tool_addr_port((struct sockaddr *)&l.addr);
@@ -194,7 +194,7 @@ static int dead_client(struct peer *p)
 	client_link(p);
 	peer_recv(p, &port, sizeof(port));
 	setenv("NDK_PEER_TIMEOUT_MS", PEER_TIMEOUT_MS, 1);
-	cm_host_open(&h, IF_A);
+	ns_host_open(&h, IF_A);
 	qp = big_qp(&h);
 	mr = reg_range(h.pd, buf, MSG_LEN, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
 	tok = mr->Dispatch->NdkGetLocalTokenFromMr(mr);

@@ -149,7 +149,7 @@ static void test_flush_completes_everything(void **state)
 	enum { N = 4 };
 	NDK_SGE s = sge(A.buf, 4096, A.ltok);
 	NDK_RESULT_EX res[2 * N + 1]; /* N Sends and one after the flush */
-	ULONG i, nsend = 0, next_send = 0, next_recv = 0;
+	ULONG i, nsend = 0, next_send = 0, next_recv = 0, got;
 	NTSTATUS st;
 
 	for (i = 0; i < N; i++) {
@@ -181,7 +181,17 @@ static void test_flush_completes_everything(void **state)
 		nsend++;
 	else
 		assert_int_equal(st, STATUS_CONNECTION_INVALID);
-	assert_int_equal(poll_cq(cli.cq, res, N + nsend), N + nsend);
+	got = poll_cq(cli.cq, res, N + nsend);
+	if (got == N + nsend - 1 && st == STATUS_SUCCESS) {
+		/* The peer's Terminate for the first Send can end the
+		 * connection after the last Send was taken and before it
+		 * left: it then waits for the next flush, as every request
+		 * does once a connection ended (docs/ndk.md, Flush). The
+		 * order check below proves it is that last Send. */
+		A.qp->Dispatch->NdkFlush(A.qp);
+		got += poll_cq(cli.cq, res + got, 1);
+	}
+	assert_int_equal(got, N + nsend);
 	for (i = 0; i < N + nsend; i++) {
 		uintptr_t ctx = (uintptr_t)res[i].RequestContext;
 

@@ -112,11 +112,26 @@ static void test_read_without_remote_read(void **state)
 	NDK_RESULT_EX res[2];
 	NDK_SGE s = sge(sink, 64, A.ltok);
 
-	/* siw's target does not check remote read: it serves the Read
-	 * (docs/verbs.md, Devices), which no adapter field can say. */
-	cm_require(!cm_device_is(&cli, "siw"),
-		   "remote read check at the siw target");
 	memset(sink - GUARD, 0xa5, 64 + 2 * GUARD);
+	if (srv.info.AdapterFlags &
+	    NDK_ADAPTER_FLAG_LIBNDK_REMOTE_READ_UNCHECKED) {
+		/* The target announces that it serves it (siw: docs/verbs.md,
+		 * Contract differences): the data, and nothing around it. */
+		fill(mem + 100, 64, 21);
+		assert_int_equal(A.qp->Dispatch->NdkRead(
+					 A.qp, (PVOID)1, &s, 1,
+					 (UINT64)(uintptr_t)mem + 100, tok, 0),
+				 STATUS_SUCCESS);
+		assert_int_equal(poll_cq(cli.cq, res, 1), 1);
+		expect_result(&res[0], 1, NdkOperationTypeRead, STATUS_SUCCESS);
+		assert_memory_equal(sink, mem + 100, 64);
+		assert_all(sink - GUARD, GUARD, 0xa5, "before the sink");
+		assert_all(sink + 64, GUARD, 0xa5, "after the sink");
+		assert_cq_quiet(cli.cq);
+		assert_int_equal(atomic_load(&A.disc), 0);
+		assert_int_equal(atomic_load(&P.disc), 0);
+		return;
+	}
 	assert_int_equal(A.qp->Dispatch->NdkRead(A.qp, (PVOID)1, &s, 1,
 						 (UINT64)(uintptr_t)mem + 100,
 						 tok, 0),

@@ -540,11 +540,15 @@ static void child_ready(struct child *ch)
 
 static bool file_of_pid_exists(pid_t pid)
 {
-	char prefix[32];
+	char prefix[32], path[512];
 	struct dirent *d;
 	bool found = false;
-	DIR *dir = opendir(runtime_dir);
+	DIR *dir;
 
+	/* The registry's files are in one directory per user. */
+	snprintf(path, sizeof(path), "%s/u%u", runtime_dir,
+		 (unsigned int)geteuid());
+	dir = opendir(path);
 	assert_non_null(dir);
 	snprintf(prefix, sizeof(prefix), "p.%d.", (int)pid);
 	while ((d = readdir(dir)))
@@ -652,24 +656,6 @@ static void test_three_processes(void **state)
 	assert_int_equal(connections(v, 32), 0);
 }
 
-static int remove_dir(void)
-{
-	char path[512];
-	struct dirent *d;
-	DIR *dir = opendir(runtime_dir);
-
-	if (!dir)
-		return 0;
-	while ((d = readdir(dir))) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", runtime_dir, d->d_name);
-		unlink(path);
-	}
-	closedir(dir);
-	return rmdir(runtime_dir);
-}
-
 static bool interface_is_iwarp(void)
 {
 	struct cm_host h;
@@ -699,6 +685,6 @@ int main(int argc, char **argv)
 	setenv("NDK_RUNTIME_DIR", runtime_dir, 1);
 	tcp_paired = interface_is_iwarp();
 	ret = cmocka_run_group_tests_name("oid", tests, NULL, NULL);
-	remove_dir();
+	ret = tu_private_runtime_done(runtime_dir, ret);
 	return ret;
 }

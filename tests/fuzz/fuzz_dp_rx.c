@@ -8,7 +8,7 @@
  * peer sends after the handshake. The QP has 8 receives posted (two SGEs
  * each, 20000 and 30000 bytes) and one MR of 256 KiB open to remote
  * writes and reads. The MR's token is the same in every run (the first MR
- * of a fresh adapter) and its memory is mapped at FIXED_VA when the
+ * of a fresh adapter with fixed tokens, fuzzlib.h) and its memory is mapped at FIXED_VA when the
  * address space allows, so a corpus can aim Writes and Reads at it
  * (FUZZ_DP_RX_TOKEN=1 prints both).
  *
@@ -82,6 +82,7 @@ static void setup(void)
 	NDK_VERSION v = { 2, 1 };
 	NDK_MR *mr;
 
+	fuzz_fixed_tokens();
 	if (NdkOpenAdapter(v, if_nametoindex("lo"), &ad) ||
 	    ad->Dispatch->NdkCreatePd(ad, NULL, NULL, &pd) ||
 	    ad->Dispatch->NdkCreateCq(ad, 4096, cq_notify, NULL, NULL, NULL,

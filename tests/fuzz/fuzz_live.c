@@ -437,6 +437,7 @@ static void setup(void)
 		off += buf_len[i] + GAP;
 	}
 	local_len = off;
+	fuzz_fixed_tokens();
 	if (NdkOpenAdapter(v, if_nametoindex("lo"), &ad) ||
 	    ad->Dispatch->NdkCreatePd(ad, NULL, NULL, &pd) ||
 	    ad->Dispatch->NdkCreateCq(ad, 4096, cq_notify, NULL, NULL, NULL,
@@ -444,8 +445,8 @@ static void setup(void)
 		fail("setup");
 	mr_map = alloc_mem(MR_LEN + 2 * GUARD, FIXED_VA - GUARD);
 	local_map = alloc_mem(local_len + 2 * GUARD, FIXED_VA_LOCAL - GUARD);
-	/* The remote MR first: the first MR of a fresh adapter has the same
-	 * token in every run. */
+	/* The remote MR first: with fixed tokens (fuzzlib.h) the first MR
+	 * of a fresh adapter has the same token in every run. */
 	rtok = reg(mr_map + GUARD, MR_LEN,
 		   NDK_MR_FLAG_ALLOW_LOCAL_WRITE |
 			   NDK_MR_FLAG_ALLOW_REMOTE_WRITE |

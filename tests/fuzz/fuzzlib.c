@@ -1,7 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* Fixed-address memory and MR registration for fuzz targets (fuzzlib.h). */
+/* Fixed-address memory, fixed tokens and MR registration for fuzz
+ * targets (fuzzlib.h). */
+#include <string.h>
 #include <sys/mman.h>
+#include "sw/stag.h"
 #include "fuzzlib.h"
+
+static int zeros(void *buf, size_t len)
+{
+	memset(buf, 0, len);
+	return 0;
+}
+
+void fuzz_fixed_tokens(void)
+{
+	sw_stag_set_entropy(zeros);
+}
 
 uint8_t *fuzz_map(size_t len, uintptr_t at)
 {

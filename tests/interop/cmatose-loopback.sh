@@ -26,15 +26,15 @@ bad() {
 start_server() { # log args...
 	local log=$1
 	shift
-	"$bin" -p 0 "$@" >"$log" 2>&1 &
+	"$bin" -s -b 127.0.0.1 -p 0 "$@" >"$log" 2>&1 &
 	srv=$!
 	port=$(wait_for_value "$log" 's/^cmatose: listening on 127.0.0.1:\([0-9]*\)$/\1/p' 5 "$srv") && return 0
 	cat "$log" 2>/dev/null || true
 	return 1
 }
 
-start_server "$out/s.log" -c 3 -C 10 -S 1000 -P from-server
-"$bin" -s 127.0.0.1 -p "$port" -c 3 -C 10 -S 1000 -P from-client >"$out/c.log" 2>&1 ||
+start_server "$out/s.log" -c 3 -n 10 -S 1000 --private-data from-server
+"$bin" -p "$port" -c 3 -n 10 -S 1000 --private-data from-client 127.0.0.1 >"$out/c.log" 2>&1 ||
 	bad "client rc $?"
 wait "$srv" || bad "server rc $?"
 srv=""
@@ -45,9 +45,9 @@ cat "$out/s.log" "$out/c.log"
 	bad "server did not see the client's private data 3 times"
 grep -q 'data transfers complete' "$out/c.log" || bad "client: no data transfers"
 
-start_server "$out/r.log" -x -P "not today"
+start_server "$out/r.log" -x --private-data "not today"
 rc=0
-"$bin" -s 127.0.0.1 -p "$port" -P hello >"$out/rc.log" 2>&1 || rc=$?
+"$bin" --private-data hello "127.0.0.1:$port" >"$out/rc.log" 2>&1 || rc=$?
 wait "$srv" || bad "rejecting server rc $?"
 srv=""
 cat "$out/r.log" "$out/rc.log"

@@ -33,14 +33,14 @@ bad() {
 port=${NDK_NVMET_PORT:-14440}
 nqn=nqn.2024-01.io.libndk:nvme-loopback
 
-"$tgt_bin" -p "$port" -n "$nqn" --ram 32m -q 2 >"$out/ndknvmet.log" 2>&1 &
+"$tgt_bin" -b 127.0.0.1 -p "$port" --nqn "$nqn" --ram 32m -q 2 >"$out/ndknvmet.log" 2>&1 &
 tgt=$!
 trap 'kill $tgt 2>/dev/null || true' EXIT
 wait_for_lines "$out/ndknvmet.log" '^ndknvmet: listening on' 1 20 "$tgt" ||
 	bad "ndknvmet did not listen"
 
 rc=0
-"$cma_bin" -s 127.0.0.1 -p "$port" -c 1 -S 0 -P x -w 20 \
+"$cma_bin" -c 1 -S 0 --private-data x --timeout 20 "127.0.0.1:$port" \
 	>"$out/cmatose.log" 2>&1 || rc=$?
 ((rc == 3)) || bad "ndkcmatose: rc $rc, not 3 (rejected)"
 grep -q 'peer private data 4 bytes: 00 00 01 00' "$out/cmatose.log" ||
@@ -48,9 +48,9 @@ grep -q 'peer private data 4 bytes: 00 00 01 00' "$out/cmatose.log" ||
 
 errors=0
 if [[ -x $host_bin ]]; then
-	h=("$host_bin" -a 127.0.0.1 -p "$port" -n "$nqn" -q 2)
+	h=("$host_bin" --nqn "$nqn" -q 2 "127.0.0.1:$port")
 	for c in "id" "write 0 4096" "verify 0 4096" "badcmd" \
-		"load --rw randrw --qd 8 --bs 65536 --time 3"; do
+		"load --rw randrw --qd 8 --bs 65536 -D 3"; do
 		rc=0
 		# shellcheck disable=SC2086
 		timeout 120 "${h[@]}" $c >"$out/host-${c%% *}.log" 2>&1 || rc=$?

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: MIT
 #
 # ndkrping against itself on 127.0.0.1, no VM: one persistent server
-# (-n: as many connections as sizes) and one client per size, 100 pings
-# each with -V (the client compares what came back, the server checks what
-# it read against rping's pattern). Then the two faults: a bad rkey makes
+# (-c: as many connections as sizes) and one client per size, 100 pings
+# each with --verify (the client compares what came back, the server
+# checks what it read against rping's pattern). Then the two faults: a bad rkey makes
 # the server's Read hit an invalid STag, a bad Write makes the client's
 # peer answer with a Terminate; each must end its connection.
 #
@@ -27,7 +27,7 @@ trap cleanup EXIT
 start_server() { # log args...
 	local log=$1
 	shift
-	"$bin" -s -a 127.0.0.1 -p 0 "$@" >"$log" 2>&1 &
+	"$bin" -s -b 127.0.0.1 -p 0 "$@" >"$log" 2>&1 &
 	srv=$!
 	port=$(wait_for_value "$log" 's/^ndkrping: listening on 127.0.0.1:\([0-9]*\)$/\1/p' 5 "$srv") && return 0
 	echo "server did not start:" >&2
@@ -36,9 +36,9 @@ start_server() { # log args...
 }
 
 fail=0
-start_server "$out/server.log" -V -C "$count" -n ${#sizes[@]}
+start_server "$out/server.log" --verify -n "$count" -c ${#sizes[@]}
 for s in "${sizes[@]}"; do
-	if ! "$bin" -c -a 127.0.0.1 -p "$port" -V -C "$count" -S "$s" >"$out/c$s.log" 2>&1 ||
+	if ! "$bin" -p "$port" --verify -n "$count" -S "$s" 127.0.0.1 >"$out/c$s.log" 2>&1 ||
 		! grep -q "client: $count pings of $s bytes, validated" "$out/c$s.log"; then
 		echo "FAIL: client -S $s" >&2
 		cat "$out/c$s.log" >&2
@@ -56,21 +56,21 @@ cat "$out/server.log"
 
 # Faults: the client's bad rkey (we send the Terminate), the client's bad
 # Write (the server sends it), the server's bad Write (the client does).
-start_server "$out/fault.log" -n 2
+start_server "$out/fault.log" -c 2
 for f in badrkey badwrite; do
-	if ! NDK_LOG=info "$bin" -c -a 127.0.0.1 -p "$port" -C 3 -F $f >"$out/f$f.log" 2>&1 ||
+	if ! NDK_LOG=info "$bin" -n 3 --fault $f "127.0.0.1:$port" >"$out/f$f.log" 2>&1 ||
 		! grep -q 'Terminate' "$out/f$f.log"; then
-		echo "FAIL: client -F $f" >&2
+		echo "FAIL: client --fault $f" >&2
 		fail=1
 	fi
 	cat "$out/f$f.log"
 done
 wait "$srv" || true
 srv=""
-start_server "$out/fault2.log" -F badwrite -n 1
-NDK_LOG=info "$bin" -c -a 127.0.0.1 -p "$port" -C 3 >"$out/f3.log" 2>&1 || true
+start_server "$out/fault2.log" --fault badwrite -c 1
+NDK_LOG=info "$bin" -n 3 "127.0.0.1:$port" >"$out/f3.log" 2>&1 || true
 if ! wait "$srv"; then
-	echo "FAIL: server -F badwrite" >&2
+	echo "FAIL: server --fault badwrite" >&2
 	fail=1
 fi
 srv=""

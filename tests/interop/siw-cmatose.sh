@@ -4,7 +4,7 @@
 # ndkcmatose against rdma-core's ucmatose on Linux siw, in one boot of the
 # interop guest (tests/interop/vm/ndkvm):
 #   1. guest 'ucmatose' server (forwarded 17471 -> 7471), host
-#      'ndkcmatose -s': 2 connections, 10 messages each way, our private
+#      'ndkcmatose HOST': 2 connections, 10 messages each way, our private
 #      data in the Request (checked in the capture)
 #   2. guest 'ucmatose -s 10.0.2.2 -p 17472' with siw's default
 #      parameters (no peer_to_peer: no RTR, our Accept completes once the
@@ -33,6 +33,7 @@ mkdir -p "$out"
 rm -f "$out"/*
 echo "logs in $out"
 delay=${NDK_SIW_RTR_DELAY_MS:-0}
+delay_s=$(awk -v ms="$delay" 'BEGIN { printf "%.3f", ms / 1000 }')
 siw_checks_begin
 
 g='mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
@@ -45,13 +46,13 @@ echo 0 >/sys/module/siw/parameters/peer_to_peer
 timeout 60 ucmatose -s 10.0.2.2 -p 17473; echo "UCMA-RC client-reject $?"
 echo "==== dmesg"; dmesg | grep -e "enter RTS" -e TERM -e "kernel BUG" -e "WARNING:" -e "Call Trace" -e "reject"
 '
-"$bin" -p 17472 -c 2 -C 10 -S 100 -P ndk-accept-pd -w 60 >"$out/host-server.log" 2>&1 &
+"$bin" -s -b 127.0.0.1 -p 17472 -c 2 -n 10 -S 100 --private-data ndk-accept-pd --timeout 60 >"$out/host-server.log" 2>&1 &
 srv=$!
 pids+=("$srv")
-"$bin" -p 17474 -c 2 -C 10 -S 100 -P ndk-accept-pd -w 60 >"$out/host-server-p2p.log" 2>&1 &
+"$bin" -s -b 127.0.0.1 -p 17474 -c 2 -n 10 -S 100 --private-data ndk-accept-pd --timeout 60 >"$out/host-server-p2p.log" 2>&1 &
 srvp=$!
 pids+=("$srvp")
-"$bin" -p 17473 -x -P ndk-reject-pd -w 60 >"$out/host-reject.log" 2>&1 &
+"$bin" -s -b 127.0.0.1 -p 17473 -x --private-data ndk-reject-pd --timeout 60 >"$out/host-reject.log" 2>&1 &
 rej=$!
 pids+=("$rej")
 "$NDKVM" run --timeout 300 --hostfwd 17471:7471 \
@@ -60,7 +61,7 @@ pids+=("$rej")
 vm=$!
 pids+=("$vm")
 if siw_wait_lines "$out/console.log" '^NDKVM-LISTENING' 1 120 "$vm"; then
-	"$bin" -s 127.0.0.1 -p 17471 -c 2 -C 10 -S 100 -P ndk-connect-pd -D "$delay" -w 60 \
+	"$bin" -c 2 -n 10 -S 100 --private-data ndk-connect-pd --rtr-delay "$delay_s" --timeout 60 127.0.0.1:17471 \
 		>"$out/host-client.log" 2>&1 || bad "ndkcmatose client: rc $?"
 else
 	bad "guest ucmatose server never listened"

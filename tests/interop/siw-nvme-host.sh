@@ -100,7 +100,7 @@ if waitconns 4422 3; then
 	sleep 3
 	echo "GUEST-SILENT port 4422 with $(conns 4422) connections"
 	ip link set eth0 down
-	# ndknvme gives up 4 s after its oldest command (-t 4000).
+	# ndknvme gives up 4 s after its oldest command (--timeout 4).
 	sleep 12
 	ip link set eth0 up
 	echo "GUEST-BACK"
@@ -170,7 +170,7 @@ nv() {
 	export NDK_EPHEMERAL_PORT_MIN=$((40000 + 32 * k))
 	export NDK_EPHEMERAL_PORT_MAX=$((40000 + 32 * k + 31))
 	rc=0
-	timeout 300 "$bin" -a 127.0.0.1 -p "$port" -n "$nqn" "$@" \
+	timeout 300 "$bin" --nqn "$nqn" -p "$port" 127.0.0.1 "$@" \
 		>"$out/$name.log" 2>"$out/$name.err" || rc=$?
 	echo "$rc" >"$out/$name.rc"
 	grep "^ndknvme: " "$out/$name.log" | sed "s/^/  [$name] /" | tail -8
@@ -193,11 +193,11 @@ expect id 0 '^ndknvme: id ok$' "namespace 1: $blocks blocks of 512 bytes" \
 # nvmet-rdma's 32 entries: NVME_RDMA_CM_INVALID_HSQSIZE) and a Fabrics
 # Connect to a subsystem the port does not serve.
 nv reject 24420 --admin-qsize 64 id
-expect reject 2 '^ndknvme: setup failed'
+expect reject 3 '^ndknvme: setup failed'
 grep -q 'queue 0: the controller rejected the connection: NVMe RDMA CM status 4 (invalid host SQ size)' \
 	"$out/reject.err" || bad "reject: no NVMe RDMA CM status 4 ($(grep ndknvme "$out/reject.err" | head -1))"
-nv badnqn 24420 -n nqn.2024-01.io.libndk:none id
-expect badnqn 2 '^ndknvme: setup failed'
+nv badnqn 24420 --nqn nqn.2024-01.io.libndk:none id
+expect badnqn 3 '^ndknvme: setup failed'
 grep -q 'queue 0: Fabrics Connect: 0x4182 (connect invalid parameters, DNR): byte 256 of the Connect data' \
 	"$out/badnqn.err" ||
 	bad "badnqn: no Connect Invalid Parameters ($(grep ndknvme "$out/badnqn.err" | head -1))"
@@ -224,16 +224,16 @@ for r in "${ranges[@]}"; do
 	expect "verify$i" 0 "^ndknvme: verify ok $cnt blocks at lba $lba "
 done
 nv verify-wrong 24420 -q 2 verify 0 2048 --pattern 99
-expect verify-wrong 1 '^ndknvme: mismatch at lba [0-9]+ byte 8: expected 0x63, got 0x0b' \
+expect verify-wrong 4 '^ndknvme: mismatch at lba [0-9]+ byte 8: expected 0x63, got 0x0b' \
 	'^ndknvme: verify FAILED: 0 blocks ok, 2048 mismatched'
 nv read1 24420 -q 2 read 0 16 --dump
 expect read1 0 '^ndknvme: read ok 16 blocks at lba 0 ' '^00 00 00 00 00 00 00 00 0b 00 00 00'
 
-nv load4k 24420 -q 2 -d 32 -v load --rw randrw --bs 4096 --qd 16 --time "$load_secs" --range 200000 16384
+nv load4k 24420 -q 2 -d 32 -v load --rw randrw --bs 4096 --qd 16 -D "$load_secs" --range 200000 16384
 # Keep Alive every KATO/2 (2.5 s) while the load runs, each answered.
 expect load4k 0 '^ndknvme: load ok [1-9][0-9]* ios, [1-9][0-9]* reads verified, 0 mismatches' \
 	'lat \(usec\): min' '^ndknvme: [2-9][0-9]* Keep Alive sent, 0 failed$'
-nv load64k 24420 -q 2 --mem global load --rw randrw --bs 64k --qd 4 --time 4 --range 300000 8192
+nv load64k 24420 -q 2 --mem global load --rw randrw --bs 64k --qd 4 -D 4 --range 300000 8192
 expect load64k 0 '^ndknvme: load ok [1-9][0-9]* ios, [0-9]* reads verified, 0 mismatches'
 # The first range again: untouched by the loads (which ran elsewhere).
 nv verify-again 24420 -q 1 verify 0 2048 --pattern 11
@@ -276,8 +276,8 @@ gone() {
 	fi
 	grep -q '^ndknvme: load FAILED' "$out/$name.log" || bad "$name: no load FAILED line"
 }
-gone gone-port 24421 GUEST-GONE 20 -q 2 -t 10000 load --rw randrw --qd 16 --time 300 --range 400000 16384
-gone gone-silent 24422 GUEST-SILENT 25 -q 2 -t 4000 load --rw randrw --qd 16 --time 300 --range 500000 16384
+gone gone-port 24421 GUEST-GONE 20 -q 2 --timeout 10 load --rw randrw --qd 16 -D 300 --range 400000 16384
+gone gone-silent 24422 GUEST-SILENT 25 -q 2 --timeout 4 load --rw randrw --qd 16 -D 300 --range 500000 16384
 grep -h -e 'controller failed' "$out"/gone-*.err | sed 's/^/  [gone] /'
 grep -q 'controller failed: queue [0-9]*: the controller closed the connection' "$out/gone-port.err" ||
 	bad "gone-port: no lost connection reported"

@@ -98,7 +98,7 @@ tc qdisc add dev eth0 root netem loss 100%; echo "NVMET-VANISHED"
 sleep 12
 echo "==== dmesg"; dmesg | grep -i -e nvme -e "kernel BUG" -e "WARNING:" -e "Call Trace" | tail -30
 '
-"$bin" -p "$port" -n "$nqn" --ram 64m -q 4 >"$out/ndknvmet.log" 2>&1 &
+"$bin" -b 127.0.0.1 -p "$port" --nqn "$nqn" --ram 64m -q 4 >"$out/ndknvmet.log" 2>&1 &
 tgt=$!
 pids+=("$tgt")
 wait_for_lines "$out/ndknvmet.log" '^ndknvmet: listening on' 1 20 "$tgt" ||

@@ -49,7 +49,7 @@ if ! ${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -Werror "$here/siw_pd.c" \
 fi
 siw_checks_begin
 
-# Our 252 bytes: printable (ndkcmatose -P takes a string), every one of
+# Our 252 bytes: printable (ndkcmatose --private-data takes a string), every one of
 # the 94 graphic characters; siw_pd's 251 are (7 i + 1) mod 256, 0x00
 # included.
 ours=$(python3 -c 'print("".join(chr(0x21 + (i * 5) % 94) for i in range(252)))')
@@ -66,10 +66,10 @@ timeout 60 /siw_pd -s 10.0.2.15 -p 7481 -n 251 -r 5 -o 3 & s=$!; wait-listen 748
 timeout 60 /siw_pd -s 10.0.2.15 -p 7482 -t siw-reject-pd -x & s=$!; wait-listen 7482 60; wait $s; echo "PD-RC server-reject $?"
 echo "==== dmesg"; dmesg | grep -e "enter RTS" -e "kernel BUG" -e "WARNING:" -e "Call Trace"
 '
-"$bin" -p 17481 -S 0 -r 9 -o 3 -P "$ours" -w 60 >"$out/host-server.log" 2>&1 &
+"$bin" -s -b 127.0.0.1 -p 17481 -S 0 -r 9 -o 3 --private-data "$ours" --timeout 60 >"$out/host-server.log" 2>&1 &
 srv=$!
 pids+=("$srv")
-"$bin" -p 17482 -x -P ndk-reject-pd -w 60 >"$out/host-reject.log" 2>&1 &
+"$bin" -s -b 127.0.0.1 -p 17482 -x --private-data ndk-reject-pd --timeout 60 >"$out/host-reject.log" 2>&1 &
 rej=$!
 pids+=("$rej")
 "$NDKVM" run --timeout 300 --hostfwd 17483:7481 --hostfwd 17484:7482 \
@@ -79,14 +79,14 @@ pids+=("$rej")
 vm=$!
 pids+=("$vm")
 if siw_wait_lines "$out/console.log" '^NDKVM-LISTENING' 1 180 "$vm"; then
-	"$bin" -s 127.0.0.1 -p 17483 -S 0 -r 6 -o 4 -P "$ours" -w 60 \
+	"$bin" -S 0 -r 6 -o 4 --private-data "$ours" --timeout 60 127.0.0.1:17483 \
 		>"$out/host-client.log" 2>&1 || bad "ndkcmatose client: rc $?"
 else
 	bad "guest siw_pd server never listened"
 fi
 if siw_wait_lines "$out/console.log" '^NDKVM-LISTENING' 2 120 "$vm"; then
 	rc=0
-	"$bin" -s 127.0.0.1 -p 17484 -S 0 -P ndk-connect-pd -w 60 \
+	"$bin" -S 0 --private-data ndk-connect-pd --timeout 60 127.0.0.1:17484 \
 		>"$out/host-rejected.log" 2>&1 || rc=$?
 	((rc == 3)) || bad "ndkcmatose client against a rejecting siw: rc $rc, not 3"
 else

@@ -5,14 +5,14 @@
 # interop guest (ndkvm) boot per direction:
 #
 #   server  guest 'rping -s' (forwarded 127.0.0.1:17174 -> guest 7174),
-#           host 'ndkrping -c': we are the MPA initiator
-#   client  host 'ndkrping -s -P' on 127.0.0.1:17175, guest
+#           host 'ndkrping HOST': we are the MPA initiator
+#   client  host 'ndkrping -s -c N' on 127.0.0.1:17175, guest
 #           'rping -c -a 10.0.2.2 -p 17175': we are the responder
 #
 # For each siw variant (module parameters changed at run time between
 # runs: default, mpa_crc_required=1, peer_to_peer=1, mpa_version=1) and
 # each size, one connection of COUNT pings with validation on both sides
-# (rping -V on the guest's client, ndkrping -V on ours). Then the faults,
+# (rping -V on the guest's client, ndkrping --verify on ours). Then the faults,
 # with siw's dynamic debug on: in 'server', our client advertises a bad
 # rkey (siw's Read gets our Terminate) and writes to a bad STag (we get
 # siw's); in 'client', our server writes to a bad STag. Each must end the
@@ -98,6 +98,7 @@ siw_checks_begin
 # (NDK_RTR_NUDGE_MS, siw-lib.sh) handles it; NDK_SIW_RTR_DELAY_MS (0) is
 # the old workaround, a wait before CompleteConnect, kept for comparison.
 delay=${NDK_SIW_RTR_DELAY_MS:-0}
+delay_s=$(awk -v ms="$delay" 'BEGIN { printf "%.3f", ms / 1000 }')
 
 if [[ $dir == server ]]; then
 	"$NDKVM" run --timeout 900 --hostfwd 17174:7174 \
@@ -125,12 +126,12 @@ if [[ $dir == server ]]; then
 		export NDK_EPHEMERAL_PORT_MAX=$((50000 + 16 * k + 15))
 		case $name in
 		fault-*)
-			"$bin" -c -a 127.0.0.1 -p 17174 -C 5 -S 1000 -w 30 -D "$delay" -F "${name#fault-}" >"$log" 2>&1 ||
-				bad "ndkrping -c -F ${name#fault-}: rc $?"
+			"$bin" -n 5 -S 1000 --timeout 30 --rtr-delay "$delay_s" --fault "${name#fault-}" 127.0.0.1:17174 >"$log" 2>&1 ||
+				bad "ndkrping --fault ${name#fault-}: rc $?"
 			;;
 		*)
-			"$bin" -c -d -a 127.0.0.1 -p 17174 -C "$count" -V -S "$s" -w 60 -D "$delay" >"$log" 2>&1 ||
-				bad "ndkrping -c -S $s against siw $name: rc $?"
+			"$bin" -vv -n "$count" --verify -S "$s" --timeout 60 --rtr-delay "$delay_s" 127.0.0.1:17174 >"$log" 2>&1 ||
+				bad "ndkrping -S $s against siw $name: rc $?"
 			grep -q "client: $count pings of $s bytes, validated" "$log" ||
 				bad "$c: no validated pings"
 			;;
@@ -140,11 +141,11 @@ if [[ $dir == server ]]; then
 	done
 	wait "$vm" || bad "ndkvm run: rc $?"
 else
-	"$bin" -s -d -a 127.0.0.1 -p 17175 -V -C "$count" -n ${#cases[@]} -w 60 \
+	"$bin" -s -vv -b 127.0.0.1 -p 17175 --verify -n "$count" -c ${#cases[@]} --timeout 60 \
 		>"$out/host-server.log" 2>&1 &
 	pids+=($!)
 	srv=$!
-	"$bin" -s -a 127.0.0.1 -p 17176 -n 1 -F badwrite -w 60 \
+	"$bin" -s -b 127.0.0.1 -p 17176 -c 1 --fault badwrite --timeout 60 \
 		>"$out/host-fault.log" 2>&1 &
 	pids+=($!)
 	fsrv=$!
@@ -153,7 +154,7 @@ else
 		--console-log "$out/console.log" --pcap "$out/guest.pcap" \
 		--quiet -- "$g" >"$out/ndkvm.out" 2>&1 || bad "ndkvm run: rc $?"
 	wait "$srv" || bad "ndkrping -s: rc $?"
-	wait "$fsrv" || bad "ndkrping -s -F badwrite: rc $?"
+	wait "$fsrv" || bad "ndkrping -s --fault badwrite: rc $?"
 	grep -e 'server' -e error -e failed "$out/host-server.log" | grep -v 'rdma write complete' |
 		sed 's/^/  [server] /' || true
 	sed 's/^/  [fault] /' "$out/host-fault.log" | grep -v 'opened adapter' || true

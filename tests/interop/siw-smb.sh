@@ -40,7 +40,7 @@ bin=$build/tools/ndksmb
 	echo "SKIP: no $bin (nettle missing?)"
 	exit 77
 }
-# An image from before ksmbd was in it (image_rev 5) is rebuilt once.
+# An image from before ksmbd was in it (image_rev 7) is rebuilt once.
 cache=${NDKVM_CACHE:-/var/tmp/ndkvm}
 if ! zcat "$cache/initrd.gz" | cpio -it --quiet 2>/dev/null |
 	grep -q '^usr/local/bin/ksmbd-up$'; then

@@ -7,10 +7,10 @@
 # that check their data:
 #
 #   ndkrping (tools/interop)  validated pings: Send, RDMA Write, RDMA Read
-#                             (-V on both sides)
+#                             (--verify on both sides)
 #   ndkping (tools/perf)      Send/Receive round trips, each echo checked
-#                             against the pattern sent (-V)
-#   ndkperf (tools/perf)      its data tests with -V: the client fills what
+#                             against the pattern sent (--verify)
+#   ndkperf (tools/perf)      its data tests with --verify: the client fills what
 #                             it sends and checks what it reads or gets
 #                             back, the server checks what reaches it and
 #                             ends the session on a mismatch
@@ -19,7 +19,7 @@
 #                             carry keyed SGLs, RDMA Reads and Writes and
 #                             Sends with Invalidate
 #
-#   guest servers  'ndkrping -s', 'ndkping -s', 'ndkperf', 'ndknvmet' on
+#   guest servers  'ndkrping -s', 'ndkping -s', 'ndkperf -s', 'ndknvmet' on
 #                  siw0 (NDK_PROVIDER=verbs), forwarded from 127.0.0.1:
 #                  17176, 17178, 17179 and 17180 to guest ports 7176,
 #                  7178, 7179 and 7180; the host's clients (software, on
@@ -122,17 +122,17 @@ wait-listen 7178 60
 "
 fi
 if ((nperf)); then
-	g+="/opt/ndk/ndkperf -b 10.0.2.15 -p 7179 >/tmp/perf-server.log 2>&1 & ps_perf=\$!
+	g+="/opt/ndk/ndkperf -s -b 10.0.2.15 -p 7179 >/tmp/perf-server.log 2>&1 & ps_perf=\$!
 wait-listen 7179 60
 "
 fi
 if ((nvme)); then
-	g+="/opt/ndk/ndknvmet -a 10.0.2.15 -p 7180 -n $nqn --ram 8m -q 1 >/tmp/nvmet.log 2>&1 & ps_nvme=\$!
+	g+="/opt/ndk/ndknvmet -b 10.0.2.15 -p 7180 --nqn $nqn --ram 8m -q 1 >/tmp/nvmet.log 2>&1 & ps_nvme=\$!
 wait-listen 7180 60
 "
 fi
 for s in "${sizes[@]}"; do
-	g+="/opt/ndk/ndkrping -s -V -a 10.0.2.15 -p 7176 -S $s -C $count -w 60 >/tmp/s$s.log 2>&1 & rp=\$!
+	g+="/opt/ndk/ndkrping -s --verify -b 10.0.2.15 -p 7176 -S $s -n $count --timeout 60 >/tmp/s$s.log 2>&1 & rp=\$!
 wait-listen 7176 60; wait \$rp; echo \"GUEST-SERVER $s \$?\"; tail -n 3 /tmp/s$s.log
 "
 done
@@ -160,21 +160,21 @@ fi
 g+="echo GUEST-CLIENTS
 "
 for s in "${sizes[@]}"; do
-	g+="/opt/ndk/ndkrping -c -V -a 10.0.2.2 -p 17177 -S $s -C $count -w 60 >/tmp/c$s.log 2>&1; echo \"GUEST-CLIENT $s \$?\"; tail -n 3 /tmp/c$s.log
+	g+="/opt/ndk/ndkrping --verify -S $s -n $count --timeout 60 10.0.2.2:17177 >/tmp/c$s.log 2>&1; echo \"GUEST-CLIENT $s \$?\"; tail -n 3 /tmp/c$s.log
 "
 done
 for s in "${ping_sizes[@]}"; do
-	g+="/opt/ndk/ndkping -V -c $ping_count -i 0 -S $s 10.0.2.2:17181 >/tmp/pc$s.log 2>&1; echo \"GUEST-PING-CLIENT $s \$?\"; tail -n 3 /tmp/pc$s.log | sed 's/^/GUEST-PING-OUT $s /'
+	g+="/opt/ndk/ndkping --verify -n $ping_count -i 0 -S $s 10.0.2.2:17181 >/tmp/pc$s.log 2>&1; echo \"GUEST-PING-CLIENT $s \$?\"; tail -n 3 /tmp/pc$s.log | sed 's/^/GUEST-PING-OUT $s /'
 "
 done
 for r in "${perf_runs[@]}"; do
 	set -- $r
-	g+="/opt/ndk/ndkperf -V -t $1 -s $2 -n $perf_iters 10.0.2.2:17182 >/tmp/pf.log 2>&1; echo \"GUEST-PERF-CLIENT $1 $2 \$?\"; grep -v '^#\\|^bytes' /tmp/pf.log | sed 's/^/GUEST-PERF-ROW $1 $2 /'; grep -E '^# verify|disconnected|verify:' /tmp/pf.log
+	g+="/opt/ndk/ndkperf --verify -t $1 -S $2 -n $perf_iters 10.0.2.2:17182 >/tmp/pf.log 2>&1; echo \"GUEST-PERF-CLIENT $1 $2 \$?\"; grep -v '^#\\|^bytes' /tmp/pf.log | sed 's/^/GUEST-PERF-ROW $1 $2 /'; grep -E '^# verify|disconnected|verify:' /tmp/pf.log
 "
 done
 if ((nvme)); then
 	for k in "${!nvme_cmds[@]}"; do
-		g+="/opt/ndk/ndknvme -a 10.0.2.2 -p 17183 -n $nqn -q 1 ${nvme_cmds[$k]} >/tmp/nv.log 2>&1; echo \"GUEST-NVME-CLIENT $k \$?\"; grep '^ndknvme: .* ok' /tmp/nv.log | sed 's/^/GUEST-NVME-OUT /'
+		g+="/opt/ndk/ndknvme --nqn $nqn -q 1 10.0.2.2:17183 ${nvme_cmds[$k]} >/tmp/nv.log 2>&1; echo \"GUEST-NVME-CLIENT $k \$?\"; grep '^ndknvme: .* ok' /tmp/nv.log | sed 's/^/GUEST-NVME-OUT /'
 "
 	done
 fi
@@ -195,19 +195,19 @@ cleanup() {
 trap cleanup EXIT
 # The host's servers for the guest's clients, on the software provider.
 if ((nrping)); then
-	NDK_PROVIDER=software NDK_MPA_CRC=$crc "$rping" -s -V -a 127.0.0.1 -p 17177 -S 65536 \
-		-n "$nrping" -w 600 >"$out/host-rping-server.log" 2>&1 &
+	NDK_PROVIDER=software NDK_MPA_CRC=$crc "$rping" -s --verify -b 127.0.0.1 -p 17177 -S 65536 \
+		-c "$nrping" --timeout 600 >"$out/host-rping-server.log" 2>&1 &
 	pids+=($!)
 fi
 NDK_PROVIDER=software NDK_MPA_CRC=$crc "$ping" -s -b 127.0.0.1 -p 17181 \
 	>"$out/host-ping-server.log" 2>&1 &
 pids+=($!)
-NDK_PROVIDER=software NDK_MPA_CRC=$crc "$perf" -b 127.0.0.1 -p 17182 \
+NDK_PROVIDER=software NDK_MPA_CRC=$crc "$perf" -s -b 127.0.0.1 -p 17182 \
 	>"$out/host-perf-server.log" 2>&1 &
 pids+=($!)
 if ((nvme)); then
-	NDK_PROVIDER=software NDK_MPA_CRC=$crc "$nvme_tgt" -a 127.0.0.1 \
-		-p 17183 -n "$nqn" --ram 8m -q 1 >"$out/host-nvmet.log" 2>&1 &
+	NDK_PROVIDER=software NDK_MPA_CRC=$crc "$nvme_tgt" -b 127.0.0.1 \
+		-p 17183 --nqn "$nqn" --ram 8m -q 1 >"$out/host-nvmet.log" 2>&1 &
 	pids+=($!)
 fi
 log=$out/console.log
@@ -235,8 +235,8 @@ for s in "${sizes[@]}"; do
 		fail=1
 		break
 	fi
-	if NDK_PROVIDER=software NDK_MPA_CRC=$crc "$rping" -c -V -a 127.0.0.1 -p 17176 -S "$s" \
-		-C "$count" -w 60 >"$out/host-rping-client-$s.log" 2>&1; then
+	if NDK_PROVIDER=software NDK_MPA_CRC=$crc "$rping" --verify -p 17176 -S "$s" \
+		-n "$count" --timeout 60 127.0.0.1 >"$out/host-rping-client-$s.log" 2>&1; then
 		echo "PASS guest-server rping $s (host client, software)"
 	else
 		echo "FAIL guest-server rping $s: host client: $(tail -n1 "$out/host-rping-client-$s.log")"
@@ -247,7 +247,7 @@ done
 if ((nping)) && listening 7178 1; then
 	for s in "${ping_sizes[@]}"; do
 		f=$out/host-ping-client-$s.log
-		if NDK_PROVIDER=software NDK_MPA_CRC=$crc timeout 120 "$ping" -V -c "$ping_count" \
+		if NDK_PROVIDER=software NDK_MPA_CRC=$crc timeout 120 "$ping" --verify -n "$ping_count" \
 			-i 0 -S "$s" 127.0.0.1:17178 >"$f" 2>&1 &&
 			grep -q "^verify: $ping_count of $ping_count echoes byte-exact" "$f"; then
 			echo "PASS guest-server ping $s (host client, software): $(grep -o 'rtt .*' "$f")"
@@ -264,7 +264,7 @@ if ((nperf)) && listening 7179 1; then
 	for r in "${perf_runs[@]}"; do
 		set -- $r
 		f=$out/host-perf-client-$1-$2.log
-		if NDK_PROVIDER=software NDK_MPA_CRC=$crc timeout 300 "$perf" -V -t "$1" -s "$2" \
+		if NDK_PROVIDER=software NDK_MPA_CRC=$crc timeout 300 "$perf" --verify -t "$1" -S "$2" \
 			-n "$perf_iters" 127.0.0.1:17179 >"$f" 2>&1; then
 			echo "PASS guest-server perf $1 $2 (host client, software): $(grep -v '^#\|^bytes' "$f")"
 		else
@@ -281,7 +281,7 @@ if ((nvme)) && listening 7180 1; then
 		f=$out/host-nvme-client-$k.log
 		# shellcheck disable=SC2086
 		if NDK_PROVIDER=software NDK_MPA_CRC=$crc timeout 120 \
-			"$nvme_host" -a 127.0.0.1 -p 17180 -n "$nqn" -q 1 \
+			"$nvme_host" --nqn "$nqn" -q 1 127.0.0.1:17180 \
 			${nvme_cmds[$k]} >"$f" 2>&1; then
 			echo "PASS guest-server nvme ${nvme_cmds[$k]} (host ndknvme, software): $(grep '^ndknvme: .* ok' "$f")"
 		else

@@ -63,20 +63,20 @@ run() {
 	sed "s/^/$name: /" /tmp/$name.log | tail -n 12
 	echo "$name-RC $rc"
 }
-H="/opt/ndk/ndknvme -q 2"
+H="/opt/ndk/ndknvme --nqn $N -q 2"
 echo "== host-target: guest ndknvme (verbs, siw0) -> host ndknvmet (software)"
 export NDK_PROVIDER=verbs
-run A-ID $H -a 10.0.2.2 -p 14450 -n $N -v id
-run A-WRITE1 $H -a 10.0.2.2 -p 14450 -n $N write 0 2048 --pattern 7
-run A-VERIFY1 $H -a 10.0.2.2 -p 14450 -n $N verify 0 2048 --pattern 7
-run A-WRITE2 $H -a 10.0.2.2 -p 14450 -n $N write 100003 777 --pattern 9
-run A-VERIFY2 $H -a 10.0.2.2 -p 14450 -n $N verify 100003 777 --pattern 9
-run A-WRONG $H -a 10.0.2.2 -p 14450 -n $N verify 0 2048 --pattern 8
-run A-LOAD $H -a 10.0.2.2 -p 14450 -n $N load --rw randrw --bs 4096 --qd 8 --time $S
-run A-BADCMD $H -a 10.0.2.2 -p 14450 -n $N badcmd
+run A-ID $H -v 10.0.2.2:14450 id
+run A-WRITE1 $H 10.0.2.2:14450 write 0 2048 --pattern 7
+run A-VERIFY1 $H 10.0.2.2:14450 verify 0 2048 --pattern 7
+run A-WRITE2 $H 10.0.2.2:14450 write 100003 777 --pattern 9
+run A-VERIFY2 $H 10.0.2.2:14450 verify 100003 777 --pattern 9
+run A-WRONG $H 10.0.2.2:14450 verify 0 2048 --pattern 8
+run A-LOAD $H 10.0.2.2:14450 load --rw randrw --bs 4096 --qd 8 -D $S
+run A-BADCMD $H 10.0.2.2:14450 badcmd
 
 echo "== guest-target: guest ndknvmet (verbs, siw0)"
-/opt/ndk/ndknvmet -a 10.0.2.15 -p 4430 -n $N --ram 64m -q 2 >/tmp/tgt.log 2>&1 & tgt=$!
+/opt/ndk/ndknvmet -b 10.0.2.15 -p 4430 --nqn $N --ram 64m -q 2 >/tmp/tgt.log 2>&1 & tgt=$!
 wait-listen 4430 60
 # The host runs its four ndknvme commands now: a controller each.
 i=0; while [ $i -lt 3000 ] && [ "$(grep -c "ctrl .*: freed" /tmp/tgt.log)" -lt 4 ]; do
@@ -119,10 +119,10 @@ ln -s $s $n/ports/1/subsystems/$N || echo "RXE-FAIL port"
 # One MR per queue: rxe refuses to invalidate a user registration, so the
 # Send with Invalidate from the target of a fast-registered MR would end the
 # connection (docs/verbs.md, Fast registration).
-run C-ID $H -a 10.0.2.15 -p 4420 -n $N --mem global -v id
-run C-WRITE $H -a 10.0.2.15 -p 4420 -n $N --mem global write 5000 1000 --pattern 3
-run C-VERIFY $H -a 10.0.2.15 -p 4420 -n $N --mem global verify 5000 1000 --pattern 3
-run C-LOAD $H -a 10.0.2.15 -p 4420 -n $N --mem global load --rw randrw --bs 4096 --qd 8 --time $S
+run C-ID $H --mem global -v 10.0.2.15:4420 id
+run C-WRITE $H --mem global 10.0.2.15:4420 write 5000 1000 --pattern 3
+run C-VERIFY $H --mem global 10.0.2.15:4420 verify 5000 1000 --pattern 3
+run C-LOAD $H --mem global 10.0.2.15:4420 load --rw randrw --bs 4096 --qd 8 -D $S
 echo "==== dmesg"
 dmesg | grep -i -e nvme -e "kernel BUG" -e "WARNING:" -e "Call Trace" -e "siw" -e rxe | grep -v -e "SoftiWARP attached" -e "loading out-of-tree" -e "module verification" | tail -n 40
 '
@@ -140,7 +140,7 @@ cleanup() {
 	done
 }
 trap cleanup EXIT
-NDK_PROVIDER=software "$tgt_bin" -a 127.0.0.1 -p 14450 -n "$nqn" --ram 64m \
+NDK_PROVIDER=software "$tgt_bin" -b 127.0.0.1 -p 14450 --nqn "$nqn" --ram 64m \
 	-q 2 >"$out/host-ndknvmet.log" 2>&1 &
 tgt=$!
 pids+=("$tgt")
@@ -163,8 +163,8 @@ hv() { # NAME ARGS...
 	local name=$1
 	shift
 	rc=0
-	NDK_PROVIDER=software timeout 300 "$host_bin" -a 127.0.0.1 -p 14451 \
-		-n "$nqn" -q 2 "$@" >"$out/$name.log" 2>&1 || rc=$?
+	NDK_PROVIDER=software timeout 300 "$host_bin" --nqn "$nqn" -q 2 \
+		127.0.0.1:14451 "$@" >"$out/$name.log" 2>&1 || rc=$?
 	echo "$name-RC $rc" >>"$out/host-runs.txt"
 	sed "s/^/  [$name] /" "$out/$name.log" | grep 'ndknvme: ' | tail -n 4
 }
@@ -174,7 +174,7 @@ if wait_for_lines "$log" '^NDKVM-LISTENING 4430' 1 600 "$vm"; then
 	hv B-ID -v id
 	hv B-WRITE write 0 4096 --pattern 5
 	hv B-VERIFY verify 0 4096 --pattern 5
-	hv B-LOAD load --rw randrw --bs 65536 --qd 4 --time "$secs"
+	hv B-LOAD load --rw randrw --bs 65536 --qd 4 -D "$secs"
 else
 	bad "the guest's ndknvmet never listened"
 fi
@@ -202,7 +202,7 @@ want A-WRITE1 0 "write LBA 0 +2048"
 want A-VERIFY1 0 "verify LBA 0 +2048"
 want A-WRITE2 0 "write LBA 100003 +777"
 want A-VERIFY2 0 "verify LBA 100003 +777"
-want A-WRONG 1 "verify with the wrong pattern fails"
+want A-WRONG 4 "verify with the wrong pattern fails (a data mismatch)"
 want A-LOAD 0 "verified randrw load"
 want A-BADCMD 0 "badcmd"
 want B-ID 0 "host ndknvme (software) -> guest ndknvmet (verbs, siw0): id"

@@ -122,7 +122,7 @@ verdict "SIGKILL of the server mid-transfer" clean
 # The client is killed mid-transfer: the server ends that session and
 # serves the next client cleanly.
 server_start
-ip netns exec "$NSA" "$STRESS" -t 60 $ADDR_B >/dev/null 2>&1 &
+ip netns exec "$NSA" "$STRESS" -D 60 $ADDR_B >/dev/null 2>&1 &
 victim=$!
 sleep 2
 kill -9 "$victim"
@@ -142,7 +142,7 @@ sleep 0.5
 fd0=$(ls /proc/$SRV/fd | wc -l)
 rss0=$(awk '/^VmRSS/ {print $2}' /proc/$SRV/status)
 fault_apply resets
-client 600 -c "$FAULTED" -m 64k
+client 600 -c "$FAULTED" -S 64k
 faults_clear
 waited=0
 while [ $waited -lt 60 ]; do

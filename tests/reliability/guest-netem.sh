@@ -52,7 +52,7 @@ mkdir -p /dev/shm
 tc qdisc add dev eth0 root netem delay 20ms 5ms reorder 25% 50%
 tc qdisc show dev eth0
 echo STRESS-BEGIN
-/opt/ndk/ndkstress -j -t $secs -m $max_size 10.0.2.2:$port
+/opt/ndk/ndkstress -j -D $secs -S $max_size 10.0.2.2:$port
 echo STRESS-RC \$?"
 rc=0
 "$NDKVM" run --timeout $((secs + 600)) --console-log "$out/console.log" \

@@ -76,7 +76,7 @@ client() {
 	local secs=$1
 	shift
 	ip netns exec "$NSA" env NDK_MPA_CRC="${CRC:-1}" \
-		timeout $((secs + 120)) "$STRESS" -j -t "$secs" "$@" $ADDR_B \
+		timeout $((secs + 120)) "$STRESS" -j -D "$secs" "$@" $ADDR_B \
 		>"$TMP/client.json" 2>"$TMP/client.log"
 	CLIENT_RC=$?
 }

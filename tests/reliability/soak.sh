@@ -36,7 +36,7 @@ FAULTS=(none loss dup corrupt flap resets)
 
 sample() { # T: one row of soak.csv
 	local t=$1 cpid
-	cpid=$(pgrep -f "^$STRESS -j -t $DURATION" | head -1)
+	cpid=$(pgrep -f "^$STRESS -j -D $DURATION" | head -1)
 	printf '%s,%s,%s,%s,%s\n' "$t" \
 		"$(awk '/^VmRSS/ {print $2}' /proc/$SRV/status 2>/dev/null)" \
 		"$(ls /proc/$SRV/fd 2>/dev/null | wc -l)" \
@@ -49,7 +49,7 @@ sample() { # T: one row of soak.csv
 PEER_TIMEOUT=10000 server_start
 echo "t_s,server_rss_kib,server_fds,client_rss_kib,client_fds" >"$OUT/soak.csv"
 ip netns exec "$NSA" env NDK_PEER_TIMEOUT_MS=10000 \
-	timeout $((DURATION + 120)) "$STRESS" -j -t "$DURATION" $ADDR_B \
+	timeout $((DURATION + 120)) "$STRESS" -j -D "$DURATION" $ADDR_B \
 	>"$OUT/client.json" 2>"$OUT/client.log" &
 cli=$!
 t0=$(date +%s)

@@ -4,6 +4,7 @@
 #   check_tools.sh ndkstat NDKSTAT HOLDER    live objects of oid_holder
 #   check_tools.sh fake NDKSTAT FAKE_OID_SO  a preloaded fake NdkQueryOid
 #   check_tools.sh ndkinfo NDKINFO NDKSTAT   adapters, a down interface
+#   check_tools.sh cli TOOL...               the convention of docs/tools.md
 #
 # Every run has a private NDK_RUNTIME_DIR, so ndkstat lists only the
 # objects of this test and the counters start at zero. JSON is checked
@@ -45,23 +46,25 @@ check_ndkstat() {
 	local ndkstat=$1 holder=$2 lo fifo fd line pid lport sport aport n
 	lo=$(cat /sys/class/net/lo/ifindex)
 
-	# Usage errors exit 1; an unknown interface is a failure (2).
-	run 1 "$ndkstat" -x
-	grep -q usage "$tmp/err" || fail "no usage on stderr"
-	run 1 "$ndkstat" -t bogus
-	run 1 "$ndkstat" -p abc
-	run 1 "$ndkstat" -p -5
-	run 1 "$ndkstat" -i 0
-	run 1 "$ndkstat" -i x
-	run 1 "$ndkstat" -c 0
-	run 1 "$ndkstat" -I ''
-	run 1 "$ndkstat" extra
-	run 2 "$ndkstat" -I no-such-if0
-	run 2 "$ndkstat" -I 2147483647
-	run 0 "$ndkstat" -h
-	grep -q '^usage: ndkstat' "$tmp/out" || fail "-h prints no usage"
-	run 0 "$ndkstat" -V
-	grep -q '^ndkstat (libndk) [0-9]' "$tmp/out" || fail "-V"
+	# Usage errors exit 2; an unknown interface is a failure (1)
+	# (docs/tools.md, Exit status).
+	run 2 "$ndkstat" -x
+	grep -q "Try 'ndkstat --help'" "$tmp/err" || fail "no hint on stderr"
+	run 2 "$ndkstat" --type bogus
+	run 2 "$ndkstat" -P abc
+	run 2 "$ndkstat" -P -5
+	run 2 "$ndkstat" -i 0
+	run 2 "$ndkstat" -i x
+	run 2 "$ndkstat" -n 0
+	run 2 "$ndkstat" -I ''
+	run 2 "$ndkstat" extra
+	# The old letters: -s (now --stats), -t (--type), -p (-P), -c (-n), -V.
+	for o in -s "-t listener" "-p 1" "-c 1" -V; do
+		# shellcheck disable=SC2086
+		run 2 "$ndkstat" $o
+	done
+	run 1 "$ndkstat" -I no-such-if0
+	run 1 "$ndkstat" -I 2147483647
 
 	# Nothing yet: a title, a blank line, the header, no rows.
 	run 0 "$ndkstat"
@@ -119,18 +122,18 @@ check_ndkstat() {
 	cmp -s "$tmp/out" "$tmp/all" || fail "-I $lo differs"
 
 	# Filters.
-	run 0 "$ndkstat" -p "$pid" -t listener
+	run 0 "$ndkstat" -P "$pid" --type listener
 	rows >"$tmp/rows"
-	[ "$(wc -l <"$tmp/rows")" = 1 ] || fail "-p -t listener: not one row"
+	[ "$(wc -l <"$tmp/rows")" = 1 ] || fail "-P --type listener: not one row"
 	grep -qE "^  Kernel +$lo +Listener +127\.0\.0\.1:$lport +NA +$pid +oid_holder$" \
-		"$tmp/rows" || fail "-p -t listener row"
-	run 0 "$ndkstat" -t connection
-	[ "$(rows | wc -l)" = 2 ] || fail "-t connection: not two rows"
-	run 0 "$ndkstat" -t shared
-	[ "$(rows | grep -c SharedEndpoint)" = 1 ] || fail "-t shared"
-	[ "$(rows | wc -l)" = 1 ] || fail "-t shared: other rows"
-	run 0 "$ndkstat" -p 1
-	[ -z "$(rows)" ] || fail "-p 1 shows rows"
+		"$tmp/rows" || fail "-P --type listener row"
+	run 0 "$ndkstat" --type connection
+	[ "$(rows | wc -l)" = 2 ] || fail "--type connection: not two rows"
+	run 0 "$ndkstat" --type shared
+	[ "$(rows | grep -c SharedEndpoint)" = 1 ] || fail "--type shared"
+	[ "$(rows | wc -l)" = 1 ] || fail "--type shared: other rows"
+	run 0 "$ndkstat" --pid 1
+	[ -z "$(rows)" ] || fail "--pid 1 shows rows"
 
 	# JSON.
 	run 0 "$ndkstat" -j
@@ -153,7 +156,7 @@ assert [(o["local"], o["foreign"]) for o in d["listeners"]] == \
 assert [(o["local"], o["foreign"]) for o in d["shared_endpoints"]] == \
     [("127.0.0.1:%d" % sp, None)], d["shared_endpoints"]
 '
-	run 0 "$ndkstat" -j -s -t listener -p "$pid"
+	run 0 "$ndkstat" -j --stats --type listener -P "$pid"
 	LO=$lo json_check '
 assert len(d["listeners"]) == 1 and not d["connections"], d
 s = d["statistics"]["lo"]
@@ -167,24 +170,24 @@ assert list(s)[1:] == ["Connect", "Accept", "ConnectFailure",
 
 	# Statistics: the holder connected and accepted once; both ends of
 	# its connection are active.
-	run 0 "$ndkstat" -s -I lo
+	run 0 "$ndkstat" --stats -I lo
 	[ "$(sed -n 1p "$tmp/out")" = "lo (ifindex $lo):" ] ||
-		fail "-s: interface line"
+		fail "--stats: interface line"
 	[ "$(grep -c '^    [A-Za-z]\+ \+[0-9]\+$' "$tmp/out")" = 10 ] ||
-		fail "-s: not ten counters"
+		fail "--stats: not ten counters"
 	ctr() { awk -v k="$1" '$1 == k { print $2 }' "$tmp/out"; }
 	[ "$(ctr Connect)" -ge 1 ] || fail "Connect $(ctr Connect)"
 	[ "$(ctr Accept)" -ge 1 ] || fail "Accept $(ctr Accept)"
 	[ "$(ctr ActiveConnection)" = 2 ] ||
 		fail "ActiveConnection $(ctr ActiveConnection)"
-	run 0 "$ndkstat" -s
-	grep -q "^lo (ifindex $lo):" "$tmp/out" || fail "-s: no lo"
+	run 0 "$ndkstat" --stats
+	grep -q "^lo (ifindex $lo):" "$tmp/out" || fail "--stats: no lo"
 
-	# Repetition: -i with -c, text and JSON Lines.
-	run 0 "$ndkstat" -i 0.1 -c 3
+	# Repetition: -i with -n, text and JSON Lines.
+	run 0 "$ndkstat" -i 0.1 -n 3
 	[ "$(grep -c '^Active NetworkDirect' "$tmp/out")" = 3 ] ||
-		fail "-i 0.1 -c 3: not three tables"
-	run 0 "$ndkstat" -j -i 0.1 -c 2
+		fail "-i 0.1 -n 3: not three tables"
+	run 0 "$ndkstat" --json --interval 0.1 --iterations 2
 	[ "$(wc -l <"$tmp/out")" = 2 ] || fail "-j -i: not two lines"
 	while read -r line; do
 		printf '%s\n' "$line" | python3 -m json.tool >/dev/null ||
@@ -207,7 +210,7 @@ assert list(s)[1:] == ["Connect", "Accept", "ConnectFailure",
 	wait "$pid" || fail "holder exited $?"
 	run 0 "$ndkstat"
 	[ -z "$(rows)" ] || fail "rows after the holder exited"
-	run 0 "$ndkstat" -s -I lo
+	run 0 "$ndkstat" --stats -I lo
 	[ "$(ctr ActiveConnection)" = 0 ] || fail "ActiveConnection after exit"
 	[ "$(ctr Connect)" -ge 1 ] || fail "Connect after exit"
 
@@ -221,14 +224,14 @@ assert list(s)[1:] == ["Connect", "Accept", "ConnectFailure",
 		[ -s "$tmp/holder.out" ] && break
 		sleep 0.1
 	done
-	run 0 "$ndkstat" -p "$pid"
+	run 0 "$ndkstat" -P "$pid"
 	[ "$(rows | wc -l)" = 4 ] || fail "second holder: not 4 rows"
 	kill -9 "$pid"
 	wait "$pid" 2>/dev/null || true
 	exec {fd}>&-
 	run 0 "$ndkstat"
 	[ -z "$(rows)" ] || fail "rows after kill -9"
-	run 0 "$ndkstat" -j -s
+	run 0 "$ndkstat" -j --stats
 	json_check '
 assert not (d["connections"] or d["listeners"] or d["shared_endpoints"]), d
 assert d["statistics"]["lo"]["ActiveConnection"] == 0
@@ -262,7 +265,7 @@ check_fake() {
 		"$tmp/rows" || fail "link-local listener of pid 0"
 	grep -q 2779096485 "$tmp/rows" && fail "a TCP entry's garbage pid shown"
 
-	run 0 "${cmd[@]}" -j -s
+	run 0 "${cmd[@]}" -j --stats
 	json_check '
 me = "q\"b\\s\t\u00e9\ufffd"
 c = d["connections"]
@@ -288,15 +291,15 @@ assert [st["lo"][k] for k in ("Accept", "ConnectFailure", "ConnectionError",
     "ActiveConnection", "CQError", "RDMAInOctets", "RDMAOutOctets",
     "RDMAInFrames")] == [2, 3, 4, 5, 6, 7, 8, 9]
 '
-	run 0 "${cmd[@]}" -s
-	grep -qE '^    Connect +12345678901234$' "$tmp/out" || fail "-s Connect"
+	run 0 "${cmd[@]}" --stats
+	grep -qE '^    Connect +12345678901234$' "$tmp/out" || fail "--stats Connect"
 	grep -qE '^    RDMAOutFrames +18446744073709551615$' "$tmp/out" ||
-		fail "-s RDMAOutFrames"
+		fail "--stats RDMAOutFrames"
 	[ "$(grep -c 'ifindex' "$tmp/out")" = 1 ] ||
-		fail "-s lists interfaces the fake does not know"
+		fail "--stats lists interfaces the fake does not know"
 
-	# A query that fails is status 2, with the OID and the status.
-	run 2 env FAKE_OID_FAIL=1 "${cmd[@]}"
+	# A query that fails is status 1, with the OID and the status.
+	run 1 env FAKE_OID_FAIL=1 "${cmd[@]}"
 	grep -q 'OID_NDK_CONNECTIONS on lo: STATUS_NOT_IMPLEMENTED' \
 		"$tmp/err" || fail "failure message"
 	[ ! -s "$tmp/out" ] || fail "output despite the failure"
@@ -309,14 +312,11 @@ check_ndkinfo() {
 	lo=$(cat /sys/class/net/lo/ifindex)
 	nifs=$(find /sys/class/net -mindepth 1 -maxdepth 1 | wc -l)
 
-	run 1 "$ndkinfo" -x
-	run 1 "$ndkinfo" extra
-	run 1 "$ndkinfo" -I ''
-	run 2 "$ndkinfo" -I no-such-if0
-	run 0 "$ndkinfo" -h
-	grep -q '^usage: ndkinfo' "$tmp/out" || fail "-h"
-	run 0 "$ndkinfo" -V
-	grep -q '^ndkinfo (libndk) [0-9]' "$tmp/out" || fail "-V"
+	run 2 "$ndkinfo" -x
+	run 2 "$ndkinfo" -V
+	run 2 "$ndkinfo" extra
+	run 2 "$ndkinfo" -I ''
+	run 1 "$ndkinfo" -I no-such-if0
 
 	run 0 "$ndkinfo"
 	[ "$(grep -c '^Name  ' "$tmp/out")" = "$nifs" ] ||
@@ -325,6 +325,7 @@ check_ndkinfo() {
 		>"$tmp/lo"
 	for re in "IfIndex +: $lo" "Status +: operational" \
 		"Provider +: software" \
+		"ProviderReason +: .+" \
 		"NdkVersion +: 2\.1" "RdmaTechnology +: iWARP" \
 		"VendorId +: 0x[0-9a-f]{8}" "DeviceId +: 0x[0-9a-f]{8}" \
 		"MaxCallerData +: 252" "MaxCalleeData +: 252" \
@@ -333,7 +334,7 @@ check_ndkinfo() {
 		"AdapterFlags +: 0x[0-9a-f]{8} \(.*LOOPBACK_CONNECTIONS.*\)"; do
 		grep -qE "^$re\$" "$tmp/lo" || fail "lo: no '$re'"
 	done
-	[ "$(wc -l <"$tmp/lo")" = 26 ] || fail "lo: $(wc -l <"$tmp/lo") lines"
+	[ "$(wc -l <"$tmp/lo")" = 27 ] || fail "lo: $(wc -l <"$tmp/lo") lines"
 
 	run 0 "$ndkinfo" -j -I lo
 	LO=$lo json_check '
@@ -344,6 +345,7 @@ assert (a["name"], a["ifindex"], a["status"], a["ntstatus"]) == \
     ("lo", int(env["LO"]), "operational", "STATUS_SUCCESS"), a
 assert a["NdkVersion"] == "2.1" and a["RdmaTechnology"] == "iWARP", a
 assert (a["Provider"], a["Device"]) == ("software", ""), a
+assert a["ProviderReason"], a
 for k in ("VendorId", "DeviceId", "MaxRegistrationSize", "MaxWindowSize",
           "FRMRPageCount", "MaxInitiatorRequestSge", "MaxReceiveRequestSge",
           "MaxReadRequestSge", "MaxTransferLength", "MaxInlineDataSize",
@@ -372,12 +374,12 @@ for a in d["adapters"]:
 	grep -q '^Name  *: lo$' "$tmp/out" || fail "-I $lo"
 
 	# In a new network namespace lo is down: "not ready", and with -I
-	# that is status 2. (Needs unshare and the right to use it.)
+	# that is status 1. (Needs unshare and the right to use it.)
 	if unshare -n true 2>/dev/null; then
 		run 0 unshare -n "$ndkinfo"
 		grep -qE '^Status +: not ready \(NDIS_STATUS_ADAPTER_NOT_READY\)$' \
 			"$tmp/out" || fail "down lo: not 'not ready'"
-		run 2 unshare -n "$ndkinfo" -j -I lo
+		run 1 unshare -n "$ndkinfo" -j -I lo
 		json_check '
 a = d["adapters"][0]
 assert (a["name"], a["status"], a["ntstatus"]) == \
@@ -385,7 +387,7 @@ assert (a["name"], a["status"], a["ntstatus"]) == \
 assert "RdmaTechnology" not in a, a
 '
 		# ndkstat still answers for a down interface.
-		run 0 unshare -n "$ndkstat" -j -s -I lo
+		run 0 unshare -n "$ndkstat" -j --stats -I lo
 		json_check 'assert d["statistics"]["lo"]["Connect"] == 0, d'
 	else
 		echo "(no unshare -n: down-interface case not run)"
@@ -393,12 +395,38 @@ assert "RdmaTechnology" not in a, a
 	echo "ndkinfo: ok"
 }
 
+# ---------------------------------------------------------------------
+# The command-line convention of docs/tools.md, for every tool given:
+# --help prints the usage on stdout and exits 0, --version names the tool
+# and the version, an unknown option and the retired -V exit 2 with a
+# hint on stderr, and -h is --help.
+check_cli() {
+	local bin name
+	for bin in "$@"; do
+		name=${bin##*/}
+		run 0 "$bin" --help
+		grep -q "^usage: $name " "$tmp/out" || fail "$name --help: no usage on stdout"
+		[ ! -s "$tmp/err" ] || fail "$name --help: stderr is not empty"
+		run 0 "$bin" -h
+		grep -q "^usage: $name " "$tmp/out" || fail "$name -h: no usage"
+		run 0 "$bin" --version
+		grep -qE "^$name \(libndk\) [0-9]+\.[0-9]+\.[0-9]+, NDKPI 2\.1$" "$tmp/out" ||
+			fail "$name --version: '$(cat "$tmp/out")'"
+		run 2 "$bin" --no-such-option
+		grep -q "Try '$name --help'" "$tmp/err" || fail "$name: no hint"
+		[ ! -s "$tmp/out" ] || fail "$name: a usage error printed on stdout"
+		run 2 "$bin" -V
+		echo "$name: --help, --version, usage errors: ok"
+	done
+}
+
 case $mode in
+cli) check_cli "$@" ;;
 ndkstat) check_ndkstat "$@" ;;
 fake) check_fake "$@" ;;
 ndkinfo) check_ndkinfo "$@" ;;
 *)
-	echo "usage: $0 ndkstat|fake|ndkinfo ..." >&2
+	echo "usage: $0 cli|ndkstat|fake|ndkinfo ..." >&2
 	exit 1
 	;;
 esac

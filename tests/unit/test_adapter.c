@@ -199,6 +199,9 @@ static void test_provider_selection(void **state)
 	assert_int_equal(NdkQueryAdapterProvider(a, &pi), STATUS_SUCCESS);
 	assert_string_equal(pi.Provider, "software");
 	assert_string_equal(pi.Device, "");
+	assert_true(!strcmp(pi.Reason, "NDK_PROVIDER=software") ||
+		    !strcmp(pi.Reason,
+			    "verbs provider: not in this build of libndk"));
 	assert_int_equal(NdkQueryAdapterProvider(a, NULL),
 			 STATUS_INVALID_PARAMETER);
 	assert_int_equal(NdkQueryAdapterProvider(NULL, &pi),
@@ -217,6 +220,7 @@ static void test_provider_selection(void **state)
 				 STATUS_SUCCESS);
 		assert_string_equal(pi.Provider, "verbs");
 		assert_true(pi.Device[0] != 0);
+		assert_string_equal(pi.Reason, "");
 		NdkCloseAdapter(a);
 	} else {
 		assert_int_equal(st, NDIS_STATUS_ADAPTER_NOT_FOUND);
@@ -228,6 +232,12 @@ static void test_provider_selection(void **state)
 	assert_int_equal(NdkQueryAdapterProvider(a, &pi), STATUS_SUCCESS);
 	assert_true(!strcmp(pi.Provider, "software") ||
 		    !strcmp(pi.Provider, "verbs"));
+	/* A software adapter says why the verbs provider did not serve
+	 * it: not built, not loaded, or no device on lo. */
+	if (!strcmp(pi.Provider, "software"))
+		assert_non_null(strstr(pi.Reason, "verbs provider"));
+	else
+		assert_string_equal(pi.Reason, "");
 	NdkCloseAdapter(a);
 
 	if (keep)

@@ -14,8 +14,10 @@
 #include <net/if.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/log.h"
 #include "front/adapter.h"
 #include "sw/cq.h"
 #include "testutil.h"
@@ -159,6 +161,15 @@ static void close_cq(NDK_CQ *cq, struct tctx *t)
 		assert_int_equal(st, STATUS_SUCCESS);
 }
 
+static NDK_LOG_LEVEL last_log_level = NdkLogLevelDebug;
+static char last_log_line[256];
+
+static void log_line(PVOID ctx, NDK_LOG_LEVEL level, PCSTR line)
+{
+	last_log_level = level;
+	snprintf(last_log_line, sizeof(last_log_line), "%s", line);
+}
+
 static void test_create_limits(void **state)
 {
 	NDK_ADAPTER *a = open_lo();
@@ -166,6 +177,7 @@ static void test_create_limits(void **state)
 	ULONG size = sizeof(info);
 	struct tctx t = { 0 };
 	NDK_CQ *cq = NULL;
+	int threshold;
 
 	assert_int_equal(a->Dispatch->NdkQueryAdapterInfo(a, &info, &size),
 			 STATUS_SUCCESS);
@@ -174,9 +186,18 @@ static void test_create_limits(void **state)
 	assert_int_equal(create_cq(a, info.MaxCqDepth + 1, &t, &cq),
 			 STATUS_INVALID_PARAMETER);
 	assert_int_equal(create_cq(a, MAXU, &t, &cq), STATUS_INVALID_PARAMETER);
+	/* A NULL callback is refused, with a warning that says why (at
+	 * NDK_LOG's default level, whatever the environment says). */
+	threshold = ndk_log_threshold;
+	ndk_log_threshold = NDK_LOG_WARN;
+	NdkSetLogHandler(log_line, NULL);
 	assert_int_equal(
 		a->Dispatch->NdkCreateCq(a, 4, NULL, &t, NULL, NULL, NULL, &cq),
 		STATUS_INVALID_PARAMETER);
+	NdkSetLogHandler(NULL, NULL);
+	ndk_log_threshold = threshold;
+	assert_int_equal(last_log_level, NdkLogLevelWarning);
+	assert_non_null(strstr(last_log_line, "CqNotification is NULL"));
 	assert_int_equal(create_cq(a, 4, &t, NULL), STATUS_INVALID_PARAMETER);
 	assert_null(cq);
 

@@ -115,6 +115,79 @@ NET_IFINDEX tool_ifindex_of(const struct sockaddr *addr)
 	return idx;
 }
 
+bool tool_addr_is_any(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_UNSPECIFIED(
+			&((const struct sockaddr_in6 *)(const void *)sa)
+				 ->sin6_addr);
+	return sa->sa_family == AF_INET &&
+	       ((const struct sockaddr_in *)(const void *)sa)
+			       ->sin_addr.s_addr == htonl(INADDR_ANY);
+}
+
+void tool_addr_set_port(struct sockaddr_storage *ss, uint16_t port)
+{
+	if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+	else
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+}
+
+int tool_if_addr(NET_IFINDEX ifindex, int family, struct sockaddr_storage *out)
+{
+	struct ifaddrs *ifs, *i;
+	int ret = -1;
+
+	if (getifaddrs(&ifs))
+		return -1;
+	for (i = ifs; i && ret; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != family ||
+		    if_nametoindex(i->ifa_name) != ifindex)
+			continue;
+		memset(out, 0, sizeof(*out));
+		memcpy(out, i->ifa_addr, tool_addr_len(i->ifa_addr));
+		addr_clear_port(out);
+		ret = 0;
+	}
+	freeifaddrs(ifs);
+	return ret;
+}
+
+int tool_client_local(const struct sockaddr *dst,
+		      const struct sockaddr_storage *bind, NET_IFINDEX ifindex,
+		      struct sockaddr_storage *src, NET_IFINDEX *adapter)
+{
+	char text[INET6_ADDRSTRLEN + 8];
+
+	if (bind) {
+		*src = *bind;
+	} else if (tool_route_source(dst, src)) {
+		fprintf(stderr, "%s: no route to %s\n", tool_prog,
+			tool_addr_str(dst, text, sizeof(text)));
+		return -1;
+	}
+	if (!ifindex) {
+		*adapter = tool_ifindex_of((const struct sockaddr *)src);
+		if (*adapter)
+			return 0;
+		fprintf(stderr, "%s: no interface has address %s\n", tool_prog,
+			tool_addr_str((const struct sockaddr *)src, text,
+				      sizeof(text)));
+		return -1;
+	}
+	*adapter = ifindex;
+	if (!bind && tool_ifindex_of((const struct sockaddr *)src) != ifindex &&
+	    tool_if_addr(ifindex, dst->sa_family, src)) {
+		fprintf(stderr,
+			"%s: interface %u has no address of %s's family\n",
+			tool_prog, ifindex,
+			tool_addr_str(dst, text, sizeof(text)));
+		return -1;
+	}
+	return 0;
+}
+
 const char *tool_addr_str(const struct sockaddr *sa, char *buf, size_t len)
 {
 	char ip[INET6_ADDRSTRLEN] = "?";

@@ -11,13 +11,36 @@ void tool_die(const char *what, NTSTATUS status)
 {
 	fprintf(stderr, "%s: %s: %s (0x%08x)\n", tool_prog, what,
 		NdkStatusName(status), (unsigned int)status);
-	exit(2);
+	exit(TOOL_EXIT_FAIL);
 }
 
 void tool_check(const char *what, NTSTATUS status)
 {
 	if (!NT_SUCCESS(status))
 		tool_die(what, status);
+}
+
+NTSTATUS tool_host_try_open(struct tool_host *h, NET_IFINDEX ifindex)
+{
+	NDK_VERSION v = { .Major = 2, .Minor = 1 };
+	ULONG size = sizeof(h->info);
+	NTSTATUS st;
+
+	memset(h, 0, sizeof(*h));
+	h->ifindex = ifindex;
+	st = NdkOpenAdapter(v, ifindex, &h->ad);
+	if (!NT_SUCCESS(st)) {
+		h->ad = NULL;
+		return st;
+	}
+	st = h->ad->Dispatch->NdkQueryAdapterInfo(h->ad, &h->info, &size);
+	if (NT_SUCCESS(st))
+		st = h->ad->Dispatch->NdkCreatePd(h->ad, NULL, NULL, &h->pd);
+	if (!NT_SUCCESS(st)) {
+		h->pd = NULL;
+		tool_host_close(h);
+	}
+	return st;
 }
 
 void tool_host_open(struct tool_host *h, NET_IFINDEX ifindex)
@@ -58,7 +81,7 @@ NTSTATUS tool_close(NDK_OBJECT_HEADER *obj)
 
 	if (!w) {
 		fprintf(stderr, "%s: out of memory\n", tool_prog);
-		exit(2);
+		exit(TOOL_EXIT_FAIL);
 	}
 	tool_wait_init(w);
 	st = any->Dispatch[0](obj, tool_wait_closed, w);
@@ -89,7 +112,7 @@ void tool_buf_alloc(struct tool_host *h, struct tool_buf *b, size_t len,
 		     : NULL;
 	if (!mdl) {
 		fprintf(stderr, "%s: out of memory\n", tool_prog);
-		exit(2);
+		exit(TOOL_EXIT_FAIL);
 	}
 	memset(b->mem, 0, alloc);
 	tool_check("NdkCreateMr", h->pd->Dispatch->NdkCreateMr(

@@ -3,7 +3,7 @@
  * The NDK objects every tool opens the same way: an adapter with a PD,
  * registered buffers, a listener whose connect events queue up, and
  * closing any object. Public NDKPI only; failures of setup calls print
- * "prog: what: STATUS_NAME (0xCODE)" and exit 2.
+ * "prog: what: STATUS_NAME (0xCODE)" and exit TOOL_EXIT_FAIL.
  */
 #ifndef NDK_TOOLS_TOOL_HOST_H
 #define NDK_TOOLS_TOOL_HOST_H
@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <ndk/ndk.h>
 #include "tool_addr.h"
+#include "tool_exit.h"
 #include "tool_wait.h"
 
 #ifndef MIN
@@ -37,9 +38,12 @@ struct tool_host {
 	NDK_ADAPTER_INFO info;
 	NDK_PD *pd;
 	NET_IFINDEX ifindex;
+	void *priv; /* what the tool keeps per adapter */
 };
 
 void tool_host_open(struct tool_host *h, NET_IFINDEX ifindex);
+/* The same, returning the failure instead of exiting (h is left closed). */
+NTSTATUS tool_host_try_open(struct tool_host *h, NET_IFINDEX ifindex);
 /* Closes the PD and the adapter (NdkCloseAdapter closes what is left). */
 void tool_host_close(struct tool_host *h);
 

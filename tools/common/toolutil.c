@@ -1,9 +1,133 @@
 /* SPDX-License-Identifier: MIT */
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include "toolutil.h"
+
+/* ---- The command line ---- */
+
+/* A signal handler may store only to a lock-free atomic. */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "atomic_int is lock-free");
+atomic_int tool_stop;
+
+void tool_print_version(void)
+{
+	printf("%s (libndk) %s, NDKPI %u.%u\n", tool_prog, NDK_TOOLS_VERSION,
+	       NDK_PROVIDER_MAJOR_VERSION, NDK_PROVIDER_MINOR_VERSION);
+}
+
+void tool_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", tool_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s --help' for more information.\n", tool_prog);
+	exit(TOOL_EXIT_USAGE);
+}
+
+void tool_usage_hint(void)
+{
+	fprintf(stderr, "Try '%s --help' for more information.\n", tool_prog);
+	exit(TOOL_EXIT_USAGE);
+}
+
+uint64_t tool_arg_count(const char *opt, const char *s, uint64_t min,
+			uint64_t max)
+{
+	unsigned long long v;
+	const char *p;
+	char *end;
+
+	for (p = s; *p && isdigit((unsigned char)*p); p++)
+		;
+	errno = 0;
+	v = *s && !*p ? strtoull(s, &end, 10) : 0;
+	if (!*s || *p || errno || v < min || v > max)
+		tool_usage_error("%s: expected a whole number from %llu to "
+				 "%llu, not '%s'",
+				 opt, (unsigned long long)min,
+				 (unsigned long long)max, s);
+	return v;
+}
+
+double tool_arg_seconds(const char *opt, const char *s, double min, double max)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	/* Decimal only: no hex floats, infinities or NaN. */
+	if (!*s || *end || errno || !isfinite(v) || v < min || v > max ||
+	    strpbrk(s, "xXnNiI"))
+		tool_usage_error("%s: expected seconds from %g to %g, not '%s'",
+				 opt, min, max, s);
+	return v;
+}
+
+uint64_t tool_arg_size(const char *opt, const char *s, uint64_t min,
+		       uint64_t max)
+{
+	uint64_t v;
+
+	if (tool_parse_size(s, &v) || v < min || v > max)
+		tool_usage_error("%s: expected a size from %llu to %llu bytes "
+				 "(k, m, g suffixes), not '%s'",
+				 opt, (unsigned long long)min,
+				 (unsigned long long)max, s);
+	return v;
+}
+
+uint16_t tool_arg_port(const char *s)
+{
+	return (uint16_t)tool_arg_count("-p", s, 0, 65535);
+}
+
+NET_IFINDEX tool_arg_interface(const char *s, char name[IF_NAMESIZE])
+{
+	NET_IFINDEX idx = 0;
+	int r = tool_parse_interface(s, &idx, name);
+
+	if (r == -1)
+		tool_usage_error("-I: bad interface '%s'", s);
+	if (r) {
+		fprintf(stderr, "%s: no interface %s\n", tool_prog, s);
+		exit(TOOL_EXIT_FAIL);
+	}
+	return idx;
+}
+
+void tool_arg_addr(const char *what, const char *s, uint16_t default_port,
+		   struct sockaddr_storage *out)
+{
+	if (tool_parse_addr(s, default_port, out))
+		tool_usage_error("%s: '%s' is no address", what, s);
+}
+
+static void tool_on_signal(int sig)
+{
+	(void)sig;
+	tool_stop = 1;
+}
+
+void tool_catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = tool_on_signal;
+	sa.sa_flags = (int)SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
 
 /*
  * Length of the valid UTF-8 sequence at s (at most n bytes), or 0 if the
@@ -212,6 +336,21 @@ void json_null(struct json *j, const char *key)
 {
 	json_member(j, key);
 	fputs("null", j->f);
+}
+
+void json_double(struct json *j, const char *key, double value, int decimals)
+{
+	json_member(j, key);
+	if (isfinite(value))
+		fprintf(j->f, "%.*f", decimals, value);
+	else
+		fputs("null", j->f);
+}
+
+void json_bool(struct json *j, const char *key, bool value)
+{
+	json_member(j, key);
+	fputs(value ? "true" : "false", j->f);
 }
 
 void json_finish(struct json *j)

@@ -26,23 +26,6 @@ void iw_dbg(const char *fmt, ...)
 	fflush(stdout);
 }
 
-void iw_host_open(struct tool_host *h, const char *ifname,
-		  const struct sockaddr *local)
-{
-	NET_IFINDEX idx =
-		ifname ? if_nametoindex(ifname) : tool_ifindex_of(local);
-	char buf[64];
-
-	if (!idx) {
-		fprintf(stderr, "%s: no interface %s%s (use -i IFNAME)\n",
-			tool_prog, ifname ? "named " : "owns ",
-			ifname ? ifname
-			       : tool_addr_str(local, buf, sizeof(buf)));
-		exit(2);
-	}
-	tool_host_open(h, idx);
-}
-
 static VOID on_cq(PVOID ctx, NTSTATUS status)
 {
 	struct iw_conn *cn = ctx;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What ndkrping and ndkcmatose share: the adapter that owns an address,
+ * What ndkrping and ndkcmatose share: debug traces,
  * waitable request completions and connect events, a CQ that a thread can
  * block on, registered buffers, and one connection's setup and teardown.
  * Public NDKPI only (<ndk/ndk.h>).
@@ -17,7 +17,7 @@
 
 extern int iw_debug;
 
-/* printf to stdout when -d was given, flushed. */
+/* printf to stdout with debugging traces on (-vv), flushed. */
 void iw_dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*
@@ -35,13 +35,6 @@ struct iw_conn {
 	bool disconnected; /* under lock */
 	struct tool_wait disc; /* fired by the disconnect event */
 };
-
-/*
- * Opens the adapter of the interface that owns local (the wildcard or a
- * loopback address: "lo"), or of ifname when given.
- */
-void iw_host_open(struct tool_host *h, const char *ifname,
-		  const struct sockaddr *local);
 
 /* A CQ, a QP on it and a fresh connection state around them. */
 void iw_conn_init(struct tool_host *h, struct iw_conn *cn, ULONG rq_depth,

@@ -19,23 +19,29 @@
  * agreed. -S 0 exchanges no messages (connect, then the server
  * disconnects).
  *
- * Exit status: 0 all connections done, 3 (client) the server rejected,
- * 1 anything else.
+ * The command line is libndk's (docs/tools.md), not ucmatose's: the server
+ * is -s, the client takes HOST; -n is ucmatose's -C, -b its -b, -v its -d.
+ *
+ * Exit status: 0 all connections done, 3 (client) the server rejected or
+ * a connect failed, 1 anything else, 2 usage.
  */
-#include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "iwutil.h"
+#include "tool_server.h"
+#include "toolutil.h"
 
 #define CMATOSE_PORT	 7471
 #define DEFAULT_WAIT_SEC 30
-#define EXIT_REJECTED	 3
 
 struct opts {
-	const char *dst, *src, *ifname;
-	uint16_t port;
+	bool server;
+	struct sockaddr_storage dst, src;
+	bool have_src;
+	NET_IFINDEX ifindex;
 	int conns, count;
 	ULONG size, ird, ord;
 	const char *pdata;
@@ -141,25 +147,36 @@ static ULONG pdlen(void)
 	return o->pdata ? (ULONG)strlen(o->pdata) : 0;
 }
 
-static int run_server(struct tool_host *h, const struct sockaddr *addr)
+static int run_server(const struct sockaddr *addr)
 {
 	struct node *nodes = calloc((size_t)o->conns, sizeof(*nodes));
-	static struct tool_listener l;
+	static struct tool_server srv;
 	int i, ok = 0, rejected = 0, ret = 0;
-	char a[80];
+	char a[128];
 
 	if (!nodes)
-		return 1;
+		return TOOL_EXIT_FAIL;
 	printf("cmatose: starting server\n");
-	tool_check("NdkListen", tool_listen(h->ad, &l, addr));
+	if (tool_server_open(&srv, addr, o->ifindex, NULL, NULL)) {
+		free(nodes);
+		return TOOL_EXIT_FAIL;
+	}
 	printf("cmatose: listening on %s\n",
-	       tool_addr_str((struct sockaddr *)&l.addr, a, sizeof(a)));
+	       tool_server_str(&srv, a, sizeof(a)));
 	fflush(stdout);
 	for (i = 0; i < o->conns; i++) {
 		struct node *n = &nodes[i];
-		NDK_CONNECTOR *c = tool_next_incoming(&l, 0);
+		struct tool_host *h = NULL;
+		NDK_CONNECTOR *c = NULL;
 		struct tool_wait w;
 		NTSTATUS st;
+
+		while (!c && !tool_stop)
+			c = tool_server_next(&srv, 200, &h);
+		if (!c) {
+			ret = TOOL_EXIT_FAIL;
+			break;
+		}
 
 		iw_print_connection_data("cmatose: connect request", c);
 		if (o->reject) {
@@ -239,7 +256,7 @@ out:
 		if (nodes[i].cn.qp)
 			destroy_node(&nodes[i]);
 	printf("disconnected\n");
-	tool_listener_close(&l);
+	tool_server_close(&srv);
 	free(nodes);
 	return ret;
 }
@@ -248,10 +265,10 @@ static int run_client(struct tool_host *h, const struct sockaddr *dst,
 		      const struct sockaddr *src)
 {
 	struct node *nodes = calloc((size_t)o->conns, sizeof(*nodes));
-	int i, ret = 0, rejected = 0;
+	int i, ret = 0, rejected = 0, failed = 0;
 
 	if (!nodes)
-		return 1;
+		return TOOL_EXIT_FAIL;
 	printf("cmatose: starting client\ncmatose: connecting\n");
 	fflush(stdout);
 	for (i = 0; i < o->conns; i++) {
@@ -280,7 +297,8 @@ static int run_client(struct tool_host *h, const struct sockaddr *dst,
 		if (st != STATUS_SUCCESS) {
 			printf("cmatose: failure connecting: %s\n",
 			       NdkStatusName(st));
-			ret = 1;
+			ret = TOOL_EXIT_FAIL;
+			failed++;
 			continue;
 		}
 		iw_print_connection_data("cmatose: connect reply", n->cn.c);
@@ -291,8 +309,13 @@ static int run_client(struct tool_host *h, const struct sockaddr *dst,
 				n->cn.c, iw_on_disconnect, &n->cn, NULL, NULL));
 		n->connected = 1;
 	}
+	/* None connected is "could not connect" (docs/tools.md). */
+	if (rejected + failed == o->conns) {
+		ret = TOOL_EXIT_CONNECT;
+		goto out;
+	}
 	if (rejected) {
-		ret = rejected == o->conns ? EXIT_REJECTED : 1;
+		ret = TOOL_EXIT_FAIL;
 		goto out;
 	}
 	if (o->count) {
@@ -332,123 +355,172 @@ out:
 	return ret;
 }
 
-static void usage(const char *name)
+static void usage(FILE *f)
 {
-	printf("usage: %s\n"
-	       "\t[-s server_address]\n"
-	       "\t[-b bind_address]\n"
-	       "\t[-c connections]\n"
-	       "\t[-C message_count]\n"
-	       "\t[-S message_size]\n"
-	       "\t[-p port_number]\n"
-	       "libndk options:\n"
-	       "\t[-P private_data]\tsent with Connect, Accept or Reject\n"
-	       "\t[-x]\t\t\tserver: reject every request\n"
-	       "\t[-r ird] [-o ord]\tread limits (1 1, as ucmatose)\n"
-	       "\t[-D ms]\t\t\tclient: wait before CompleteConnect (the "
-	       "RTR)\n"
-	       "\t[-w seconds]\t\thow long to wait for the peer (%d)\n"
-	       "\t[-i ifname]\t\tadapter interface\n"
-	       "\t[-d]\t\t\tdebug printfs\n",
-	       name, DEFAULT_WAIT_SEC);
+	fprintf(f,
+		"usage: ndkcmatose -s [options]                  (server)\n"
+		"       ndkcmatose [options] HOST[:PORT]         (client)\n"
+		"rdma-core's ucmatose on libndk: connect, exchange messages,\n"
+		"disconnect.\n"
+		"  -s, --server            serve -c connections, then exit\n"
+		"  -b, --bind ADDR         server: listen on ADDR (0.0.0.0:\n"
+		"                          every interface); client: connect\n"
+		"                          from ADDR\n"
+		"  -p, --port PORT         port (%d)\n"
+		"  -I, --interface IF      adapter interface\n"
+		"  -c, --connections N     connections (1)\n"
+		"  -n, --iterations N      messages each way per connection (10)\n"
+		"  -S, --size BYTES        message size (100; 0: no messages)\n"
+		"      --private-data TEXT sent with Connect, Accept or Reject\n"
+		"  -x, --reject            server: reject every request\n"
+		"  -r, --ird N             inbound read limit (1, as ucmatose)\n"
+		"  -o, --ord N             outbound read limit (1)\n"
+		"      --rtr-delay SECS    client: wait before CompleteConnect\n"
+		"                          (the RTR)\n"
+		"      --timeout SECS      how long to wait for the peer (%d)\n"
+		"  -v, --verbose           debug traces\n"
+		"  -h, --help              this help\n"
+		"      --version           the version\n"
+		"Exit status: 0 all connections done, 1 failed, 2 usage, 3 the\n"
+		"server rejected or did not answer (docs/tools.md).\n",
+		CMATOSE_PORT, DEFAULT_WAIT_SEC);
 }
+
+enum {
+	OPT_PDATA = TOOL_OPT_FIRST,
+	OPT_RTR_DELAY,
+	OPT_TIMEOUT,
+};
 
 int main(int argc, char **argv)
 {
-	struct opts opt = { .port = CMATOSE_PORT,
-			    .conns = 1,
+	static const struct option longopts[] = {
+		{ "server", no_argument, NULL, 's' },
+		{ "bind", required_argument, NULL, 'b' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "interface", required_argument, NULL, 'I' },
+		{ "connections", required_argument, NULL, 'c' },
+		{ "iterations", required_argument, NULL, 'n' },
+		{ "size", required_argument, NULL, 'S' },
+		{ "private-data", required_argument, NULL, OPT_PDATA },
+		{ "reject", no_argument, NULL, 'x' },
+		{ "ird", required_argument, NULL, 'r' },
+		{ "ord", required_argument, NULL, 'o' },
+		{ "rtr-delay", required_argument, NULL, OPT_RTR_DELAY },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "verbose", no_argument, NULL, 'v' },
+		TOOL_LONG_COMMON,
+		{ NULL, 0, NULL, 0 },
+	};
+	struct opts opt = { .conns = 1,
 			    .count = 10,
 			    .size = 100,
 			    .ird = 1,
 			    .ord = 1,
 			    .wait_ms = DEFAULT_WAIT_SEC * 1000 };
-	struct sockaddr_storage dst, src;
+	const char *bind_addr = NULL;
+	char ifname[IF_NAMESIZE];
+	uint16_t port = CMATOSE_PORT;
+	struct sockaddr_storage src;
 	struct tool_host h;
+	NET_IFINDEX idx;
 	int op, ret;
-	long v;
 
 	tool_prog = "ndkcmatose";
-	while ((op = getopt(argc, argv, "s:b:c:C:S:p:P:xr:o:D:w:i:d")) != -1) {
+	tool_catch_signals();
+	while ((op = getopt_long(argc, argv, "sb:p:I:c:n:S:xr:o:vh", longopts,
+				 NULL)) != -1) {
 		switch (op) {
 		case 's':
-			opt.dst = optarg;
+			opt.server = true;
 			break;
 		case 'b':
-			opt.src = optarg;
-			break;
-		case 'c':
-			opt.conns = atoi(optarg);
-			break;
-		case 'C':
-			opt.count = atoi(optarg);
-			break;
-		case 'S':
-			v = strtol(optarg, NULL, 0);
-			opt.size = v > 0 ? (ULONG)v : 0;
+			bind_addr = optarg;
 			break;
 		case 'p':
-			v = strtol(optarg, NULL, 0);
-			opt.port = (uint16_t)(v > 0 && v < 65536 ? v : 0);
+			port = tool_arg_port(optarg);
 			break;
-		case 'P':
+		case 'I':
+			opt.ifindex = tool_arg_interface(optarg, ifname);
+			break;
+		case 'c':
+			opt.conns = (int)tool_arg_count("-c", optarg, 1, 65536);
+			break;
+		case 'n':
+			opt.count = (int)tool_arg_count("-n", optarg, 0, 65536);
+			break;
+		case 'S':
+			opt.size =
+				(ULONG)tool_arg_size("-S", optarg, 0, 1u << 30);
+			break;
+		case OPT_PDATA:
 			opt.pdata = optarg;
 			break;
 		case 'x':
 			opt.reject = 1;
 			break;
 		case 'r':
-			opt.ird = (ULONG)strtoul(optarg, NULL, 0);
+			opt.ird = (ULONG)tool_arg_count("-r", optarg, 0, 255);
 			break;
 		case 'o':
-			opt.ord = (ULONG)strtoul(optarg, NULL, 0);
+			opt.ord = (ULONG)tool_arg_count("-o", optarg, 0, 255);
 			break;
-		case 'D':
+		case OPT_RTR_DELAY:
 			opt.rtr_delay_ms =
-				(unsigned int)strtoul(optarg, NULL, 0);
+				(unsigned int)(tool_arg_seconds("--rtr-delay",
+								optarg, 0, 60) *
+					       1000);
 			break;
-		case 'w':
-			opt.wait_ms =
-				(unsigned int)strtoul(optarg, NULL, 0) * 1000;
+		case OPT_TIMEOUT:
+			opt.wait_ms = (unsigned int)(tool_arg_seconds(
+							     "--timeout",
+							     optarg, 0, 86400) *
+						     1000);
 			break;
-		case 'i':
-			opt.ifname = optarg;
-			break;
-		case 'd':
+		case 'v':
 			iw_debug++;
 			break;
+		case 'h':
+			usage(stdout);
+			return TOOL_EXIT_OK;
+		case TOOL_OPT_VERSION:
+			tool_print_version();
+			return TOOL_EXIT_OK;
 		default:
-			usage(argv[0]);
-			return 1;
+			tool_usage_hint();
 		}
 	}
+	if (opt.server && optind != argc)
+		tool_usage_error("a server takes no HOST");
+	if (!opt.server && optind != argc - 1)
+		tool_usage_error(optind == argc ? "HOST is missing (or -s "
+						  "for a server)"
+						: "one HOST only");
+	if (!opt.server && opt.reject)
+		tool_usage_error("-x is a server option");
 	/* ucmatose: a zero size means no messages. */
 	if (!opt.size)
 		opt.count = 0;
-	if (opt.conns < 1 || opt.count < 0 || optind != argc) {
-		usage(argv[0]);
-		return 1;
-	}
 	o = &opt;
-	if (opt.dst) {
-		if (tool_parse_addr(opt.dst, opt.port, &dst) ||
-		    (opt.src ? tool_parse_addr(opt.src, 0, &src)
-			     : tool_route_source((struct sockaddr *)&dst,
-						 &src))) {
-			printf("cmatose: bad address\n");
-			return 1;
-		}
-		iw_host_open(&h, opt.ifname, (struct sockaddr *)&src);
-		ret = run_client(&h, (struct sockaddr *)&dst,
-				 (struct sockaddr *)&src);
-	} else {
-		if (tool_parse_addr(opt.src ? opt.src : "127.0.0.1", opt.port,
-				    &src)) {
-			printf("cmatose: bad address\n");
-			return 1;
-		}
-		iw_host_open(&h, opt.ifname, (struct sockaddr *)&src);
-		ret = run_server(&h, (struct sockaddr *)&src);
+	if (opt.server) {
+		tool_arg_addr("-b", bind_addr ? bind_addr : "0.0.0.0", port,
+			      &src);
+		ret = run_server((struct sockaddr *)&src);
+		printf("test complete\n");
+		return ret;
 	}
+	if (bind_addr) {
+		tool_arg_addr("-b", bind_addr, 0, &opt.src);
+		opt.have_src = true;
+	}
+	tool_arg_addr("HOST", argv[optind], port, &opt.dst);
+	if (tool_client_local((struct sockaddr *)&opt.dst,
+			      opt.have_src ? &opt.src : NULL, opt.ifindex, &src,
+			      &idx))
+		return TOOL_EXIT_CONNECT;
+	tool_host_open(&h, idx);
+	ret = run_client(&h, (struct sockaddr *)&opt.dst,
+			 (struct sockaddr *)&src);
 	printf("test complete\n");
 	tool_host_close(&h);
 	return ret;

@@ -9,7 +9,7 @@
  *   client  Send {rdma_buf address, rkey, size}
  *   server  RDMA Write of strlen(data) + 1 bytes into the client's rdma_buf
  *   server  Send "go ahead"
- *   client  with -V compares rdma_buf with start_buf
+ *   client  with --verify compares rdma_buf with start_buf
  * The advertisement is struct rping_rdma_info { __be64 buf; __be32 rkey;
  * __be32 size; }. Our rkey is NdkGetRemoteTokenFromMr, a host-order STag
  * that libndk writes big-endian into DDP headers (RFC 5041 4.3), as siw
@@ -17,15 +17,20 @@
  *
  * Each side pre-posts one 16-byte receive and re-posts it after every
  * receive; rping connects with IRD = ORD = 1.
+ *
+ * The command line is libndk's (docs/tools.md), not rping's: the server
+ * is -s, the client takes HOST; -n is rping's -C, --verify its -V, -b its
+ * client -I, -vv its -d.
  */
 #include <endian.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "iwutil.h"
+#include "tool_server.h"
+#include "toolutil.h"
 
 #define RPING_PORT	 7174
 #define RPING_BUFSIZE	 (64 * 1024)
@@ -43,16 +48,15 @@ enum fault {
 };
 
 struct opts {
-	int server;
-	int persistent;
-	unsigned int conns; /* server: stop after this many (0: -P forever) */
+	bool server;
+	uint64_t conns; /* server: stop after this many (0: until a signal) */
 	struct sockaddr_storage addr, src;
-	int have_addr, have_src;
-	const char *ifname;
+	bool have_src;
+	NET_IFINDEX ifindex;
 	int count; /* 0: forever, as rping */
 	ULONG size;
-	int size_given;
 	int verbose, validate;
+	bool json;
 	ULONG ird, ord;
 	enum fault fault;
 	unsigned int wait_ms;
@@ -65,8 +69,10 @@ struct rping {
 	struct tool_host *h;
 	struct iw_conn cn;
 	struct tool_buf recv, send, rdma, start;
-	unsigned char expect[RPING_BUFSIZE]; /* server -V: what was sent */
+	unsigned char
+		expect[RPING_BUFSIZE]; /* server --verify: what was sent */
 	int pings;
+	bool mismatch; /* --verify found other data */
 };
 
 /* The client's ping payload (rping_test_client): the header, then the
@@ -265,7 +271,7 @@ static int run_client_pings(struct rping *r)
 	ULONG size = o->size;
 	int ping;
 
-	for (ping = 0; !o->count || ping < o->count; ping++) {
+	for (ping = 0; !tool_stop && (!o->count || ping < o->count); ping++) {
 		UINT32 rkey = r->start.rtok;
 
 		fill_ping((char *)r->start.mem, size, ping);
@@ -295,6 +301,7 @@ static int run_client_pings(struct rping *r)
 		if (o->validate && memcmp(r->start.mem, r->rdma.mem, size)) {
 			fprintf(stderr, "%s: data mismatch in ping %d!\n",
 				tool_prog, ping);
+			r->mismatch = true;
 			return -1;
 		}
 		if (o->verbose)
@@ -341,6 +348,7 @@ static int run_server_pings(struct rping *r)
 				fprintf(stderr,
 					"%s: read data mismatch in ping %d\n",
 					tool_prog, r->pings);
+				r->mismatch = true;
 				return -1;
 			}
 		}
@@ -415,31 +423,41 @@ static int fault_outcome(struct rping *r, int rc)
 	return 0;
 }
 
+static void print_json(const struct opts *o, const struct rping *r, int rc)
+{
+	struct json j;
+
+	json_init(&j, stdout, true);
+	json_begin_object(&j, NULL);
+	json_string(&j, "tool", "ndkrping");
+	json_uint(&j, "pings", (unsigned long long)r->pings);
+	json_uint(&j, "size", o->size);
+	json_bool(&j, "verified", o->validate && !r->mismatch);
+	json_bool(&j, "ok", rc == TOOL_EXIT_OK);
+	json_end_object(&j);
+	json_finish(&j);
+}
+
 static int run_client(const struct opts *o)
 {
 	struct tool_host h;
 	struct rping *r = calloc(1, sizeof(*r));
 	struct sockaddr_storage src;
 	struct tool_wait w;
+	NET_IFINDEX idx;
 	NTSTATUS st;
 	char a[80], b[80];
 	int rc;
 
 	if (!r)
-		return 2;
-	if (o->have_src) {
-		src = o->src;
-	} else {
-		/* The source the kernel routes from, port 0. */
-		if (tool_route_source((const struct sockaddr *)&o->addr,
-				      &src)) {
-			fprintf(stderr, "%s: no route to the server\n",
-				tool_prog);
-			free(r);
-			return 2;
-		}
+		return TOOL_EXIT_FAIL;
+	if (tool_client_local((const struct sockaddr *)&o->addr,
+			      o->have_src ? &o->src : NULL, o->ifindex, &src,
+			      &idx)) {
+		free(r);
+		return TOOL_EXIT_CONNECT;
 	}
-	iw_host_open(&h, o->ifname, (struct sockaddr *)&src);
+	tool_host_open(&h, idx);
 	r->o = o;
 	r->h = &h;
 	rping_bufs(r, 0);
@@ -464,7 +482,7 @@ static int run_client(const struct opts *o)
 		rping_free(r);
 		tool_host_close(&h);
 		free(r);
-		return 1;
+		return TOOL_EXIT_CONNECT;
 	}
 	if (iw_debug)
 		iw_print_connection_data("client", r->cn.c);
@@ -475,18 +493,22 @@ static int run_client(const struct opts *o)
 	iw_dbg("rdma_connect successful\n");
 
 	rc = run_client_pings(r);
-	if (o->fault != FAULT_NONE)
-		rc = fault_outcome(r, rc);
-	else if (rc)
+	if (o->fault != FAULT_NONE) {
+		rc = fault_outcome(r, rc) ? TOOL_EXIT_FAIL : TOOL_EXIT_OK;
+	} else if (rc) {
 		fprintf(stderr, "%s: rping client failed after %d pings\n",
 			tool_prog, r->pings);
-	else
+		rc = r->mismatch ? TOOL_EXIT_VERIFY : TOOL_EXIT_FAIL;
+	} else if (!o->json) {
 		printf("%s: client: %d pings of %u bytes%s\n", tool_prog,
 		       r->pings, o->size, o->validate ? ", validated" : "");
+	}
+	if (o->json)
+		print_json(o, r, rc);
 	rping_free(r);
 	tool_host_close(&h);
 	free(r);
-	return rc ? 1 : 0;
+	return rc;
 }
 
 /* Accepts c and serves pings until the client disconnects. */
@@ -499,7 +521,7 @@ static int serve_one(const struct opts *o, struct tool_host *h,
 	int rc;
 
 	if (!r)
-		return 2;
+		return TOOL_EXIT_FAIL;
 	r->o = o;
 	r->h = h;
 	rping_bufs(r, 1);
@@ -518,215 +540,240 @@ static int serve_one(const struct opts *o, struct tool_host *h,
 			NdkStatusName(st));
 		rping_free(r);
 		free(r);
-		return 1;
+		return TOOL_EXIT_FAIL;
 	}
 	if (iw_debug)
 		iw_print_connection_data("server accepted", c);
 	rc = run_server_pings(r);
 	if (o->fault != FAULT_NONE) {
-		rc = fault_outcome(r, rc ? rc : -1);
+		rc = fault_outcome(r, rc ? rc : -1) ? TOOL_EXIT_FAIL
+						    : TOOL_EXIT_OK;
 	} else if (rc) {
 		fprintf(stderr, "%s: rping server failed after %d pings\n",
 			tool_prog, r->pings);
+		rc = r->mismatch ? TOOL_EXIT_VERIFY : TOOL_EXIT_FAIL;
 	} else {
 		printf("%s: server: %d pings%s, client disconnected\n",
 		       tool_prog, r->pings, o->validate ? " validated" : "");
 		if (o->count && r->pings != o->count) {
 			fprintf(stderr, "%s: expected %d pings\n", tool_prog,
 				o->count);
-			rc = 1;
+			rc = TOOL_EXIT_FAIL;
 		}
 	}
 	fflush(stdout);
 	rping_free(r);
 	free(r);
-	return rc ? 1 : 0;
-}
-
-static int run_server(const struct opts *o)
-{
-	struct tool_host h;
-	static struct tool_listener l;
-	NDK_CONNECTOR *c;
-	unsigned int served = 0;
-	int rc = 0;
-	char a[80];
-
-	iw_host_open(&h, o->ifname, (const struct sockaddr *)&o->addr);
-	tool_check("NdkListen",
-		   tool_listen(h.ad, &l, (const struct sockaddr *)&o->addr));
-	/* With -p 0 this shows the port picked. */
-	printf("%s: listening on %s\n", tool_prog,
-	       tool_addr_str((struct sockaddr *)&l.addr, a, sizeof(a)));
-	fflush(stdout);
-	do {
-		c = tool_next_incoming(&l, 0);
-		if (!c)
-			break;
-		rc |= serve_one(o, &h, c);
-		served++;
-	} while (o->persistent && (!o->conns || served < o->conns));
-	tool_listener_close(&l);
-	tool_host_close(&h);
 	return rc;
 }
 
-static void usage(void)
+/* Serves connections one by one, through any adapter of a wildcard
+ * (docs/tools.md, Servers), until -c of them or a signal. */
+static int run_server(const struct opts *o)
 {
-	printf("%s -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [-P] "
-	       "[-n conns]\n"
-	       "%s -c [-vVd] [-S size] [-C count] [-I addr] -a addr "
-	       "[-p port]\n"
-	       "\t-c\t\tclient side\n"
-	       "\t-s\t\tserver side (default address 127.0.0.1)\n"
-	       "\t-I addr\t\tsource address to bind to for the client\n"
-	       "\t-v\t\tdisplay ping data to stdout\n"
-	       "\t-V\t\tvalidate ping data (server: the data read too)\n"
-	       "\t-d\t\tdebug printfs\n"
-	       "\t-S size\t\tping data size, 1 to %d (rping: 26 to %d)\n"
-	       "\t-C count\tping count times (0: forever)\n"
-	       "\t-a addr\t\taddress\n"
-	       "\t-p port\t\tport (%d)\n"
-	       "\t-P\t\tpersistent server: serve connections one by one\n"
-	       "libndk options:\n"
-	       "\t-n conns\tserver: exit after conns connections (implies "
-	       "-P)\n"
-	       "\t-i ifname\tadapter interface (default: the one that owns "
-	       "the address)\n"
-	       "\t-r ird -o ord\tread limits for Connect/Accept (1 1)\n"
-	       "\t-w seconds\thow long to wait for the peer (%d)\n"
-	       "\t-D ms\t\tclient: wait ms before CompleteConnect (the RTR)\n"
-	       "\t\t\tagainst siw's accept window (tests/interop/README.md)\n"
-	       "\t-F fault\tbadrkey (client: advertise an invalid rkey) or\n"
-	       "\t\t\tbadwrite (RDMA Write to an invalid STag after a "
-	       "ping);\n"
-	       "\t\t\texit 0 if the connection then ends\n",
-	       tool_prog, tool_prog, RPING_BUFSIZE, RPING_BUFSIZE - 1,
-	       RPING_PORT, DEFAULT_WAIT_SEC);
+	static struct tool_server srv;
+	struct tool_host *h;
+	NDK_CONNECTOR *c;
+	uint64_t served = 0;
+	int rc = TOOL_EXIT_OK, r;
+	char a[128];
+
+	if (tool_server_open(&srv, (const struct sockaddr *)&o->addr,
+			     o->ifindex, NULL, NULL))
+		return TOOL_EXIT_FAIL;
+	/* With -p 0 this shows the port picked. */
+	printf("%s: listening on %s\n", tool_prog,
+	       tool_server_str(&srv, a, sizeof(a)));
+	fflush(stdout);
+	while (!tool_stop && (!o->conns || served < o->conns)) {
+		c = tool_server_next(&srv, 200, &h);
+		if (!c)
+			continue;
+		r = serve_one(o, h, c);
+		/* The worst outcome decides: a mismatch over a failure. */
+		if (r == TOOL_EXIT_VERIFY || (r && rc != TOOL_EXIT_VERIFY))
+			rc = r;
+		served++;
+	}
+	tool_server_close(&srv);
+	return rc;
 }
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s -s [options]                       (server)\n"
+		"       %s [options] HOST[:PORT]              (client)\n"
+		"rdma-core's rping on libndk: a Send, an RDMA Read, an RDMA\n"
+		"Write per ping, wire-compatible with rping.\n"
+		"  -s, --server          serve connections one by one\n"
+		"  -c, --connections N   server: exit after N connections (1;\n"
+		"                        0: until interrupted)\n"
+		"  -b, --bind ADDR       server: listen on ADDR (0.0.0.0: every\n"
+		"                        interface); client: connect from ADDR\n"
+		"  -p, --port PORT       port (%d)\n"
+		"  -I, --interface IF    adapter interface (default: the one\n"
+		"                        that has the address)\n"
+		"  -n, --iterations N    pings (0: until interrupted, as rping)\n"
+		"  -S, --size BYTES      ping data size, 1 to %d (rping: 26 to\n"
+		"                        %d)\n"
+		"      --verify          check the ping data (the server checks\n"
+		"                        what it read too)\n"
+		"  -v, --verbose         print the ping data; twice: debug\n"
+		"                        traces\n"
+		"  -j, --json            the client's summary as JSON\n"
+		"  -r, --ird N           inbound read limit for Connect/Accept (1)\n"
+		"  -o, --ord N           outbound read limit (1)\n"
+		"      --timeout SECS    how long to wait for the peer (%d)\n"
+		"      --rtr-delay SECS  client: wait before CompleteConnect (the\n"
+		"                        RTR) against siw's accept window\n"
+		"                        (tests/interop/README.md)\n"
+		"      --fault FAULT     badrkey (client: advertise an invalid\n"
+		"                        rkey) or badwrite (RDMA Write to an\n"
+		"                        invalid STag after a ping); exit 0 if\n"
+		"                        the connection then ends\n"
+		"  -h, --help            this help\n"
+		"      --version         the version\n"
+		"Exit status: 0 ok, 1 failed, 2 usage, 3 could not connect, 4\n"
+		"the data differed (docs/tools.md).\n",
+		tool_prog, tool_prog, RPING_PORT, RPING_BUFSIZE,
+		RPING_BUFSIZE - 1, DEFAULT_WAIT_SEC);
+}
+
+enum {
+	OPT_VERIFY = TOOL_OPT_FIRST,
+	OPT_TIMEOUT,
+	OPT_RTR_DELAY,
+	OPT_FAULT,
+};
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .server = -1,
+	static const struct option longopts[] = {
+		{ "server", no_argument, NULL, 's' },
+		{ "connections", required_argument, NULL, 'c' },
+		{ "bind", required_argument, NULL, 'b' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "interface", required_argument, NULL, 'I' },
+		{ "iterations", required_argument, NULL, 'n' },
+		{ "size", required_argument, NULL, 'S' },
+		{ "verify", no_argument, NULL, OPT_VERIFY },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "ird", required_argument, NULL, 'r' },
+		{ "ord", required_argument, NULL, 'o' },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "rtr-delay", required_argument, NULL, OPT_RTR_DELAY },
+		{ "fault", required_argument, NULL, OPT_FAULT },
+		TOOL_LONG_COMMON,
+		{ NULL, 0, NULL, 0 },
+	};
+	struct opts o = { .conns = 1,
 			  .size = 64,
 			  .ird = 1,
 			  .ord = 1,
 			  .wait_ms = DEFAULT_WAIT_SEC * 1000 };
-	const char *addr = NULL, *src = NULL;
-	long port = RPING_PORT, v;
+	const char *bind_addr = NULL;
+	char ifname[IF_NAMESIZE];
+	uint16_t port = RPING_PORT;
 	int op;
 
 	tool_prog = "ndkrping";
-	while ((op = getopt(argc, argv, "a:I:Pp:C:S:scvVdqn:i:r:o:w:D:F:h")) !=
-	       -1) {
+	tool_catch_signals();
+	while ((op = getopt_long(argc, argv, "sc:b:p:I:n:S:vjr:o:h", longopts,
+				 NULL)) != -1) {
 		switch (op) {
-		case 'a':
-			addr = optarg;
-			break;
-		case 'I':
-			src = optarg;
-			break;
-		case 'P':
-			o.persistent = 1;
-			break;
-		case 'n':
-			o.persistent = 1;
-			o.conns = (unsigned int)strtoul(optarg, NULL, 0);
-			break;
-		case 'p':
-			port = strtol(optarg, NULL, 0);
-			break;
 		case 's':
-			o.server = 1;
+			o.server = true;
 			break;
 		case 'c':
-			o.server = 0;
+			o.conns = tool_arg_count("-c", optarg, 0, UINT64_MAX);
+			break;
+		case 'b':
+			bind_addr = optarg;
+			break;
+		case 'p':
+			port = tool_arg_port(optarg);
+			break;
+		case 'I':
+			o.ifindex = tool_arg_interface(optarg, ifname);
+			break;
+		case 'n':
+			o.count = (int)tool_arg_count("-n", optarg, 0, INT_MAX);
 			break;
 		case 'S':
-			v = strtol(optarg, NULL, 0);
-			if (v < 1 || v > RPING_BUFSIZE) {
-				fprintf(stderr,
-					"Invalid size %ld (valid range is 1 "
-					"to %d)\n",
-					v, RPING_BUFSIZE);
-				return 2;
-			}
-			o.size = (ULONG)v;
-			o.size_given = 1;
+			o.size = (ULONG)tool_arg_size("-S", optarg, 1,
+						      RPING_BUFSIZE);
 			break;
-		case 'C':
-			o.count = atoi(optarg);
-			if (o.count < 0) {
-				fprintf(stderr, "Invalid count %d\n", o.count);
-				return 2;
-			}
+		case OPT_VERIFY:
+			o.validate = 1;
 			break;
 		case 'v':
-			o.verbose++;
+			/* Once: the ping data, as rping's -v; twice: its -d. */
+			if (++o.verbose > 1)
+				iw_debug++;
 			break;
-		case 'V':
-			o.validate++;
-			break;
-		case 'd':
-			iw_debug++;
-			break;
-		case 'q': /* rping: self-created QP; ours always is */
-			break;
-		case 'i':
-			o.ifname = optarg;
+		case 'j':
+			o.json = true;
 			break;
 		case 'r':
-			o.ird = (ULONG)strtoul(optarg, NULL, 0);
+			o.ird = (ULONG)tool_arg_count("-r", optarg, 0, 255);
 			break;
 		case 'o':
-			o.ord = (ULONG)strtoul(optarg, NULL, 0);
+			o.ord = (ULONG)tool_arg_count("-o", optarg, 0, 255);
 			break;
-		case 'w':
-			o.wait_ms =
-				(unsigned int)strtoul(optarg, NULL, 0) * 1000;
+		case OPT_TIMEOUT:
+			o.wait_ms = (unsigned int)(tool_arg_seconds("--timeout",
+								    optarg, 0,
+								    86400) *
+						   1000);
 			break;
-		case 'D':
-			o.rtr_delay_ms = (unsigned int)strtoul(optarg, NULL, 0);
+		case OPT_RTR_DELAY:
+			o.rtr_delay_ms =
+				(unsigned int)(tool_arg_seconds("--rtr-delay",
+								optarg, 0, 60) *
+					       1000);
 			break;
-		case 'F':
+		case OPT_FAULT:
 			if (!strcmp(optarg, "badrkey"))
 				o.fault = FAULT_BADRKEY;
 			else if (!strcmp(optarg, "badwrite"))
 				o.fault = FAULT_BADWRITE;
-			else {
-				fprintf(stderr, "unknown fault %s\n", optarg);
-				return 2;
-			}
+			else
+				tool_usage_error("--fault: badrkey or "
+						 "badwrite, not '%s'",
+						 optarg);
 			break;
+		case 'h':
+			usage(stdout);
+			return TOOL_EXIT_OK;
+		case TOOL_OPT_VERSION:
+			tool_print_version();
+			return TOOL_EXIT_OK;
 		default:
-			usage();
-			return 2;
+			tool_usage_hint();
 		}
 	}
-	if (o.server < 0 || port < 0 || port > 65535 || optind != argc) {
-		usage();
-		return 2;
+	o.verbose = o.verbose ? 1 : 0;
+	if (o.server && optind != argc)
+		tool_usage_error("a server takes no HOST");
+	if (!o.server && optind != argc - 1)
+		tool_usage_error(optind == argc ? "HOST is missing (or -s "
+						  "for a server)"
+						: "one HOST only");
+	if (o.server && o.fault == FAULT_BADRKEY)
+		tool_usage_error("--fault badrkey is a client fault");
+	if (o.server && o.json)
+		tool_usage_error("-j is a client option");
+	if (o.server) {
+		tool_arg_addr("-b", bind_addr ? bind_addr : "0.0.0.0", port,
+			      &o.addr);
+		return run_server(&o);
 	}
-	if (o.server && o.fault == FAULT_BADRKEY) {
-		fprintf(stderr, "-F badrkey is a client fault\n");
-		return 2;
+	if (bind_addr) {
+		tool_arg_addr("-b", bind_addr, 0, &o.src);
+		o.have_src = true;
 	}
-	if (!addr && !o.server) {
-		usage();
-		return 2;
-	}
-	if (tool_parse_addr(addr ? addr : "127.0.0.1", (uint16_t)port,
-			    &o.addr)) {
-		fprintf(stderr, "%s: bad address %s\n", tool_prog, addr);
-		return 2;
-	}
-	o.have_addr = 1;
-	if (src) {
-		if (tool_parse_addr(src, 0, &o.src)) {
-			fprintf(stderr, "%s: bad address %s\n", tool_prog, src);
-			return 2;
-		}
-		o.have_src = 1;
-	}
-	return o.server ? run_server(&o) : run_client(&o);
+	tool_arg_addr("HOST", argv[optind], port, &o.addr);
+	return run_client(&o);
 }

@@ -3,7 +3,7 @@
  * ndknvme: an NVMe over Fabrics RDMA host on libndk, for testing targets
  * such as Linux's nvmet-rdma.
  *
- *   ndknvme -a ADDR [-p PORT] -n SUBNQN [options] CMD [ARGS]
+ *   ndknvme --nqn SUBNQN [options] HOST[:PORT] CMD [ARGS]
  *
  * It connects the admin queue and the I/O queues (Fabrics Connect with
  * the NVMe RDMA CM private data), enables the controller (Property
@@ -20,12 +20,15 @@
  *                            blocks written in the run are verified
  *   badcmd                   commands the controller must refuse
  *
- * Exit status: 0 ok, 1 a data mismatch or a command that failed (a lost
- * connection included), 2 a usage or setup failure. The last line on
- * stdout says "ndknvme: CMD ok ..." or what went wrong.
+ * Exit status (docs/tools.md): 0 ok, 1 a command that failed (a lost
+ * connection included), 2 a usage error, 3 the controller could not be
+ * connected (CM or Fabrics Connect), 4 a data mismatch. The last line on
+ * stdout says "ndknvme: CMD ok ..." or what went wrong; with -j that goes
+ * to stderr and stdout has one JSON document.
  */
-#include <getopt.h>
+#include <errno.h>
 #include <inttypes.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,47 +114,60 @@ struct cli {
 	double seconds;
 	bool have_range;
 	bool qsize_given;
+	FILE *json; /* -j: the real stdout; the text goes to stderr */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s -a ADDR [-p PORT] -n SUBNQN [options] CMD [ARGS]\n"
+		"usage: %s --nqn SUBNQN [options] HOST[:PORT] CMD [ARGS]\n"
+		"An NVMe over Fabrics RDMA host: connects, runs CMD, disconnects.\n"
 		"options:\n"
-		"  -a ADDR         the controller's address (HOST or HOST:PORT)\n"
-		"  -p PORT         its port (%d)\n"
-		"  -n SUBNQN       the subsystem NQN\n"
-		"  -q NIOQ         I/O queues (1)\n"
-		"  -d QSIZE        entries per I/O queue, 2 to %d (%d)\n"
-		"  -k KATO_MS      keep alive timeout, 0 none (%d); Keep Alive every KATO/2\n"
-		"  -N NSID         namespace (the first active one)\n"
-		"  -t MS           command timeout (30000)\n"
-		"  -v              more output\n"
-		"  --hostnqn NQN   (nqn.2014-08.org.nvmexpress:uuid:HOSTID)\n"
-		"  --hostid UUID   (random)\n"
-		"  --src ADDR      local address (the route's)\n"
-		"  --ird N         inbound RDMA Read limit for the controller (16)\n"
-		"  --mem fr|global fast-register MR per command with remote invalidation\n"
-		"                  (default), or one MR per queue\n"
-		"  --no-incapsule  never carry write data in the command capsule\n"
-		"  --max-io BYTES  largest command (%u; less if MDTS says so)\n"
-		"  --admin-qsize N admin queue entries (%d; nvmet-rdma refuses more)\n"
+		"      --nqn SUBNQN      the subsystem NQN\n"
+		"  -p, --port PORT       the controller's port (%d)\n"
+		"  -b, --bind ADDR       local address (the route's)\n"
+		"  -I, --interface IF    the adapter (the one that has ADDR)\n"
+		"  -q, --queues N        I/O queues (1)\n"
+		"  -d, --qsize N         entries per I/O queue, 2 to %d (%d)\n"
+		"  -k, --keep-alive SECS keep alive timeout, 0 none (%g); Keep\n"
+		"                        Alive every half of it\n"
+		"  -N, --nsid NSID       namespace (the first active one)\n"
+		"      --timeout SECS    command timeout (30)\n"
+		"  -v, --verbose         more output\n"
+		"  -j, --json            the command's result as JSON on stdout\n"
+		"                        (the text goes to stderr)\n"
+		"      --hostnqn NQN     (nqn.2014-08.org.nvmexpress:uuid:HOSTID)\n"
+		"      --hostid UUID     (random)\n"
+		"      --ird N           inbound RDMA Read limit for the\n"
+		"                        controller (16)\n"
+		"      --mem fr|global   fast-register MR per command with remote\n"
+		"                        invalidation (default), or one MR per\n"
+		"                        queue\n"
+		"      --no-incapsule    never carry write data in the command\n"
+		"                        capsule\n"
+		"      --max-io BYTES    largest command (%u; less if MDTS says so)\n"
+		"      --admin-qsize N   admin queue entries (%d; nvmet-rdma\n"
+		"                        refuses more)\n"
+		"  -h, --help            this help\n"
+		"      --version         the version\n"
 		"commands:\n"
 		"  id\n"
 		"  write LBA COUNT [--pattern SEED]\n"
 		"  read LBA COUNT [--dump]\n"
 		"  verify LBA COUNT [--pattern SEED]\n"
-		"  load [--rw randread|randwrite|randrw] [--mix READ_PCT] [--bs BYTES]\n"
-		"       [--qd N per queue] [--time S] [--range LBA COUNT] [--pattern SEED]\n"
-		"  badcmd\n",
+		"  load [--rw randread|randwrite|randrw] [--mix READ_PCT]\n"
+		"       [--bs BYTES] [--qd N per queue] [-D, --duration SECS]\n"
+		"       [--range LBA COUNT] [--pattern SEED]\n"
+		"  badcmd\n"
+		"Exit status: 0 ok, 1 a command failed, 2 usage, 3 could not\n"
+		"connect, 4 data mismatch (docs/tools.md).\n",
 		prog, NVME_RDMA_PORT, NH_MAX_QUEUE_SIZE, DEFAULT_QSIZE,
-		DEFAULT_KATO_MS, DEFAULT_MAX_IO, NH_ADMIN_QUEUE_SIZE);
+		DEFAULT_KATO_MS / 1000.0, DEFAULT_MAX_IO, NH_ADMIN_QUEUE_SIZE);
 }
 
-static void bad_arg(const char *what, const char *arg)
+static void __attribute__((noreturn)) bad_arg(const char *what, const char *arg)
 {
-	fprintf(stderr, "%s: bad %s: %s\n", prog, what, arg);
-	exit(2);
+	tool_usage_error("bad %s: %s", what, arg);
 }
 
 static uint64_t parse_u64(const char *what, const char *s)
@@ -333,14 +349,14 @@ static int cmd_range(struct cli *cli, enum range_op op)
 			": outside the namespace (%" PRIu64 " blocks)\n",
 			prog, range_name(op), cli->lba, cli->count,
 			(uint64_t)c->ns.nsze);
-		return 2;
+		return TOOL_EXIT_USAGE;
 	}
 	rr.next = cli->lba;
 	rr.end = cli->lba + cli->count;
 	rr.chunk = (uint32_t)(c->max_io / c->lba_size);
 	rr.expect = malloc(c->lba_size);
 	if (!rr.expect)
-		return 2;
+		return TOOL_EXIT_FAIL;
 	/* One command per queue in turn, as long as slots are free. */
 	while ((!c->failed && rr.next < rr.end) || rr.inflight) {
 		do {
@@ -352,13 +368,35 @@ static int cmd_range(struct cli *cli, enum range_op op)
 	}
 	free(rr.expect);
 	us = (tool_now_ns() - t0) / 1000;
+	if (cli->json) {
+		struct json j;
+
+		json_init(&j, cli->json, true);
+		json_begin_object(&j, NULL);
+		json_string(&j, "tool", "ndknvme");
+		json_string(&j, "command", range_name(op));
+		json_uint(&j, "lba", cli->lba);
+		json_uint(&j, "count", cli->count);
+		json_uint(&j, "blocks_ok", rr.blocks_ok);
+		json_uint(&j, "blocks_mismatched", rr.blocks_bad);
+		json_uint(&j, "commands_failed", rr.cmd_errors);
+		json_uint(&j, "bytes", rr.blocks_ok * c->lba_size);
+		json_uint(&j, "queues", c->nio);
+		json_double(&j, "seconds", (double)us / 1e6, 6);
+		if (op == RANGE_READ)
+			json_uint(&j, "checksum", rr.sum);
+		else
+			json_uint(&j, "pattern", cli->seed);
+		json_end_object(&j);
+		json_finish(&j);
+	}
 	if (rr.cmd_errors || rr.blocks_bad || rr.next < rr.end) {
 		printf("%s: %s FAILED: %" PRIu64 " blocks ok, %" PRIu64
 		       " mismatched, %" PRIu64 " commands failed, %" PRIu64
 		       " blocks not sent\n",
 		       prog, range_name(op), rr.blocks_ok, rr.blocks_bad,
 		       rr.cmd_errors, rr.end - rr.next);
-		return 1;
+		return rr.blocks_bad ? TOOL_EXIT_VERIFY : TOOL_EXIT_FAIL;
 	}
 	printf("%s: %s ok %" PRIu64 " blocks at lba %" PRIu64 " (%" PRIu64
 	       " bytes, %u queues, %" PRIu64 " ms",
@@ -585,6 +623,34 @@ static void print_op(const char *name, const struct op_stats *s, double secs,
 	       (double)s->lat.max / 1000);
 }
 
+static void json_op(struct json *j, const char *name, const struct op_stats *st,
+		    double secs, size_t bs)
+{
+	double iops = secs > 0 ? (double)st->ios / secs : 0;
+	static const double pcts[] = { 50, 90, 99, 99.9 };
+	static const char *const keys[] = { "p50_usec", "p90_usec", "p99_usec",
+					    "p99_9_usec" };
+	unsigned int i;
+
+	json_begin_object(j, name);
+	json_uint(j, "ios", st->ios);
+	json_uint(j, "errors", st->errors);
+	json_double(j, "iops", iops, 1);
+	json_double(j, "mib_per_sec", iops * (double)bs / 1048576.0, 3);
+	if (st->lat.count) {
+		json_double(j, "min_usec", (double)st->lat.min / 1000, 1);
+		json_double(j, "mean_usec",
+			    (double)st->lat.sum / (double)st->lat.count / 1000,
+			    1);
+		for (i = 0; i < 4; i++)
+			json_double(j, keys[i],
+				    (double)hist_pct(&st->lat, pcts[i]) / 1000,
+				    1);
+		json_double(j, "max_usec", (double)st->lat.max / 1000, 1);
+	}
+	json_end_object(j);
+}
+
 static int cmd_load(struct cli *cli)
 {
 	struct nh_ctrl *c = &cli->ctrl;
@@ -596,13 +662,13 @@ static int cmd_load(struct cli *cli)
 	int rc = 0;
 
 	if (!l)
-		return 2;
+		return TOOL_EXIT_FAIL;
 	if (!cli->bs || cli->bs % c->lba_size || cli->bs > c->max_io) {
 		fprintf(stderr,
 			"%s: --bs %zu: a multiple of %u bytes up to %zu\n",
 			prog, cli->bs, c->lba_size, c->max_io);
 		free(l);
-		return 2;
+		return TOOL_EXIT_USAGE;
 	}
 	l->cli = cli;
 	l->unit_blocks = (uint32_t)(cli->bs / c->lba_size);
@@ -616,14 +682,14 @@ static int cmd_load(struct cli *cli)
 	    cli->count > c->ns.nsze - cli->lba) {
 		fprintf(stderr, "%s: --range outside the namespace\n", prog);
 		free(l);
-		return 2;
+		return TOOL_EXIT_USAGE;
 	}
 	l->start = cli->lba;
 	l->units = MIN(cli->count / l->unit_blocks, (uint64_t)LOAD_MAX_UNITS);
 	if (!l->units) {
 		fprintf(stderr, "%s: --range holds no --bs unit\n", prog);
 		free(l);
-		return 2;
+		return TOOL_EXIT_USAGE;
 	}
 	if (cli->qd > c->o.qsize)
 		cli->qd = c->o.qsize;
@@ -635,7 +701,7 @@ static int cmd_load(struct cli *cli)
 	l->expect = malloc(c->lba_size);
 	if (!l->ver || !l->busy || !l->q_inflight || !l->expect) {
 		fprintf(stderr, "%s: out of memory\n", prog);
-		exit(2);
+		exit(TOOL_EXIT_FAIL);
 	}
 	printf("%s: load %s bs %zu, %u queues x qd %u, %.1f s over lba %" PRIu64
 	       " +%" PRIu64 "\n",
@@ -644,7 +710,8 @@ static int cmd_load(struct cli *cli)
 	fflush(stdout);
 	t0 = tool_now_ns();
 	t_end = t0 + (uint64_t)(cli->seconds * 1e9);
-	while (!c->failed && tool_now_ns() < t_end) {
+	/* SIGINT or SIGTERM ends the load early, with its summary. */
+	while (!c->failed && !tool_stop && tool_now_ns() < t_end) {
 		load_fill(l);
 		nh_poll(c, 100);
 	}
@@ -659,13 +726,34 @@ static int cmd_load(struct cli *cli)
 		print_op("read", &l->rd, secs, cli->bs);
 	if (cli->rw != RW_READ)
 		print_op("write", &l->wr, secs, cli->bs);
+	if (cli->json) {
+		struct json j;
+
+		json_init(&j, cli->json, true);
+		json_begin_object(&j, NULL);
+		json_string(&j, "tool", "ndknvme");
+		json_string(&j, "command", "load");
+		json_string(&j, "rw", rw_names[cli->rw]);
+		json_uint(&j, "bs", cli->bs);
+		json_uint(&j, "queues", c->nio);
+		json_uint(&j, "qd", cli->qd);
+		json_double(&j, "seconds", secs, 3);
+		if (cli->rw != RW_WRITE)
+			json_op(&j, "read", &l->rd, secs, cli->bs);
+		if (cli->rw != RW_READ)
+			json_op(&j, "write", &l->wr, secs, cli->bs);
+		json_uint(&j, "reads_verified", l->verified);
+		json_uint(&j, "mismatches", l->mismatches);
+		json_end_object(&j);
+		json_finish(&j);
+	}
 	if (l->mismatches || l->rd.errors || l->wr.errors) {
 		printf("%s: load FAILED: %" PRIu64 " ios, %" PRIu64
 		       " reads verified, %" PRIu64
 		       " blocks mismatched, %" PRIu64 " commands failed\n",
 		       prog, l->rd.ios + l->wr.ios, l->verified, l->mismatches,
 		       l->rd.errors + l->wr.errors);
-		rc = 1;
+		rc = l->mismatches ? TOOL_EXIT_VERIFY : TOOL_EXIT_FAIL;
 	} else {
 		printf("%s: load ok %" PRIu64 " ios, %" PRIu64
 		       " reads verified, 0 mismatches\n",
@@ -700,7 +788,7 @@ static int cmd_badcmd(struct cli *cli)
 	int st, k;
 
 	if (!buf)
-		return 2;
+		return TOOL_EXIT_FAIL;
 	for (k = 0; k < 4; k++) {
 		const char *name;
 		struct nh_queue *q = ioq;
@@ -807,34 +895,44 @@ static int cmd_id(struct cli *cli)
 /* ------------------------------------------------------------------ */
 
 enum {
-	OPT_HOSTNQN = 256,
+	OPT_NQN = TOOL_OPT_FIRST,
+	OPT_HOSTNQN,
 	OPT_HOSTID,
-	OPT_SRC,
 	OPT_IRD,
 	OPT_MEM,
 	OPT_NO_INCAPSULE,
 	OPT_MAX_IO,
 	OPT_ADMIN_QSIZE,
+	OPT_TIMEOUT,
 	OPT_PATTERN,
 	OPT_DUMP,
 	OPT_RW,
 	OPT_MIX,
 	OPT_BS,
 	OPT_QD,
-	OPT_TIME,
 	OPT_RANGE,
 };
 
 static const struct option global_opts[] = {
+	{ "nqn", required_argument, NULL, OPT_NQN },
+	{ "port", required_argument, NULL, 'p' },
+	{ "bind", required_argument, NULL, 'b' },
+	{ "interface", required_argument, NULL, 'I' },
+	{ "queues", required_argument, NULL, 'q' },
+	{ "qsize", required_argument, NULL, 'd' },
+	{ "keep-alive", required_argument, NULL, 'k' },
+	{ "nsid", required_argument, NULL, 'N' },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "json", no_argument, NULL, 'j' },
 	{ "hostnqn", required_argument, NULL, OPT_HOSTNQN },
 	{ "hostid", required_argument, NULL, OPT_HOSTID },
-	{ "src", required_argument, NULL, OPT_SRC },
 	{ "ird", required_argument, NULL, OPT_IRD },
 	{ "mem", required_argument, NULL, OPT_MEM },
 	{ "no-incapsule", no_argument, NULL, OPT_NO_INCAPSULE },
 	{ "max-io", required_argument, NULL, OPT_MAX_IO },
 	{ "admin-qsize", required_argument, NULL, OPT_ADMIN_QSIZE },
-	{ "help", no_argument, NULL, 'h' },
+	TOOL_LONG_COMMON,
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -845,69 +943,78 @@ static const struct option cmd_opts[] = {
 	{ "mix", required_argument, NULL, OPT_MIX },
 	{ "bs", required_argument, NULL, OPT_BS },
 	{ "qd", required_argument, NULL, OPT_QD },
-	{ "time", required_argument, NULL, OPT_TIME },
+	{ "duration", required_argument, NULL, 'D' },
 	{ "range", required_argument, NULL, OPT_RANGE },
 	{ NULL, 0, NULL, 0 },
 };
 
+/* Options may come before and after HOST; the first operand after HOST
+ * is the command. */
 static void parse_global(struct cli *cli, int argc, char **argv)
 {
 	struct nh_opts *o = &cli->ctrl.o;
 	const char *addr = NULL, *src = NULL;
-	uint64_t port = NVME_RDMA_PORT, v;
-	bool have_hostid = false;
-	char u[40];
+	uint16_t port = NVME_RDMA_PORT;
+	bool have_hostid = false, json = false;
+	char u[40], ifname[IF_NAMESIZE];
+	uint64_t v;
 	int op;
 
-	while ((op = getopt_long(argc, argv, "+a:p:n:q:d:k:N:t:vh", global_opts,
-				 NULL)) != -1) {
+	for (;;) {
+		op = getopt_long(argc, argv, "+p:b:I:q:d:k:N:vjh", global_opts,
+				 NULL);
+		if (op == -1) {
+			if (addr || optind >= argc)
+				break;
+			addr = argv[optind++];
+			continue;
+		}
 		switch (op) {
-		case 'a':
-			addr = optarg;
-			break;
-		case 'p':
-			port = parse_u64("port", optarg);
-			if (!port || port > 65535)
-				bad_arg("port", optarg);
-			break;
-		case 'n':
+		case OPT_NQN:
 			o->subnqn = optarg;
 			if (strlen(optarg) >= NVME_NQN_SIZE)
 				bad_arg("subsystem NQN (too long)", optarg);
 			break;
+		case 'p':
+			port = tool_arg_port(optarg);
+			break;
+		case 'b':
+			src = optarg;
+			break;
+		case 'I':
+			o->ifindex = tool_arg_interface(optarg, ifname);
+			break;
 		case 'q':
-			v = parse_u64("queue count", optarg);
-			if (!v || v > 64)
-				bad_arg("queue count (1 to 64)", optarg);
-			o->nioq = (unsigned int)v;
+			o->nioq = (unsigned int)tool_arg_count("-q", optarg, 1,
+							       64);
 			break;
 		case 'd':
-			v = parse_u64("queue size", optarg);
-			if (v < 2 || v > NH_MAX_QUEUE_SIZE)
-				bad_arg("queue size", optarg);
-			o->qsize = (unsigned int)v;
+			o->qsize = (unsigned int)tool_arg_count(
+				"-d", optarg, 2, NH_MAX_QUEUE_SIZE);
 			cli->qsize_given = true;
 			break;
 		case 'k':
-			v = parse_u64("keep alive timeout", optarg);
-			if (v > 3600000)
-				bad_arg("keep alive timeout", optarg);
-			o->kato_ms = (unsigned int)v;
+			o->kato_ms =
+				(unsigned int)(tool_arg_seconds("-k", optarg, 0,
+								3600) *
+					       1000);
 			break;
 		case 'N':
-			v = parse_u64("namespace", optarg);
-			if (!v || v > 0xfffffffeu)
-				bad_arg("namespace", optarg);
-			o->nsid = (uint32_t)v;
+			o->nsid = (uint32_t)tool_arg_count("-N", optarg, 1,
+							   0xfffffffeu);
 			break;
-		case 't':
-			v = parse_u64("timeout", optarg);
-			if (v < 100 || v > 3600000)
-				bad_arg("timeout (100 ms to 1 h)", optarg);
-			o->cmd_timeout_ms = (unsigned int)v;
+		case OPT_TIMEOUT:
+			o->cmd_timeout_ms =
+				(unsigned int)(tool_arg_seconds("--timeout",
+								optarg, 0.1,
+								3600) *
+					       1000);
 			break;
 		case 'v':
 			o->verbose++;
+			break;
+		case 'j':
+			json = true;
 			break;
 		case OPT_HOSTNQN:
 			if (strlen(optarg) >= NVME_NQN_SIZE)
@@ -918,9 +1025,6 @@ static void parse_global(struct cli *cli, int argc, char **argv)
 			if (!parse_uuid(optarg, o->hostid))
 				bad_arg("host id (a UUID)", optarg);
 			have_hostid = true;
-			break;
-		case OPT_SRC:
-			src = optarg;
 			break;
 		case OPT_IRD:
 			v = parse_u64("IRD", optarg);
@@ -953,21 +1057,27 @@ static void parse_global(struct cli *cli, int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
-			exit(0);
+			exit(TOOL_EXIT_OK);
+		case TOOL_OPT_VERSION:
+			tool_print_version();
+			exit(TOOL_EXIT_OK);
 		default:
-			usage(stderr);
-			exit(2);
+			tool_usage_hint();
 		}
 	}
-	if (!addr || !o->subnqn || optind >= argc) {
-		usage(stderr);
-		exit(2);
-	}
-	if (tool_parse_addr(addr, (uint16_t)port, &o->dst))
-		bad_arg("address", addr);
-	if (src ? tool_parse_addr(src, 0, &o->src)
-		: tool_route_source((const struct sockaddr *)&o->dst, &o->src))
-		bad_arg("source address", src ? src : "(no route)");
+	if (!o->subnqn)
+		tool_usage_error("--nqn SUBNQN is missing");
+	if (!addr)
+		tool_usage_error("HOST is missing");
+	if (optind >= argc)
+		tool_usage_error("the command is missing");
+	tool_arg_addr("HOST", addr, port, &o->dst);
+	if (src)
+		tool_arg_addr("-b", src, 0, &o->src);
+	if (tool_client_local((const struct sockaddr *)&o->dst,
+			      src ? &o->src : NULL, o->ifindex, &o->src,
+			      &o->ifindex))
+		exit(TOOL_EXIT_CONNECT);
 	if (!have_hostid) {
 		random_bytes(o->hostid, sizeof(o->hostid));
 		o->hostid[6] = (uint8_t)((o->hostid[6] & 0x0f) | 0x40);
@@ -977,6 +1087,16 @@ static void parse_global(struct cli *cli, int argc, char **argv)
 		uuid_str(o->hostid, u);
 		snprintf(o->hostnqn, sizeof(o->hostnqn),
 			 "nqn.2014-08.org.nvmexpress:uuid:%s", u);
+	}
+	if (json) {
+		/* stdout keeps the JSON; every line of text goes to stderr. */
+		int fd = dup(STDOUT_FILENO);
+
+		cli->json = fd < 0 ? NULL : fdopen(fd, "w");
+		if (!cli->json || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+			fprintf(stderr, "%s: -j: %s\n", prog, strerror(errno));
+			exit(TOOL_EXIT_FAIL);
+		}
 	}
 	cli->cmd = argv[optind++];
 }
@@ -988,15 +1108,10 @@ static void parse_cmd(struct cli *cli, int argc, char **argv)
 	bool load = !strcmp(cli->cmd, "load");
 	const char *pos[2];
 	int npos = 0, op;
-	double t;
-	char *end;
 
 	if (!range && !load && strcmp(cli->cmd, "id") &&
-	    strcmp(cli->cmd, "badcmd")) {
-		fprintf(stderr, "%s: unknown command %s\n", prog, cli->cmd);
-		usage(stderr);
-		exit(2);
-	}
+	    strcmp(cli->cmd, "badcmd"))
+		tool_usage_error("unknown command %s", cli->cmd);
 	/* Positional LBA COUNT may come before or after the options. */
 	for (;;) {
 		while (optind < argc && argv[optind][0] != '-') {
@@ -1004,7 +1119,7 @@ static void parse_cmd(struct cli *cli, int argc, char **argv)
 				bad_arg("argument", argv[optind]);
 			pos[npos++] = argv[optind++];
 		}
-		op = getopt_long(argc, argv, "+", cmd_opts, NULL);
+		op = getopt_long(argc, argv, "+D:", cmd_opts, NULL);
 		if (op == -1)
 			break;
 		switch (op) {
@@ -1038,11 +1153,9 @@ static void parse_cmd(struct cli *cli, int argc, char **argv)
 			if (!cli->qd || cli->qd > NH_MAX_QUEUE_SIZE)
 				bad_arg("--qd", optarg);
 			break;
-		case OPT_TIME:
-			t = strtod(optarg, &end);
-			if (*end || !(t > 0) || t > 86400)
-				bad_arg("--time", optarg);
-			cli->seconds = t;
+		case 'D':
+			cli->seconds =
+				tool_arg_seconds("-D", optarg, 0.001, 86400);
 			break;
 		case OPT_RANGE:
 			/* --range LBA COUNT: two arguments. */
@@ -1053,8 +1166,7 @@ static void parse_cmd(struct cli *cli, int argc, char **argv)
 			cli->have_range = true;
 			break;
 		default:
-			usage(stderr);
-			exit(2);
+			tool_usage_hint();
 		}
 	}
 	if (optind < argc)
@@ -1071,6 +1183,23 @@ static void parse_cmd(struct cli *cli, int argc, char **argv)
 		random_bytes(&cli->seed, sizeof(cli->seed));
 }
 
+/* -j for the commands without numbers of their own, and for a setup
+ * that failed. */
+static void json_outcome(struct cli *cli, int rc, const char *why)
+{
+	struct json j;
+
+	json_init(&j, cli->json, true);
+	json_begin_object(&j, NULL);
+	json_string(&j, "tool", "ndknvme");
+	json_string(&j, "command", cli->cmd);
+	json_bool(&j, "ok", rc == TOOL_EXIT_OK);
+	if (why)
+		json_string(&j, "error", why);
+	json_end_object(&j);
+	json_finish(&j);
+}
+
 int main(int argc, char **argv)
 {
 	static struct cli cli;
@@ -1079,6 +1208,7 @@ int main(int argc, char **argv)
 	int rc;
 
 	tool_prog = prog;
+	tool_catch_signals();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	o->nioq = 1;
 	o->qsize = DEFAULT_QSIZE;
@@ -1105,10 +1235,13 @@ int main(int argc, char **argv)
 	if (rc) {
 		printf("%s: setup failed%s%s\n", prog, c->failed ? ": " : "",
 		       c->failed ? c->why : "");
+		if (cli.json)
+			json_outcome(&cli, TOOL_EXIT_CONNECT,
+				     c->failed ? c->why : "setup failed");
 		/* Whatever exists goes, without the graceful steps. */
 		nh_fail(c, "setup failed");
 		nh_disconnect(c);
-		return 2;
+		return TOOL_EXIT_CONNECT;
 	}
 	if (o->verbose)
 		printf("%s: connected: cntlid %u, %u I/O queues, nsid %u\n",
@@ -1125,6 +1258,8 @@ int main(int argc, char **argv)
 		rc = cmd_load(&cli);
 	else
 		rc = cmd_badcmd(&cli);
+	if (cli.json && (!strcmp(cli.cmd, "id") || !strcmp(cli.cmd, "badcmd")))
+		json_outcome(&cli, rc, NULL);
 	if (c->failed) {
 		/* Every command outstanding at the failure ends: a response
 		 * that was on its way, or an error once the queues are
@@ -1135,12 +1270,14 @@ int main(int argc, char **argv)
 		printf("%s: lost: %u commands outstanding, %lu ended with an error, %lu completed (%s)\n",
 		       prog, c->outstanding_at_failure, c->after_fail_errors,
 		       c->after_fail_ok, c->why);
-		if (rc == 0)
-			rc = 1;
+		if (rc == TOOL_EXIT_OK)
+			rc = TOOL_EXIT_FAIL;
 	}
 	if (o->verbose)
 		printf("%s: %lu Keep Alive sent, %lu failed\n", prog,
 		       c->ka_sent, c->ka_errors);
 	nh_disconnect(c);
+	if (cli.json)
+		fclose(cli.json);
 	return rc;
 }

@@ -4,28 +4,24 @@
  * one namespace from RAM or a file to hosts such as Linux's nvme-rdma
  * (`nvme connect -t rdma`). Public NDKPI only.
  *
- *   ndknvmet [-a ADDR] [-p PORT] [-i IFNAME] [-n SUBNQN]
+ *   ndknvmet [-b ADDR] [-p PORT] [-I IF] [--nqn SUBNQN]
  *            [--ram SIZE | --file PATH] [--lba 512|4096] [-q MAX_IOQ]
  *            [-Q ENTRIES] [--mdts KIB] [-v]
  *
  * It prints one line when it listens, one per controller and queue that
  * comes and goes, and its counters when SIGINT or SIGTERM ends it: every
- * queue is disconnected first. Exit status 0, 1 when queues did not end
- * in time, 2 on a usage or setup error.
+ * queue is disconnected first. It listens on every interface of a
+ * wildcard ADDR (docs/tools.md, Servers). Exit status 0, 1 when it could
+ * not listen or queues did not end in time, 2 on a usage error.
  */
-#include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <net/if.h>
 #include "nvmet.h"
+#include "tool_server.h"
 #include "toolutil.h"
-
-#ifndef NDK_TOOLS_VERSION
-#define NDK_TOOLS_VERSION "0"
-#endif
 
 #define DEFAULT_NQN	 "nqn.2024-01.io.libndk:ndknvmet"
 #define DEFAULT_RAM	 (64ull << 20)
@@ -34,21 +30,15 @@
 #define DEFAULT_XFER_KIB 128
 #define STOP_WAIT_MS	 30000
 
-static volatile sig_atomic_t stop;
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ndknvmet [options]\n"
-		"  -a, --addr ADDR      listen on ADDR (127.0.0.1)\n"
+		"An NVMe over Fabrics RDMA target serving one namespace.\n"
+		"  -b, --bind ADDR      listen on ADDR (0.0.0.0: every interface)\n"
 		"  -p, --port PORT      port (%u)\n"
-		"  -i, --ifname IF      adapter (default: the one owning ADDR)\n"
-		"  -n, --nqn NQN        subsystem NQN (%s)\n"
+		"  -I, --interface IF   only this interface's adapter\n"
+		"      --nqn NQN        subsystem NQN (%s)\n"
 		"      --ram SIZE       namespace in RAM, k/m/g suffix (64m)\n"
 		"      --file PATH      namespace in a file or block device\n"
 		"      --lba 512|4096   block size (512)\n"
@@ -56,31 +46,25 @@ static void usage(FILE *f)
 		"  -Q, --entries N      entries per I/O queue (%u)\n"
 		"      --mdts KIB       largest transfer per command, a power "
 		"of two from 4 (%u)\n"
-		"  -v, --verbose        log commands (twice: I/O commands too)\n",
+		"  -v, --verbose        log commands (twice: I/O commands too)\n"
+		"  -h, --help           this help\n"
+		"      --version        the version\n"
+		"SIGINT or SIGTERM ends it after disconnecting every queue.\n"
+		"Exit status: 0 ok, 1 could not listen or queues did not end, 2\n"
+		"usage (docs/tools.md).\n",
 		NVMET_PORT, DEFAULT_NQN, DEFAULT_IOQ, NVMET_MAX_IOQ,
 		DEFAULT_ENTRIES, DEFAULT_XFER_KIB);
 }
 
-/* "64m", "1g", "4096": bytes, or 0 when malformed. */
-static uint64_t parse_size(const char *s)
-{
-	uint64_t v;
-
-	return tool_parse_size(s, &v) ? 0 : v;
-}
-
-static unsigned int parse_uint(const char *s, unsigned int min,
+/* A power of two from min to max, or a usage error. */
+static unsigned int parse_pow2(const char *opt, const char *s, unsigned int min,
 			       unsigned int max)
 {
-	char *end;
-	unsigned long v = strtoul(s, &end, 0);
+	unsigned int v = (unsigned int)tool_arg_count(opt, s, min, max);
 
-	if (*end || v < min || v > max) {
-		fprintf(stderr, "ndknvmet: %s: expected %u to %u\n", s, min,
-			max);
-		exit(2);
-	}
-	return (unsigned int)v;
+	if (v & (v - 1))
+		tool_usage_error("%s: a power of two, not %s", opt, s);
+	return v;
 }
 
 /* Asks every queue to end and waits for them. */
@@ -125,32 +109,42 @@ static void print_counters(struct nvmet_target *t)
 		  (unsigned long long)atomic_load(&c->write_cmds));
 }
 
+enum {
+	OPT_NQN = TOOL_OPT_FIRST,
+	OPT_RAM,
+	OPT_FILE,
+	OPT_LBA,
+	OPT_MDTS,
+};
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "addr", required_argument, NULL, 'a' },
+		{ "bind", required_argument, NULL, 'b' },
 		{ "port", required_argument, NULL, 'p' },
-		{ "ifname", required_argument, NULL, 'i' },
-		{ "nqn", required_argument, NULL, 'n' },
-		{ "ram", required_argument, NULL, 'R' },
-		{ "file", required_argument, NULL, 'F' },
-		{ "lba", required_argument, NULL, 'L' },
+		{ "interface", required_argument, NULL, 'I' },
+		{ "nqn", required_argument, NULL, OPT_NQN },
+		{ "ram", required_argument, NULL, OPT_RAM },
+		{ "file", required_argument, NULL, OPT_FILE },
+		{ "lba", required_argument, NULL, OPT_LBA },
 		{ "queues", required_argument, NULL, 'q' },
 		{ "entries", required_argument, NULL, 'Q' },
-		{ "mdts", required_argument, NULL, 'M' },
+		{ "mdts", required_argument, NULL, OPT_MDTS },
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
+		TOOL_LONG_COMMON,
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct nvmet_target t;
-	const char *addr = "127.0.0.1", *ifname = NULL, *file = NULL;
+	static struct tool_server srv;
+	const char *addr = "0.0.0.0", *file = NULL;
 	uint64_t ram = DEFAULT_RAM;
-	unsigned int port = NVMET_PORT, lba = 512, xfer_kib = DEFAULT_XFER_KIB;
+	unsigned int lba = 512, xfer_kib = DEFAULT_XFER_KIB;
+	uint16_t port = NVMET_PORT;
+	char ifname[IF_NAMESIZE];
 	struct sockaddr_storage ss;
-	struct tool_listener l;
-	struct sigaction sa;
-	NET_IFINDEX idx;
-	char buf[80];
+	struct tool_host *h;
+	NET_IFINDEX idx = 0;
+	char buf[128];
 	bool clean;
 	int op, rc;
 
@@ -159,67 +153,62 @@ int main(int argc, char **argv)
 	snprintf(t.subnqn, sizeof(t.subnqn), "%s", DEFAULT_NQN);
 	t.max_ioq = DEFAULT_IOQ;
 	t.io_qsize = DEFAULT_ENTRIES;
-	while ((op = getopt_long(argc, argv, "a:p:i:n:q:Q:vh", longopts,
-				 NULL)) != -1) {
+	while ((op = getopt_long(argc, argv, "b:p:I:q:Q:vh", longopts, NULL)) !=
+	       -1) {
 		switch (op) {
-		case 'a':
+		case 'b':
 			addr = optarg;
 			break;
 		case 'p':
-			port = parse_uint(optarg, 1, 65535);
+			port = tool_arg_port(optarg);
 			break;
-		case 'i':
-			ifname = optarg;
+		case 'I':
+			idx = tool_arg_interface(optarg, ifname);
 			break;
-		case 'n':
-			if (strlen(optarg) >= NVME_NQN_SIZE - 33) {
-				fprintf(stderr, "ndknvmet: NQN too long\n");
-				return 2;
-			}
+		case OPT_NQN:
+			if (strlen(optarg) >= NVME_NQN_SIZE - 33)
+				tool_usage_error("--nqn: too long");
 			snprintf(t.subnqn, sizeof(t.subnqn), "%s", optarg);
 			break;
-		case 'R':
-			ram = parse_size(optarg);
+		case OPT_RAM:
+			ram = tool_arg_size("--ram", optarg, 1, UINT64_MAX);
 			file = NULL;
 			break;
-		case 'F':
+		case OPT_FILE:
 			file = optarg;
 			break;
-		case 'L':
-			lba = parse_uint(optarg, 512, 4096);
-			if (lba != 512 && lba != 4096) {
-				usage(stderr);
-				return 2;
-			}
+		case OPT_LBA:
+			lba = parse_pow2("--lba", optarg, 512, 4096);
+			if (lba != 512 && lba != 4096)
+				tool_usage_error("--lba: 512 or 4096");
 			break;
 		case 'q':
-			t.max_ioq = parse_uint(optarg, 1, NVMET_MAX_IOQ);
+			t.max_ioq = (unsigned int)tool_arg_count(
+				"-q", optarg, 1, NVMET_MAX_IOQ);
 			break;
 		case 'Q':
-			t.io_qsize = parse_uint(optarg, 2, 1024);
+			t.io_qsize = (unsigned int)tool_arg_count("-Q", optarg,
+								  2, 1024);
 			break;
-		case 'M':
-			xfer_kib = parse_uint(optarg, 4, 4096);
-			if (xfer_kib & (xfer_kib - 1)) {
-				usage(stderr);
-				return 2;
-			}
+		case OPT_MDTS:
+			xfer_kib = parse_pow2("--mdts", optarg, 4, 4096);
 			break;
 		case 'v':
 			t.verbose++;
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			return TOOL_EXIT_OK;
+		case TOOL_OPT_VERSION:
+			tool_print_version();
+			return TOOL_EXIT_OK;
 		default:
-			usage(stderr);
-			return 2;
+			tool_usage_hint();
 		}
 	}
-	if (optind != argc || (!file && !ram)) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind != argc)
+		tool_usage_error("unexpected argument '%s'", argv[optind]);
+	tool_arg_addr("-b", addr, port, &ss);
 	t.max_xfer = (size_t)xfer_kib << 10;
 	for (t.mdts = 0; (4096u << t.mdts) < t.max_xfer; t.mdts++)
 		;
@@ -229,7 +218,7 @@ int main(int argc, char **argv)
 	if (rc) {
 		fprintf(stderr, "ndknvmet: namespace %s: %s\n",
 			file ? file : "in RAM", strerror(-rc));
-		return 2;
+		return TOOL_EXIT_FAIL;
 	}
 	nvmet_ns_set_ids(&t.ns, t.subnqn);
 	snprintf(t.serial, sizeof(t.serial), "%02x%02x%02x%02x%02x%02x%02x%02x",
@@ -240,51 +229,30 @@ int main(int argc, char **argv)
 	t.next_cntlid = 1;
 	t.start_ns = tool_now_ns();
 
-	if (tool_parse_addr(addr, (uint16_t)port, &ss)) {
-		fprintf(stderr, "ndknvmet: bad address %s\n", addr);
-		return 2;
+	tool_catch_signals();
+	if (tool_server_open(&srv, (struct sockaddr *)&ss, idx, NULL, NULL)) {
+		nvmet_ns_close(&t.ns);
+		return TOOL_EXIT_FAIL;
 	}
-	idx = ifname ? if_nametoindex(ifname)
-		     : tool_ifindex_of((struct sockaddr *)&ss);
-	if (!idx) {
-		fprintf(stderr, "ndknvmet: no interface %s (use -i IFNAME)\n",
-			ifname ? ifname : addr);
-		return 2;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
-	tool_host_open(&t.host, idx);
-	tool_check("NdkListen",
-		   tool_listen(t.host.ad, &l, (struct sockaddr *)&ss));
 	nvmet_log(&t,
 		  "listening on %s nqn %s, namespace 1: %s, %llu blocks of %u "
 		  "bytes; up to %u I/O queues of %u entries, %zu KiB per "
 		  "command",
-		  tool_addr_str((struct sockaddr *)&l.addr, buf, sizeof(buf)),
-		  t.subnqn, t.ns.what, (unsigned long long)t.ns.blocks, lba,
-		  t.max_ioq, t.io_qsize, t.max_xfer >> 10);
-	while (!stop) {
-		NDK_CONNECTOR *c = tool_next_incoming(&l, 200);
+		  tool_server_str(&srv, buf, sizeof(buf)), t.subnqn, t.ns.what,
+		  (unsigned long long)t.ns.blocks, lba, t.max_ioq, t.io_qsize,
+		  t.max_xfer >> 10);
+	while (!tool_stop) {
+		NDK_CONNECTOR *c = tool_server_next(&srv, 200, &h);
 
 		if (c)
-			nvmet_queue_start(&t, c);
+			nvmet_queue_start(&t, h, c);
 	}
 	/* No new requests; the ones already queued are refused. */
-	l.lis->Dispatch->NdkControlConnectEvents(l.lis, TRUE);
-	for (NDK_CONNECTOR *c; (c = tool_next_incoming(&l, 1));) {
-		c->Dispatch->NdkReject(c, NULL, 0);
-		TOOL_CLOSE(c);
-	}
+	tool_server_stop(&srv);
 	clean = stop_queues(&t);
 	print_counters(&t);
-	if (clean) {
-		tool_listener_close(&l);
-		tool_host_close(&t.host);
-	}
+	if (clean)
+		tool_server_close(&srv);
 	nvmet_ns_close(&t.ns);
-	return clean ? 0 : 1;
+	return clean ? TOOL_EXIT_OK : TOOL_EXIT_FAIL;
 }

@@ -791,12 +791,13 @@ static void *xcalloc(size_t n, size_t size)
 
 	if (!p) {
 		fprintf(stderr, "%s: out of memory\n", tool_prog);
-		exit(2);
+		exit(TOOL_EXIT_FAIL);
 	}
 	return p;
 }
 
-/* Memory, CQ, QP and posted receives; setup failures exit 2. */
+/* Memory, CQ, QP and posted receives; a setup failure exits
+ * TOOL_EXIT_FAIL. */
 static void queue_init(struct nh_ctrl *c, struct nh_queue *q, uint16_t qid,
 		       unsigned int size, size_t slot_bytes)
 {
@@ -1266,7 +1267,9 @@ static void choose_memory(struct nh_ctrl *c)
 int nh_connect(struct nh_ctrl *c)
 {
 	const struct nh_opts *o = &c->o;
-	NET_IFINDEX ifindex = tool_ifindex_of((const struct sockaddr *)&o->src);
+	NET_IFINDEX ifindex =
+		o->ifindex ? o->ifindex
+			   : tool_ifindex_of((const struct sockaddr *)&o->src);
 	unsigned int i;
 	char abuf[80];
 	int rc;

@@ -128,6 +128,7 @@ struct nh_opts {
 	bool in_capsule; /* writes in the command capsule when they fit */
 	uint32_t nsid; /* 0: the first active namespace */
 	int verbose;
+	NET_IFINDEX ifindex; /* the adapter; 0: the one that has src */
 };
 
 struct nh_ctrl {

@@ -72,7 +72,6 @@ struct nvmet_queue;
 
 /* The subsystem, its namespace and its port. */
 struct nvmet_target {
-	struct tool_host host;
 	char subnqn[NVME_NQN_SIZE];
 	char serial[21];
 	const char *firmware;
@@ -151,6 +150,7 @@ struct nvmet_slot {
 /* One NVMe queue: one NDK connection. */
 struct nvmet_queue {
 	struct nvmet_target *t;
+	struct tool_host *host; /* the adapter the host connected through */
 	struct nvmet_queue *next; /* t->queues */
 	NDK_CONNECTOR *conn;
 	NDK_QP *qp;
@@ -182,7 +182,8 @@ struct nvmet_queue {
 
 /* nvmet_queue.c */
 /* Takes an incoming connector: a thread that accepts it and serves. */
-void nvmet_queue_start(struct nvmet_target *t, NDK_CONNECTOR *c);
+void nvmet_queue_start(struct nvmet_target *t, struct tool_host *h,
+		       NDK_CONNECTOR *c);
 /* Asks a queue to disconnect and end (t->lock held). */
 void nvmet_queue_kill_locked(struct nvmet_queue *q, const char *why);
 /* Whether the command's data pointer is a keyed SGL of at least len

@@ -91,7 +91,7 @@ static const char *queue_name(const struct nvmet_queue *q, char *buf,
 static NTSTATUS queue_buf_alloc(struct nvmet_queue *q, struct tool_buf *b,
 				size_t len)
 {
-	struct tool_host *h = &q->t->host;
+	struct tool_host *h = q->host;
 	size_t alloc = (len + 4095) & ~(size_t)4095;
 	struct tool_wait w;
 	NTSTATUS st;
@@ -523,7 +523,7 @@ static int queue_check_request(struct nvmet_queue *q,
 static NTSTATUS queue_create(struct nvmet_queue *q)
 {
 	struct nvmet_target *t = q->t;
-	struct tool_host *h = &t->host;
+	struct tool_host *h = q->host;
 	ULONG iq_depth = 2 * q->depth + 2;
 	unsigned int i;
 	NTSTATUS st;
@@ -768,7 +768,8 @@ static void *queue_thread(void *arg)
 	return NULL;
 }
 
-void nvmet_queue_start(struct nvmet_target *t, NDK_CONNECTOR *c)
+void nvmet_queue_start(struct nvmet_target *t, struct tool_host *h,
+		       NDK_CONNECTOR *c)
 {
 	struct nvmet_queue *q = calloc(1, sizeof(*q));
 	pthread_attr_t attr;
@@ -780,6 +781,7 @@ void nvmet_queue_start(struct nvmet_target *t, NDK_CONNECTOR *c)
 		return;
 	}
 	q->t = t;
+	q->host = h;
 	q->conn = c;
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_cond_init(&q->cond, NULL);

@@ -4,8 +4,9 @@
  * for runs under faults (loss, duplicates, corruption, links going down,
  * peers killed). Public NDKPI only.
  *
- *   server: ndkstress -s [-b ADDR] [-p PORT]
- *   client: ndkstress [-t SECONDS] [-m MAXSIZE] [-j] HOST[:PORT]
+ *   server: ndkstress -s [-b ADDR] [-p PORT] [-I IF]
+ *   client: ndkstress [-D SECONDS] [-S MAXSIZE] [-c CONNECTIONS] [-j]
+ *                     HOST[:PORT]
  *
  * The client keeps SLOTS operations in flight, each one of: a Send of 1 B
  * to 1 MiB whose bytes the server checks; an RDMA Write of 1 B to 4 MiB
@@ -18,20 +19,20 @@
  * client flushes, collects every outstanding request, and connects again
  * until the time is up.
  *
- * Exit status 0 when no wrong byte was reported as success, no request
- * completed twice or never, and at least one operation completed; 1
- * otherwise; 2 on a usage or setup error.
+ * Exit status (docs/tools.md): 0 when no wrong byte was reported as
+ * success, no request completed twice or never, and at least one
+ * operation completed; 4 when bytes were wrong; 3 when no connection
+ * came up at all; 1 otherwise; 2 on a usage error.
  */
 #include <endian.h>
 #include <errno.h>
-#include <getopt.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "perfutil.h"
+#include "tool_server.h"
 
 #define STRESS_MAGIC 0x4e44534bu /* "NDSK" */
 #define STRESS_PORT  18517
@@ -75,17 +76,19 @@ struct stress_reply {
 	uint64_t read_base; /* READ_REGION bytes of pattern(READ_SEED) */
 };
 
-static struct tool_host host;
+static struct tool_host host; /* the client's */
 static struct {
 	bool server;
-	unsigned int seconds;
+	double seconds;
 	size_t max_size;
 	bool json;
 	uint64_t max_connections; /* -c: stop after this many (0: none) */
-	struct sockaddr_storage addr;
+	NET_IFINDEX ifindex;
+	struct sockaddr_storage addr, bind;
+	bool have_bind;
 } opt = { .seconds = 10, .max_size = MAX_RDMA };
 
-static volatile sig_atomic_t stop;
+#define stop tool_stop
 
 /* ------------------------------------------------------------------ */
 /* The byte pattern                                                   */
@@ -218,8 +221,13 @@ static VOID on_disconnect(PVOID ctx, ULONG reason)
 /* Server                                                             */
 
 struct server_session {
+	struct tool_host *host;
 	NDK_CONNECTOR *conn;
 };
+
+/* Sessions running, for the server's end. */
+static atomic_uint sessions_live;
+static atomic_ullong sessions_done, sessions_bad;
 
 /* Receive contexts are 1 .. SRV_RECVS; ACK Sends SRV_RECVS + 1 + i. */
 static void *server_session(void *arg)
@@ -229,20 +237,22 @@ static void *server_session(void *arg)
 	struct ending end = { 0 };
 	struct tool_buf recv_buf, write_buf, read_buf, ack_buf;
 	struct perf_cq cq;
+	struct tool_host *ad = s->host;
 	struct tool_wait w;
 	NDK_RESULT res[16];
 	unsigned int acks = 0, i;
+	uint64_t wrong = 0;
 	ULONG got;
 	NDK_QP *qp;
 
-	perf_cq_create(&host, &cq, 4 * QP_DEPTH, false);
-	qp = perf_qp_create(&host, &cq, QP_DEPTH);
-	tool_buf_alloc(&host, &recv_buf, (size_t)SRV_RECVS * RECV_LEN,
+	perf_cq_create(ad, &cq, 4 * QP_DEPTH, false);
+	qp = perf_qp_create(ad, &cq, QP_DEPTH);
+	tool_buf_alloc(ad, &recv_buf, (size_t)SRV_RECVS * RECV_LEN,
 		       NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-	tool_buf_alloc(&host, &write_buf, (size_t)SLOTS * MAX_RDMA,
+	tool_buf_alloc(ad, &write_buf, (size_t)SLOTS * MAX_RDMA,
 		       TOOL_MR_ALL_ACCESS);
-	tool_buf_alloc(&host, &read_buf, READ_REGION, TOOL_MR_ALL_ACCESS);
-	tool_buf_alloc(&host, &ack_buf, (size_t)SLOTS * 2 * HDR_LEN,
+	tool_buf_alloc(ad, &read_buf, READ_REGION, TOOL_MR_ALL_ACCESS);
+	tool_buf_alloc(ad, &ack_buf, (size_t)SLOTS * 2 * HDR_LEN,
 		       NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
 	pattern_fill(read_buf.mem, READ_REGION, READ_SEED, 0);
 	for (i = 0; i < SRV_RECVS; i++)
@@ -289,10 +299,12 @@ static void *server_session(void *arg)
 								MAX_RDMA,
 						h.len, h.seq, 0);
 			}
-			if (!ok)
+			if (!ok) {
 				fprintf(stderr,
 					"ndkstress: seq %llu: wrong bytes\n",
 					(unsigned long long)h.seq);
+				wrong++;
+			}
 			ab = ack_buf.mem + (acks % (2 * SLOTS)) * HDR_LEN;
 			hdr_put(ab, MSG_ACK, h.seq, 0, 0, ok);
 			if (post_send(qp, SRV_RECVS + 1 + acks % (2 * SLOTS),
@@ -323,23 +335,28 @@ out:
 	tool_buf_free(&ack_buf);
 	perf_cq_close(&cq);
 	free(s);
+	atomic_fetch_add(&sessions_done, 1);
+	if (wrong)
+		atomic_fetch_add(&sessions_bad, 1);
+	atomic_fetch_sub(&sessions_live, 1);
 	return NULL;
 }
 
 static int server_main(void)
 {
-	struct tool_listener l;
-	NET_IFINDEX idx = tool_ifindex_of((struct sockaddr *)&opt.addr);
+	static struct tool_server srv;
+	struct tool_host *h;
+	char text[128];
+	unsigned int i;
 
-	if (!idx) {
-		fprintf(stderr, "ndkstress: no interface has that address\n");
-		return 2;
-	}
-	tool_host_open(&host, idx);
-	tool_check("NdkListen",
-		   tool_listen(host.ad, &l, (struct sockaddr *)&opt.addr));
+	if (tool_server_open(&srv, (struct sockaddr *)&opt.bind, opt.ifindex,
+			     NULL, NULL))
+		return TOOL_EXIT_FAIL;
+	printf("ndkstress: listening on %s\n",
+	       tool_server_str(&srv, text, sizeof(text)));
+	fflush(stdout);
 	while (!stop) {
-		NDK_CONNECTOR *c = tool_next_incoming(&l, 500);
+		NDK_CONNECTOR *c = tool_server_next(&srv, 500, &h);
 		struct server_session *s;
 		pthread_t th;
 
@@ -351,8 +368,11 @@ static int server_main(void)
 			TOOL_CLOSE(c);
 			continue;
 		}
+		s->host = h;
 		s->conn = c;
+		atomic_fetch_add(&sessions_live, 1);
 		if (pthread_create(&th, NULL, server_session, s)) {
+			atomic_fetch_sub(&sessions_live, 1);
 			c->Dispatch->NdkReject(c, NULL, 0);
 			TOOL_CLOSE(c);
 			free(s);
@@ -360,9 +380,18 @@ static int server_main(void)
 		}
 		pthread_detach(th);
 	}
-	tool_listener_close(&l);
-	tool_host_close(&host);
-	return 0;
+	/* The sessions see stop too: they disconnect, flush and close. */
+	tool_server_stop(&srv);
+	for (i = 0; i < 600 && atomic_load(&sessions_live); i++)
+		tool_sleep_ms(100);
+	printf("ndkstress: served %llu session%s, %llu with wrong bytes\n",
+	       (unsigned long long)atomic_load(&sessions_done),
+	       atomic_load(&sessions_done) == 1 ? "" : "s",
+	       (unsigned long long)atomic_load(&sessions_bad));
+	if (atomic_load(&sessions_live))
+		return TOOL_EXIT_FAIL;
+	tool_server_close(&srv);
+	return TOOL_EXIT_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -407,6 +436,7 @@ struct client_conn {
 	struct ending end;
 	struct slot slots[SLOTS];
 	unsigned int outstanding; /* requests posted and not completed */
+	struct sockaddr_storage src_addr;
 };
 
 static VOID client_connected(PVOID ctx, NTSTATUS status)
@@ -429,7 +459,7 @@ static NTSTATUS client_connect(struct client_conn *cc)
 	tool_check("NdkCreateConnector",
 		   host.ad->Dispatch->NdkCreateConnector(host.ad, NULL, NULL,
 							 &cc->conn));
-	tool_route_source((struct sockaddr *)&opt.addr, &src);
+	src = cc->src_addr;
 	tool_wait_init(&w);
 	s = tool_wait_result(
 		&w,
@@ -760,12 +790,12 @@ static int client_main(void)
 	NET_IFINDEX idx;
 	NTSTATUS s;
 
-	if (tool_route_source((struct sockaddr *)&opt.addr, &src) ||
-	    !(idx = tool_ifindex_of((struct sockaddr *)&src))) {
-		fprintf(stderr, "ndkstress: no route to the server\n");
-		return 2;
-	}
-	deadline = t0 + (uint64_t)opt.seconds * 1000000000ull;
+	if (tool_client_local((struct sockaddr *)&opt.addr,
+			      opt.have_bind ? &opt.bind : NULL, opt.ifindex,
+			      &src, &idx))
+		return TOOL_EXIT_CONNECT;
+	cc.src_addr = src;
+	deadline = t0 + (uint64_t)(opt.seconds * 1e9);
 	tool_host_open(&host, idx);
 	perf_cq_create(&host, &cc.cq, 4 * QP_DEPTH, false);
 	tool_buf_alloc(&host, &cc.src, (size_t)SLOTS * (HDR_LEN + MAX_RDMA),
@@ -792,96 +822,115 @@ static int client_main(void)
 	tool_buf_free(&cc.ack);
 	perf_cq_close(&cc.cq);
 	tool_host_close(&host);
-	if (st.mismatches || st.unknown || st.posted != st.completed ||
+	if (st.mismatches)
+		return TOOL_EXIT_VERIFY;
+	if (!st.connections)
+		return TOOL_EXIT_CONNECT;
+	if (st.unknown || st.posted != st.completed ||
 	    !(st.ops[OP_SEND] + st.ops[OP_WRITE] + st.ops[OP_READ]))
-		return 1;
-	return 0;
+		return TOOL_EXIT_FAIL;
+	return TOOL_EXIT_OK;
 }
 
 /* ------------------------------------------------------------------ */
 
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ndkstress -s [-b ADDR] [-p PORT]        (server)\n"
-		"       ndkstress [options] HOST[:PORT]          (client)\n"
-		"  -t SECONDS  how long the client runs (10)\n"
-		"  -m SIZE     largest Write or Read (4m; Sends at most 1m)\n"
-		"  -j          JSON summary\n"
-		"  -b ADDR     server address (127.0.0.1)\n"
-		"  -p PORT     port (18517)\n"
-		"  -h          this help\n");
+		"usage: ndkstress -s [-b ADDR] [-p PORT] [-I IF]       (server)\n"
+		"       ndkstress [options] HOST[:PORT]                (client)\n"
+		"Mixed Sends, Writes and Reads with every byte and completion\n"
+		"checked, connecting again whenever a connection ends.\n"
+		"  -s, --server           serve every client, each on a thread\n"
+		"  -b, --bind ADDR        server: listen on ADDR (0.0.0.0: every\n"
+		"                         interface); client: connect from ADDR\n"
+		"  -p, --port PORT        port (%u)\n"
+		"  -I, --interface IF     only this interface's adapter\n"
+		"  -D, --duration SECS    how long the client runs (10)\n"
+		"  -S, --size BYTES       largest Write or Read (4m; Sends at\n"
+		"                         most 1m)\n"
+		"  -c, --connections N    stop after N connections (0: none)\n"
+		"  -j, --json             the summary as JSON\n"
+		"  -h, --help             this help\n"
+		"      --version          the version\n"
+		"Exit status: 0 clean, 1 a request lost or completed twice, 2\n"
+		"usage, 3 never connected, 4 wrong bytes (docs/tools.md).\n",
+		STRESS_PORT);
 }
 
 int main(int argc, char **argv)
 {
-	const char *bind_addr = "127.0.0.1";
-	unsigned int port = STRESS_PORT;
-	uint64_t v64;
+	static const struct option longopts[] = {
+		{ "server", no_argument, NULL, 's' },
+		{ "bind", required_argument, NULL, 'b' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "interface", required_argument, NULL, 'I' },
+		{ "duration", required_argument, NULL, 'D' },
+		{ "size", required_argument, NULL, 'S' },
+		{ "connections", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		TOOL_LONG_COMMON,
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *bind_addr = NULL;
+	char ifname[IF_NAMESIZE];
+	uint16_t port = STRESS_PORT;
 	int c;
 
 	tool_prog = "ndkstress";
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	while ((c = getopt(argc, argv, "st:m:c:jb:p:h")) != -1) {
+	tool_catch_signals();
+	while ((c = getopt_long(argc, argv, "sb:p:I:D:S:c:jh", longopts,
+				NULL)) != -1) {
 		switch (c) {
 		case 's':
 			opt.server = true;
-			break;
-		case 't':
-			opt.seconds = (unsigned int)strtoul(optarg, NULL, 0);
-			break;
-		case 'm':
-			if (tool_parse_size(optarg, &v64))
-				v64 = 0;
-			opt.max_size = (size_t)MIN(v64, (uint64_t)SIZE_MAX);
-			if (!opt.max_size || opt.max_size > MAX_RDMA) {
-				fprintf(stderr, "-m: 1 to 4m\n");
-				return 2;
-			}
-			break;
-		case 'c':
-			opt.max_connections = strtoull(optarg, NULL, 0);
-			break;
-		case 'j':
-			opt.json = true;
 			break;
 		case 'b':
 			bind_addr = optarg;
 			break;
 		case 'p':
-			port = (unsigned int)strtoul(optarg, NULL, 0);
+			port = tool_arg_port(optarg);
+			break;
+		case 'I':
+			opt.ifindex = tool_arg_interface(optarg, ifname);
+			break;
+		case 'D':
+			opt.seconds = tool_arg_seconds("-D", optarg, 0, 1e7);
+			break;
+		case 'S':
+			opt.max_size = (size_t)tool_arg_size("-S", optarg, 1,
+							     MAX_RDMA);
+			break;
+		case 'c':
+			opt.max_connections =
+				tool_arg_count("-c", optarg, 0, UINT64_MAX);
+			break;
+		case 'j':
+			opt.json = true;
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			return TOOL_EXIT_OK;
+		case TOOL_OPT_VERSION:
+			tool_print_version();
+			return TOOL_EXIT_OK;
 		default:
-			usage(stderr);
-			return 2;
+			tool_usage_hint();
 		}
 	}
-	if (opt.server) {
-		if (tool_parse_addr(bind_addr, (uint16_t)port, &opt.addr)) {
-			fprintf(stderr, "ndkstress: bad address %s\n",
-				bind_addr);
-			return 2;
-		}
+	if (opt.server && optind != argc)
+		tool_usage_error("a server takes no HOST");
+	if (!opt.server && optind != argc - 1)
+		tool_usage_error(optind == argc ? "HOST is missing (or -s "
+						  "for a server)"
+						: "one HOST only");
+	if (opt.server || bind_addr) {
+		tool_arg_addr("-b", bind_addr ? bind_addr : "0.0.0.0",
+			      opt.server ? port : 0, &opt.bind);
+		opt.have_bind = true;
+	}
+	if (opt.server)
 		return server_main();
-	}
-	if (optind + 1 != argc) {
-		usage(stderr);
-		return 2;
-	}
-	if (tool_parse_addr(argv[optind], (uint16_t)port, &opt.addr)) {
-		fprintf(stderr, "ndkstress: bad address %s\n", argv[optind]);
-		return 2;
-	}
+	tool_arg_addr("HOST", argv[optind], port, &opt.addr);
 	return client_main();
 }

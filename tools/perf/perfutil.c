@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Shared plumbing of ndkping and ndkperf (see perfutil.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,9 +40,9 @@ void perf_cq_close(struct perf_cq *c)
 static void perf_result_check(const NDK_RESULT *r)
 {
 	if (r->Status != STATUS_SUCCESS) {
-		fprintf(stderr, "request %p completed with %s\n",
+		fprintf(stderr, "%s: request %p completed with %s\n", tool_prog,
 			r->RequestContext, NdkStatusName(r->Status));
-		exit(2);
+		exit(TOOL_EXIT_FAIL);
 	}
 }
 
@@ -99,15 +100,21 @@ void perf_cq_abandon(struct perf_cq *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
-void perf_cq_wait_any(struct perf_cq *c)
+void perf_cq_wait_any(struct perf_cq *c, unsigned int ms)
 {
+	struct timespec ts = tool_deadline(ms);
+
 	pthread_mutex_lock(&c->lock);
 	c->notified = false;
 	pthread_mutex_unlock(&c->lock);
 	c->cq->Dispatch->NdkArmCq(c->cq, NDK_CQ_NOTIFY_ANY);
 	pthread_mutex_lock(&c->lock);
-	while (!c->notified && !atomic_load(&c->abandoned))
-		pthread_cond_wait(&c->cond, &c->lock);
+	while (!c->notified && !atomic_load(&c->abandoned)) {
+		if (!ms)
+			pthread_cond_wait(&c->cond, &c->lock);
+		else if (pthread_cond_timedwait(&c->cond, &c->lock, &ts))
+			break;
+	}
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -129,15 +136,95 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Nearest rank of n sorted samples. */
+static double sorted_percentile(const double *v, size_t n, double p)
+{
+	size_t i = (size_t)((p / 100.0) * (double)(n - 1) + 0.5);
+
+	return v[MIN(i, n - 1)];
+}
+
 double perf_percentile(double *v, size_t n, double p)
 {
-	size_t i;
-
 	if (!n)
 		return 0;
 	qsort(v, n, sizeof(*v), cmp_double);
-	i = (size_t)((p / 100.0) * (double)(n - 1) + 0.5);
-	return v[MIN(i, n - 1)];
+	return sorted_percentile(v, n, p);
+}
+
+bool perf_samples_add(struct perf_samples *s, double usec)
+{
+	size_t i = atomic_load_explicit(&s->n, memory_order_relaxed);
+	size_t c = i >> PERF_SAMPLE_CHUNK_BITS;
+
+	if (i >= PERF_SAMPLE_MAX) {
+		s->dropped++;
+		return true;
+	}
+	if (!s->chunk[c]) {
+		s->chunk[c] = malloc(sizeof(float) << PERF_SAMPLE_CHUNK_BITS);
+		if (!s->chunk[c])
+			return false;
+	}
+	s->chunk[c][i & ((1u << PERF_SAMPLE_CHUNK_BITS) - 1)] = (float)usec;
+	/* The sample (and its chunk) before the count that shows it. */
+	atomic_store_explicit(&s->n, i + 1, memory_order_release);
+	return true;
+}
+
+size_t perf_samples_count(struct perf_samples *s)
+{
+	return atomic_load_explicit(&s->n, memory_order_acquire);
+}
+
+double perf_samples_get(const struct perf_samples *s, size_t i)
+{
+	return s->chunk[i >> PERF_SAMPLE_CHUNK_BITS]
+		       [i & ((1u << PERF_SAMPLE_CHUNK_BITS) - 1)];
+}
+
+void perf_samples_copy(const struct perf_samples *s, size_t from, size_t to,
+		       double *out)
+{
+	size_t i;
+
+	for (i = from; i < to; i++)
+		*out++ = perf_samples_get(s, i);
+}
+
+void perf_samples_free(struct perf_samples *s)
+{
+	size_t c;
+
+	for (c = 0; c < PERF_SAMPLE_CHUNKS && s->chunk[c]; c++) {
+		free(s->chunk[c]);
+		s->chunk[c] = NULL;
+	}
+	atomic_store(&s->n, 0);
+}
+
+void perf_lat_stats(double *v, size_t n, struct perf_lat_stats *st)
+{
+	double sum = 0, sq = 0;
+	size_t i;
+
+	memset(st, 0, sizeof(*st));
+	st->n = n;
+	if (!n)
+		return;
+	qsort(v, n, sizeof(*v), cmp_double);
+	st->p50 = sorted_percentile(v, n, 50);
+	st->p90 = sorted_percentile(v, n, 90);
+	st->p99 = sorted_percentile(v, n, 99);
+	st->p999 = sorted_percentile(v, n, 99.9);
+	st->min = v[0];
+	st->max = v[n - 1];
+	for (i = 0; i < n; i++)
+		sum += v[i];
+	st->mean = sum / (double)n;
+	for (i = 0; i < n; i++)
+		sq += (v[i] - st->mean) * (v[i] - st->mean);
+	st->stdev = n > 1 ? sqrt(sq / (double)(n - 1)) : 0;
 }
 
 static uint8_t perf_pattern_byte(uint64_t seed, size_t off)
