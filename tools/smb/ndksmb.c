@@ -33,10 +33,9 @@
 #include "smbd.h"
 #include "toolutil.h"
 
-#define EXIT_FAIL    1
-#define EXIT_USAGE   2
-#define EXIT_CONNECT 3
-#define EXIT_DATA    4
+#define EXIT_FAIL    TOOL_EXIT_FAIL
+#define EXIT_CONNECT TOOL_EXIT_CONNECT
+#define EXIT_DATA    TOOL_EXIT_VERIFY
 
 static const char *prog = "ndksmb";
 
@@ -580,15 +579,6 @@ enum {
 	OPT_VERSION
 };
 
-static int parse_size_arg(const char *s, uint64_t *v)
-{
-	if (tool_parse_size(s, v) || !*v) {
-		fprintf(stderr, "%s: bad size '%s'\n", prog, s);
-		return -1;
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -617,8 +607,6 @@ int main(int argc, char **argv)
 	struct smb2_client *c = NULL;
 	const char *cmd, *a1, *a2;
 	char why[300], *end;
-	uint64_t v;
-	double d;
 	int op, rc, err, nargs;
 
 	tool_prog = prog;
@@ -628,13 +616,9 @@ int main(int argc, char **argv)
 	while ((op = getopt_long(argc, argv, "+p:u:S:n:jvh", lo, NULL)) != -1) {
 		switch (op) {
 		case 'p':
-			v = strtoul(optarg, &end, 10);
-			if (*end || !v || v > 65535) {
-				fprintf(stderr, "%s: bad port '%s'\n", prog,
-					optarg);
-				return EXIT_USAGE;
-			}
-			o.port = (uint16_t)v;
+			o.port = tool_arg_port(optarg);
+			if (!o.port)
+				tool_usage_error("-p: port 0");
 			break;
 		case OPT_TCP:
 			o.tcp = true;
@@ -652,42 +636,26 @@ int main(int argc, char **argv)
 			o.smb.remote_invalidate = false;
 			break;
 		case OPT_THRESH:
-			if (tool_parse_size(optarg, &v)) {
-				fprintf(stderr, "%s: bad size '%s'\n", prog,
-					optarg);
-				return EXIT_USAGE;
-			}
-			o.smb.rdma_threshold = (size_t)v;
+			o.smb.rdma_threshold = (size_t)tool_arg_size(
+				"--rdma-threshold", optarg, 0, 1ull << 30);
 			break;
 		case OPT_IOSZ:
-			if (parse_size_arg(optarg, &v) || v < 4096) {
-				fprintf(stderr,
-					"%s: --io-size wants 4k or more\n",
-					prog);
-				return EXIT_USAGE;
-			}
-			o.smb.io_size = (size_t)v;
+			o.smb.io_size = (size_t)tool_arg_size(
+				"--io-size", optarg, 4096, 1ull << 30);
 			break;
 		case 'S':
-			if (parse_size_arg(optarg, &o.size))
-				return EXIT_USAGE;
+			o.size = tool_arg_size("-S", optarg, 1, 1ull << 32);
 			break;
 		case 'n':
-			o.iterations = strtoul(optarg, &end, 10);
-			if (*end || !o.iterations) {
-				fprintf(stderr, "%s: bad count '%s'\n", prog,
-					optarg);
-				return EXIT_USAGE;
-			}
+			o.iterations = (unsigned long)tool_arg_count(
+				"-n", optarg, 1, 1000000);
 			break;
 		case OPT_TIMEOUT:
-			d = strtod(optarg, &end);
-			if (*end || d <= 0 || d > 3600) {
-				fprintf(stderr, "%s: bad timeout '%s'\n", prog,
-					optarg);
-				return EXIT_USAGE;
-			}
-			o.smb.timeout_ms = (unsigned int)(d * 1000);
+			o.smb.timeout_ms =
+				(unsigned int)(tool_arg_seconds("--timeout",
+								optarg, 0.001,
+								3600) *
+					       1000);
 			break;
 		case 'j':
 			o.json = 1;
@@ -699,19 +667,15 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case OPT_VERSION:
-			printf("%s (libndk) %s, NDKPI 2.1\n", prog,
-			       NDK_TOOLS_VERSION);
+			tool_print_version();
 			return 0;
 		default:
-			usage(stderr);
-			return EXIT_USAGE;
+			tool_usage_hint();
 		}
 	}
 	nargs = argc - optind;
-	if (nargs < 3) {
-		usage(stderr);
-		return EXIT_USAGE;
-	}
+	if (nargs < 3)
+		tool_usage_error("HOST, SHARE and a command are needed");
 	cmd = argv[optind + 2];
 	a1 = nargs > 3 ? argv[optind + 3] : NULL;
 	a2 = nargs > 4 ? argv[optind + 4] : NULL;
@@ -721,17 +685,11 @@ int main(int argc, char **argv)
 	    (!strcmp(cmd, "put") && nargs != 5) ||
 	    (!strcmp(cmd, "bench") && nargs > 4) ||
 	    (strcmp(cmd, "ls") && strcmp(cmd, "stat") && strcmp(cmd, "get") &&
-	     strcmp(cmd, "put") && strcmp(cmd, "bench"))) {
-		fprintf(stderr, "%s: bad command or operands: %s\n", prog, cmd);
-		usage(stderr);
-		return EXIT_USAGE;
-	}
+	     strcmp(cmd, "put") && strcmp(cmd, "bench")))
+		tool_usage_error("%s: unknown command or wrong operands", cmd);
 	if (!o.port)
 		o.port = o.tcp ? 445 : 5445;
-	if (tool_parse_addr(argv[optind], o.port, &o.dst)) {
-		fprintf(stderr, "%s: cannot resolve %s\n", prog, argv[optind]);
-		return EXIT_USAGE;
-	}
+	tool_arg_addr("HOST", argv[optind], o.port, &o.dst);
 	snprintf(o.host, sizeof(o.host), "%s", argv[optind]);
 	/* The UNC server name: HOST without its port. */
 	if ((end = strrchr(o.host, ':')) && !strchr(end + 1, ']') &&
