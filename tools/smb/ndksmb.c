@@ -20,6 +20,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <netdb.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -384,6 +385,13 @@ static int cmd_get(struct smb2_client *c, const struct opts *o,
 	while (!rc && off < f.size) {
 		size_t want = (size_t)MIN((uint64_t)chunk, f.size - off);
 
+		if (atomic_load(&tool_stop)) {
+			fprintf(stderr, "%s: get %s: interrupted\n", prog,
+				remote);
+			rc = EXIT_FAIL;
+			break;
+		}
+
 		if (smb2_read(c, &f, off, buf, want, &got)) {
 			rc = EXIT_FAIL;
 			break;
@@ -435,6 +443,12 @@ static int cmd_put(struct smb2_client *c, const struct opts *o,
 		return EXIT_FAIL;
 	}
 	for (;;) {
+		if (atomic_load(&tool_stop)) {
+			fprintf(stderr, "%s: put %s: interrupted\n", prog,
+				remote);
+			rc = EXIT_FAIL;
+			break;
+		}
 		n = read(fd, buf, chunk);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -485,7 +499,7 @@ static int cmd_bench(struct smb2_client *c, const struct opts *o,
 		free(dst);
 		return EXIT_FAIL;
 	}
-	for (i = 0; i < o->iterations && !rc; i++) {
+	for (i = 0; i < o->iterations && !rc && !atomic_load(&tool_stop); i++) {
 		if (smb2_open(c, remote, SMB2_OPEN_WRITE, &f)) {
 			rc = EXIT_FAIL;
 			break;
@@ -525,7 +539,7 @@ static int cmd_bench(struct smb2_client *c, const struct opts *o,
 		json_begin_object(&j, NULL);
 		json_string(&j, "command", "bench");
 		json_uint(&j, "size", len);
-		json_uint(&j, "iterations", o->iterations);
+		json_uint(&j, "iterations", i);
 		json_uint(&j, "write_usec", (unsigned long long)(wsec * 1e6));
 		json_uint(&j, "read_usec", (unsigned long long)(rsec * 1e6));
 		json_uint(&j, "rdma_reads", s->rdma_reads);
@@ -534,9 +548,9 @@ static int cmd_bench(struct smb2_client *c, const struct opts *o,
 		json_finish(&j);
 	} else {
 		printf("bench %s: %lu x %zu bytes: write %.1f MB/s, read %.1f MB/s, verified\n",
-		       remote, o->iterations, len,
-		       wsec > 0 ? (double)len * o->iterations / wsec / 1e6 : 0,
-		       rsec > 0 ? (double)len * o->iterations / rsec / 1e6 : 0);
+		       remote, i, len,
+		       wsec > 0 ? (double)len * i / wsec / 1e6 : 0,
+		       rsec > 0 ? (double)len * i / rsec / 1e6 : 0);
 	}
 	return 0;
 }
@@ -699,6 +713,8 @@ int main(int argc, char **argv)
 	o.smb.server = o.host;
 	o.smb.share = o.share;
 	o.smb.password = getenv("NDKSMB_PASSWORD");
+	/* SIGINT/SIGTERM end a transfer between requests, cleanly. */
+	tool_catch_signals();
 	o.smb.verbose = o.verbose;
 	o.verbose = o.verbose;
 
