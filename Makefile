@@ -5,7 +5,7 @@
 BUILD ?= build
 CMAKE_FLAGS ?=
 DEPS := cmake ninja-build pkg-config gcc g++ clang libcmocka-dev iproute2 \
-	tshark clang-format python3 librdmacm-dev libibverbs-dev nftables \
+	tshark clang-format python3 librdmacm-dev libibverbs-dev nftables nettle-dev \
 	$(VM_DEPS)
 # The interop guest (tests/interop/vm/ndkvm): qemu, and what builds siw.ko
 # and the image.
