@@ -2021,7 +2021,9 @@ static const struct announced_row {
 	  false, false },
 	{ "ACCEPTING.Disconnect", AOR, "STATUS_PENDING/STATUS_SUCCESS", false,
 	  false },
-	{ "ABANDONED.PeerAcceptCompletionOnClose", AOR, "STATUS_SUCCESS", false,
+	/* The close races the kernel CM's established event, which
+	 * completes the Accept: either may come first. */
+	{ "ABANDONED.PeerAcceptCompletionOnClose", AOR, "STATUS_SUCCESS", true,
 	  false },
 	{ "TIMED_OUT.PeerAcceptCompletion", AOR, "STATUS_SUCCESS", false,
 	  false },
