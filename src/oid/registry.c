@@ -2,7 +2,7 @@
 /*
  * The machine-wide registry of endpoints, connections and counters (see
  * registry.h for the files). A process writes only in its user's
- * directory, serialized by reg_lock. Readers copy every user's files
+ * directory, serialized by ndk_reg_lock. Readers copy every user's files
  * with pread(), never map them (a mapping of a file its owner can
  * truncate faults), and check every field before use: another user's
  * file is untrusted input (docs/security.md, Local users).
@@ -27,6 +27,7 @@
 #include "core/compiler.h"
 #include "core/log.h"
 #include "oid/registry.h"
+#include "oid/registry_int.h"
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71
@@ -42,10 +43,6 @@
 /* Re-reads a reader spends on the unsettled slots of one file: a writer
  * that died mid-update, or a file made to look like one, costs no more. */
 #define REG_RETRY_BUDGET 1024u
-/* Re-reads of one counter that keeps changing under a reader. */
-#define CTR_RETRIES 4u
-/* Files and directories that only their owner may change. */
-#define NOT_OURS_BITS ((mode_t)(S_IWGRP | S_IWOTH))
 
 _Static_assert(NDK_REG_W_END <= REG_SLOT_WORDS, "entry fits a slot");
 _Static_assert(sizeof(struct ndk_reg_header) <= NDK_REG_HEADER_SIZE, "header");
@@ -60,14 +57,9 @@ struct reg_slot {
 	_Atomic uint32_t w[REG_SLOT_WORDS];
 };
 
-struct ndk_reg_counters {
-	void *map;
-	_Atomic uint64_t *ctr;
-};
-
 /* This process's file, created on the first publication, and its user's
  * directory. */
-static struct ndk_lock reg_lock = NDK_LOCK_INITIALIZER(NDK_LOCK_OID);
+struct ndk_lock ndk_reg_lock = NDK_LOCK_INITIALIZER(NDK_LOCK_OID);
 static int reg_fd = -1;
 static void *reg_map;
 static pid_t reg_owner;
@@ -80,14 +72,14 @@ static uint32_t *reg_free; /* stack of withdrawn slots */
 static size_t reg_nfree, reg_free_cap;
 static bool reg_atfork_done;
 
-static const char *reg_dir(void)
+const char *ndk_reg_dir(void)
 {
 	const char *d = getenv("NDK_RUNTIME_DIR");
 
 	return d && *d ? d : REG_DIR_DEFAULT;
 }
 
-static uint64_t reg_nonce(void)
+uint64_t ndk_reg_nonce(void)
 {
 	uint64_t nonce;
 
@@ -105,7 +97,7 @@ static uint64_t reg_nonce(void)
  */
 static int top_open(bool create)
 {
-	const char *d = reg_dir();
+	const char *d = ndk_reg_dir();
 	bool made = create && mkdir(d, 01777) == 0;
 	struct stat st;
 	int fd;
@@ -125,7 +117,7 @@ static int top_open(bool create)
 static bool user_dir_ok(const struct stat *st, uid_t uid)
 {
 	return S_ISDIR(st->st_mode) && st->st_uid == uid &&
-	       !(st->st_mode & NOT_OURS_BITS);
+	       !(st->st_mode & NDK_REG_NOT_OURS);
 }
 
 /* Opens (making it if need be) top's entry name as uid's directory. */
@@ -140,7 +132,7 @@ static int user_dir_open(int top, const char *name, uid_t uid)
 	if (fd < 0)
 		return -errno;
 	if (!fstat(fd, &st) && S_ISDIR(st.st_mode) && st.st_uid == uid &&
-	    (st.st_mode & NOT_OURS_BITS))
+	    (st.st_mode & NDK_REG_NOT_OURS))
 		fchmod(fd, st.st_mode & 0755);
 	if (fstat(fd, &st) || !user_dir_ok(&st, uid)) {
 		close(fd);
@@ -183,20 +175,20 @@ static int user_dir_fallback(int top, uid_t uid)
 		closedir(dir);
 	if (fd >= 0)
 		return fd;
-	snprintf(name, sizeof(name), "%s%016" PRIx64, prefix, reg_nonce());
+	snprintf(name, sizeof(name), "%s%016" PRIx64, prefix, ndk_reg_nonce());
 	return user_dir_open(top, name, uid);
 }
 
-/* reg_lock held: this process's user's directory (its effective uid's:
+/* ndk_reg_lock held: this process's user's directory (its effective uid's:
  * a process that changes it gets the new user's). */
-static int own_dir_locked(void)
+int ndk_reg_own_dir_locked(void)
 {
 	uid_t uid = geteuid();
 	char name[32];
 	int top, fd;
 
-	NDK_ASSERT_LOCKED(&reg_lock);
-	if (own_dirfd >= 0 && own_uid == uid && !strcmp(own_top, reg_dir()))
+	NDK_ASSERT_LOCKED(&ndk_reg_lock);
+	if (own_dirfd >= 0 && own_uid == uid && !strcmp(own_top, ndk_reg_dir()))
 		return own_dirfd;
 	top = top_open(true);
 	if (top < 0)
@@ -212,7 +204,7 @@ static int own_dir_locked(void)
 		close(own_dirfd);
 	own_dirfd = fd;
 	own_uid = uid;
-	snprintf(own_top, sizeof(own_top), "%s", reg_dir());
+	snprintf(own_top, sizeof(own_top), "%s", ndk_reg_dir());
 	return fd;
 }
 
@@ -221,8 +213,8 @@ static int own_dir_locked(void)
  * reading: a regular file of the directory's owner, never through a
  * symlink, never blocking on a FIFO. -1 for anything else.
  */
-static int user_file_open(int dirfd, const char *name, const struct stat *dir,
-			  struct stat *st)
+int ndk_reg_user_file_open(int dirfd, const char *name, const struct stat *dir,
+			   struct stat *st)
 {
 	int fd = openat(dirfd, name,
 			O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -242,7 +234,7 @@ typedef int (*user_dir_fn)(int dirfd, const struct stat *dir, void *arg);
 
 /* Every user's directory in the runtime directory (there may be none):
  * 0, or what fn returned to stop. */
-static int for_each_user_dir(user_dir_fn fn, void *arg)
+int ndk_reg_for_each_user_dir(ndk_reg_user_dir_fn fn, void *arg)
 {
 	struct dirent *d;
 	struct stat st;
@@ -364,7 +356,7 @@ static void words_put(struct reg_slot *s, unsigned int w, const void *src,
 				      memory_order_release);
 }
 
-/* Writer side of the sequence lock (reg_lock held). */
+/* Writer side of the sequence lock (ndk_reg_lock held). */
 static void reg_slot_write(struct reg_slot *s, const struct ndk_reg_entry *e)
 {
 	uint32_t seq = atomic_load_explicit(&s->w[NDK_REG_W_SEQ],
@@ -445,7 +437,7 @@ static bool reg_slot_parse(const uint32_t *w, uint32_t pid,
 
 static void reg_forget_locked(void)
 {
-	NDK_ASSERT_LOCKED(&reg_lock);
+	NDK_ASSERT_LOCKED(&ndk_reg_lock);
 	if (reg_map)
 		munmap(reg_map, REG_FILE_SIZE);
 	if (reg_fd >= 0)
@@ -462,10 +454,10 @@ static void reg_forget_locked(void)
  * entries stay the parent's, and the child makes its own file. */
 static void reg_atfork_child(void)
 {
-	ndk_lock_init(&reg_lock, NDK_LOCK_OID);
-	ndk_lock(&reg_lock);
+	ndk_lock_init(&ndk_reg_lock, NDK_LOCK_OID);
+	ndk_lock(&ndk_reg_lock);
 	reg_forget_locked();
-	ndk_unlock(&reg_lock);
+	ndk_unlock(&ndk_reg_lock);
 }
 
 /* The file goes with the process when it exits normally; after a crash
@@ -480,13 +472,13 @@ static int reg_create_locked(void)
 {
 	struct ndk_reg_header *h;
 	char tmp_name[sizeof(reg_name)];
-	uint64_t nonce = reg_nonce();
+	uint64_t nonce = ndk_reg_nonce();
 	int dirfd, fd, ret;
 	void *map;
 
-	NDK_ASSERT_LOCKED(&reg_lock);
+	NDK_ASSERT_LOCKED(&ndk_reg_lock);
 
-	dirfd = own_dir_locked();
+	dirfd = ndk_reg_own_dir_locked();
 	if (dirfd < 0)
 		return dirfd;
 	dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
@@ -553,7 +545,7 @@ int ndk_reg_publish(struct ndk_reg_entry *e)
 	uint32_t slot;
 	int ret = 0;
 
-	ndk_lock(&reg_lock);
+	ndk_lock(&ndk_reg_lock);
 	if (!reg_map)
 		ret = reg_create_locked();
 	/* The file's owner is this process (a forked child makes its own):
@@ -563,7 +555,7 @@ int ndk_reg_publish(struct ndk_reg_entry *e)
 		if (!warned)
 			ndk_warn("registry %s unusable (%s): endpoints and "
 				 "connections are not listed",
-				 reg_dir(), strerror(-ret));
+				 ndk_reg_dir(), strerror(-ret));
 		warned = true;
 		goto out;
 	}
@@ -584,7 +576,7 @@ int ndk_reg_publish(struct ndk_reg_entry *e)
 				      memory_order_release);
 	ret = (int)slot;
 out:
-	ndk_unlock(&reg_lock);
+	ndk_unlock(&ndk_reg_lock);
 	return ret;
 }
 
@@ -594,7 +586,7 @@ void ndk_reg_withdraw(int slot)
 
 	if (slot < 0)
 		return;
-	ndk_lock(&reg_lock);
+	ndk_lock(&ndk_reg_lock);
 	/* After a fork the slot belongs to the parent's file. */
 	if (!reg_map || (uint32_t)slot >= NDK_REG_CAPACITY)
 		goto out;
@@ -610,7 +602,7 @@ void ndk_reg_withdraw(int slot)
 	}
 	reg_free[reg_nfree++] = (uint32_t)slot;
 out:
-	ndk_unlock(&reg_lock);
+	ndk_unlock(&ndk_reg_lock);
 }
 
 /* ------------------------------------------------------------------ */
@@ -667,7 +659,7 @@ static bool pid_of_user(uint32_t pid, uid_t uid)
 }
 
 /* Reads exactly len bytes at off; false if fewer are there. */
-static bool pread_all(int fd, void *buf, size_t len, off_t off)
+bool ndk_reg_pread_all(int fd, void *buf, size_t len, off_t off)
 {
 	ssize_t n;
 
@@ -731,7 +723,7 @@ static int reg_scan_file(int dirfd, const struct stat *dir, const char *name,
 
 	if (!pid)
 		return 0;
-	fd = user_file_open(dirfd, name, dir, &st);
+	fd = ndk_reg_user_file_open(dirfd, name, dir, &st);
 	if (fd < 0)
 		return 0; /* reaped meanwhile, or not a registry file */
 	if (!flock(fd, LOCK_SH | LOCK_NB)) {
@@ -739,7 +731,7 @@ static int reg_scan_file(int dirfd, const struct stat *dir, const char *name,
 		goto out;
 	}
 	if (errno != EWOULDBLOCK || st.st_size < (off_t)NDK_REG_HEADER_SIZE ||
-	    !pread_all(fd, &h, sizeof(h), 0))
+	    !ndk_reg_pread_all(fd, &h, sizeof(h), 0))
 		goto out;
 	n = atomic_load_explicit(&h.high_water, memory_order_relaxed);
 	if (h.magic != NDK_REG_MAGIC || h.version != NDK_REG_VERSION ||
@@ -754,8 +746,10 @@ static int reg_scan_file(int dirfd, const struct stat *dir, const char *name,
 		off = (off_t)(NDK_REG_HEADER_SIZE +
 			      (size_t)i * NDK_REG_SLOT_SIZE);
 		/* Cut short (truncated meanwhile): nothing more to read. */
-		if (!pread_all(fd, s->copy[0], k * NDK_REG_SLOT_SIZE, off) ||
-		    !pread_all(fd, s->copy[1], k * NDK_REG_SLOT_SIZE, off))
+		if (!ndk_reg_pread_all(fd, s->copy[0], k * NDK_REG_SLOT_SIZE,
+				       off) ||
+		    !ndk_reg_pread_all(fd, s->copy[1], k * NDK_REG_SLOT_SIZE,
+				       off))
 			break;
 		for (j = 0; j < k && !ret; j++) {
 			const uint32_t *a = s->copy[0] + j * REG_SLOT_WORDS;
@@ -769,10 +763,12 @@ static int reg_scan_file(int dirfd, const struct stat *dir, const char *name,
 						   (off_t)j * NDK_REG_SLOT_SIZE;
 
 					sched_yield();
-					if (!pread_all(fd, one[0],
-						       NDK_REG_SLOT_SIZE, so) ||
-					    !pread_all(fd, one[1],
-						       NDK_REG_SLOT_SIZE, so))
+					if (!ndk_reg_pread_all(
+						    fd, one[0],
+						    NDK_REG_SLOT_SIZE, so) ||
+					    !ndk_reg_pread_all(
+						    fd, one[1],
+						    NDK_REG_SLOT_SIZE, so))
 						break;
 					if (slot_settled(one[0], one[1]))
 						a = one[0];
@@ -828,183 +824,7 @@ int ndk_reg_scan(uint64_t netns, uint32_t ifindex, ndk_reg_visit_fn fn,
 	if (!s.copy[0])
 		return -ENOMEM;
 	s.copy[1] = s.copy[0] + REG_BATCH * REG_SLOT_WORDS;
-	ret = for_each_user_dir(reg_scan_dir, &s);
+	ret = ndk_reg_for_each_user_dir(reg_scan_dir, &s);
 	free(s.copy[0]);
 	return ret;
-}
-
-/* ------------------------------------------------------------------ */
-/* Counters                                                           */
-
-static void ctr_name(char *buf, size_t len, uint64_t netns, uint32_t ifindex)
-{
-	snprintf(buf, len, "c.%016" PRIx64 ".%u", netns, ifindex);
-}
-
-/* Creates the file fully initialised under a temporary name, then links
- * it in place: a reader never sees a half-made counter file. */
-static int ctr_create(int dirfd, const char *name, uint64_t netns,
-		      uint32_t ifindex)
-{
-	struct ndk_ctr_header h = {
-		.magic = NDK_CTR_MAGIC,
-		.version = NDK_REG_VERSION,
-		.ifindex = ifindex,
-		.netns = netns,
-	};
-	char tmp[96];
-	int fd, ret = 0;
-
-	snprintf(tmp, sizeof(tmp), "%s.t%016" PRIx64, name, reg_nonce());
-	fd = openat(dirfd, tmp,
-		    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	/* The user's processes count into it; others only read it. */
-	if (ftruncate(fd, NDK_CTR_FILE_SIZE) ||
-	    pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
-	    fchmod(fd, 0644) ||
-	    (linkat(dirfd, tmp, dirfd, name, 0) && errno != EEXIST))
-		ret = -errno;
-	close(fd);
-	unlinkat(dirfd, tmp, 0);
-	return ret;
-}
-
-/* This user's counters file of the interface, mapped for counting: only
- * a regular file of ours that nobody else may write. */
-static void *ctr_map(int dirfd, const char *name, uint64_t netns,
-		     uint32_t ifindex)
-{
-	const struct ndk_ctr_header *h;
-	struct stat st;
-	void *map;
-	int fd;
-
-	fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & NOT_OURS_BITS) ||
-	    st.st_size < (off_t)NDK_CTR_FILE_SIZE) {
-		close(fd);
-		return NULL;
-	}
-	map = mmap(NULL, NDK_CTR_FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
-		   fd, 0);
-	close(fd);
-	if (map == MAP_FAILED)
-		return NULL;
-	h = map;
-	if (h->magic != NDK_CTR_MAGIC || h->version != NDK_REG_VERSION ||
-	    h->netns != netns || h->ifindex != ifindex) {
-		munmap(map, NDK_CTR_FILE_SIZE);
-		return NULL;
-	}
-	return map;
-}
-
-struct ndk_reg_counters *ndk_reg_counters_open(uint64_t netns, uint32_t ifindex)
-{
-	struct ndk_reg_counters *ctrs;
-	void *map = NULL;
-	char name[64];
-	int dirfd;
-
-	ctr_name(name, sizeof(name), netns, ifindex);
-	ndk_lock(&reg_lock);
-	dirfd = own_dir_locked();
-	if (dirfd >= 0) {
-		map = ctr_map(dirfd, name, netns, ifindex);
-		if (!map && !ctr_create(dirfd, name, netns, ifindex))
-			map = ctr_map(dirfd, name, netns, ifindex);
-	}
-	ndk_unlock(&reg_lock);
-	if (!map) {
-		ndk_warn("counters of ifindex %u unavailable in %s", ifindex,
-			 reg_dir());
-		return NULL;
-	}
-	ctrs = calloc(1, sizeof(*ctrs));
-	if (!ctrs) {
-		munmap(map, NDK_CTR_FILE_SIZE);
-		return NULL;
-	}
-	ctrs->map = map;
-	ctrs->ctr = (_Atomic uint64_t *)((char *)map + NDK_CTR_HEADER_SIZE);
-	return ctrs;
-}
-
-void ndk_reg_counters_close(struct ndk_reg_counters *ctrs)
-{
-	if (!ctrs)
-		return;
-	munmap(ctrs->map, NDK_CTR_FILE_SIZE);
-	free(ctrs);
-}
-
-void ndk_reg_count(struct ndk_reg_counters *ctrs, unsigned int index,
-		   uint64_t n)
-{
-	if (ctrs && index < NDK_CTR_COUNT)
-		atomic_fetch_add_explicit(&ctrs->ctr[index], n,
-					  memory_order_relaxed);
-}
-
-struct ctr_sum {
-	char name[64];
-	uint64_t netns;
-	uint32_t ifindex;
-	uint64_t *out;
-};
-
-/*
- * One user's counters of the interface, added to the sum. Each counter is
- * taken when two reads agree (a copy may tear a value being added to);
- * one that keeps moving is taken as last read.
- */
-static int ctr_add_user(int dirfd, const struct stat *dir, void *arg)
-{
-	struct ctr_sum *s = arg;
-	uint64_t a[NDK_CTR_COUNT], b[NDK_CTR_COUNT], v;
-	struct ndk_ctr_header h;
-	struct stat st;
-	unsigned int i, tries;
-	off_t off;
-	int fd;
-
-	fd = user_file_open(dirfd, s->name, dir, &st);
-	if (fd < 0)
-		return 0;
-	if (st.st_size < (off_t)NDK_CTR_FILE_SIZE ||
-	    !pread_all(fd, &h, sizeof(h), 0) || h.magic != NDK_CTR_MAGIC ||
-	    h.version != NDK_REG_VERSION || h.netns != s->netns ||
-	    h.ifindex != s->ifindex ||
-	    !pread_all(fd, a, sizeof(a), NDK_CTR_HEADER_SIZE) ||
-	    !pread_all(fd, b, sizeof(b), NDK_CTR_HEADER_SIZE))
-		goto out;
-	for (i = 0; i < NDK_CTR_COUNT; i++) {
-		off = (off_t)(NDK_CTR_HEADER_SIZE + i * sizeof(v));
-		for (tries = 0; a[i] != b[i] && tries < CTR_RETRIES; tries++) {
-			a[i] = b[i];
-			if (!pread_all(fd, &b[i], sizeof(v), off))
-				goto out;
-		}
-		/* Saturating: one user's file cannot wrap the sum. */
-		v = s->out[i] + b[i];
-		s->out[i] = v < s->out[i] ? UINT64_MAX : v;
-	}
-out:
-	close(fd);
-	return 0;
-}
-
-void ndk_reg_counters_read(uint64_t netns, uint32_t ifindex,
-			   uint64_t out[NDK_CTR_COUNT])
-{
-	struct ctr_sum s = { .netns = netns, .ifindex = ifindex, .out = out };
-
-	memset(out, 0, NDK_CTR_COUNT * sizeof(out[0]));
-	ctr_name(s.name, sizeof(s.name), netns, ifindex);
-	for_each_user_dir(ctr_add_user, &s);
 }
