@@ -175,6 +175,8 @@ static void rx_trailer_done(struct fpdu_rx *rx, struct fpdu_ev *ev)
 	ev->hdr = &rx->ddp;
 	ev->crc_ok = ok;
 	ev->last = rx->ddp.last;
+	if (rx->body_in)
+		ev->read_req = rx->read_req;
 	rx->state = FPDU_RX_HDR;
 	rx->have = 0;
 	rx->want = MPA_FPDU_HDR_LEN;

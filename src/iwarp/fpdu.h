@@ -79,7 +79,9 @@ enum fpdu_ev_type {
  * ulpdu_len	HEADER: ULPDU_Length, header (and body) included.
  * payload_len	HEADER: payload bytes after the header (0 for a Read
  *		Request); PAYLOAD events sum up to exactly this.
- * read_req	HEADER of a Read Request: its body, decoded.
+ * read_req	HEADER and END of a Read Request: its body, decoded. Nothing
+ *		in a HEADER is checked against the CRC yet: act on a Read
+ *		Request at its END, once crc_ok says it arrived intact.
  * data, len	PAYLOAD: len > 0 bytes at data, inside the buf passed to
  *		this step. Never copied: handle them before the next step.
  * offset	PAYLOAD: where data sits in this FPDU's payload. The DDP

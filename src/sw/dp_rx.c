@@ -35,6 +35,7 @@ enum rx_target {
 	RX_SEND, /* a receive's SGE list at MO */
 	RX_WRITE, /* a remote-writable STag range */
 	RX_READ_RESP, /* the oldest outstanding Read's SGE list */
+	RX_READ_REQ, /* nothing: served at its END, once the CRC held */
 	RX_TERMINATE, /* collected, then parsed */
 	RX_DISCARD, /* zero-length RTR leftovers */
 	RX_SEND_DROP, /* the rest of a Send whose receive NdkFlush cancelled */
@@ -55,6 +56,20 @@ struct sw_dp_rx {
 	/* Write / Read Response placement. */
 	struct sw_stag_ref ref;
 	bool have_ref;
+	/*
+	 * A Write FPDU's header is only known good once its CRC is: one with
+	 * a damaged TO would place its payload elsewhere in the MR, over
+	 * bytes the consumer may be reading. So a Write FPDU is placed as
+	 * it arrives only when it continues the Write whose last FPDU
+	 * passed its CRC (same STag, the next TO, no longer); any other is
+	 * held in hold[] and placed at its END, once the CRC holds.
+	 */
+	bool holding;
+	bool next_valid;
+	uint32_t next_stag;
+	uint64_t next_to;
+	uint16_t next_max; /* a longer one may have a damaged length */
+	uint8_t *hold; /* MPA_ULPDU_MAX bytes, allocated on first use */
 	/* FPDUs in a row with a small payload since the last large one:
 	 * while few, headers are read with a short read so that a large
 	 * payload behind them is received in place (a large message ends
@@ -181,6 +196,9 @@ static int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
 
 	rx->hdr = *h;
 	rx->target = RX_NONE;
+	rx->holding = false;
+	if (h->opcode != RDMAP_WRITE)
+		rx->next_valid = false;
 	switch (h->opcode) {
 	case RDMAP_SEND:
 	case RDMAP_SEND_SE:
@@ -235,6 +253,17 @@ static int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
 			return rx_fail_stag(dp, ret, false);
 		rx->have_ref = true;
 		rx->target = RX_WRITE;
+		rx->holding = dp->crc &&
+			      !(rx->next_valid && h->stag == rx->next_stag &&
+				h->to == rx->next_to &&
+				ev->payload_len <= rx->next_max);
+		if (rx->holding && !rx->hold) {
+			rx->hold = malloc(MPA_ULPDU_MAX);
+			if (!rx->hold)
+				return rx_fail(dp, TERM_LAYER_LLP,
+					       LLP_ETYPE_MPA,
+					       MPA_ECODE_LOCAL_CATASTROPHIC);
+		}
 		return 0;
 	case RDMAP_READ_RESP: {
 		struct sw_wqe *w;
@@ -267,44 +296,11 @@ static int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
 		rx->target = RX_READ_RESP;
 		return 0;
 	}
-	case RDMAP_READ_REQ: {
-		const struct rdmap_read_req *rr = &ev->read_req;
-		struct sw_irqe *e;
-
-		if (h->msn != rx->msn_readreq)
-			return rx_fail(dp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
-				       DDP_UNTAGGED_MSN_RANGE);
-		rx->msn_readreq++;
-		/* Checked at the data source before anything is sent. */
-		if (rr->size) {
-			ret = sw_stag_lookup(sw_stags(dp->ad), rr->src_stag,
-					     dp->qp.pd_id, rr->src_to, rr->size,
-					     SW_ACCESS_REMOTE_READ, NULL,
-					     &addr);
-			if (ret)
-				return rx_fail_stag(dp, ret, true);
-		}
-		ndk_lock(&dp->lock);
-		/* More Reads in flight than our IRD allows (RFC 5040 6.6). */
-		if (!dp->ird || dp->irq.tail - dp->irq.head >= dp->ird) {
-			ndk_unlock(&dp->lock);
-			return rx_fail(dp, TERM_LAYER_RDMAP,
-				       RDMAP_ETYPE_REMOTE_OP,
-				       RDMAP_ECODE_CATASTROPHIC_STREAM);
-		}
-		e = &dp->irq.ring[dp->irq.tail % MAX(dp->ird, 1u)];
-		e->sink_stag = rr->sink_stag;
-		e->sink_to = rr->sink_to;
-		e->src_stag = rr->src_stag;
-		e->src_to = rr->src_to;
-		e->length = rr->size;
-		e->sent = 0;
-		dp->irq.tail++;
-		dp->rx_wants_tx =
-			true; /* the response goes out after the pass */
-		ndk_unlock(&dp->lock);
+	case RDMAP_READ_REQ:
+		/* Not served before its CRC is checked: a corrupted size or
+		 * address would send the wrong bytes. */
+		rx->target = RX_READ_REQ;
 		return 0;
-	}
 	case RDMAP_TERMINATE:
 		rx->target = RX_TERMINATE;
 		rx->term_len = 0;
@@ -405,6 +401,10 @@ static int rx_payload(struct sw_dp *dp, const struct fpdu_ev *ev)
 			rx->recv_overflow = true; /* completes with an error */
 		return 0;
 	case RX_WRITE:
+		if (rx->holding) {
+			memcpy(rx->hold + ev->offset, ev->data, ev->len);
+			return 0;
+		}
 		/* In ascending address order, as the bytes arrive. */
 		return sw_stag_ref_write(&rx->ref,
 					 rx->hdr.to + ev->offset - rx->ref.va,
@@ -459,10 +459,64 @@ static int rx_payload_placed(struct sw_dp *dp, const struct fpdu_ev *ev)
 	return 0;
 }
 
+/* A Read Request whose CRC held: checked at the data source, then queued
+ * for the TX side to answer (RFC 5040 4.4). */
+static int rx_read_req(struct sw_dp *dp, const struct fpdu_ev *ev)
+{
+	const struct rdmap_read_req *rr = &ev->read_req;
+	struct sw_dp_rx *rx = dp->rx;
+	struct sw_irqe *e;
+	void *addr;
+	int ret;
+
+	if (rx->hdr.msn != rx->msn_readreq)
+		return rx_fail(dp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+			       DDP_UNTAGGED_MSN_RANGE);
+	rx->msn_readreq++;
+	if (rr->size) {
+		ret = sw_stag_lookup(sw_stags(dp->ad), rr->src_stag,
+				     dp->qp.pd_id, rr->src_to, rr->size,
+				     SW_ACCESS_REMOTE_READ, NULL, &addr);
+		if (ret)
+			return rx_fail_stag(dp, ret, true);
+	}
+	ndk_lock(&dp->lock);
+	/* More Reads in flight than our IRD allows (RFC 5040 6.6). */
+	if (!dp->ird || dp->irq.tail - dp->irq.head >= dp->ird) {
+		ndk_unlock(&dp->lock);
+		return rx_fail(dp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_CATASTROPHIC_STREAM);
+	}
+	e = &dp->irq.ring[dp->irq.tail % MAX(dp->ird, 1u)];
+	e->sink_stag = rr->sink_stag;
+	e->sink_to = rr->sink_to;
+	e->src_stag = rr->src_stag;
+	e->src_to = rr->src_to;
+	e->length = rr->size;
+	e->sent = 0;
+	dp->irq.tail++;
+	dp->rx_wants_tx = true; /* the response goes out after the pass */
+	ndk_unlock(&dp->lock);
+	return 0;
+}
+
 static int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
 {
 	struct sw_dp_rx *rx = dp->rx;
+	int err = 0;
 
+	if (rx->target == RX_WRITE) {
+		if (ev->crc_ok && rx->holding &&
+		    sw_stag_ref_write(&rx->ref, rx->hdr.to - rx->ref.va,
+				      rx->hold, rx->parser.payload_len))
+			err = rx_fail(dp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+				      DDP_TAGGED_BASE_BOUNDS);
+		/* The next FPDU of this Write may be placed as it comes. */
+		rx->next_valid = ev->crc_ok && !ev->last;
+		rx->next_stag = rx->hdr.stag;
+		rx->next_to = rx->hdr.to + rx->parser.payload_len;
+		rx->next_max = rx->parser.payload_len;
+	}
 	if (rx->have_ref) {
 		sw_stag_put(&rx->ref);
 		rx->have_ref = false;
@@ -470,6 +524,8 @@ static int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
 	if (!ev->crc_ok)
 		return rx_fail(dp, TERM_LAYER_LLP, LLP_ETYPE_MPA,
 			       MPA_ECODE_CRC);
+	if (err)
+		return err;
 	switch (rx->target) {
 	case RX_SEND:
 		rx->recv_bytes = rx->hdr.mo + (uint32_t)rx->parser.payload_len;
@@ -520,13 +576,27 @@ static int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
 		return 0;
 	case RX_READ_RESP:
 		if (ev->last) {
+			struct sw_wqe *w;
+
 			ndk_lock(&dp->lock);
+			w = orq_head(dp);
+			if (w && w->done_bytes != w->length) {
+				/* Shorter than the size requested: the rest
+				 * of the sink holds old bytes, which must not
+				 * complete as read. */
+				ndk_unlock(&dp->lock);
+				return rx_fail(dp, TERM_LAYER_RDMAP,
+					       RDMAP_ETYPE_REMOTE_OP,
+					       RDMAP_ECODE_CATASTROPHIC_STREAM);
+			}
 			orq_retire(dp, STATUS_SUCCESS);
 			/* It completes, and Reads waiting for ORQ room go. */
 			dp->rx_wants_tx = true;
 			ndk_unlock(&dp->lock);
 		}
 		return 0;
+	case RX_READ_REQ:
+		return rx_read_req(dp, ev);
 	case RX_TERMINATE: {
 		struct rdmap_term t;
 		int parsed =
@@ -694,6 +764,13 @@ static bool direct_target(struct sw_dp *dp, struct rx_direct *d)
 		return false;
 	switch (rx->target) {
 	case RX_WRITE:
+		if (rx->holding) {
+			d->iov[0].iov_base = rx->hold + off;
+			d->iov[0].iov_len = (size_t)left;
+			d->niov = 1;
+			d->len = (size_t)left;
+			return true;
+		}
 		/* Looked up and pinned for the whole payload at the header. */
 		return rx->have_ref && rx->ref.mem &&
 		       direct_add_range(d, &rx->ref, NULL, off, left);
@@ -843,6 +920,7 @@ void sw_dp_rx_free(struct sw_dp *dp)
 		return;
 	if (dp->rx->have_ref)
 		sw_stag_put(&dp->rx->ref);
+	free(dp->rx->hold);
 	free(dp->rx);
 	dp->rx = NULL;
 }

@@ -31,8 +31,9 @@ RSS_SLACK_KIB=${RSS_SLACK_KIB:-65536}
 [ -n "$OUT" ] || OUT=$(mktemp -d)
 mkdir -p "$OUT"
 
-# The faults a random one is drawn from (lib.sh's fault_apply).
-FAULTS=(none loss dup corrupt flap resets)
+# The faults a random one is drawn from (lib.sh's fault_apply);
+# SOAK_FAULTS="corrupt none" narrows them.
+read -r -a FAULTS <<<"${SOAK_FAULTS:-none loss dup corrupt flap resets}"
 
 sample() { # T: one row of soak.csv
 	local t=$1 cpid
@@ -81,6 +82,7 @@ sample "end"
 server_stop
 
 cp "$OUT/client.json" "$TMP/client.json"
+cp "$TMP/server.log" "$OUT/server.log"
 echo "soak: $DURATION s, faults: $(sort -k2 "$OUT/faults.log" 2>/dev/null |
 	awk '{print $3}' | sort | uniq -c | tr '\n' ' ')"
 echo "client: $(cat "$OUT/client.json")"
@@ -124,6 +126,13 @@ print("soak: flat (server back to its start, client within %d KiB)" %
 PY
 flat=$?
 echo "soak: series in $OUT/soak.csv"
-[ "$rc" = 0 ] || { echo "soak: ndkstress exit $rc"; sed 's/^/    /' "$OUT/client.log" | tail -5; exit 1; }
+if [ "$rc" != 0 ]; then
+	echo "soak: ndkstress exit $rc"
+	echo "  client:"
+	tail -5 "$OUT/client.log" | sed 's/^/    /'
+	echo "  server:"
+	tail -5 "$OUT/server.log" | sed 's/^/    /'
+	exit 1
+fi
 [ "$flat" = 0 ] || exit 1
 echo "soak: held"

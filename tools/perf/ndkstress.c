@@ -584,9 +584,15 @@ static void ack_result(struct client_conn *cc, const NDK_RESULT *r,
 
 		if (sl->busy && sl->ack_due && sl->seq == h.seq) {
 			sl->ack_due = false;
-			if (!h.ok)
+			if (!h.ok) {
+				fprintf(stderr,
+					"ndkstress: seq %llu: the server found "
+					"wrong bytes (%s of %zu)\n",
+					(unsigned long long)h.seq,
+					sl->kind == OP_SEND ? "Send" : "Write",
+					sl->len);
 				st.mismatches++;
-			else
+			} else
 				st.bytes_verified += sl->len;
 			slot_maybe_done(sl);
 			break;
@@ -618,8 +624,14 @@ static void op_result(struct client_conn *cc, const NDK_RESULT *r, uint64_t ctx)
 		if (pattern_ok(cc->dst.mem + (size_t)n * MAX_RDMA, sl->len,
 			       READ_SEED, sl->read_off))
 			st.bytes_verified += sl->len;
-		else
+		else {
+			fprintf(stderr,
+				"ndkstress: seq %llu: Read of %zu at %llu: "
+				"wrong bytes\n",
+				(unsigned long long)sl->seq, sl->len,
+				(unsigned long long)sl->read_off);
 			st.mismatches++;
+		}
 	}
 	slot_maybe_done(sl);
 }
