@@ -64,8 +64,8 @@ static size_t read_request_fpdu(uint8_t *b, uint32_t size, UINT32 stag,
 
 static UINT32 readable_mr(size_t len)
 {
-	NDK_MR *mr = reg_range(srv.pd, P.buf, len,
-			       NDK_MR_FLAG_ALLOW_REMOTE_READ);
+	NDK_MR *mr =
+		reg_range(srv.pd, P.buf, len, NDK_MR_FLAG_ALLOW_REMOTE_READ);
 
 	return mr->Dispatch->NdkGetRemoteTokenFromMr(mr);
 }

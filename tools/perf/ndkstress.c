@@ -110,6 +110,38 @@ static void pattern_fill(uint8_t *p, size_t len, uint64_t seq, uint64_t at)
 		p[i] = pattern_byte(seq, at + i);
 }
 
+/* Where wrong bytes are, for the report: how many, the first few runs
+ * of them (offset+length), and the eight bytes found at the first. */
+static void pattern_report(const char *what, const uint8_t *p, size_t len,
+			   uint64_t seq)
+{
+	size_t i, first = len, bad = 0, run = 0, nruns = 0;
+	char got[3 * 8 + 1] = "", runs[160] = "";
+	int at = 0;
+
+	for (i = 0; i <= len; i++) {
+		bool wrong = i < len && p[i] != pattern_byte(seq, i);
+
+		if (wrong) {
+			if (first == len)
+				first = i;
+			bad++;
+			run++;
+		} else if (run) {
+			if (nruns++ < 6 && at < (int)sizeof(runs) - 24)
+				at += snprintf(runs + at, sizeof(runs) - at,
+					       " %zu+%zu", i - run, run);
+			run = 0;
+		}
+	}
+	for (i = first; i < len && i < first + 8; i++)
+		snprintf(got + 3 * (i - first), 4, " %02x", p[i]);
+	fprintf(stderr,
+		"ndkstress: seq %llu: %s of %zu: %zu wrong bytes in %zu runs:%s;"
+		" at the first:%s\n",
+		(unsigned long long)seq, what, len, bad, nruns, runs, got);
+}
+
 static bool pattern_ok(const uint8_t *p, size_t len, uint64_t seq, uint64_t at)
 {
 	size_t i;
@@ -299,12 +331,24 @@ static void *server_session(void *arg)
 								MAX_RDMA,
 						h.len, h.seq, 0);
 			}
-			if (!ok) {
+			if (!ok && h.kind == MSG_DATA &&
+			    h.len + HDR_LEN == res[i].BytesTransferred)
+				pattern_report("Send", rb + HDR_LEN, h.len,
+					       h.seq);
+			else if (!ok && h.kind == MSG_CHECK && h.slot < SLOTS &&
+				 h.len <= MAX_RDMA)
+				pattern_report("Write",
+					       write_buf.mem + (size_t)h.slot *
+								       MAX_RDMA,
+					       h.len, h.seq);
+			else if (!ok)
 				fprintf(stderr,
-					"ndkstress: seq %llu: wrong bytes\n",
-					(unsigned long long)h.seq);
+					"ndkstress: seq %llu: a message of %u "
+					"bytes, kind %u, length %u\n",
+					(unsigned long long)h.seq,
+					res[i].BytesTransferred, h.kind, h.len);
+			if (!ok)
 				wrong++;
-			}
 			ab = ack_buf.mem + (acks % (2 * SLOTS)) * HDR_LEN;
 			hdr_put(ab, MSG_ACK, h.seq, 0, 0, ok);
 			if (post_send(qp, SRV_RECVS + 1 + acks % (2 * SLOTS),
