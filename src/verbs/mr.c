@@ -294,9 +294,13 @@ struct ibv_mr *ndk_vmr_invalidate_locked(struct ndk_vmr *mr, bool *local_inv,
 	struct ibv_mr *old = mr->mr;
 
 	NDK_ASSERT_LOCKED(&mr->base.lock);
-	/* A window a peer freed must not be invalidated again: the
-	 * registration just goes, behind a marker. */
-	*local_inv = old && mr->win &&
+	/*
+	 * A window a peer freed must not be invalidated again; nor any on
+	 * rxe, where the window goes instead (ndk_vmr_invalidate_end): Linux
+	 * 6.1's rxe dereferences NULL when IBV_WR_LOCAL_INV reaches a free
+	 * window, which a peer's invalidation not yet polled would make it.
+	 */
+	*local_inv = old && mr->win && !to_vad(mr->base.obj.adapter)->rxe &&
 		     !atomic_load_explicit(&mr->peer_inv, memory_order_acquire);
 	*rkey = mr->win_rkey;
 	/* The tokens keep their values, which now name nothing. */
@@ -304,11 +308,18 @@ struct ibv_mr *ndk_vmr_invalidate_locked(struct ndk_vmr *mr, bool *local_inv,
 	return old;
 }
 
-void ndk_vmr_invalidate_undo(struct ndk_vmr *mr, struct ibv_mr *old)
+void ndk_vmr_invalidate_end(struct ndk_vmr *mr, struct ibv_mr *old,
+			    NTSTATUS posted)
 {
 	NDK_ASSERT_LOCKED(&mr->base.lock);
-	if (old)
-		mr->mr = old;
+	if (posted) {
+		mr->mr = old; /* not posted: still registered */
+		return;
+	}
+	/* rxe: deallocating is safe whatever the window's state, and
+	 * unbinds it from old before the slot deregisters that. */
+	if (old && mr->win && to_vad(mr->base.obj.adapter)->rxe)
+		win_free_locked(mr);
 }
 
 /* Closing deregisters: the consumer may free the memory as soon as the

@@ -81,13 +81,17 @@ void ndk_vmr_fast_register_end(struct ndk_vmr *mr, struct ndk_vmr_fr *fr,
  * NdkInvalidate of a fast-register MR (lock held): its registration
  * leaves the MR, tokens and all, and is handed back for deregistration
  * once the request completes in order (NULL when not registered). With
- * a window that is still bound, *local_inv is set and *rkey is the
- * window's: the request is IBV_WR_LOCAL_INV of it (else a marker).
+ * a window that is known to be bound, on a device other than rxe,
+ * *local_inv is set and *rkey is the window's: the request is
+ * IBV_WR_LOCAL_INV of it (else a marker).
  */
 struct ibv_mr *ndk_vmr_invalidate_locked(struct ndk_vmr *mr, bool *local_inv,
 					 uint32_t *rkey);
-/* The invalidation was not posted: the MR keeps its registration. */
-void ndk_vmr_invalidate_undo(struct ndk_vmr *mr, struct ibv_mr *old);
+/* The request's post status: not posted, the MR keeps its registration;
+ * posted, on rxe its window is deallocated now (a new one comes with the
+ * next fast registration). */
+void ndk_vmr_invalidate_end(struct ndk_vmr *mr, struct ibv_mr *old,
+			    NTSTATUS posted);
 
 /*
  * A receive completion reported that a peer's Send with Invalidate

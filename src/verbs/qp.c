@@ -586,8 +586,8 @@ static NTSTATUS vqp_fast_register(NDK_QP *pNdkQp, PVOID RequestContext,
 
 /*
  * NdkInvalidate of a fast-register MR: deregistered in order, behind
- * IBV_WR_LOCAL_INV of its window where it has one still bound, else
- * behind a marker.
+ * IBV_WR_LOCAL_INV of its window where it has one still bound (not on
+ * rxe, where the window is deallocated instead), else behind a marker.
  */
 static NTSTATUS vqp_invalidate_mr(struct ndk_vqp *qp, PVOID ctx,
 				  struct ndk_vmr *mr, ULONG flags)
@@ -615,8 +615,7 @@ static NTSTATUS vqp_invalidate_mr(struct ndk_vqp *qp, PVOID ctx,
 		status = vqp_post_marker(qp, NdkOperationTypeInvalidate, ctx,
 					 flags, old);
 	}
-	if (status)
-		ndk_vmr_invalidate_undo(mr, old); /* still registered */
+	ndk_vmr_invalidate_end(mr, old, status);
 	ndk_unlock(&mr->base.lock);
 	return status;
 }
