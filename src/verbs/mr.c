@@ -121,6 +121,11 @@ static int win_get_locked(struct ndk_vmr *mr)
 	if (!mr->win)
 		return -1;
 	mr->win_rkey = mr->win->rkey;
+	/* A new window with the index of the MR's last token (rxe reuses
+	 * the one a local invalidation freed): its first bind's key must
+	 * differ from that token's, as a bind's does from the last. */
+	if ((mr->win_rkey >> 8) == (atomic_load(&mr->rkey) >> 8))
+		mr->win_rkey = atomic_load(&mr->rkey);
 	atomic_store(&mr->peer_inv, false);
 	ndk_lock(&v->fr_lock);
 	head = &v->fr_map[(mr->win_rkey >> 8) % NDK_VFR_BUCKETS];
