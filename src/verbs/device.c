@@ -542,6 +542,7 @@ int ndk_verbs_adapter_init(struct ndk_adapter *ad)
 		return -ENOMEM;
 	ad->priv = v;
 	v->ad = ad;
+	ndk_lock_init(&v->fr_lock, NDK_LOCK_LEAF);
 	v->port = (uint8_t)dp.port;
 	memcpy(v->dev_name, dp.name, sizeof(v->dev_name));
 	v->devs = rdma_get_devices(&n);
@@ -560,6 +561,7 @@ int ndk_verbs_adapter_init(struct ndk_adapter *ad)
 	v->rxe = v->dev_attr.vendor_id == RXE_VENDOR_ID;
 	v->mw2 = v->dev_attr.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
 						 IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	v->fr_mw = v->mw2 && !v->iwarp;
 	if (v->siw)
 		siw_plug(v); /* before any other queue of the context */
 	v->max_inline = probe_max_inline(v);
@@ -714,6 +716,7 @@ void ndk_verbs_adapter_fini(struct ndk_adapter *ad)
 	if (v->qps && v->qps->e)
 		ndk_vqpmap_fini(v->qps);
 	free(v->qps);
+	ndk_lock_destroy(&v->fr_lock);
 	free(v);
 	ad->priv = NULL;
 }

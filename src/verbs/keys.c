@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include "core/lock.h"
 #include "verbs/keys.h"
 
@@ -149,4 +150,32 @@ bool ndk_vkeys_check(const struct ibv_pd *pd, const struct ibv_sge *sge, int n,
 	}
 	ndk_rw_unlock(&keys.lock);
 	return ok;
+}
+
+/*
+ * The key byte of a type 2 window's rkey is the consumer's to choose at
+ * each bind: a random one, never the current one, so a peer that saw
+ * the window's last token cannot tell its next (docs/security.md, Memory
+ * tokens). Random bytes come a few dozen at a time per thread.
+ */
+int ndk_vkeys_next_rkey(uint32_t rkey, uint32_t *out)
+{
+	static _Thread_local uint8_t pool[64];
+	static _Thread_local unsigned int left;
+	ssize_t n;
+
+	for (;;) {
+		if (!left) {
+			n = getrandom(pool, sizeof(pool), 0);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n != (ssize_t)sizeof(pool))
+				return -EAGAIN;
+			left = sizeof(pool);
+		}
+		if (pool[--left] != (uint8_t)rkey)
+			break;
+	}
+	*out = (rkey & ~0xffu) | pool[left];
+	return 0;
 }

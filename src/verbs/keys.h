@@ -27,4 +27,11 @@ void ndk_vkeys_del(const struct ibv_mr *mr);
 bool ndk_vkeys_check(const struct ibv_pd *pd, const struct ibv_sge *sge, int n,
 		     bool write);
 
+/*
+ * The rkey of a type 2 window's next bind (verbs/mw.h, and a fast
+ * registration's window: verbs/mr.h): rkey's index bits and a random key
+ * byte other than rkey's. 0, or -EAGAIN without random bytes.
+ */
+int ndk_vkeys_next_rkey(uint32_t rkey, uint32_t *next);
+
 #endif /* NDK_VERBS_KEYS_H */

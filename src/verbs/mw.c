@@ -7,41 +7,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include "core/log.h"
 #include "front/mr.h"
 #include "front/pd.h"
+#include "verbs/keys.h"
 #include "verbs/lam.h"
 #include "verbs/mr.h"
 #include "verbs/mw.h"
-
-/*
- * The key byte of a type 2 window's rkey is the consumer's to choose at
- * each bind: a random one, never the current one, so a peer that saw
- * the window's last token cannot tell its next (docs/security.md, Memory
- * tokens). Random bytes come a few dozen at a time per thread.
- */
-int ndk_vmw_next_rkey(uint32_t rkey, uint32_t *out)
-{
-	static _Thread_local uint8_t pool[64];
-	static _Thread_local unsigned int left;
-	ssize_t n;
-
-	for (;;) {
-		if (!left) {
-			n = getrandom(pool, sizeof(pool), 0);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n != (ssize_t)sizeof(pool))
-				return -EAGAIN;
-			left = sizeof(pool);
-		}
-		if (pool[--left] != (uint8_t)rkey)
-			break;
-	}
-	*out = (rkey & ~0xffu) | pool[left];
-	return 0;
-}
 
 UINT32 ndk_verbs_mw_token(struct ndk_obj *obj)
 {
@@ -162,7 +134,7 @@ NTSTATUS ndk_vmw_bind_begin(struct ndk_vmw_bind *b, NDK_MW *pMw, NDK_MR *pMr,
 	b->mr = mr;
 	ndk_lock(&mw->lock);
 	/* A new key for each bind: the last byte is the consumer's. */
-	if (ndk_vmw_next_rkey(atomic_load(&mw->rkey), &b->rkey)) {
+	if (ndk_vkeys_next_rkey(atomic_load(&mw->rkey), &b->rkey)) {
 		ndk_unlock(&mw->lock);
 		return STATUS_INSUFFICIENT_RESOURCES;
 	}

@@ -33,12 +33,6 @@ static inline struct ndk_vmw *to_vmw(NDK_MW *mw)
 	return container_of(mw, struct ndk_vmw, obj.pub.mw);
 }
 
-/*
- * The rkey of the window's next bind: rkey's index bits and a random key
- * byte other than rkey's. 0, or -EAGAIN without random bytes.
- */
-int ndk_vmw_next_rkey(uint32_t rkey, uint32_t *next);
-
 /* The provider's create (front/provider.h, front/mw.c). */
 NTSTATUS ndk_verbs_create_mw(struct ndk_obj *pd, NDK_MW **ppNdkMw);
 UINT32 ndk_verbs_mw_token(struct ndk_obj *mw);

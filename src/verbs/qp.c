@@ -537,8 +537,10 @@ static NTSTATUS vqp_bind(NDK_QP *pNdkQp, PVOID RequestContext, NDK_MR *pMr,
 
 /*
  * Fast registration (docs/verbs.md, Fast registration): user-space verbs
- * has no such work request, so the MR is registered now (ibv_reg_mr_iova)
- * and a marker request gives the completion its place in order.
+ * has no such work request, so the MR is registered now (ibv_reg_mr_iova).
+ * Where fast registrations are windows, binding the MR's window over it
+ * is the request; elsewhere a marker request gives the completion its
+ * place in order.
  */
 static NTSTATUS vqp_fast_register(NDK_QP *pNdkQp, PVOID RequestContext,
 				  NDK_MR *pMr, ULONG AdapterPageCount,
@@ -547,6 +549,8 @@ static NTSTATUS vqp_fast_register(NDK_QP *pNdkQp, PVOID RequestContext,
 				  PVOID BaseVirtualAddress, ULONG Flags)
 {
 	struct ndk_vqp *qp = to_vqp(pNdkQp);
+	struct ndk_vmr_fr fr;
+	struct ibv_send_wr wr;
 	struct ndk_vmr *mr;
 	NTSTATUS status;
 
@@ -558,32 +562,60 @@ static NTSTATUS vqp_fast_register(NDK_QP *pNdkQp, PVOID RequestContext,
 	ndk_lock(&mr->base.lock);
 	status = ndk_vmr_fast_register_locked(
 		mr, qp->pd, AdapterPageArray, AdapterPageCount, FBO, Length,
-		(uint64_t)(uintptr_t)BaseVirtualAddress, Flags, !qp->vad->siw);
+		(uint64_t)(uintptr_t)BaseVirtualAddress, Flags, !qp->vad->siw,
+		&fr, &wr);
 	if (!status) {
-		status = vqp_post_marker(qp, NdkOperationTypeFastRegister,
-					 RequestContext, Flags, NULL);
-		if (status)
-			ndk_vmr_fast_register_undo(mr);
+		if (fr.bind)
+			/* A registration a peer invalidated goes when the
+			 * bind's slot is released. */
+			status = vqp_post_slot(
+				qp, &wr, NdkOperationTypeFastRegister,
+				RequestContext, NULL, 0,
+				Flags & (NDK_OP_FLAG_SILENT_SUCCESS |
+					 NDK_OP_FLAG_READ_FENCE),
+				0, fr.old);
+		else
+			status = vqp_post_marker(qp,
+						 NdkOperationTypeFastRegister,
+						 RequestContext, Flags, NULL);
+		ndk_vmr_fast_register_end(mr, &fr, status);
 	}
 	ndk_unlock(&mr->base.lock);
 	return status;
 }
 
-/* NdkInvalidate of a fast-register MR: deregistered in order. */
+/*
+ * NdkInvalidate of a fast-register MR: deregistered in order, behind
+ * IBV_WR_LOCAL_INV of its window where it has one still bound (not on
+ * rxe, where the window is deallocated instead), else behind a marker.
+ */
 static NTSTATUS vqp_invalidate_mr(struct ndk_vqp *qp, PVOID ctx,
 				  struct ndk_vmr *mr, ULONG flags)
 {
+	struct ibv_send_wr wr;
 	struct ibv_mr *old;
 	NTSTATUS status;
+	bool local_inv;
+	uint32_t rkey;
 
 	if (!vqp_takes_requests(qp))
 		return STATUS_CONNECTION_INVALID;
 	ndk_lock(&mr->base.lock);
-	old = ndk_vmr_invalidate_locked(mr);
-	status = vqp_post_marker(qp, NdkOperationTypeInvalidate, ctx, flags,
-				 old);
-	if (status && old)
-		mr->mr = old; /* not posted: still registered */
+	old = ndk_vmr_invalidate_locked(mr, &local_inv, &rkey);
+	if (local_inv) {
+		memset(&wr, 0, sizeof(wr));
+		wr.opcode = IBV_WR_LOCAL_INV;
+		wr.invalidate_rkey = rkey;
+		status = vqp_post_slot(qp, &wr, NdkOperationTypeInvalidate, ctx,
+				       NULL, 0,
+				       flags & (NDK_OP_FLAG_SILENT_SUCCESS |
+						NDK_OP_FLAG_READ_FENCE),
+				       0, old);
+	} else {
+		status = vqp_post_marker(qp, NdkOperationTypeInvalidate, ctx,
+					 flags, old);
+	}
+	ndk_vmr_invalidate_end(mr, old, status);
 	ndk_unlock(&mr->base.lock);
 	return status;
 }

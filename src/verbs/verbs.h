@@ -24,12 +24,17 @@
 #include <stdbool.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+#include "core/lock.h"
 #include "front/adapter.h"
 #include "front/object.h"
 #include "verbs/worker.h"
 
 struct ndk_vqpmap;
 struct ndk_lam_table;
+struct ndk_vmr;
+
+/* Buckets of an adapter's map of fast-register windows (mr.c). */
+#define NDK_VFR_BUCKETS 64
 
 /* What the verbs provider keeps per adapter (ad->priv). */
 /*
@@ -59,6 +64,9 @@ struct ndk_vadapter {
 	bool siw; /* Linux soft-iWARP: its limits (docs/verbs.md) */
 	bool rxe; /* Linux soft-RoCE: its quirks (docs/verbs.md) */
 	bool mw2; /* type 2 memory windows (MaxWindowSize non-zero) */
+	/* A fast registration's remote token is a type 2 window (mw2 and
+	 * not iWARP: docs/verbs.md, Fast registration). */
+	bool fr_mw;
 	uint32_t max_inline; /* found by trying, see device.c */
 	ULONG max_reject_data; /* private data of a reject */
 
@@ -67,6 +75,11 @@ struct ndk_vadapter {
 	struct ndk_lam_table *lams;
 	/* Work-request keys to QPs (verbs/wr.h). */
 	struct ndk_vqpmap *qps;
+	/* With fr_mw: the fast-register MRs that have a window, by the
+	 * window's index (rkey >> 8), so that a receive completion that
+	 * reports a peer's invalidation marks the MR (verbs/mr.h). */
+	struct ndk_lock fr_lock;
+	struct ndk_vmr *fr_map[NDK_VFR_BUCKETS];
 	/* Completion events of every CQ of the adapter, on the engine. */
 	struct ibv_comp_channel *comp;
 	struct ndk_io comp_io;

@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "oid/registry.h"
 #include "verbs/lam.h"
+#include "verbs/mr.h"
 #include "verbs/wr.h"
 
 #define WR_RECV_BIT (1ull << 31)
@@ -510,6 +511,16 @@ static bool wc_invalidated(const struct ibv_wc *wc, struct ndk_adapter *ad)
 }
 
 /*
+ * A peer invalidated rkey: where fast registrations are windows, the MR
+ * whose window it is may be fast-registered again (verbs/mr.h).
+ */
+static void wc_peer_invalidated(struct ndk_adapter *ad, uint32_t rkey)
+{
+	if (ad && ad->priv && to_vad(ad)->fr_mw)
+		ndk_vmr_peer_invalidated(to_vad(ad), rkey);
+}
+
+/*
  * A receive's status. rxe reports a receive too small for its Send as a
  * local QP operation error, as it does a receive SGE it cannot use (a
  * key that names nothing, a range past its MR: Linux's rxe_resp.c,
@@ -567,6 +578,7 @@ static void srq_complete(struct ndk_vqpmap *m, struct ndk_vqpmap_entry *se,
 	if (ok && wc_invalidated(wc, qe->rq->ad)) {
 		r.Type = NdkOperationTypeReceiveAndInvalidate;
 		r.TypeSpecificCompletionOutput = wc->invalidated_rkey;
+		wc_peer_invalidated(qe->rq->ad, wc->invalidated_rkey);
 	}
 	if (ok)
 		count(qe->rq->ad, (uint16_t)r.Type, wc->byte_len);
@@ -612,6 +624,7 @@ static struct ndk_vwq *wc_record(struct ndk_vqpmap *m,
 		if (wc_invalidated(wc, wq->ad)) {
 			type = NdkOperationTypeReceiveAndInvalidate;
 			r->TypeSpecificCompletionOutput = wc->invalidated_rkey;
+			wc_peer_invalidated(wq->ad, wc->invalidated_rkey);
 		}
 	}
 	if (wq->recv)

@@ -18,7 +18,9 @@
 #   rxe          siw0 replaced by rxe0; the guest kernel's nvmet-rdma
 #                (null_blk) on 10.0.2.15:4420 and 'ndknvme'
 #                (NDK_PROVIDER=verbs, rxe0) against it in the guest:
-#                id, write + verify, load
+#                id, write + verify, load with one MR per queue, then
+#                write + verify, load with a fast-registered MR per
+#                command that the target invalidates remotely
 #
 # MPA CRC is off on the host (NDK_MPA_CRC=0, as siw-nvme-host.sh): siw 6.1
 # misreads a CRC split over two TCP segments (README.md, N1).
@@ -116,13 +118,16 @@ echo 10.0.2.15 >$n/ports/1/addr_traddr
 echo 4420 >$n/ports/1/addr_trsvcid
 ln -s $s $n/ports/1/subsystems/$N || echo "RXE-FAIL port"
 /opt/ndk/ndkinfo -I eth0 | grep -E "^(Provider|Device|RdmaTechnology) " | sed "s/^/rxe: /"
-# One MR per queue: rxe refuses to invalidate a user registration, so the
-# Send with Invalidate from the target of a fast-registered MR would end the
-# connection (docs/verbs.md, Fast registration).
+# One MR per queue, then a fast-registered MR per command, which the
+# target invalidates by Send with Invalidate (a type 2 window on rxe:
+# docs/verbs.md, Fast registration).
 run C-ID $H --mem global -v 10.0.2.15:4420 id
 run C-WRITE $H --mem global 10.0.2.15:4420 write 5000 1000 --pattern 3
 run C-VERIFY $H --mem global 10.0.2.15:4420 verify 5000 1000 --pattern 3
 run C-LOAD $H --mem global 10.0.2.15:4420 load --rw randrw --bs 4096 --qd 8 -D $S
+run C-FR-WRITE $H --mem fr 10.0.2.15:4420 write 7000 1000 --pattern 6
+run C-FR-VERIFY $H --mem fr 10.0.2.15:4420 verify 7000 1000 --pattern 6
+run C-FR-LOAD $H --mem fr 10.0.2.15:4420 load --rw randrw --bs 65536 --qd 8 -D $S
 echo "==== dmesg"
 dmesg | grep -i -e nvme -e "kernel BUG" -e "WARNING:" -e "Call Trace" -e "siw" -e rxe | grep -v -e "SoftiWARP attached" -e "loading out-of-tree" -e "module verification" | tail -n 40
 '
@@ -224,6 +229,9 @@ want C-ID 0 "guest ndknvme (verbs, rxe0) -> guest nvmet-rdma: id"
 want C-WRITE 0 "write LBA 5000 +1000"
 want C-VERIFY 0 "verify LBA 5000 +1000"
 want C-LOAD 0 "verified randrw load"
+want C-FR-WRITE 0 "fast-registered, remotely invalidated: write LBA 7000 +1000"
+want C-FR-VERIFY 0 "fast-registered: verify LBA 7000 +1000"
+want C-FR-LOAD 0 "fast-registered: verified randrw load, 64 KiB"
 grep -q -e "kernel BUG" -e "WARNING:" "$c" && bad "the guest kernel logged a BUG or WARNING"
 if ((fail)); then
 	echo "verbs-nvme: FAILED (logs in $out)"

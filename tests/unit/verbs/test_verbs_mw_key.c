@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The key byte the verbs provider gives a memory window at each bind
- * (verbs/mw.h): the device's index kept, a random byte that is never the
+ * (verbs/keys.h): the device's index kept, a random byte that is never the
  * current one, so a peer that saw one token cannot tell the next
  * (docs/security.md, Memory tokens). Built only with the verbs provider.
  */
@@ -10,7 +10,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <stdint.h>
-#include "verbs/mw.h"
+#include "verbs/keys.h"
 
 static void test_next_rkey(void **state)
 {
@@ -20,7 +20,7 @@ static void test_next_rkey(void **state)
 
 	(void)state;
 	for (i = 0; i < binds; i++) {
-		assert_int_equal(ndk_vmw_next_rkey(rkey, &next), 0);
+		assert_int_equal(ndk_vkeys_next_rkey(rkey, &next), 0);
 		assert_int_equal(next >> 8, 0x123456);
 		assert_int_not_equal(next, rkey);
 		n[next & 0xff]++;
