@@ -8,7 +8,7 @@
 NSA=ndkfA$$
 NSB=ndkfB$$
 ADDR_B=10.79.0.2
-export NDK_LOG=error
+export NDK_LOG=${NDK_LOG:-error}
 
 [ "$(id -u)" = 0 ] || { echo "$PROG: needs root: skipped"; exit 77; }
 for t in ip nft; do
