@@ -272,6 +272,48 @@ smb_check_pcap() {
 	done
 }
 smb_check_pcap "$out/guest.pcap"
+
+# The server's RDMA against our tokens: the first SMB2 WRITE's token is the
+# Data Source STag of an RDMA Read Request, the first READ's the STag of
+# an RDMA Write, and a Send with Invalidate names each (one tshark pass).
+smb_check_tokens() {
+	local p=$1
+	local o=(-o tcp.reassemble_out_of_order:TRUE -o tcp.try_heuristic_first:TRUE
+		--enable-heuristic iwarp_mpa_tcp --enable-heuristic smb_direct_iwarp
+		--disable-heuristic rpcrdma_iwarp)
+	command -v tshark >/dev/null || return 0
+	tshark -r "$p" "${o[@]}" -Y '(smb2.channel == 2 && smb2.flags.response == 0) || iwarp_rdma.opcode == 1 || iwarp_rdma.opcode == 4 || iwarp_rdma.opcode == 6 || (iwarp_rdma.opcode == 0 && iwarp_ddp.last_flag == 1)' \
+		-T fields -e smb2.cmd -e smb2.buffer_descriptor.token \
+		-e iwarp_rdma.opcode -e iwarp_rdma.srcstag -e iwarp_ddp.stag \
+		-e iwarp_rdma.inval_stag 2>/dev/null >"$out/tokens.txt"
+	python3 - "$out/tokens.txt" <<'PY' | sed 's/^/  /'
+import sys
+def nums(f):
+    return [int(x, 0) for x in f.split(",") if x]
+tok = {}
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
+for r in rows:
+    r += [""] * (6 - len(r))
+    for c, t in zip(r[0].split(","), r[1].split(",")):
+        if c in ("8", "9") and t and c not in tok:
+            tok[c] = int(t, 0)
+bad = 0
+for c, op, col, what in (("9", 1, 3, "RDMA Read Request (source STag)"),
+                         ("8", 0, 4, "RDMA Write (STag)")):
+    t = tok.get(c)
+    if t is None:
+        print("pcap: no token in an SMB2 %s" % ("WRITE" if c == "9" else "READ"))
+        bad = 1
+        continue
+    n = sum(1 for r in rows if op in nums(r[2]) and t in nums(r[col]))
+    inv = sum(1 for r in rows if t in nums(r[5]))
+    print("pcap: token 0x%08x: %d %s, %d Send with Invalidate" % (t, n, what, inv))
+    bad |= n == 0 or inv == 0
+sys.exit(bad)
+PY
+	((PIPESTATUS[0] == 0)) || bad "pcap: the server's RDMA does not name our tokens"
+}
+smb_check_tokens "$out/guest.pcap"
 if ((fail)); then
 	echo "FAIL (logs in $out)"
 	exit 1
