@@ -116,7 +116,7 @@ static void pattern_report(const char *what, const uint8_t *p, size_t len,
 			   uint64_t seq)
 {
 	size_t i, first = len, bad = 0, run = 0, nruns = 0;
-	char got[3 * 8 + 1] = "", runs[160] = "";
+	char got[3 * 8 + 1] = "", runs[256] = "";
 	int at = 0;
 
 	for (i = 0; i <= len; i++) {
@@ -128,9 +128,18 @@ static void pattern_report(const char *what, const uint8_t *p, size_t len,
 			bad++;
 			run++;
 		} else if (run) {
-			if (nruns++ < 6 && at < (int)sizeof(runs) - 24)
+			size_t b = i - run, k;
+
+			if (nruns++ < 4 && at < (int)sizeof(runs) - 48) {
 				at += snprintf(runs + at, sizeof(runs) - at,
-					       " %zu+%zu", i - run, run);
+					       " %zu+%zu[", b, run);
+				for (k = b; k < b + 4 && k < i; k++)
+					at += snprintf(runs + at,
+						       sizeof(runs) - at,
+						       "%02x", p[k]);
+				at += snprintf(runs + at, sizeof(runs) - at,
+					       "]");
+			}
 			run = 0;
 		}
 	}
