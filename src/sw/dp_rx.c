@@ -25,84 +25,18 @@
 #include "iwarp/fpdu.h"
 #include "iwarp/mpa.h"
 #include "sw/dp_rx.h"
+#include "sw/dp_rx_int.h"
 #include "sw/rq.h"
 #include "sw/adapter.h"
 #include "sw/stag.h"
 
-/* What the FPDU being received is placed into. */
-enum rx_target {
-	RX_NONE,
-	RX_SEND, /* a receive's SGE list at MO */
-	RX_WRITE, /* a remote-writable STag range */
-	RX_READ_RESP, /* the oldest outstanding Read's SGE list */
-	RX_READ_REQ, /* nothing: served at its END, once the CRC held */
-	RX_TERMINATE, /* collected, then parsed */
-	RX_DISCARD, /* zero-length RTR leftovers */
-	RX_SEND_DROP, /* the rest of a Send whose receive NdkFlush cancelled */
-};
-
-struct sw_dp_rx {
-	struct fpdu_rx parser;
-	enum rx_target target;
-	struct ddp_hdr hdr; /* of the FPDU being received */
-	/* Send: the receive being filled, and its message state. */
-	struct sw_rqe *rqe;
-	uint32_t msn_send; /* next expected MSN on QN 0 (RFC 5041 5.1) */
-	uint32_t msn_readreq; /* next expected MSN on QN 1 */
-	uint64_t recv_len; /* capacity of rqe */
-	uint32_t recv_bytes; /* message bytes so far */
-	bool recv_overflow;
-	bool send_dropped; /* the Send in progress lost its receive */
-	/* Write / Read Response placement. */
-	struct sw_stag_ref ref;
-	bool have_ref;
-	/*
-	 * A Write FPDU's header is only known good once its CRC is: one with
-	 * a damaged TO would place its payload elsewhere in the MR, over
-	 * bytes the consumer may be reading. So a Write FPDU is placed as
-	 * it arrives only when it continues the Write whose last FPDU
-	 * passed its CRC (same STag, the next TO, no longer); any other is
-	 * held in hold[] and placed at its END, once the CRC holds.
-	 */
-	bool holding;
-	bool next_valid;
-	uint32_t next_stag;
-	uint64_t next_to;
-	uint16_t next_max; /* a longer one may have a damaged length */
-	uint8_t *hold; /* MPA_ULPDU_MAX bytes, allocated on first use */
-	/* FPDUs in a row with a small payload since the last large one:
-	 * while few, headers are read with a short read so that a large
-	 * payload behind them is received in place (a large message ends
-	 * with a small FPDU, its rest). */
-	uint8_t small_run;
-	uint8_t term[RDMAP_TERM_BODY_MAX];
-	size_t term_len;
-};
-
 /*
  * Socket reads land in a buffer of the receiving thread, not of the
- * connection: nothing points into it once rx_bytes() returns (the parser
+ * connection: nothing points into it once sw_dp_rx_bytes() returns (the parser
  * keeps partial headers itself, payload is placed at once), so one large
  * buffer per thread serves every connection (few syscalls per FPDU, and
  * no per-connection memory for it).
  */
-#define RX_BUF_SIZE (256 * 1024)
-
-/*
- * Direct placement (RFC 5041 1, "direct data placement"): the rest of a
- * payload of at least RX_DIRECT_MIN bytes is received straight into its
- * destination with one recvmsg, after the STag or receive checks passed
- * for that range; smaller payloads are copied out of the thread's buffer,
- * where one read brings many FPDUs. RX_PROBE bytes are read behind a
- * direct payload (its trailer and the next header), and are all a read
- * takes between large FPDUs, so that their payloads are not read into the
- * buffer first.
- */
-#define RX_DIRECT_MIN 4096
-#define RX_DIRECT_IOV 32
-#define RX_PROBE      64
-#define RX_SMALL_RUN  4
-
 static pthread_key_t rx_buf_key;
 static pthread_once_t rx_buf_once = PTHREAD_ONCE_INIT;
 static __thread uint8_t *rx_buf;
@@ -184,8 +118,6 @@ static int rx_fail_stag(struct sw_dp *dp, int err, bool read_source)
 
 /* ------------------------------------------------------------------ */
 /* Per FPDU                                                           */
-
-static struct sw_wqe *orq_head(struct sw_dp *dp);
 
 static int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
 {
@@ -277,7 +209,7 @@ static int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
 			dp->sq.rtr_read_out = 0;
 			dp->rx_wants_tx = true;
 		}
-		w = orq_head(dp);
+		w = sw_dp_rx_orq_head(dp);
 		ndk_unlock(&dp->lock);
 		if (rtr_answer) {
 			if (ev->payload_len || !h->last)
@@ -348,16 +280,6 @@ static int place_sgl(struct sw_dp *dp, const NDK_SGE *sge, uint32_t nsge,
 	return len ? -ERANGE : 0;
 }
 
-static struct sw_wqe *orq_head(struct sw_dp *dp)
-{
-	struct sw_wqe *w;
-
-	if (!dp->sq.reads_out)
-		return NULL;
-	w = sw_dp_sq_slot(dp, dp->sq.orq_head);
-	return w;
-}
-
 /*
  * The oldest outstanding Read is over with status (its last Response
  * arrived, or the target refused it); the next one, in SQ order, becomes
@@ -365,7 +287,7 @@ static struct sw_wqe *orq_head(struct sw_dp *dp)
  */
 static bool orq_retire(struct sw_dp *dp, NTSTATUS status)
 {
-	struct sw_wqe *w = orq_head(dp);
+	struct sw_wqe *w = sw_dp_rx_orq_head(dp);
 
 	if (!w || w->state != SW_WQE_WAIT_RESPONSE)
 		return false;
@@ -375,7 +297,7 @@ static bool orq_retire(struct sw_dp *dp, NTSTATUS status)
 	dp->sq.reads_out--;
 	while (dp->sq.reads_out) {
 		dp->sq.orq_head++;
-		if (orq_head(dp)->state == SW_WQE_WAIT_RESPONSE)
+		if (sw_dp_rx_orq_head(dp)->state == SW_WQE_WAIT_RESPONSE)
 			break;
 	}
 	return true;
@@ -417,7 +339,7 @@ static int rx_payload(struct sw_dp *dp, const struct fpdu_ev *ev)
 		uint64_t base, off;
 
 		ndk_lock(&dp->lock);
-		w = orq_head(dp);
+		w = sw_dp_rx_orq_head(dp);
 		ndk_unlock(&dp->lock);
 		if (!w)
 			return 0;
@@ -452,7 +374,7 @@ static int rx_payload_placed(struct sw_dp *dp, const struct fpdu_ev *ev)
 	if (dp->rx->target != RX_READ_RESP)
 		return 0;
 	ndk_lock(&dp->lock);
-	w = orq_head(dp);
+	w = sw_dp_rx_orq_head(dp);
 	ndk_unlock(&dp->lock);
 	if (w)
 		w->done_bytes += (uint32_t)ev->len;
@@ -579,7 +501,7 @@ static int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
 			struct sw_wqe *w;
 
 			ndk_lock(&dp->lock);
-			w = orq_head(dp);
+			w = sw_dp_rx_orq_head(dp);
 			if (w && w->done_bytes != w->length) {
 				/* Shorter than the size requested: the rest
 				 * of the sink holds old bytes, which must not
@@ -635,13 +557,8 @@ static int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
 /* ------------------------------------------------------------------ */
 /* Socket readiness                                                   */
 
-/*
- * Feeds bytes to the parser and acts on its events. placed: buf is the
- * payload's destination, received there directly (rx_direct); the parser
- * still checks the CRC over it, nothing is copied.
- */
-static int rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
-		    bool placed)
+int sw_dp_rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
+		   bool placed)
 {
 	struct fpdu_ev ev;
 	size_t off = 0;
@@ -676,175 +593,6 @@ static int rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
 	}
 }
 
-/* ------------------------------------------------------------------ */
-/* Direct placement                                                   */
-
-/* The destination of one direct read, and the local SGEs it pinned. */
-struct rx_direct {
-	struct iovec iov[RX_DIRECT_IOV + 1]; /* + the probe behind it */
-	unsigned int niov;
-	size_t len; /* destination bytes in iov[0, niov) */
-	struct sw_stag_ref ref[RX_DIRECT_IOV];
-	unsigned int nref;
-};
-
-/* Adds the host pieces of [off, off + n) of a looked-up range (addr: its
- * host address when it has no entry, a LAM range). Returns the bytes
- * added, fewer when the iovecs ran out. */
-static size_t direct_add_range(struct rx_direct *d,
-			       const struct sw_stag_ref *ref, uint8_t *addr,
-			       uint64_t off, uint64_t n)
-{
-	uint64_t pos, contig;
-
-	for (pos = 0; pos < n && d->niov < RX_DIRECT_IOV; pos += contig) {
-		void *p = ref->mem ? sw_stag_ref_map(ref, off + pos, &contig)
-				   : addr + off + pos;
-
-		if (!ref->mem)
-			contig = n - pos;
-		contig = MIN(contig, n - pos);
-		d->iov[d->niov].iov_base = p;
-		d->iov[d->niov].iov_len = (size_t)contig;
-		d->niov++;
-	}
-	d->len += (size_t)pos;
-	return (size_t)pos;
-}
-
-/* Adds [off, off + len) of an SGE list (a receive's or a Read's), each
- * SGE checked for local write first. False if one fails: the copy path
- * then reports it as it always did. */
-static bool direct_add_sgl(struct sw_dp *dp, struct rx_direct *d,
-			   const NDK_SGE *sge, uint32_t nsge, uint64_t off,
-			   uint64_t len)
-{
-	uint32_t i;
-
-	for (i = 0; i < nsge && len && d->niov < RX_DIRECT_IOV; i++) {
-		uint64_t n;
-		void *addr;
-
-		if (off >= sge[i].Length) {
-			off -= sge[i].Length;
-			continue;
-		}
-		n = MIN((uint64_t)sge[i].Length - off, len);
-		if (sw_stag_sge_lookup(
-			    sw_stags(dp->ad), dp->qp.pd_id,
-			    sge[i].MemoryRegionToken,
-			    (uint64_t)(uintptr_t)sge[i].VirtualAddress + off, n,
-			    SW_ACCESS_LOCAL_WRITE, &d->ref[d->nref], &addr))
-			return false;
-		d->nref++;
-		len -= direct_add_range(d, &d->ref[d->nref - 1], addr, 0, n);
-		off = 0;
-	}
-	return d->len != 0;
-}
-
-static void direct_put(struct rx_direct *d)
-{
-	while (d->nref)
-		sw_stag_put(&d->ref[--d->nref]);
-}
-
-/* Where the rest of the current payload goes, if it is received in
- * place; checked exactly as the copy path checks it. */
-static bool direct_target(struct sw_dp *dp, struct rx_direct *d)
-{
-	struct sw_dp_rx *rx = dp->rx;
-	uint64_t off = rx->parser.payload_off;
-	uint64_t left = rx->parser.payload_len - off;
-	struct sw_wqe *w;
-	uint64_t base;
-
-	if (rx->parser.state != FPDU_RX_PAYLOAD ||
-	    rx->parser.payload_len < RX_DIRECT_MIN)
-		return false;
-	switch (rx->target) {
-	case RX_WRITE:
-		if (rx->holding) {
-			d->iov[0].iov_base = rx->hold + off;
-			d->iov[0].iov_len = (size_t)left;
-			d->niov = 1;
-			d->len = (size_t)left;
-			return true;
-		}
-		/* Looked up and pinned for the whole payload at the header. */
-		return rx->have_ref && rx->ref.mem &&
-		       direct_add_range(d, &rx->ref, NULL, off, left);
-	case RX_SEND:
-		if (rx->recv_overflow || rx->hdr.mo + off + left > rx->recv_len)
-			return false;
-		return direct_add_sgl(dp, d, rx->rqe->sge, rx->rqe->nsge,
-				      rx->hdr.mo + off, left);
-	case RX_READ_RESP:
-		ndk_lock(&dp->lock);
-		w = orq_head(dp);
-		ndk_unlock(&dp->lock);
-		if (!w || w->status != STATUS_PENDING)
-			return false;
-		base = w->nsge ? (uint64_t)(uintptr_t)w->sge[0].VirtualAddress
-			       : 0;
-		off += rx->hdr.to - base;
-		if (off + left > w->length)
-			return false;
-		return direct_add_sgl(dp, d, w->sge, w->nsge, off, left);
-	default:
-		return false;
-	}
-}
-
-/*
- * One direct read: the rest of the payload in place, then up to RX_PROBE
- * bytes behind it into probe. Returns 1 if the payload is not received in
- * place (the caller reads into its buffer), else as one step of
- * sw_dp_rx_pass: 0 go on, -EAGAIN drained, or a negative errno.
- */
-static int rx_direct(struct sw_dp *dp, uint8_t *probe, bool *got)
-{
-	struct rx_direct d;
-	struct msghdr msg = { 0 };
-	size_t placed, i;
-	ssize_t n;
-	int ret = 0;
-
-	d.niov = d.nref = 0;
-	d.len = 0;
-	if (!direct_target(dp, &d)) {
-		direct_put(&d);
-		return 1;
-	}
-	d.iov[d.niov].iov_base = probe;
-	d.iov[d.niov].iov_len = RX_PROBE;
-	msg.msg_iov = d.iov;
-	msg.msg_iovlen = d.niov + 1;
-	n = recvmsg(dp->sock.fd, &msg, MSG_DONTWAIT);
-	if (n == 0)
-		ret = -EPIPE;
-	else if (n < 0)
-		ret = errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
-	if (ret) {
-		direct_put(&d);
-		return ret;
-	}
-	*got = true;
-	sw_dp_traffic(dp, &dp->rx_traffic, false, (uint64_t)n, 0, false);
-	/* The parser sees the placed bytes where they landed (CRC). */
-	placed = MIN((size_t)n, d.len);
-	for (i = 0; !ret && placed; i++) {
-		size_t take = MIN(placed, d.iov[i].iov_len);
-
-		ret = rx_bytes(dp, d.iov[i].iov_base, take, true);
-		placed -= take;
-	}
-	direct_put(&d);
-	if (!ret && (size_t)n > d.len)
-		ret = rx_bytes(dp, probe, (size_t)n - d.len, false);
-	return ret;
-}
-
 /*
  * Receives and processes what the socket has, up to budget reads; rx_lock
  * held. Returns 0 (drained or budget spent) or a negative errno when the
@@ -865,7 +613,7 @@ int sw_dp_rx_pass(struct sw_dp *dp, int *budget, bool *got)
 		ssize_t n;
 
 		(*budget)--;
-		ret = rx_direct(dp, buf, got);
+		ret = sw_dp_rx_direct(dp, buf, got);
 		if (ret != 1) {
 			ret = ret == -EAGAIN ? 1 : ret;
 			goto next;
@@ -883,7 +631,7 @@ int sw_dp_rx_pass(struct sw_dp *dp, int *budget, bool *got)
 			*got = true;
 			sw_dp_traffic(dp, &dp->rx_traffic, false, (uint64_t)n,
 				      0, false);
-			ret = rx_bytes(dp, buf, (size_t)n, false);
+			ret = sw_dp_rx_bytes(dp, buf, (size_t)n, false);
 		}
 next:
 		/* A Read Response or a Terminate goes out before the next
