@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Read Responses in small FPDUs (docs/wire.md, "Batched placement"): a
- * peer on a 1500-byte MTU answers a 64 KiB Read with some 46 FPDUs, and
- * our side takes several per read, their payloads straight into the sink,
- * guessing that the peer keeps the size of the FPDU before. Whatever the
- * peer does instead, the Read gets exactly the bytes sent, nothing outside
- * the sink changes, and damage ends the connection as the copy path ends
- * it. Against a raw server (rawpeer_dp.h), CRC on.
+ * Read Responses in small FPDUs: a peer on a 1500-byte MTU answers a
+ * 64 KiB Read with some 46 FPDUs, and whatever sizes it picks (smaller,
+ * larger or odd mid-response), the Read gets exactly the bytes sent,
+ * nothing outside the sink changes, and damage (a bad CRC mid-response, a
+ * response that ends short with more bytes behind it) ends the connection
+ * with the Terminate the copy path sends. Against a raw server
+ * (rawpeer_dp.h), CRC on.
  *
  * In each case the first FPDU of a response goes alone, and the rest
- * follows in one send once it was read: the batch then finds the rest
- * waiting in the socket.
+ * follows in one send once it was read: the receiver then finds many
+ * FPDUs waiting in the socket.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -366,5 +366,5 @@ int main(void)
 
 	cm_software_only();
 	dp_set_env();
-	return cmocka_run_group_tests_name("dp_batch", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("dp_small_fpdus", tests, NULL, NULL);
 }
