@@ -135,3 +135,19 @@ void dp_raw_expect_read_request(int fd, uint32_t msn, UINT32 sink_stag,
 	assert_true(get_be64(u + 22) == (uint64_t)(uintptr_t)sink);
 	assert_int_equal(get_be32(u + 30), size);
 }
+
+void dp_raw_assert_term_cause(const uint8_t *t, size_t tlen, unsigned int layer,
+			      unsigned int etype, unsigned int ecode)
+{
+	uint32_t ctrl;
+
+	assert_true(tlen >= 22);
+	assert_int_equal(t[1] & 0x0f, 7); /* RDMAP Terminate */
+	ctrl = get_be32(t + 18);
+	if (ctrl >> 28 != layer || (ctrl >> 24 & 0xf) != etype ||
+	    (ctrl >> 16 & 0xff) != ecode)
+		fail_msg("Terminate layer %u etype %u code %#x, expected %u %u "
+			 "%#x",
+			 ctrl >> 28, ctrl >> 24 & 0xf, ctrl >> 16 & 0xff, layer,
+			 etype, ecode);
+}

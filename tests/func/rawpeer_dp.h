@@ -48,4 +48,9 @@ int dp_raw_client_accepted_rtr(unsigned int ord, int rcvbuf, unsigned int rtr);
 void dp_raw_expect_read_request(int fd, uint32_t msn, UINT32 sink_stag,
 				const void *sink, uint32_t size);
 
+/* Fails unless the Terminate ULPDU t (tlen bytes, as raw_read_fpdu gives
+ * it) carries this layer, error type and code (RFC 5040 7.1). */
+void dp_raw_assert_term_cause(const uint8_t *t, size_t tlen, unsigned int layer,
+			      unsigned int etype, unsigned int ecode);
+
 #endif

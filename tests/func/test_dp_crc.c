@@ -24,7 +24,6 @@ static void expect_terminate_unserved(int fd, unsigned int layer,
 {
 	uint8_t t[1200];
 	size_t tlen;
-	uint32_t ctrl;
 
 	for (;;) {
 		tlen = raw_read_fpdu(fd, t, sizeof(t), WAIT_MS);
@@ -35,14 +34,7 @@ static void expect_terminate_unserved(int fd, unsigned int layer,
 			fail_msg("RDMAP opcode %u before the Terminate",
 				 t[1] & 0x0f);
 	}
-	assert_true(tlen >= 22);
-	ctrl = get_be32(t + 18);
-	if (ctrl >> 28 != layer || (ctrl >> 24 & 0xf) != etype ||
-	    (ctrl >> 16 & 0xff) != ecode)
-		fail_msg("Terminate layer %u etype %u code %#x, expected %u %u "
-			 "%#x",
-			 ctrl >> 28, ctrl >> 24 & 0xf, ctrl >> 16 & 0xff, layer,
-			 etype, ecode);
+	dp_raw_assert_term_cause(t, tlen, layer, etype, ecode);
 	assert_int_equal(raw_wait_event(fd, WAIT_MS), RAW_EOF);
 }
 
@@ -150,7 +142,6 @@ static void test_read_response_short(void **state)
 	uint8_t *sink = A.buf + (1 << 20);
 	uint8_t b[1200], resp[14 + 600], t[256];
 	NDK_SGE s = sge(sink, 1000, A.ltok);
-	uint32_t ctrl;
 	size_t tlen;
 
 	(void)state;
@@ -166,13 +157,9 @@ static void test_read_response_short(void **state)
 	memset(resp + 14, 0x5c, 600);
 	raw_send(r.fd, b, fpdu_build(b, resp, sizeof(resp), true));
 
+	/* RDMAP, remote operation, catastrophic to the stream. */
 	tlen = raw_read_fpdu(r.fd, t, sizeof(t), WAIT_MS);
-	assert_true(tlen >= 22);
-	assert_int_equal(t[1] & 0x0f, 7);
-	ctrl = get_be32(t + 18);
-	assert_int_equal(ctrl >> 28, 0); /* RDMAP */
-	assert_int_equal(ctrl >> 24 & 0xf, 2); /* remote operation */
-	assert_int_equal(ctrl >> 16 & 0xff, 0x07); /* catastrophic, stream */
+	dp_raw_assert_term_cause(t, tlen, 0, 2, 0x07);
 	if (!tu_wait_until(disc_seen, &A, WAIT_MS))
 		fail_msg("no disconnect event");
 	A.qp->Dispatch->NdkFlush(A.qp);

@@ -42,20 +42,13 @@ static void expect_terminate(int fd, unsigned int layer, unsigned int etype,
 {
 	uint8_t t[256];
 	size_t tlen;
-	uint32_t ctrl;
 
 	/* Skip what P answered before (Read Responses of good requests). */
 	do {
 		tlen = raw_read_fpdu(fd, t, sizeof(t), WAIT_MS);
 		assert_true(tlen >= 22);
 	} while (t[1] != 0x47);
-	ctrl = get_be32(t + 18);
-	if (ctrl >> 28 != layer || (ctrl >> 24 & 0xf) != etype ||
-	    (ctrl >> 16 & 0xff) != ecode)
-		fail_msg("Terminate layer %u etype %u code %#x, expected %u %u "
-			 "%#x",
-			 ctrl >> 28, ctrl >> 24 & 0xf, ctrl >> 16 & 0xff, layer,
-			 etype, ecode);
+	dp_raw_assert_term_cause(t, tlen, layer, etype, ecode);
 	assert_int_equal(raw_wait_event(fd, WAIT_MS), RAW_EOF);
 	if (!tu_wait_until(disc_seen, &P, WAIT_MS))
 		fail_msg("no disconnect event");
