@@ -119,11 +119,31 @@ static int rx_fail_stag(struct sw_dp *dp, int err, bool read_source)
 /* ------------------------------------------------------------------ */
 /* Per FPDU                                                           */
 
+/* The current Write FPDU's range (rx->hdr), checked and pinned: at its
+ * header, and again if a pass ended since (sw_dp_rx_pass drops the pin),
+ * when the MR may be gone, which ends the stream as any STag that names
+ * nothing does. */
+static int rx_write_ref(struct sw_dp *dp)
+{
+	struct sw_dp_rx *rx = dp->rx;
+	void *addr;
+	int ret;
+
+	if (rx->have_ref)
+		return 0;
+	ret = sw_stag_lookup(sw_stags(dp->ad), rx->hdr.stag, dp->qp.pd_id,
+			     rx->hdr.to, rx->parser.payload_len,
+			     SW_ACCESS_REMOTE_WRITE, &rx->ref, &addr);
+	if (ret)
+		return rx_fail_stag(dp, ret, false);
+	rx->have_ref = true;
+	return 0;
+}
+
 static int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
 {
 	struct sw_dp_rx *rx = dp->rx;
 	const struct ddp_hdr *h = ev->hdr;
-	void *addr;
 	int ret;
 
 	rx->hdr = *h;
@@ -178,12 +198,9 @@ static int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
 			rx->target = RX_DISCARD;
 			return 0;
 		}
-		ret = sw_stag_lookup(sw_stags(dp->ad), h->stag, dp->qp.pd_id,
-				     h->to, ev->payload_len,
-				     SW_ACCESS_REMOTE_WRITE, &rx->ref, &addr);
+		ret = rx_write_ref(dp);
 		if (ret)
-			return rx_fail_stag(dp, ret, false);
-		rx->have_ref = true;
+			return ret;
 		rx->target = RX_WRITE;
 		rx->holding = dp->crc &&
 			      !(rx->next_valid && h->stag == rx->next_stag &&
@@ -301,26 +318,6 @@ static bool orq_retire(struct sw_dp *dp, NTSTATUS status)
 			break;
 	}
 	return true;
-}
-
-/* The current Write FPDU's range pinned again if a pass ended since its
- * header (rx_pass_end): the MR may be gone, which ends the stream as any
- * STag that names nothing does. */
-static int rx_write_ref(struct sw_dp *dp)
-{
-	struct sw_dp_rx *rx = dp->rx;
-	void *addr;
-	int ret;
-
-	if (rx->have_ref)
-		return 0;
-	ret = sw_stag_lookup(sw_stags(dp->ad), rx->hdr.stag, dp->qp.pd_id,
-			     rx->hdr.to, rx->parser.payload_len,
-			     SW_ACCESS_REMOTE_WRITE, &rx->ref, &addr);
-	if (ret)
-		return rx_fail_stag(dp, ret, false);
-	rx->have_ref = true;
-	return 0;
 }
 
 static int rx_payload(struct sw_dp *dp, const struct fpdu_ev *ev)
