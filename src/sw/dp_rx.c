@@ -119,11 +119,31 @@ static int rx_fail_stag(struct sw_dp *dp, int err, bool read_source)
 /* ------------------------------------------------------------------ */
 /* Per FPDU                                                           */
 
+/* The current Write FPDU's range (rx->hdr), checked and pinned: at its
+ * header, and again if a pass ended since (sw_dp_rx_pass drops the pin),
+ * when the MR may be gone, which ends the stream as any STag that names
+ * nothing does. */
+static int rx_write_ref(struct sw_dp *dp)
+{
+	struct sw_dp_rx *rx = dp->rx;
+	void *addr;
+	int ret;
+
+	if (rx->have_ref)
+		return 0;
+	ret = sw_stag_lookup(sw_stags(dp->ad), rx->hdr.stag, dp->qp.pd_id,
+			     rx->hdr.to, rx->parser.payload_len,
+			     SW_ACCESS_REMOTE_WRITE, &rx->ref, &addr);
+	if (ret)
+		return rx_fail_stag(dp, ret, false);
+	rx->have_ref = true;
+	return 0;
+}
+
 static int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
 {
 	struct sw_dp_rx *rx = dp->rx;
 	const struct ddp_hdr *h = ev->hdr;
-	void *addr;
 	int ret;
 
 	rx->hdr = *h;
@@ -178,12 +198,9 @@ static int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
 			rx->target = RX_DISCARD;
 			return 0;
 		}
-		ret = sw_stag_lookup(sw_stags(dp->ad), h->stag, dp->qp.pd_id,
-				     h->to, ev->payload_len,
-				     SW_ACCESS_REMOTE_WRITE, &rx->ref, &addr);
+		ret = rx_write_ref(dp);
 		if (ret)
-			return rx_fail_stag(dp, ret, false);
-		rx->have_ref = true;
+			return ret;
 		rx->target = RX_WRITE;
 		rx->holding = dp->crc &&
 			      !(rx->next_valid && h->stag == rx->next_stag &&
@@ -327,6 +344,9 @@ static int rx_payload(struct sw_dp *dp, const struct fpdu_ev *ev)
 			memcpy(rx->hold + ev->offset, ev->data, ev->len);
 			return 0;
 		}
+		ret = rx_write_ref(dp);
+		if (ret)
+			return ret;
 		/* In ascending address order, as the bytes arrive. */
 		return sw_stag_ref_write(&rx->ref,
 					 rx->hdr.to + ev->offset - rx->ref.va,
@@ -428,11 +448,15 @@ static int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
 	int err = 0;
 
 	if (rx->target == RX_WRITE) {
-		if (ev->crc_ok && rx->holding &&
-		    sw_stag_ref_write(&rx->ref, rx->hdr.to - rx->ref.va,
-				      rx->hold, rx->parser.payload_len))
-			err = rx_fail(dp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
-				      DDP_TAGGED_BASE_BOUNDS);
+		if (ev->crc_ok && rx->holding) {
+			err = rx_write_ref(dp);
+			if (!err &&
+			    sw_stag_ref_write(&rx->ref, rx->hdr.to - rx->ref.va,
+					      rx->hold, rx->parser.payload_len))
+				err = rx_fail(dp, TERM_LAYER_DDP,
+					      DDP_ETYPE_TAGGED,
+					      DDP_TAGGED_BASE_BOUNDS);
+		}
 		/* The next FPDU of this Write may be placed as it comes. */
 		rx->next_valid = ev->crc_ok && !ev->last;
 		rx->next_stag = rx->hdr.stag;
@@ -598,7 +622,7 @@ int sw_dp_rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
  * held. Returns 0 (drained or budget spent) or a negative errno when the
  * connection ended.
  */
-int sw_dp_rx_pass(struct sw_dp *dp, int *budget, bool *got)
+static int rx_pass(struct sw_dp *dp, int *budget, bool *got)
 {
 	uint8_t *buf = rx_thread_buf();
 	int ret;
@@ -643,6 +667,18 @@ next:
 	if (ret < 0)
 		sw_dp_traffic(dp, &dp->rx_traffic, false, 0, 0, true);
 	return ret > 0 ? 0 : ret;
+}
+
+int sw_dp_rx_pass(struct sw_dp *dp, int *budget, bool *got)
+{
+	int ret = rx_pass(dp, budget, got);
+
+	/* A Write FPDU still coming keeps no pin until its next bytes. */
+	if (dp->rx && dp->rx->have_ref) {
+		sw_stag_put(&dp->rx->ref);
+		dp->rx->have_ref = false;
+	}
+	return ret;
 }
 
 /* ------------------------------------------------------------------ */

@@ -105,7 +105,8 @@ static bool direct_target(struct sw_dp *dp, struct rx_direct *d)
 			d->len = (size_t)left;
 			return true;
 		}
-		/* Looked up and pinned for the whole payload at the header. */
+		/* Pinned for the whole payload at the header, or again by the
+		 * copy path after a pass ended (then this read copies). */
 		return rx->have_ref && rx->ref.mem &&
 		       direct_add_range(d, &rx->ref, NULL, off, left);
 	case RX_SEND:

@@ -39,7 +39,12 @@ struct sw_dp_rx {
 	uint32_t recv_bytes; /* message bytes so far */
 	bool recv_overflow;
 	bool send_dropped; /* the Send in progress lost its receive */
-	/* Write / Read Response placement. */
+	/*
+	 * The Write FPDU's STag range, pinned. The pin lasts one receive
+	 * pass at most: a peer that stops mid-FPDU must not hold the MR
+	 * (NdkDeregisterMr waits for pins), so the range is looked up again
+	 * when the rest arrives.
+	 */
 	struct sw_stag_ref ref;
 	bool have_ref;
 	/*

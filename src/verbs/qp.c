@@ -405,7 +405,14 @@ static NTSTATUS vqp_post_slot(struct ndk_vqp *qp, struct ibv_send_wr *wr,
 		wr->send_flags |= IBV_SEND_FENCE;
 	s->dereg = dereg;
 	ndk_vwq_commit(&qp->sq, s, signaled);
+	bad = wr;
 	ret = ibv_post_send(qp->qp, wr, &bad);
+	/* siw's library writes the request into its ring and then rings
+	 * the doorbell; a doorbell refused (the QP left RTS: -1 and errno
+	 * ENOTCONN) leaves it there, and the QP's move to the error state
+	 * flushes it. It is taken (bad is not it) and completes once. */
+	if (ret && bad != wr)
+		ret = 0;
 	if (ret) {
 		s->dereg = NULL; /* still the caller's */
 		ndk_vwq_uncommit(&qp->sq, s);

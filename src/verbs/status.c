@@ -17,7 +17,11 @@ NTSTATUS ndk_verbs_errno_status(int err, enum ndk_verbs_site site)
 	switch (site) {
 	case NDK_VERBS_POST:
 		/* The queue is full (ENOMEM), or the QP is not in a state
-		 * that takes requests. */
+		 * that takes requests. A library that failed a system call
+		 * returns its -1 (siw's doorbell) and leaves errno: posting
+		 * is never a matter of permission (EPERM). */
+		if (err == -1 && errno > 0)
+			err = -errno;
 		if (err == -ENOMEM)
 			return STATUS_INSUFFICIENT_RESOURCES;
 		if (err == -ENOTCONN || err == -EIO)

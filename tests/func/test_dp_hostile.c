@@ -217,10 +217,54 @@ static void test_zero_length_send_flood(void **state)
 	close(fd);
 }
 
+/*
+ * A peer that stops in the middle of a Write FPDU cannot hold our MR:
+ * NdkDeregisterMr returns at once, and the rest of the FPDU, when it
+ * comes, places nothing (DDP, tagged buffer, invalid STag).
+ */
+static void test_write_stalled_mid_fpdu(void **state)
+{
+	static uint8_t u[14 + 16384], b[16384 + 64];
+	enum { HALF = 14 + 8000 };
+	uint64_t t0;
+	NDK_MR *mr;
+	UINT32 tok;
+	size_t n;
+	int fd;
+
+	(void)state;
+	memset(P.buf, 0xa5, 65536);
+	mr = reg_range(srv.pd, P.buf, 65536, NDK_MR_FLAG_ALLOW_REMOTE_WRITE);
+	tok = mr->Dispatch->NdkGetRemoteTokenFromMr(mr);
+	P.qp = big_qp(&srv);
+	fd = dp_raw_client_accepted(4, 0);
+	u[0] = 0xc1; /* tagged, last */
+	u[1] = 0x40; /* Write */
+	put_be32(u + 2, tok);
+	put_be64(u + 6, (uint64_t)(uintptr_t)P.buf);
+	memset(u + 14, 0x3c, 16384);
+	n = fpdu_build(b, u, sizeof(u), true);
+	raw_send(fd, b, 2 + HALF);
+	usleep(QUIET_MS * 1000); /* P has read the header and half */
+	t0 = tu_now_ms();
+	assert_int_equal(mr->Dispatch->NdkDeregisterMr(mr, NULL, NULL),
+			 STATUS_SUCCESS);
+	if (tu_now_ms() - t0 > 1000)
+		fail_msg("NdkDeregisterMr took %llu ms behind a stalled peer",
+			 (unsigned long long)(tu_now_ms() - t0));
+	raw_send(fd, b + 2 + HALF, n - 2 - HALF);
+	expect_terminate(fd, 1, 1, 0x00);
+	/* The first FPDU of a Write waits for its CRC (docs/wire.md). */
+	assert_all(P.buf, 65536, 0xa5, "after the deregistration");
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_read_request_4gib,
+						dp_setup_hosts, dp_teardown),
+		cmocka_unit_test_setup_teardown(test_write_stalled_mid_fpdu,
 						dp_setup_hosts, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_send_msn_far_ahead,
 						dp_setup_hosts, dp_teardown),

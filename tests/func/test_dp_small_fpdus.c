@@ -205,7 +205,7 @@ static void test_small_fpdus(void **state)
 
 /*
  * The peer changes its FPDU size in the middle of a response, smaller,
- * larger, odd sizes, one under the batch's minimum: every byte still
+ * larger, odd sizes, one under 4 KiB: every byte still
  * lands where its header says, and the Read completes.
  */
 static void test_size_changes(void **state)
@@ -279,11 +279,11 @@ static void expect_read_failed(uintptr_t ctx)
 }
 
 /*
- * One FPDU in the middle of a batch has a wrong CRC: the CRC Terminate
+ * One FPDU in the middle of a response has a wrong CRC: the CRC Terminate
  * (LLP, MPA, 0x02), the Read does not complete as read, and nothing
  * outside its sink changed.
  */
-static void test_bad_crc_mid_batch(void **state)
+static void test_bad_crc_mid_response(void **state)
 {
 	enum { LEN = 65536 };
 	struct dp_raw_server r;
@@ -310,11 +310,11 @@ static void test_bad_crc_mid_batch(void **state)
 
 /*
  * The response ends (L) after 20 FPDUs, short of the Read's size, and
- * more bytes follow it in the same batch: the short-response Terminate
+ * more bytes follow it at once: the short-response Terminate
  * (RDMAP, remote operation, catastrophic to the stream), the Read does not
  * complete as read, nothing outside its sink changed.
  */
-static void test_short_end_mid_batch(void **state)
+static void test_short_end_mid_response(void **state)
 {
 	enum { LEN = 65536 };
 	struct dp_raw_server r;
@@ -330,7 +330,7 @@ static void test_short_end_mid_batch(void **state)
 	stream_open(&s);
 	rr_cut(&s, A.ltok, (uint64_t)(uintptr_t)k.p[0], src, LEN, mss_cut, 1,
 	       -1, 20);
-	/* What a guess would take for the rest of the response. */
+	/* Bytes that look like the rest of the response. */
 	rr_cut(&s, A.ltok, (uint64_t)(uintptr_t)k.p[0] + 21 * FPDU_PAYLOAD, src,
 	       10 * FPDU_PAYLOAD, mss_cut, 1, -1, -1);
 	send_split(r.fd, &s);
@@ -349,9 +349,9 @@ int main(void)
 						dp_setup_hosts, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_size_changes,
 						dp_setup_hosts, dp_teardown),
-		cmocka_unit_test_setup_teardown(test_bad_crc_mid_batch,
+		cmocka_unit_test_setup_teardown(test_bad_crc_mid_response,
 						dp_setup_hosts, dp_teardown),
-		cmocka_unit_test_setup_teardown(test_short_end_mid_batch,
+		cmocka_unit_test_setup_teardown(test_short_end_mid_response,
 						dp_setup_hosts, dp_teardown),
 	};
 

@@ -296,9 +296,14 @@ sed -n '/^==== files/,/^==== dmesg/p' "$out/console.log" | sed 's/^/  [guest] /'
 # WRITEs with the RDMA_V1_INVALIDATE channel; the server's RDMA Read
 # Requests (our WRITEs), RDMA Writes (our READs) and Sends with
 # Invalidate (opcodes 1, 0 and 4 or 6 of RDMAP, RFC 5040).
+# The checks read the first PCAP_FRAMES frames: every kind they look for
+# is there within the first few thousand, and tshark's out-of-order
+# reassembly can take a minute a pass over a later stretch of slirp's
+# retransmissions (seen once: 65 s a pass, 11 minutes in all).
+PCAP_FRAMES=150000
 smb_check_pcap() {
 	local p=$1 f n
-	local o=(-o tcp.reassemble_out_of_order:TRUE -o tcp.try_heuristic_first:TRUE
+	local o=(-c $PCAP_FRAMES -o tcp.reassemble_out_of_order:TRUE -o tcp.try_heuristic_first:TRUE
 		--enable-heuristic iwarp_mpa_tcp --enable-heuristic smb_direct_iwarp
 		--disable-heuristic rpcrdma_iwarp)
 	command -v tshark >/dev/null || {
@@ -334,7 +339,7 @@ smb_check_pcap "$out/guest.pcap"
 # an RDMA Write, and a Send with Invalidate names each (one tshark pass).
 smb_check_tokens() {
 	local p=$1
-	local o=(-o tcp.reassemble_out_of_order:TRUE -o tcp.try_heuristic_first:TRUE
+	local o=(-c $PCAP_FRAMES -o tcp.reassemble_out_of_order:TRUE -o tcp.try_heuristic_first:TRUE
 		--enable-heuristic iwarp_mpa_tcp --enable-heuristic smb_direct_iwarp
 		--disable-heuristic rpcrdma_iwarp)
 	command -v tshark >/dev/null || return 0

@@ -342,8 +342,14 @@ static int client(const struct ping_opts *o)
 				echoed = res.BytesTransferred;
 			got++;
 		}
-		if (got < 2)
+		if (got < 2) {
+			/* Interrupted mid-round-trip: that one is not a
+			 * loss, only never finished (its completions are
+			 * flushed below). */
+			if (!failed)
+				sent--;
 			break;
+		}
 		snprintf(what, sizeof(what), "echo %llu",
 			 (unsigned long long)seq);
 		if (o->verify &&
