@@ -11,7 +11,8 @@
 # registration by Send with Invalidate (a type 2 window on rxe:
 # docs/verbs.md, Fast registration), which ndksmb counts ("invalidations
 # remote N"). Then 1 MiB + 3 with SMB2_CHANNEL_RDMA_V1 (--no-invalidate:
-# our own NdkInvalidate).
+# our own NdkInvalidate), and 4 MiB + 3 in 64 KiB requests, 16 in flight
+# (--queue-depth 16), each invalidated by the server.
 #
 # Client and server are two rxe devices on the two ends of a veth pair
 # (10.9.0.1 on va, 10.9.0.2 on vb; siw0 deleted): rxe loops back inside
@@ -119,6 +120,7 @@ for s in '"$sizes"'; do
 	smb inv $s
 done
 smb noinv 1048579 --no-invalidate
+smb qd 4194307 --queue-depth 16 --io-size 64k
 echo "==== dmesg"
 dmesg | grep -e ksmbd -e rxe -e "kernel BUG" -e "WARNING:" -e "Call Trace"
 '
@@ -156,6 +158,15 @@ for s in 8388609 67108864; do
 done
 grep -q '^get noinv 1048579: .*invalidations remote 0 local [1-9]' "$out/console.log" ||
 	bad "--no-invalidate: not our own Invalidate"
+# 16 READs or WRITEs in flight, each with its own registration (a type 2
+# window on rxe), every one invalidated by the server; the last 3 bytes
+# inline.
+grep -q '^RXE-SMB qd 4194307 ok$' "$out/console.log" ||
+	bad "no 4 MiB + 3 round trip with --queue-depth 16"
+grep -q '^get qd 4194307: .*RDMA reads 64 writes 0, inline reads 1 writes 0, invalidations remote 64 local 0' "$out/console.log" ||
+	bad "get --queue-depth 16: not 64 READs through the RDMA channel, each invalidated remotely"
+grep -q '^put qd 4194307: .*RDMA reads 0 writes 64, inline reads 0 writes 1, invalidations remote 64 local 0' "$out/console.log" ||
+	bad "put --queue-depth 16: not 64 WRITEs through the RDMA channel, each invalidated remotely"
 # The capture (RoCEv2 as the host's tshark decodes it): no malformed
 # frame but ksmbd's NEGOTIATE response (a SPNEGO hint tshark calls
 # malformed, as in siw-smb.sh); both negotiate messages; WRITE and READ

@@ -12,6 +12,8 @@
  *   bench [REMOTE]            write -S bytes of random data -n times,
  *                             read them back, compare; MB/s both ways
  *
+ * READs and WRITEs keep up to --queue-depth requests in flight.
+ *
  * Exit status (docs/tools.md): 0 ok, 1 failed, 2 usage, 3 could not
  * connect, 4 the data read back differs.
  */
@@ -49,6 +51,7 @@ struct opts {
 	struct smb2_opts smb;
 	uint64_t size;
 	unsigned long iterations;
+	struct smbd_conn *sc; /* SMB Direct: its counters */
 	int json;
 	int verbose;
 };
@@ -356,7 +359,7 @@ static int write_all(int fd, const uint8_t *p, size_t len)
 static int cmd_get(struct smb2_client *c, const struct opts *o,
 		   const char *remote, const char *local)
 {
-	size_t chunk = smb2_io_size(c) * 4, got;
+	size_t chunk = smb2_io_size(c) * MAX(4u, o->smb.queue_depth), got;
 	uint64_t off = 0, size, t0 = tool_now_ns();
 	struct smb2_file f;
 	uint8_t *buf;
@@ -424,7 +427,7 @@ static int cmd_get(struct smb2_client *c, const struct opts *o,
 static int cmd_put(struct smb2_client *c, const struct opts *o,
 		   const char *local, const char *remote)
 {
-	size_t chunk = smb2_io_size(c) * 4;
+	size_t chunk = smb2_io_size(c) * MAX(4u, o->smb.queue_depth);
 	uint64_t off = 0, t0 = tool_now_ns();
 	struct smb2_file f;
 	uint8_t *buf;
@@ -488,6 +491,7 @@ static int cmd_bench(struct smb2_client *c, const struct opts *o,
 	size_t len = (size_t)o->size, got;
 	double wsec = 0, rsec = 0;
 	uint8_t *src = malloc(len), *dst = malloc(len);
+	const struct smb2_stats *s;
 	struct smb2_file f;
 	unsigned long i;
 	uint64_t t0;
@@ -532,25 +536,35 @@ static int cmd_bench(struct smb2_client *c, const struct opts *o,
 	free(dst);
 	if (rc)
 		return rc;
+	s = smb2_stats(c);
 	if (o->json) {
-		const struct smb2_stats *s = smb2_stats(c);
-
 		json_init(&j, stdout, false);
 		json_begin_object(&j, NULL);
 		json_string(&j, "command", "bench");
 		json_uint(&j, "size", len);
 		json_uint(&j, "iterations", i);
+		json_uint(&j, "io_size", smb2_io_size(c));
+		json_uint(&j, "queue_depth", o->smb.queue_depth);
 		json_uint(&j, "write_usec", (unsigned long long)(wsec * 1e6));
 		json_uint(&j, "read_usec", (unsigned long long)(rsec * 1e6));
 		json_uint(&j, "rdma_reads", s->rdma_reads);
 		json_uint(&j, "rdma_writes", s->rdma_writes);
+		json_uint(&j, "inline_reads", s->inline_reads);
+		json_uint(&j, "inline_writes", s->inline_writes);
+		json_uint(&j, "credit_waits", s->credit_waits);
+		if (o->sc)
+			json_uint(&j, "smbd_credit_waits",
+				  smbd_info(o->sc)->credit_waits);
 		json_end_object(&j);
 		json_finish(&j);
 	} else {
-		printf("bench %s: %lu x %zu bytes: write %.1f MB/s, read %.1f MB/s, verified\n",
-		       remote, i, len,
+		printf("bench %s: %lu x %zu bytes, %zu per request, queue depth %u: write %.1f MB/s, read %.1f MB/s, verified; RDMA reads %lu writes %lu, inline reads %lu writes %lu, credit waits SMB2 %lu SMB Direct %lu\n",
+		       remote, i, len, smb2_io_size(c), o->smb.queue_depth,
 		       wsec > 0 ? (double)len * i / wsec / 1e6 : 0,
-		       rsec > 0 ? (double)len * i / rsec / 1e6 : 0);
+		       rsec > 0 ? (double)len * i / rsec / 1e6 : 0,
+		       s->rdma_reads, s->rdma_writes, s->inline_reads,
+		       s->inline_writes, s->credit_waits,
+		       o->sc ? smbd_info(o->sc)->credit_waits : 0ul);
 	}
 	return 0;
 }
@@ -573,6 +587,7 @@ static void usage(FILE *f)
 		"      --no-invalidate     RDMA channel without remote invalidation\n"
 		"      --rdma-threshold N  I/O of N bytes and more through RDMA (4k)\n"
 		"      --io-size N         bytes per READ/WRITE request (1m)\n"
+		"      --queue-depth N     READs/WRITEs in flight, 1 to 64 (1)\n"
 		"  -S, --size N            bench: bytes per file (1m)\n"
 		"  -n, --iterations N      bench: repetitions (1)\n"
 		"      --timeout SECONDS   how long to wait for the server (30)\n"
@@ -589,6 +604,7 @@ enum {
 	OPT_NOINV,
 	OPT_THRESH,
 	OPT_IOSZ,
+	OPT_QDEPTH,
 	OPT_TIMEOUT,
 	OPT_VERSION
 };
@@ -604,6 +620,7 @@ int main(int argc, char **argv)
 		{ "no-invalidate", no_argument, NULL, OPT_NOINV },
 		{ "rdma-threshold", required_argument, NULL, OPT_THRESH },
 		{ "io-size", required_argument, NULL, OPT_IOSZ },
+		{ "queue-depth", required_argument, NULL, OPT_QDEPTH },
 		{ "size", required_argument, NULL, 'S' },
 		{ "iterations", required_argument, NULL, 'n' },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
@@ -627,6 +644,7 @@ int main(int argc, char **argv)
 	o.smb.rdma_threshold = 4096;
 	o.smb.remote_invalidate = true;
 	o.smb.timeout_ms = 30000;
+	o.smb.queue_depth = 1;
 	while ((op = getopt_long(argc, argv, "+p:u:S:n:jvh", lo, NULL)) != -1) {
 		switch (op) {
 		case 'p':
@@ -656,6 +674,10 @@ int main(int argc, char **argv)
 		case OPT_IOSZ:
 			o.smb.io_size = (size_t)tool_arg_size(
 				"--io-size", optarg, 4096, 1ull << 30);
+			break;
+		case OPT_QDEPTH:
+			o.smb.queue_depth = (unsigned int)tool_arg_count(
+				"--queue-depth", optarg, 1, 64);
 			break;
 		case 'S':
 			o.size = tool_arg_size("-S", optarg, 1, 1ull << 32);
@@ -744,6 +766,7 @@ int main(int argc, char **argv)
 		t.err_str = smbd_err_fn;
 		t.ctx = sc;
 		t.smbd = sc;
+		o.sc = sc;
 	}
 	err = smb2_connect(&t, &o.smb, &c, why, sizeof(why));
 	if (err) {
@@ -773,9 +796,9 @@ int main(int argc, char **argv)
 		const struct smbd_info *si = smbd_info(sc);
 
 		fprintf(stderr,
-			"%s: SMB Direct: %lu messages sent, %lu received, %lu credit-only, %lu keep-alives answered, IRD %lu\n",
+			"%s: SMB Direct: %lu messages sent, %lu received, %lu credit-only, %lu keep-alives answered, %lu waits for a send credit, IRD %lu\n",
 			prog, si->sent, si->received, si->credit_only_sent,
-			si->keepalives_answered, si->ird);
+			si->keepalives_answered, si->credit_waits, si->ird);
 	}
 out:
 	smb2_disconnect(c);

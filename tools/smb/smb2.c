@@ -20,6 +20,9 @@
 #ifndef MIN
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #endif
+#ifndef MAX
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#endif
 
 enum {
 	SMB2_NEGOTIATE = 0,
@@ -92,8 +95,31 @@ enum {
 #define SMB2_RESTART_SCANS     0x01
 #define FILE_ATTRIBUTE_NORMAL_ 0x00000080u
 
-#define MAX_MSG	       (128u * 1024) /* requests and inline data we build */
+/* Requests and the inline data we build: a 1 MiB WRITE over TCP fits. */
+#define MAX_MSG	       ((1u << 20) + 4096)
 #define CREDITS_WANTED 256
+#define CREDITS_MAX    8192
+
+/* A request in flight, matched to its response by MessageId. */
+struct smb2_req {
+	bool busy;
+	bool pending; /* the server answered STATUS_PENDING */
+	uint64_t id;
+	uint16_t cmd;
+	/* READ and WRITE: this request's RDMA buffer (SMB Direct) and the
+	 * caller's. */
+	bool rdma;
+	uint8_t *io;
+	struct smbd_mr *mr;
+	uint8_t *buf;
+	uint64_t off;
+	size_t len;
+};
+
+/* The READs or WRITEs of one smb2_read or smb2_write. */
+struct smb2_io {
+	uint64_t eof; /* a READ came back short here */
+};
 
 struct smb2_client {
 	struct smb2_transport *t;
@@ -103,7 +129,7 @@ struct smb2_client {
 	uint32_t caps;
 	uint32_t max_read, max_write, max_trans;
 	uint64_t msg_id;
-	unsigned int credits;
+	unsigned int credits, credits_wanted;
 	uint64_t session_id;
 	uint32_t tree_id;
 	bool sign, session_up, tree_up;
@@ -113,10 +139,14 @@ struct smb2_client {
 	size_t rsp_len;
 	uint32_t status;
 	int err;
+	bool broken; /* the transport failed: nothing more will come */
+	bool keep_first; /* I/O in flight: the first failure is the reason */
 	char why[256];
 	size_t io_size;
-	uint8_t *io; /* page-aligned I/O buffer for the RDMA channel */
-	struct smbd_mr *mr;
+	struct smb2_req ctl; /* the one request of transact() */
+	struct smb2_req *reqs; /* READs and WRITEs, queue_depth of them */
+	unsigned int depth, inflight;
+	struct smb2_io *cur;
 	struct smb2_stats stats;
 };
 
@@ -127,8 +157,10 @@ static int fail(struct smb2_client *c, int err, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (err == SMB2_ERR_TRANSPORT)
+		c->broken = true;
 	/* A failed transport stays the reason for everything after it. */
-	if (c->err == SMB2_ERR_TRANSPORT)
+	if (c->err == SMB2_ERR_TRANSPORT || (c->keep_first && c->err))
 		return c->err;
 	c->err = err;
 	va_start(ap, fmt);
@@ -212,12 +244,7 @@ static void hdr_init(struct smb2_client *c, uint16_t cmd, uint16_t charge)
 	smbd_put16(h + 4, HDR);
 	smbd_put16(h + 6, charge);
 	smbd_put16(h + 12, cmd);
-	/* Ask for what we are about to spend, and more up to the target. */
-	smbd_put16(h + 14,
-		   (uint16_t)(c->credits < CREDITS_WANTED
-				      ? CREDITS_WANTED - c->credits + charge
-				      : charge));
-	smbd_put64(h + 24, c->msg_id);
+	/* CreditRequest and MessageId: send_req(). */
 	smbd_put32(h + 32, 0xfeff); /* ProcessId */
 	smbd_put32(h + 36, c->tree_id);
 	smbd_put64(h + 40, c->session_id);
@@ -234,79 +261,183 @@ static int check_signature(struct smb2_client *c, const uint8_t *m, size_t len)
 	return SMB2_OK;
 }
 
-/*
- * Sends the request in c->req (len bytes) and waits for its response,
- * skipping interim STATUS_PENDING answers. Returns SMB2_OK with any
- * status in c->status, or a failure.
- */
-static int transact(struct smb2_client *c, size_t len)
+static int io_done(struct smb2_client *c, struct smb2_req *r, int sig_err);
+
+/* The request in flight that a response's MessageId names. */
+static struct smb2_req *req_of(struct smb2_client *c, uint64_t id)
 {
-	uint16_t cmd = smbd_get16(c->req + 12);
-	uint16_t charge = smbd_get16(c->req + 6);
-	uint64_t id = c->msg_id;
+	unsigned int i;
+
+	if (c->ctl.busy && c->ctl.id == id)
+		return &c->ctl;
+	for (i = 0; i < c->depth; i++)
+		if (c->reqs[i].busy && c->reqs[i].id == id)
+			return &c->reqs[i];
+	return NULL;
+}
+
+/* What we wait for, for messages: the oldest request in flight. */
+static const char *waiting_for(struct smb2_client *c)
+{
+	struct smb2_req *o = c->ctl.busy ? &c->ctl : NULL;
+	unsigned int i;
+
+	for (i = 0; i < c->depth; i++)
+		if (c->reqs[i].busy && (!o || c->reqs[i].id < o->id))
+			o = &c->reqs[i];
+	return o ? cmd_name(o->cmd) : "?";
+}
+
+/*
+ * Receives one response and hands it to its request, whichever of those
+ * in flight it is: transact()'s gets c->rsp and c->status, a READ's or
+ * WRITE's is finished by io_done(). An interim STATUS_PENDING answer
+ * only brings credits. SMB2_OK, or a failure of this response (or of the
+ * transport: c->broken).
+ */
+static int recv_one(struct smb2_client *c)
+{
+	struct smb2_req *r;
 	const uint8_t *m;
+	uint32_t status;
+	uint64_t id;
 	size_t n;
+	int err, sig_err = SMB2_OK;
+
+	if (c->broken)
+		return SMB2_ERR_TRANSPORT;
+	err = c->t->recv(c->t->ctx, &m, &n, c->o.timeout_ms);
+	if (err)
+		return fail(c, SMB2_ERR_TRANSPORT, "%s: receive: %s",
+			    waiting_for(c), c->t->err_str(c->t->ctx, err));
+	if (n < HDR || smbd_get32(m) != 0x424d53feu || smbd_get16(m + 4) != HDR)
+		return fail(c, SMB2_ERR_PROTO,
+			    "%s: a %zu-byte response that is no SMB2 message",
+			    waiting_for(c), n);
+	id = smbd_get64(m + 24);
+	r = req_of(c, id);
+	if (!r || smbd_get16(m + 12) != r->cmd ||
+	    !(smbd_get32(m + 16) & SMB2_FLAGS_SERVER_TO_REDIR))
+		return fail(c, SMB2_ERR_PROTO,
+			    "got %s for message %llu, which is not in flight",
+			    cmd_name(smbd_get16(m + 12)),
+			    (unsigned long long)id);
+	c->credits += smbd_get16(m + 14);
+	status = smbd_get32(m + 8);
+	if (status == STATUS_PENDING_ &&
+	    (smbd_get32(m + 16) & SMB2_FLAGS_ASYNC_COMMAND)) {
+		r->pending = true;
+		return SMB2_OK;
+	}
+	r->busy = false;
+	c->inflight--;
+	c->status = status;
+	c->rsp = m;
+	c->rsp_len = n;
+	if (c->sign && c->session_up &&
+	    (smbd_get32(m + 16) & SMB2_FLAGS_SIGNED))
+		sig_err = check_signature(c, m, n);
+	if (c->o.verbose > 1)
+		fprintf(stderr,
+			"smb2: %s (message %llu) -> 0x%08x, %zu bytes, credits %u, %u in flight\n",
+			cmd_name(r->cmd), (unsigned long long)id, status, n,
+			c->credits, c->inflight);
+	if (r == &c->ctl)
+		return sig_err;
+	return io_done(c, r, sig_err);
+}
+
+/* Never beyond the credits granted: the responses in flight bring more.
+ * With none in flight and too few credits, the server grants no more. */
+static int wait_credits(struct smb2_client *c, uint16_t cmd, uint16_t charge)
+{
 	int err;
 
-	if (c->err == SMB2_ERR_TRANSPORT)
-		return c->err;
-	if (!charge)
-		charge = 1;
-	if (c->credits < charge && cmd != SMB2_NEGOTIATE)
+	if (cmd == SMB2_NEGOTIATE)
+		return SMB2_OK;
+	if (c->credits < charge && c->inflight)
+		c->stats.credit_waits++;
+	while (c->credits < charge && c->inflight) {
+		err = recv_one(c);
+		if (err && c->broken)
+			return err;
+	}
+	if (c->credits < charge)
 		return fail(
 			c, SMB2_ERR_PROTO,
 			"%s: %u credits, %u needed (the server grants no more)",
 			cmd_name(cmd), c->credits, charge);
+	return SMB2_OK;
+}
+
+/* Sends the request in c->req (len bytes) as r, with the next MessageId. */
+static int send_req(struct smb2_client *c, size_t len, struct smb2_req *r)
+{
+	uint16_t cmd = smbd_get16(c->req + 12);
+	uint16_t charge = smbd_get16(c->req + 6);
+	int err;
+
+	if (c->broken)
+		return SMB2_ERR_TRANSPORT;
+	if (!charge)
+		charge = 1;
+	err = wait_credits(c, cmd, charge);
+	if (err)
+		return err;
+	/* Ask for what we are about to spend, and more up to the target. */
+	smbd_put16(c->req + 14,
+		   (uint16_t)(c->credits < c->credits_wanted
+				      ? c->credits_wanted - c->credits + charge
+				      : charge));
+	smbd_put64(c->req + 24, c->msg_id);
 	if (c->sign && c->session_id && cmd != SMB2_NEGOTIATE) {
 		smbd_put32(c->req + 16,
 			   smbd_get32(c->req + 16) | SMB2_FLAGS_SIGNED);
 		smb3_sign(c->signing_key, c->req, len, c->req + 48);
 	}
+	r->busy = true;
+	r->pending = false;
+	r->id = c->msg_id;
+	r->cmd = cmd;
 	c->msg_id += charge;
 	c->credits -= MIN(c->credits, charge);
 	c->stats.requests++;
+	c->inflight++;
 	err = c->t->send(c->t->ctx, c->req, len);
-	if (err)
+	if (err) {
+		r->busy = false;
+		c->inflight--;
 		return fail(c, SMB2_ERR_TRANSPORT, "%s: send: %s",
 			    cmd_name(cmd), c->t->err_str(c->t->ctx, err));
-	for (;;) {
-		err = c->t->recv(c->t->ctx, &m, &n, c->o.timeout_ms);
-		if (err)
-			return fail(c, SMB2_ERR_TRANSPORT, "%s: receive: %s",
-				    cmd_name(cmd),
-				    c->t->err_str(c->t->ctx, err));
-		if (n < HDR || smbd_get32(m) != 0x424d53feu ||
-		    smbd_get16(m + 4) != HDR)
-			return fail(
-				c, SMB2_ERR_PROTO,
-				"%s: a %zu-byte response that is no SMB2 message",
-				cmd_name(cmd), n);
-		if (smbd_get16(m + 12) != cmd || smbd_get64(m + 24) != id ||
-		    !(smbd_get32(m + 16) & SMB2_FLAGS_SERVER_TO_REDIR))
-			return fail(
-				c, SMB2_ERR_PROTO,
-				"%s (message %llu): got %s for message %llu",
-				cmd_name(cmd), (unsigned long long)id,
-				cmd_name(smbd_get16(m + 12)),
-				(unsigned long long)smbd_get64(m + 24));
-		c->credits += smbd_get16(m + 14);
-		c->status = smbd_get32(m + 8);
-		if (c->status == STATUS_PENDING_ &&
-		    (smbd_get32(m + 16) & SMB2_FLAGS_ASYNC_COMMAND))
-			continue;
-		break;
 	}
-	if (c->sign && c->session_up &&
-	    (smbd_get32(m + 16) & SMB2_FLAGS_SIGNED)) {
-		err = check_signature(c, m, n);
+	return SMB2_OK;
+}
+
+/*
+ * Sends the request in c->req (len bytes) and waits for its response,
+ * skipping interim STATUS_PENDING answers. Returns SMB2_OK with any
+ * status in c->status, or a failure. No READ or WRITE is in flight.
+ */
+static int transact(struct smb2_client *c, size_t len)
+{
+	int err;
+
+	if (c->err == SMB2_ERR_TRANSPORT || c->broken)
+		return SMB2_ERR_TRANSPORT;
+	err = send_req(c, len, &c->ctl);
+	if (err)
+		return err;
+	while (c->ctl.busy) {
+		err = recv_one(c);
+		if (err && c->ctl.busy) {
+			/* A stray response, or no more: the request ends
+			 * here (nothing else is in flight). */
+			c->ctl.busy = false;
+			c->inflight--;
+		}
 		if (err)
 			return err;
 	}
-	c->rsp = m;
-	c->rsp_len = n;
-	if (c->o.verbose > 1)
-		fprintf(stderr, "smb2: %s -> 0x%08x, %zu bytes, credits %u\n",
-			cmd_name(cmd), c->status, n, c->credits);
 	return SMB2_OK;
 }
 
@@ -657,14 +788,14 @@ static uint16_t charge_of(size_t len)
 	return (uint16_t)(len ? (len + 65535) / 65536 : 1);
 }
 
-/* Registers the I/O buffer for one request and writes the descriptor. */
-static int rdma_prepare(struct smb2_client *c, size_t len, bool server_writes,
-			uint8_t *desc_at)
+/* Registers a request's buffer and writes the descriptor. */
+static int rdma_prepare(struct smb2_client *c, struct smb2_req *r, size_t len,
+			bool server_writes, uint8_t *desc_at)
 {
 	struct smbd_buffer_desc d;
 	int err;
 
-	err = smbd_mr_register(c->t->smbd, c->mr, len, server_writes, &d);
+	err = smbd_mr_register(c->t->smbd, r->mr, len, server_writes, &d);
 	if (err)
 		return fail(c, SMB2_ERR_TRANSPORT, "RDMA registration: %s",
 			    smbd_why(c->t->smbd));
@@ -672,12 +803,12 @@ static int rdma_prepare(struct smb2_client *c, size_t len, bool server_writes,
 	return SMB2_OK;
 }
 
-static int rdma_finish(struct smb2_client *c)
+static int rdma_finish(struct smb2_client *c, struct smb2_req *r)
 {
 	bool by_peer;
 	int err;
 
-	err = smbd_mr_release(c->t->smbd, c->mr, &by_peer);
+	err = smbd_mr_release(c->t->smbd, r->mr, &by_peer);
 	if (err)
 		return fail(c, SMB2_ERR_TRANSPORT, "RDMA release: %s",
 			    smbd_why(c->t->smbd));
@@ -694,7 +825,7 @@ static int rdma_finish(struct smb2_client *c)
 
 static bool use_rdma(struct smb2_client *c, size_t len)
 {
-	return c->mr && len >= c->o.rdma_threshold;
+	return c->t->smbd && len >= c->o.rdma_threshold;
 }
 
 static uint32_t channel(struct smb2_client *c)
@@ -703,166 +834,240 @@ static uint32_t channel(struct smb2_client *c)
 				      : SMB2_CHANNEL_RDMA_V1;
 }
 
-/* One READ of at most io_size bytes. */
-static int read_one(struct smb2_client *c, struct smb2_file *f, uint64_t off,
-		    uint8_t *buf, size_t len, size_t *got)
+static int read_done(struct smb2_client *c, struct smb2_req *r)
 {
-	uint8_t *b = c->req + HDR;
-	bool rdma = use_rdma(c, len);
-	const uint8_t *r;
+	const uint8_t *b;
 	size_t n, doff;
-	int err, err2;
 
-	hdr_init(c, SMB2_READ, charge_of(len));
-	memset(b, 0, 64);
-	smbd_put16(b, 49);
-	b[2] = HDR + 16; /* Padding: where the response's data goes */
-	smbd_put32(b + 4, (uint32_t)len);
-	smbd_put64(b + 8, off);
-	memcpy(b + 16, f->id, 16);
-	if (rdma) {
-		err = rdma_prepare(c, len, true, b + 48);
-		if (err)
-			return err;
-		smbd_put32(b + 36, channel(c));
-		smbd_put16(b + 44, HDR + 48);
-		smbd_put16(b + 46, SMBD_BUFFER_DESC_SIZE);
-	}
-	err = transact(c, HDR + 48 + (rdma ? SMBD_BUFFER_DESC_SIZE : 1));
-	if (rdma) {
-		/* Whatever the answer, the registration goes first. */
-		err2 = rdma_finish(c);
-		if (!err)
-			err = err2;
-	}
-	if (err)
-		return err;
-	*got = 0;
-	if (c->status == STATUS_END_OF_FILE_)
-		return SMB2_OK;
-	if (c->status)
+	if (c->status == STATUS_END_OF_FILE_) {
+		n = 0;
+	} else if (c->status) {
 		return status_fail(c, "READ");
-	r = body(c, 16);
-	if (!r)
-		return c->err;
-	if (rdma) {
-		n = smbd_get32(r + 8); /* DataRemaining: what it wrote */
-		if (smbd_get32(r + 4) || n > len)
-			return fail(
-				c, SMB2_ERR_PROTO,
-				"READ: %zu bytes through the RDMA channel for %zu asked",
-				n, len);
-		memcpy(buf, c->io, n);
-		c->stats.rdma_reads++;
 	} else {
-		doff = r[2];
-		n = smbd_get32(r + 4);
-		if (doff < HDR + 16 || doff + n > c->rsp_len || n > len)
-			return fail(
-				c, SMB2_ERR_PROTO,
-				"READ: %zu bytes at %zu in a %zu-byte response",
-				n, doff, c->rsp_len);
-		memcpy(buf, c->rsp + doff, n);
-		c->stats.inline_reads++;
+		b = body(c, 16);
+		if (!b)
+			return c->err;
+		if (r->rdma) {
+			/* DataRemaining: what the server wrote. */
+			n = smbd_get32(b + 8);
+			if (smbd_get32(b + 4) || n > r->len)
+				return fail(
+					c, SMB2_ERR_PROTO,
+					"READ: %zu bytes through the RDMA channel for %zu asked",
+					n, r->len);
+			memcpy(r->buf, r->io, n);
+			c->stats.rdma_reads++;
+		} else {
+			doff = b[2];
+			n = smbd_get32(b + 4);
+			if (doff < HDR + 16 || doff + n > c->rsp_len ||
+			    n > r->len)
+				return fail(
+					c, SMB2_ERR_PROTO,
+					"READ: %zu bytes at %zu in a %zu-byte response",
+					n, doff, c->rsp_len);
+			memcpy(r->buf, c->rsp + doff, n);
+			c->stats.inline_reads++;
+		}
 	}
-	*got = n;
+	/* Short: the file ends here; nothing after it is asked for. */
+	if (n < r->len && c->cur && r->off + n < c->cur->eof)
+		c->cur->eof = r->off + n;
 	return SMB2_OK;
 }
 
-int smb2_read(struct smb2_client *c, struct smb2_file *f, uint64_t off,
-	      void *buf, size_t len, size_t *got)
+static int write_done(struct smb2_client *c, struct smb2_req *r)
 {
-	size_t done = 0, n, one;
-	int err;
+	const uint8_t *b;
 
-	while (done < len) {
-		n = MIN(len - done, c->io_size);
-		if (!use_rdma(c, n))
-			n = MIN(n, c->max_read);
-		err = read_one(c, f, off + done, (uint8_t *)buf + done, n,
-			       &one);
-		if (err)
-			return err;
-		done += one;
-		if (one < n)
-			break;
-	}
-	*got = done;
-	return SMB2_OK;
-}
-
-static int write_one(struct smb2_client *c, struct smb2_file *f, uint64_t off,
-		     const uint8_t *buf, size_t len)
-{
-	uint8_t *b = c->req + HDR;
-	bool rdma = use_rdma(c, len);
-	const uint8_t *r;
-	int err, err2;
-
-	hdr_init(c, SMB2_WRITE, charge_of(len));
-	memset(b, 0, 48);
-	smbd_put16(b, 49);
-	smbd_put64(b + 8, off);
-	memcpy(b + 16, f->id, 16);
-	if (rdma) {
-		memcpy(c->io, buf, len);
-		err = rdma_prepare(c, len, false, b + 48);
-		if (err)
-			return err;
-		/* Length and DataOffset 0: RemainingBytes says how much. */
-		smbd_put32(b + 32, channel(c));
-		smbd_put32(b + 36, (uint32_t)len);
-		smbd_put16(b + 40, HDR + 48);
-		smbd_put16(b + 42, SMBD_BUFFER_DESC_SIZE);
-		err = transact(c, HDR + 48 + SMBD_BUFFER_DESC_SIZE);
-		err2 = rdma_finish(c);
-		if (!err)
-			err = err2;
-	} else {
-		smbd_put16(b + 2, HDR + 48);
-		smbd_put32(b + 4, (uint32_t)len);
-		memcpy(b + 48, buf, len);
-		err = transact(c, HDR + 48 + len);
-	}
-	if (err)
-		return err;
 	if (c->status)
 		return status_fail(c, "WRITE");
-	r = body(c, 16);
-	if (!r)
+	b = body(c, 16);
+	if (!b)
 		return c->err;
-	if (smbd_get32(r + 4) != len)
+	if (smbd_get32(b + 4) != r->len)
 		return fail(c, SMB2_ERR_PROTO, "WRITE: %u of %zu bytes written",
-			    smbd_get32(r + 4), len);
-	if (rdma)
+			    smbd_get32(b + 4), r->len);
+	if (r->rdma)
 		c->stats.rdma_writes++;
 	else
 		c->stats.inline_writes++;
 	return SMB2_OK;
 }
 
+/* A READ's or WRITE's response: the registration goes first, whatever
+ * the answer. */
+static int io_done(struct smb2_client *c, struct smb2_req *r, int sig_err)
+{
+	int err = SMB2_OK;
+
+	if (r->rdma)
+		err = rdma_finish(c, r);
+	if (sig_err)
+		return sig_err;
+	if (err)
+		return err;
+	return r->cmd == SMB2_READ ? read_done(c, r) : write_done(c, r);
+}
+
+/* Builds and sends one READ or WRITE of len bytes at off as r. */
+static int io_issue(struct smb2_client *c, struct smb2_req *r,
+		    struct smb2_file *f, bool write, uint64_t off, uint8_t *buf,
+		    size_t len)
+{
+	uint8_t *b = c->req + HDR;
+	uint16_t cmd = write ? SMB2_WRITE : SMB2_READ;
+	size_t mlen;
+	int err;
+
+	/* Credits first: waiting receives into other requests. */
+	err = wait_credits(c, cmd, charge_of(len));
+	if (err)
+		return err;
+	r->rdma = use_rdma(c, len);
+	r->buf = buf;
+	r->off = off;
+	r->len = len;
+	hdr_init(c, cmd, charge_of(len));
+	memset(b, 0, 64);
+	smbd_put16(b, 49);
+	if (!write) {
+		b[2] = HDR + 16; /* Padding: where the response's data goes */
+		smbd_put32(b + 4, (uint32_t)len);
+		smbd_put64(b + 8, off);
+		memcpy(b + 16, f->id, 16);
+		if (r->rdma) {
+			err = rdma_prepare(c, r, len, true, b + 48);
+			if (err)
+				return err;
+			smbd_put32(b + 36, channel(c));
+			smbd_put16(b + 44, HDR + 48);
+			smbd_put16(b + 46, SMBD_BUFFER_DESC_SIZE);
+		}
+		mlen = HDR + 48 + (r->rdma ? SMBD_BUFFER_DESC_SIZE : 1);
+	} else {
+		smbd_put64(b + 8, off);
+		memcpy(b + 16, f->id, 16);
+		if (r->rdma) {
+			memcpy(r->io, buf, len);
+			err = rdma_prepare(c, r, len, false, b + 48);
+			if (err)
+				return err;
+			/* Length and DataOffset 0: RemainingBytes says how
+			 * much. */
+			smbd_put32(b + 32, channel(c));
+			smbd_put32(b + 36, (uint32_t)len);
+			smbd_put16(b + 40, HDR + 48);
+			smbd_put16(b + 42, SMBD_BUFFER_DESC_SIZE);
+			mlen = HDR + 48 + SMBD_BUFFER_DESC_SIZE;
+		} else {
+			smbd_put16(b + 2, HDR + 48);
+			smbd_put32(b + 4, (uint32_t)len);
+			memcpy(b + 48, buf, len);
+			mlen = HDR + 48 + len;
+		}
+	}
+	err = send_req(c, mlen, r);
+	if (err && r->rdma) {
+		bool by_peer;
+
+		smbd_mr_release(c->t->smbd, r->mr, &by_peer);
+	}
+	return err;
+}
+
+/* Bytes of the next READ or WRITE with left to go. */
+static size_t io_chunk(struct smb2_client *c, bool write, size_t left)
+{
+	size_t n = MIN(left, c->io_size);
+
+	if (use_rdma(c, n))
+		return n;
+	if (!write)
+		return MIN(n, c->max_read);
+	/* Inline data rides in the request. */
+	n = MIN(n, MIN((size_t)c->max_write, MAX_MSG - HDR - 48));
+	if (c->t->smbd)
+		n = MIN(n, smbd_info(c->t->smbd)->max_frag_send - HDR - 48);
+	return n;
+}
+
+/* After a transport failure nothing more comes: the requests in flight
+ * end here (their registrations go with the connection). */
+static void io_abandon(struct smb2_client *c)
+{
+	unsigned int i;
+	bool by_peer;
+
+	for (i = 0; i < c->depth; i++) {
+		struct smb2_req *r = &c->reqs[i];
+
+		if (!r->busy)
+			continue;
+		if (r->rdma)
+			smbd_mr_release(c->t->smbd, r->mr, &by_peer);
+		r->busy = false;
+		c->inflight--;
+	}
+}
+
+/*
+ * READs or WRITEs of len bytes at off, up to the queue depth in flight,
+ * each with its own buffer and registration; responses in any order.
+ * After a failure no more are sent and those in flight are waited for
+ * (each wait bounded by the timeout), unless the transport failed.
+ */
+static int io_run(struct smb2_client *c, struct smb2_file *f, bool write,
+		  uint64_t off, uint8_t *buf, size_t len, size_t *got)
+{
+	struct smb2_io io = { .eof = UINT64_MAX };
+	struct smb2_req *r;
+	size_t pos = 0, n;
+	unsigned int i;
+
+	if (c->err == SMB2_ERR_TRANSPORT || c->broken)
+		return SMB2_ERR_TRANSPORT;
+	c->err = SMB2_OK;
+	c->keep_first = true;
+	c->cur = &io;
+	while (!c->broken) {
+		r = NULL;
+		if (pos < len && !c->err && off + pos < io.eof)
+			for (i = 0; i < c->depth && !r; i++)
+				if (!c->reqs[i].busy)
+					r = &c->reqs[i];
+		if (r) {
+			n = io_chunk(c, write, len - pos);
+			if (!io_issue(c, r, f, write, off + pos, buf + pos, n))
+				pos += n;
+			continue;
+		}
+		if (!c->inflight)
+			break;
+		recv_one(c);
+	}
+	if (c->broken)
+		io_abandon(c);
+	c->keep_first = false;
+	c->cur = NULL;
+	if (c->err)
+		return c->err;
+	if (got)
+		*got = io.eof < off + len ? (size_t)(io.eof - off) : len;
+	return SMB2_OK;
+}
+
+int smb2_read(struct smb2_client *c, struct smb2_file *f, uint64_t off,
+	      void *buf, size_t len, size_t *got)
+{
+	*got = 0;
+	return io_run(c, f, false, off, buf, len, got);
+}
+
 int smb2_write(struct smb2_client *c, struct smb2_file *f, uint64_t off,
 	       const void *buf, size_t len)
 {
-	size_t done = 0, n;
-	int err;
-
-	while (done < len) {
-		n = MIN(len - done, c->io_size);
-		if (!use_rdma(c, n))
-			/* Inline data rides in the request. */
-			n = MIN(n,
-				MIN((size_t)c->max_write, MAX_MSG - HDR - 48));
-		if (c->t->smbd && !use_rdma(c, n))
-			n = MIN(n, smbd_info(c->t->smbd)->max_frag_send - HDR -
-					   48);
-		err = write_one(c, f, off + done, (const uint8_t *)buf + done,
-				n);
-		if (err)
-			return err;
-		done += n;
-	}
-	return SMB2_OK;
+	return io_run(c, f, true, off, (uint8_t *)(uintptr_t)buf, len, NULL);
 }
 
 int smb2_list(struct smb2_client *c, struct smb2_file *dir,
@@ -941,6 +1146,7 @@ int smb2_connect(struct smb2_transport *t, const struct smb2_opts *o,
 		 struct smb2_client **out, char *why, size_t whylen)
 {
 	struct smb2_client *c = calloc(1, sizeof(*c));
+	unsigned int i;
 	int err;
 
 	*out = NULL;
@@ -956,6 +1162,15 @@ int smb2_connect(struct smb2_transport *t, const struct smb2_opts *o,
 	if (!c->o.io_size)
 		c->o.io_size = 1u << 20;
 	c->credits = 1;
+	c->credits_wanted = CREDITS_WANTED;
+	c->depth = c->o.queue_depth ? c->o.queue_depth : 1;
+	c->reqs = calloc(c->depth, sizeof(*c->reqs));
+	if (!c->reqs) {
+		free(c->req);
+		free(c);
+		snprintf(why, whylen, "out of memory");
+		return SMB2_ERR_LOCAL;
+	}
 	err = negotiate(c);
 	if (!err)
 		err = session_setup(c);
@@ -964,19 +1179,26 @@ int smb2_connect(struct smb2_transport *t, const struct smb2_opts *o,
 	if (!err) {
 		c->io_size = MIN(c->o.io_size, MIN(c->max_read, c->max_write));
 		if (t->smbd) {
-			const struct smbd_info *si = smbd_info(t->smbd);
-
-			c->io_size = MIN(c->io_size, si->max_read_write);
+			c->io_size = MIN(c->io_size,
+					 smbd_info(t->smbd)->max_read_write);
 			c->io_size &= ~(size_t)4095;
-			c->io = aligned_alloc(4096, c->io_size);
-			if (!c->io)
-				err = fail(c, SMB2_ERR_LOCAL, "out of memory");
-			else if (smbd_mr_create(t->smbd, c->io, c->io_size,
-						&c->mr))
-				err = fail(c, SMB2_ERR_TRANSPORT,
-					   "RDMA buffer: %s",
-					   smbd_why(t->smbd));
 		}
+		/* Enough credits for a full queue of the largest I/O. */
+		c->credits_wanted =
+			MIN(CREDITS_MAX,
+			    MAX(CREDITS_WANTED,
+				c->depth * charge_of(c->io_size) + 1u));
+	}
+	/* Each request of the queue has its own buffer and registration. */
+	for (i = 0; !err && t->smbd && i < c->depth; i++) {
+		struct smb2_req *r = &c->reqs[i];
+
+		r->io = aligned_alloc(4096, c->io_size);
+		if (!r->io)
+			err = fail(c, SMB2_ERR_LOCAL, "out of memory");
+		else if (smbd_mr_create(t->smbd, r->io, c->io_size, &r->mr))
+			err = fail(c, SMB2_ERR_TRANSPORT, "RDMA buffer: %s",
+				   smbd_why(t->smbd));
 	}
 	if (err) {
 		snprintf(why, whylen, "%s", c->why);
@@ -989,11 +1211,12 @@ int smb2_connect(struct smb2_transport *t, const struct smb2_opts *o,
 
 void smb2_disconnect(struct smb2_client *c)
 {
+	unsigned int i;
 	uint8_t *b;
 
 	if (!c)
 		return;
-	if (c->err != SMB2_ERR_TRANSPORT) {
+	if (c->err != SMB2_ERR_TRANSPORT && !c->broken) {
 		b = c->req + HDR;
 		if (c->tree_up) {
 			hdr_init(c, SMB2_TREE_DISCONNECT, 1);
@@ -1001,16 +1224,19 @@ void smb2_disconnect(struct smb2_client *c)
 			smbd_put16(b, 4);
 			transact(c, HDR + 4);
 		}
-		if (c->session_up && c->err != SMB2_ERR_TRANSPORT) {
+		if (c->session_up && !c->broken) {
 			hdr_init(c, SMB2_LOGOFF, 1);
 			memset(b, 0, 4);
 			smbd_put16(b, 4);
 			transact(c, HDR + 4);
 		}
 	}
-	if (c->mr)
-		smbd_mr_destroy(c->t->smbd, c->mr);
-	free(c->io);
+	for (i = 0; i < c->depth; i++) {
+		if (c->reqs[i].mr)
+			smbd_mr_destroy(c->t->smbd, c->reqs[i].mr);
+		free(c->reqs[i].io);
+	}
+	free(c->reqs);
 	free(c->req);
 	free(c);
 }

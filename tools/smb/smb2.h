@@ -4,7 +4,9 @@
  * transport: SMB Direct (smbd.h), where large READs and WRITEs go through
  * the RDMA channel, or Direct TCP. NEGOTIATE, SESSION_SETUP with raw
  * NTLMSSP (NTLMv2), AES-CMAC signing, TREE_CONNECT, CREATE, READ, WRITE,
- * QUERY_DIRECTORY, CLOSE, LOGOFF. One request at a time.
+ * QUERY_DIRECTORY, CLOSE, LOGOFF. One request at a time, except READs and
+ * WRITEs: up to queue_depth of them in flight, matched to their responses
+ * by MessageId, within the credits the server grants.
  */
 #ifndef NDK_TOOLS_SMB2_H
 #define NDK_TOOLS_SMB2_H
@@ -41,6 +43,8 @@ struct smb2_opts {
 	 * SMB2_CHANNEL_RDMA_V1 and a local Invalidate. */
 	bool remote_invalidate;
 	size_t io_size; /* bytes per READ or WRITE request; 0: 1 MiB */
+	/* READs or WRITEs in flight, each with its own buffer; 0: 1. */
+	unsigned int queue_depth;
 	unsigned int timeout_ms;
 	int verbose;
 };
@@ -60,6 +64,8 @@ struct smb2_stats {
 	unsigned long rdma_reads, rdma_writes; /* I/Os through the channel */
 	unsigned long inline_reads, inline_writes;
 	unsigned long remote_invalidations, local_invalidations;
+	/* Times a READ or WRITE waited for the server to grant credits. */
+	unsigned long credit_waits;
 };
 
 struct smb2_client;
@@ -89,7 +95,8 @@ int smb2_open(struct smb2_client *c, const char *path, int how,
 	      struct smb2_file *f);
 /* Fills f->size, attributes and times from the close. */
 int smb2_close(struct smb2_client *c, struct smb2_file *f);
-/* Reads up to len bytes at off; *got < len only at the end of file. */
+/* Reads up to len bytes at off; *got < len only at the end of file.
+ * smb2_read and smb2_write keep up to queue_depth requests in flight. */
 int smb2_read(struct smb2_client *c, struct smb2_file *f, uint64_t off,
 	      void *buf, size_t len, size_t *got);
 int smb2_write(struct smb2_client *c, struct smb2_file *f, uint64_t off,

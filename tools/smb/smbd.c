@@ -22,10 +22,8 @@
 #define SMBD_DEFAULT_TIMEOUT 30000u
 /* What we ask the server for: the largest message we send is this. */
 #define SMBD_PREFERRED_SEND 8192u
-/* Tokens the server invalidated that no release has claimed yet. */
-#define SMBD_INVAL_MAX 32u
-
 struct smbd_mr {
+	struct smbd_mr *next; /* the connection's registrations */
 	NDK_MR *mr;
 	PMDL mdl;
 	NDK_LOGICAL_ADDRESS_MAPPING *lam;
@@ -34,8 +32,15 @@ struct smbd_mr {
 	ULONG pages;
 	uint32_t token;
 	bool valid; /* registered: the server may use token */
+	bool peer_invalidated; /* by a Send with Invalidate, not released */
 	unsigned int pending; /* FastRegister/Invalidate not completed */
 	NTSTATUS wr_status;
+};
+
+struct smbd_msg {
+	struct smbd_msg *next;
+	size_t len;
+	uint8_t data[];
 };
 
 struct smbd_conn {
@@ -52,13 +57,14 @@ struct smbd_conn {
 	 * that it has not used yet. */
 	unsigned int send_credits, peer_credits;
 	bool negotiated, have_neg_resp;
-	/* Reassembly of the message being received. */
-	uint8_t *frag;
-	size_t frag_len, frag_total;
-	bool msg_ready;
+	/* Reassembly of the message being received, the messages that
+	 * wait for their reader (responses to requests in flight arrive
+	 * while we wait for a send credit) and the one the caller holds. */
+	struct smbd_msg *frag, *ready, **ready_tail, *taken;
+	size_t frag_len;
+	unsigned int nready;
 	bool need_reply; /* the peer asked for a response (keep-alive) */
-	uint32_t inval[SMBD_INVAL_MAX];
-	unsigned int ninval;
+	struct smbd_mr *mrs;
 	/* Woken by CQ notifications and the disconnect event. */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -151,14 +157,23 @@ static int post_receive(struct smbd_conn *c, uint8_t *buf)
 	return SMBD_OK;
 }
 
+/* A Send with Invalidate: the token must be one an I/O holds. */
 static void note_invalidated(struct smbd_conn *c, uint32_t tok)
 {
+	struct smbd_mr *mr;
+
 	c->info.remote_invalidations++;
-	if (c->ninval < SMBD_INVAL_MAX)
-		c->inval[c->ninval++] = tok;
-	else
+	for (mr = c->mrs; mr; mr = mr->next)
+		if (mr->valid && mr->token == tok)
+			break;
+	if (!mr) {
 		fail(c, SMBD_ERR_PROTO,
-		     "the server invalidated more registrations than exist");
+		     "the server invalidated token 0x%x, which no I/O holds",
+		     tok);
+		return;
+	}
+	mr->valid = false;
+	mr->peer_invalidated = true;
 }
 
 static int on_data(struct smbd_conn *c, const uint8_t *p, ULONG n)
@@ -180,7 +195,7 @@ static int on_data(struct smbd_conn *c, const uint8_t *p, ULONG n)
 		c->need_reply = true;
 	if (!h.data_length)
 		return SMBD_OK;
-	if (!c->frag_len) {
+	if (!c->frag) {
 		uint64_t total = (uint64_t)h.data_length + h.remaining_length;
 
 		if (total > c->o.max_fragmented_size)
@@ -189,19 +204,29 @@ static int on_data(struct smbd_conn *c, const uint8_t *p, ULONG n)
 				"the server sends a %llu-byte message, more than the %u negotiated",
 				(unsigned long long)total,
 				c->o.max_fragmented_size);
-		c->frag_total = (size_t)total;
+		c->frag = malloc(sizeof(*c->frag) + (size_t)total);
+		if (!c->frag)
+			return fail(c, SMBD_ERR_RESOURCE, "out of memory");
+		c->frag->next = NULL;
+		c->frag->len = (size_t)total;
+		c->frag_len = 0;
 	} else if (c->frag_len + h.data_length + h.remaining_length !=
-		   c->frag_total) {
+		   c->frag->len) {
 		return fail(
 			c, SMBD_ERR_PROTO,
 			"fragment of %u bytes with %u remaining after %zu of a %zu-byte message",
 			h.data_length, h.remaining_length, c->frag_len,
-			c->frag_total);
+			c->frag->len);
 	}
-	memcpy(c->frag + c->frag_len, p + h.data_offset, h.data_length);
+	memcpy(c->frag->data + c->frag_len, p + h.data_offset, h.data_length);
 	c->frag_len += h.data_length;
-	if (!h.remaining_length)
-		c->msg_ready = true;
+	if (!h.remaining_length) {
+		/* Complete: it waits for its reader behind the others. */
+		*c->ready_tail = c->frag;
+		c->ready_tail = &c->frag->next;
+		c->nready++;
+		c->frag = NULL;
+	}
 	return SMBD_OK;
 }
 
@@ -287,14 +312,15 @@ static unsigned int reap_sends(struct smbd_conn *c)
 	return total;
 }
 
-/* Receives one at a time: a complete message stops the reaping until the
- * caller took it (its buffer would be overwritten). */
+/* Receives one at a time; complete messages queue for their reader, so
+ * that receiving goes on (and credits keep coming) while the caller
+ * waits for a send credit with responses in flight. */
 static unsigned int reap_receives(struct smbd_conn *c)
 {
 	NDK_RESULT_EX res;
 	unsigned int total = 0;
 
-	while (!c->msg_ready && !(c->have_neg_resp && !c->negotiated) &&
+	while (!(c->have_neg_resp && !c->negotiated) &&
 	       c->rcq->Dispatch->NdkGetCqResultsEx(c->rcq, &res, 1) == 1) {
 		on_receive(c, &res);
 		total++;
@@ -397,6 +423,8 @@ static int post_send(struct smbd_conn *c, const void *data, size_t len,
 	NTSTATUS st;
 	int err;
 
+	if (!c->send_credits)
+		c->info.credit_waits++;
 	while (c->send_out >= SMBD_SEND_SLOTS || !c->send_credits) {
 		err = progress(c, deadline);
 		if (err == SMBD_ERR_TIMEOUT)
@@ -416,6 +444,10 @@ static int post_send(struct smbd_conn *c, const void *data, size_t len,
 		grant = 0xffff;
 	h.credits_requested = (uint16_t)c->o.recv_credits;
 	h.credits_granted = (uint16_t)grant;
+	/* Our last credit: ask for an answer, which brings new ones even
+	 * when the server has nothing else to send. */
+	if (c->send_credits == 1)
+		flags |= SMBD_FLAG_RESPONSE_REQUESTED;
 	h.flags = flags;
 	h.remaining_length = remaining;
 	h.data_offset = len ? SMBD_DATA_OFFSET : 0;
@@ -447,12 +479,6 @@ int smbd_send(struct smbd_conn *c, const void *msg, size_t len)
 		return c->err;
 	if (!len || len > c->info.max_frag_send)
 		return SMBD_ERR_TOO_BIG;
-	/* The caller is done with the last message: receiving goes on
-	 * (the credits we wait for may be in the next one). */
-	if (c->msg_ready) {
-		c->msg_ready = false;
-		c->frag_len = 0;
-	}
 	while (off < len) {
 		n = MIN(per, len - off);
 		err = post_send(c, p + off, n, (uint32_t)(len - off - n), 0);
@@ -469,12 +495,10 @@ int smbd_recv(struct smbd_conn *c, const uint8_t **msg, size_t *len,
 	uint64_t deadline = deadline_of(c, ms);
 	int err;
 
-	if (c->msg_ready) {
-		/* The last message was taken: start the next one. */
-		c->msg_ready = false;
-		c->frag_len = 0;
-	}
-	while (!c->msg_ready) {
+	/* The caller is done with the last message. */
+	free(c->taken);
+	c->taken = NULL;
+	while (!c->ready) {
 		err = progress(c, deadline);
 		if (err == SMBD_ERR_TIMEOUT)
 			return fail(c, err,
@@ -483,8 +507,13 @@ int smbd_recv(struct smbd_conn *c, const uint8_t **msg, size_t *len,
 		if (err)
 			return err;
 	}
-	*msg = c->frag;
-	*len = c->frag_len;
+	c->taken = c->ready;
+	c->ready = c->taken->next;
+	if (!c->ready)
+		c->ready_tail = &c->ready;
+	c->nready--;
+	*msg = c->taken->data;
+	*len = c->taken->len;
 	/* Its receives are reposted: the credits may go back now. */
 	maintain(c);
 	return c->err;
@@ -547,6 +576,8 @@ int smbd_mr_create(struct smbd_conn *c, void *buf, size_t len,
 		return fail(c, SMBD_ERR_RESOURCE, "fast-register MR: %s",
 			    NdkStatusName(st));
 	}
+	mr->next = c->mrs;
+	c->mrs = mr;
 	*out = mr;
 	return SMBD_OK;
 }
@@ -601,23 +632,10 @@ int smbd_mr_register(struct smbd_conn *c, struct smbd_mr *mr, size_t len,
 int smbd_mr_release(struct smbd_conn *c, struct smbd_mr *mr,
 		    bool *invalidated_by_peer)
 {
-	unsigned int i;
 	NTSTATUS st;
 
-	*invalidated_by_peer = false;
-	for (i = 0; i < c->ninval; i++) {
-		if (c->inval[i] != mr->token || !mr->valid)
-			continue;
-		c->inval[i] = c->inval[--c->ninval];
-		mr->valid = false;
-		*invalidated_by_peer = true;
-		break;
-	}
-	if (c->ninval)
-		return fail(
-			c, SMBD_ERR_PROTO,
-			"the server invalidated token 0x%x, which no I/O holds",
-			c->inval[0]);
+	*invalidated_by_peer = mr->peer_invalidated;
+	mr->peer_invalidated = false;
 	if (!mr->valid)
 		return c->err;
 	if (c->err)
@@ -633,8 +651,15 @@ int smbd_mr_release(struct smbd_conn *c, struct smbd_mr *mr,
 
 void smbd_mr_destroy(struct smbd_conn *c, struct smbd_mr *mr)
 {
+	struct smbd_mr **pp;
+
 	if (!mr)
 		return;
+	for (pp = &c->mrs; *pp; pp = &(*pp)->next)
+		if (*pp == mr) {
+			*pp = mr->next;
+			break;
+		}
 	if (mr->lam)
 		c->host.ad->Dispatch->NdkReleaseLAM(c->host.ad, mr->lam);
 	free(mr->lam);
@@ -814,11 +839,7 @@ int smbd_connect(const struct smbd_opts *o, struct smbd_conn **out, char *why,
 	tool_host_open(&c->host, ifindex);
 	c->o.ird = MIN(c->o.ird, c->host.info.MaxInboundReadLimit);
 	pd = c->host.pd;
-	c->frag = malloc(c->o.max_fragmented_size);
-	if (!c->frag) {
-		err = fail(c, SMBD_ERR_RESOURCE, "out of memory");
-		goto out;
-	}
+	c->ready_tail = &c->ready;
 	tool_buf_alloc(&c->host, &c->rbufs,
 		       (size_t)c->o.recv_credits * c->o.max_receive_size,
 		       NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
@@ -919,6 +940,13 @@ void smbd_close(struct smbd_conn *c)
 		tool_buf_free(&c->sbufs);
 	tool_host_close(&c->host);
 	free(c->frag);
+	free(c->taken);
+	while (c->ready) {
+		struct smbd_msg *m = c->ready;
+
+		c->ready = m->next;
+		free(m);
+	}
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
 	free(c);

@@ -49,6 +49,7 @@ struct smbd_info {
 	uint32_t max_read_write; /* bytes per RDMA buffer */
 	unsigned long sent, received; /* data transfer messages */
 	unsigned long keepalives_answered, credit_only_sent;
+	unsigned long credit_waits; /* sends that waited for a credit */
 	unsigned long remote_invalidations, local_invalidations;
 	unsigned long ird, ord;
 };
@@ -61,12 +62,14 @@ int smbd_connect(const struct smbd_opts *o, struct smbd_conn **out, char *why,
 /* Disconnects (gracefully while the connection is up) and frees. */
 void smbd_close(struct smbd_conn *c);
 
-/* Sends one upper-layer message, fragmented as needed. */
+/* Sends one upper-layer message, fragmented as needed; waits (bounded)
+ * for send credits and slots, receiving meanwhile. */
 int smbd_send(struct smbd_conn *c, const void *msg, size_t len);
 /*
- * The next upper-layer message, reassembled: *msg points into the
- * connection and stays valid until the next smbd_recv or smbd_send. ms:
- * 0 for the connection's timeout.
+ * The next upper-layer message, reassembled, in the order they completed
+ * (messages that complete while the caller sends wait for it): *msg
+ * stays valid until the next smbd_recv. ms: 0 for the connection's
+ * timeout.
  */
 int smbd_recv(struct smbd_conn *c, const uint8_t **msg, size_t *len,
 	      unsigned int ms);
@@ -76,7 +79,8 @@ int smbd_recv(struct smbd_conn *c, const uint8_t **msg, size_t *len,
  * each I/O fast-registers it for the server's access and yields the
  * buffer descriptor to put in the SMB2 request; smbd_mr_release after the
  * response makes sure the registration is gone (the server's Send with
- * Invalidate, or a local Invalidate).
+ * Invalidate, or a local Invalidate). Any number of buffers may be
+ * registered at once; a token the server invalidates must be one of them.
  */
 struct smbd_mr;
 int smbd_mr_create(struct smbd_conn *c, void *buf, size_t len,
