@@ -236,7 +236,9 @@ smb noserver 127.0.0.1 ndk ls
 
 opts=(-u ndk -p $smbd_port)
 smb bench -S 3m -n 2 127.0.0.1 ndk bench
-((rc == 0)) && grep -q 'verified' "$out/bench.log" ||
+((rc == 0)) && grep -q 'verified' "$out/bench.log" &&
+	grep -q 'WRITE latency (usec) of 6 requests: p50 [0-9.]* p90' "$out/bench.log" &&
+	grep -q 'READ latency (usec) of 6 requests: p50 [0-9.]* p90' "$out/bench.log" ||
 	bad "bench: rc $rc: $(cat "$out/bench.log" "$out/bench.err")"
 sed 's/^/  /' "$out/bench.log"
 # A deep queue (16 READs or WRITEs in flight, each with its own buffer

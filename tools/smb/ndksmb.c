@@ -485,6 +485,41 @@ static int cmd_put(struct smb2_client *c, const struct opts *o,
 	return rc;
 }
 
+/* Percentiles of each request's time from its send to its response. */
+static const double lat_pcts[] = { 50, 90, 99, 99.9 };
+static const char *const lat_names[] = { "p50", "p90", "p99", "p999" };
+
+static void json_latency(struct json *j, const char *key,
+			 const struct smb_lat *l)
+{
+	size_t k;
+
+	json_begin_object(j, key);
+	json_uint(j, "requests", l->count);
+	for (k = 0; k < sizeof(lat_pcts) / sizeof(lat_pcts[0]); k++)
+		json_double(j, lat_names[k],
+			    (double)smb_lat_percentile(l, lat_pcts[k]) / 1e3,
+			    1);
+	json_double(j, "max", (double)l->max_ns / 1e3, 1);
+	json_double(j, "mean",
+		    l->count ? (double)l->sum_ns / (double)l->count / 1e3 : 0,
+		    1);
+	json_end_object(j);
+}
+
+static void print_latency(const char *remote, const char *what,
+			  const struct smb_lat *l)
+{
+	size_t k;
+
+	printf("bench %s: %s latency (usec) of %llu requests:", remote, what,
+	       (unsigned long long)l->count);
+	for (k = 0; k < sizeof(lat_pcts) / sizeof(lat_pcts[0]); k++)
+		printf(" %s %.1f", lat_names[k],
+		       (double)smb_lat_percentile(l, lat_pcts[k]) / 1e3);
+	printf(" max %.1f\n", (double)l->max_ns / 1e3);
+}
+
 static int cmd_bench(struct smb2_client *c, const struct opts *o,
 		     const char *remote)
 {
@@ -555,6 +590,8 @@ static int cmd_bench(struct smb2_client *c, const struct opts *o,
 		if (o->sc)
 			json_uint(&j, "smbd_credit_waits",
 				  smbd_info(o->sc)->credit_waits);
+		json_latency(&j, "write_latency_usec", &s->write_lat);
+		json_latency(&j, "read_latency_usec", &s->read_lat);
 		json_end_object(&j);
 		json_finish(&j);
 	} else {
@@ -565,6 +602,8 @@ static int cmd_bench(struct smb2_client *c, const struct opts *o,
 		       s->rdma_reads, s->rdma_writes, s->inline_reads,
 		       s->inline_writes, s->credit_waits,
 		       o->sc ? smbd_info(o->sc)->credit_waits : 0ul);
+		print_latency(remote, "WRITE", &s->write_lat);
+		print_latency(remote, "READ", &s->read_lat);
 	}
 	return 0;
 }

@@ -114,6 +114,7 @@ struct smb2_req {
 	uint8_t *buf;
 	uint64_t off;
 	size_t len;
+	uint64_t sent_ns; /* when it went out (latency) */
 };
 
 /* The READs or WRITEs of one smb2_read or smb2_write. */
@@ -532,6 +533,14 @@ static void put_field(uint8_t *msg, size_t at, size_t *off, const void *data,
 	*off += len;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static uint64_t filetime_now(void)
 {
 	struct timespec ts;
@@ -901,6 +910,9 @@ static int io_done(struct smb2_client *c, struct smb2_req *r, int sig_err)
 {
 	int err = SMB2_OK;
 
+	smb_lat_add(r->cmd == SMB2_READ ? &c->stats.read_lat
+					: &c->stats.write_lat,
+		    mono_ns() - r->sent_ns);
 	if (r->rdma)
 		err = rdma_finish(c, r);
 	if (sig_err)
@@ -967,6 +979,7 @@ static int io_issue(struct smb2_client *c, struct smb2_req *r,
 			mlen = HDR + 48 + len;
 		}
 	}
+	r->sent_ns = mono_ns();
 	err = send_req(c, mlen, r);
 	if (err && r->rdma) {
 		bool by_peer;

@@ -11,6 +11,7 @@
 #ifndef NDK_TOOLS_SMB2_H
 #define NDK_TOOLS_SMB2_H
 
+#include "smb_lat.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -66,6 +67,8 @@ struct smb2_stats {
 	unsigned long remote_invalidations, local_invalidations;
 	/* Times a READ or WRITE waited for the server to grant credits. */
 	unsigned long credit_waits;
+	/* Each READ's and WRITE's time from its send to its response. */
+	struct smb_lat read_lat, write_lat;
 };
 
 struct smb2_client;
