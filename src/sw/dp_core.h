@@ -96,8 +96,8 @@ struct sw_dp_traffic {
 
 /* FPDUs and iovecs one transmit batch holds (one sendmsg when the socket
  * takes it all); an FPDU needs at most SW_TX_FPDU_IOV iovecs. */
-#define SW_TX_BATCH    16
-#define SW_TX_IOV      64
+#define SW_TX_BATCH    64
+#define SW_TX_IOV      256
 #define SW_TX_FPDU_IOV 20
 /* A batch stops growing at this many bytes (one busy QP does not hold
  * the lock for long, and its requests complete as they go). */
