@@ -261,53 +261,44 @@ smb qd-tcp --queue-depth 16 --io-size 64k -S 4m 127.0.0.1 ndk bench qd.tcp
 sed 's/^/  /' "$out/qd-tcp.log"
 opts=(-u ndk -p $smbd_port)
 
-# The server goes silent in the middle of a transfer (the guest takes
-# eth0 down for 20 s; shutting ksmbd down instead, ksmbd.control -s, oopses
-# 6.1.192 in ksmbd_conn_transport_destroy): ndksmb, waiting 5 s for each
-# response, must end with an error, not hang. Not in the short form.
-# A bench of a thousand 64 MiB rounds is still running whenever the guest
-# goes silent (a single 64 MiB put can end within the 2 s before it).
-if ((silent)); then
+# fault NAME WHAT ERROR: a bench of a thousand 64 MiB rounds (still
+# running whenever the fault comes: a single 64 MiB put can end within
+# 2 s), the guest told through the fault port to start its next fault
+# 2 s in; ndksmb must exit 1 within 40 s with ERROR on stderr, no round
+# reported verified. Sets t.
+fault() {
+	local name=$1 what=$2 err=$3 put t0
 	t0=$(date +%s)
 	timeout 120 "$bin" "${opts[@]}" --timeout 5 --io-size 64k -S 64m \
-		-n 1000 127.0.0.1 ndk bench >"$out/gone.log" 2>"$out/gone.err" &
+		-n 1000 127.0.0.1 ndk bench >"$out/$name.log" 2>"$out/$name.err" &
 	put=$!
 	sleep 2
 	exec 3<>"/dev/tcp/127.0.0.1/$fault_port" && exec 3>&- ||
-		bad "cannot tell the guest to go silent"
+		bad "cannot tell the guest: $what"
 	rc=0
 	wait $put || rc=$?
 	t=$(($(date +%s) - t0))
-	echo "  server silent: ndksmb exit $rc after $t s: $(grep -v libndk "$out/gone.err" | tail -1)"
-	((rc == 1)) || bad "server silent: exit $rc, not 1"
-	((t < 40)) || bad "server silent: ndksmb took $t s"
-	grep -q 'no message from the server' "$out/gone.err" ||
-		bad "server silent: no timeout in $(cat "$out/gone.err")"
+	echo "  $what: ndksmb exit $rc after $t s: $(grep -v libndk "$out/$name.err" | tail -1)"
+	((rc == 1)) || bad "$what: exit $rc, not 1"
+	((t < 40)) || bad "$what: ndksmb took $t s"
+	grep -q "$err" "$out/$name.err" ||
+		bad "$what: no \"$err\" in $(cat "$out/$name.err")"
+	! grep -q verified "$out/$name.log" ||
+		bad "$what: a bench round was reported verified"
+}
+
+# Not in the short form. The server goes silent in the middle of a
+# transfer (the guest takes eth0 down for 20 s): ndksmb, waiting 5 s for
+# each response, must end with an error, not hang.
+if ((silent)); then
+	fault gone "server silent" 'no message from the server'
 	# The guest is back after 20 s.
 	sleep $((t < 24 ? 24 - t : 0))
-
 	# ksmbd stops in the middle of a transfer. Stopping it for real
 	# (ksmbd.control -s) oopses 6.1 (docs/smb.md); its end of the
 	# connection resets instead: nftables in the guest answers port
-	# 5445 with TCP resets. ndksmb must end with an error, and no bench
-	# round may be reported verified.
-	t0=$(date +%s)
-	timeout 120 "$bin" "${opts[@]}" --timeout 5 --io-size 64k -S 64m \
-		-n 1000 127.0.0.1 ndk bench >"$out/stop.log" 2>"$out/stop.err" &
-	put=$!
-	sleep 2
-	exec 3<>"/dev/tcp/127.0.0.1/$fault_port" && exec 3>&- ||
-		bad "cannot tell the guest to stop the server"
-	rc=0
-	wait $put || rc=$?
-	t=$(($(date +%s) - t0))
-	echo "  server stopped: ndksmb exit $rc after $t s: $(grep -v libndk "$out/stop.err" | tail -1)"
-	((rc == 1)) || bad "server stopped: exit $rc, not 1"
-	((t < 40)) || bad "server stopped: ndksmb took $t s"
-	grep -q 'the server disconnected' "$out/stop.err" ||
-		bad "server stopped: no disconnect in $(cat "$out/stop.err")"
-	! grep -q verified "$out/stop.log" ||
-		bad "server stopped: a bench round was reported verified"
+	# 5445 with TCP resets.
+	fault stop "server stopped" 'the server disconnected'
 fi
 
 # The guest prints its files and kernel log, then powers off.
