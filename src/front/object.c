@@ -83,6 +83,19 @@ void ndk_obj_get(struct ndk_obj *obj)
 	atomic_fetch_add_explicit(&obj->refs, 1, memory_order_relaxed);
 }
 
+bool ndk_obj_tryget(struct ndk_obj *obj)
+{
+	unsigned int n = atomic_load_explicit(&obj->refs, memory_order_relaxed);
+
+	do {
+		if (!n)
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(&obj->refs, &n, n + 1,
+							memory_order_acquire,
+							memory_order_relaxed));
+	return true;
+}
+
 void ndk_obj_put(struct ndk_obj *obj)
 {
 	if (atomic_fetch_sub_explicit(&obj->refs, 1, memory_order_acq_rel) != 1)

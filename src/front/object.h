@@ -123,6 +123,10 @@ int ndk_obj_init(struct ndk_obj *obj, struct ndk_adapter *ad,
 void ndk_obj_abandon(struct ndk_obj *obj);
 
 void ndk_obj_get(struct ndk_obj *obj);
+/* A reference unless the last one is gone (the object is being
+ * destroyed): for a thread that found obj through a pointer its owner
+ * clears under a lock the finder also holds (verbs/cm.c). */
+bool ndk_obj_tryget(struct ndk_obj *obj);
 void ndk_obj_put(struct ndk_obj *obj);
 
 /*

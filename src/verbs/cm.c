@@ -9,6 +9,7 @@
 #include "verbs/cm.h"
 #include "verbs/connector.h"
 #include "verbs/listener.h"
+#include "verbs/verbs.h"
 
 static struct ndk_obj *ref_obj(struct ndk_vcm_ref *ref)
 {
@@ -33,6 +34,14 @@ static void copy_event(const struct rdma_cm_event *ev, struct ndk_vcm_event *e)
 	}
 }
 
+void ndk_vcm_set_context(struct ndk_vadapter *v, struct rdma_cm_id *id,
+			 struct ndk_vcm_ref *ref)
+{
+	ndk_lock(&v->cm_ref_lock);
+	id->context = ref;
+	ndk_unlock(&v->cm_ref_lock);
+}
+
 void ndk_verbs_cm_event(struct ndk_io *io, uint32_t events)
 {
 	struct ndk_vadapter *v = container_of(io, struct ndk_vadapter, cm_io);
@@ -46,16 +55,23 @@ void ndk_verbs_cm_event(struct ndk_io *io, uint32_t events)
 
 		if (rdma_get_cm_event(v->cm, &ev))
 			break; /* EAGAIN: the channel is empty */
+		copy_event(ev, &e);
+		/*
+		 * The object, if it still holds the id, is kept by our
+		 * reference; one whose last reference is gone is being
+		 * destroyed, and once its destroy cleared the context
+		 * (ndk_vcm_set_context) may be freed at any time.
+		 */
+		ndk_lock(&v->cm_ref_lock);
 		ref = ev->event == RDMA_CM_EVENT_CONNECT_REQUEST
 			      ? ev->listen_id->context
 			      : ev->id->context;
-		copy_event(ev, &e);
-		/* The object outlives the acknowledgement: an id being
-		 * destroyed waits for it (cm_event.h). */
 		if (ref) {
 			obj = ref_obj(ref);
-			ndk_obj_get(obj);
+			if (!ndk_obj_tryget(obj))
+				ref = NULL;
 		}
+		ndk_unlock(&v->cm_ref_lock);
 		rdma_ack_cm_event(ev);
 		if (!ref) {
 			/* Its object let go of the id already. */

@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "verbs/cm.h"
 #include "verbs/connector.h"
 #include "verbs/connector_int.h"
 #include "verbs/tcp_state.h"
@@ -272,7 +273,7 @@ void vconn_destroy_id(struct ndk_vconn *c)
 	NDK_ASSERT_LOCKED(&c->conn.lock);
 	if (!c->id)
 		return;
-	c->id->context = NULL;
+	ndk_vcm_set_context(vconn_vad(c), c->id, NULL);
 	if (c->call) {
 		/* A thread is inside rdma_connect with it. */
 		vconn_leave_call(c);
@@ -771,7 +772,7 @@ static void vconn_destroy(struct ndk_obj *obj)
 	assert(!c->call);
 	/* A connector made for a request that was never handed out. */
 	if (c->id) {
-		c->id->context = NULL;
+		ndk_vcm_set_context(vconn_vad(c), c->id, NULL);
 		rdma_destroy_id(c->id);
 	}
 	ndk_conn_fini(&c->conn);
@@ -854,7 +855,7 @@ struct ndk_vconn *ndk_vconn_incoming(struct ndk_obj *listener,
 	c->id = e->id;
 	ndk_lock(&c->conn.lock);
 	vconn_set_state(c, VCONN_REQUESTED);
-	c->id->context = &c->ref;
+	ndk_vcm_set_context(vconn_vad(c), c->id, &c->ref);
 	ndk_unlock(&c->conn.lock);
 	return c;
 }

@@ -543,6 +543,7 @@ int ndk_verbs_adapter_init(struct ndk_adapter *ad)
 	ad->priv = v;
 	v->ad = ad;
 	ndk_lock_init(&v->fr_lock, NDK_LOCK_LEAF);
+	ndk_lock_init(&v->cm_ref_lock, NDK_LOCK_LEAF);
 	v->port = (uint8_t)dp.port;
 	memcpy(v->dev_name, dp.name, sizeof(v->dev_name));
 	v->devs = rdma_get_devices(&n);
@@ -717,6 +718,7 @@ void ndk_verbs_adapter_fini(struct ndk_adapter *ad)
 		ndk_vqpmap_fini(v->qps);
 	free(v->qps);
 	ndk_lock_destroy(&v->fr_lock);
+	ndk_lock_destroy(&v->cm_ref_lock);
 	free(v);
 	ad->priv = NULL;
 }

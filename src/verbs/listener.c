@@ -22,6 +22,7 @@
 #include "front/address.h"
 #include "front/endpoint.h"
 #include "front/listener.h"
+#include "verbs/cm.h"
 #include "verbs/connector.h"
 #include "verbs/listener.h"
 
@@ -41,15 +42,15 @@ static void vlis_destroy_id(struct ndk_vlistener *l)
 	NDK_ASSERT_LOCKED(&l->lis.lock);
 	if (!l->id)
 		return;
-	l->id->context = NULL;
+	ndk_vcm_set_context(to_vad(l->lis.obj.adapter), l->id, NULL);
 	rdma_destroy_id(l->id);
 	l->id = NULL;
 }
 
 /* A request nobody takes: refused, its id gone. */
-static void vlis_refuse(struct rdma_cm_id *id)
+static void vlis_refuse(struct ndk_vadapter *v, struct rdma_cm_id *id)
 {
-	id->context = NULL;
+	ndk_vcm_set_context(v, id, NULL);
 	rdma_reject(id, NULL, 0);
 	rdma_destroy_id(id);
 }
@@ -73,7 +74,7 @@ static void vlis_request(struct ndk_vlistener *l, const struct ndk_vcm_event *e)
 		ndk_endpoint_put(ep);
 	}
 	if (!c) {
-		vlis_refuse(e->id);
+		vlis_refuse(to_vad(l->lis.obj.adapter), e->id);
 		return;
 	}
 	/* No event once the close started: the request is refused by

@@ -86,6 +86,9 @@ struct ndk_vadapter {
 	/* rdma_cm events of every connector and listener, on the engine. */
 	struct rdma_event_channel *cm;
 	struct ndk_vchan *chan; /* cm's count */
+	/* An id's context (struct ndk_vcm_ref) against the engine that
+	 * reads it for an event (cm.c, ndk_vcm_set_context). */
+	struct ndk_lock cm_ref_lock;
 	struct ndk_io cm_io;
 	/* rdma_destroy_id of ids that may block (verbs/worker.h). */
 	struct ndk_vworker worker;

@@ -140,12 +140,22 @@ for dev in $devices; do
 			echo "FAIL \$dev \$n (timed out after ${per_test} s)"
 		elif [ \$rc -gt 128 ]; then
 			echo "FAIL \$dev \$n (killed by signal \$((rc - 128)))"
-			tail -n 20 \$n.log
+			# A sanitizer's report from its first line (its end is
+			# the shadow legend), else the log's end.
+			if grep -q '^==[0-9]*==ERROR: ' \$n.log; then
+				sed -n '/^==[0-9]*==ERROR: /,/^SUMMARY: /p' \$n.log | head -n 80
+			else
+				tail -n 20 \$n.log
+			fi
 		elif [ \$rc != 0 ] && ! grep -q '^\[  \(FAILED\|ERROR\)' \$n.log; then
 			# Every case passed, yet the exit says otherwise: a
 			# sanitizer's report at exit (leaks), say.
 			echo "FAIL \$dev \$n (exit \$rc)"
-			tail -n 20 \$n.log
+			if grep -q '^==[0-9]*==ERROR: ' \$n.log; then
+				sed -n '/^==[0-9]*==ERROR: /,/^SUMMARY: /p' \$n.log | head -n 80
+			else
+				tail -n 20 \$n.log
+			fi
 		fi
 	done
 	for n in ${tests[*]}; do
