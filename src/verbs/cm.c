@@ -34,14 +34,6 @@ static void copy_event(const struct rdma_cm_event *ev, struct ndk_vcm_event *e)
 	}
 }
 
-void ndk_vcm_set_context(struct ndk_vadapter *v, struct rdma_cm_id *id,
-			 struct ndk_vcm_ref *ref)
-{
-	ndk_lock(&v->cm_ref_lock);
-	id->context = ref;
-	ndk_unlock(&v->cm_ref_lock);
-}
-
 void ndk_verbs_cm_event(struct ndk_io *io, uint32_t events)
 {
 	struct ndk_vadapter *v = container_of(io, struct ndk_vadapter, cm_io);

@@ -32,7 +32,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "verbs/cm.h"
 #include "verbs/connector.h"
 #include "verbs/connector_int.h"
 #include "verbs/tcp_state.h"

@@ -722,3 +722,11 @@ void ndk_verbs_adapter_fini(struct ndk_adapter *ad)
 	free(v);
 	ad->priv = NULL;
 }
+
+void ndk_vcm_set_context(struct ndk_vadapter *v, struct rdma_cm_id *id,
+			 struct ndk_vcm_ref *ref)
+{
+	ndk_lock(&v->cm_ref_lock);
+	id->context = ref;
+	ndk_unlock(&v->cm_ref_lock);
+}

@@ -22,7 +22,6 @@
 #include "front/address.h"
 #include "front/endpoint.h"
 #include "front/listener.h"
-#include "verbs/cm.h"
 #include "verbs/connector.h"
 #include "verbs/listener.h"
 

@@ -98,6 +98,16 @@ struct ndk_vadapter {
 	struct list_head entry; /* in the process's list of adapters */
 };
 
+struct ndk_vcm_ref;
+/*
+ * Sets id's context (NULL: its object lets go of it) under cm_ref_lock,
+ * which the engine holds while it reads the context and takes a
+ * reference on the object (cm.c): once this returns with NULL, no event
+ * of id reaches the object (device.c).
+ */
+void ndk_vcm_set_context(struct ndk_vadapter *v, struct rdma_cm_id *id,
+			 struct ndk_vcm_ref *ref);
+
 static inline struct ndk_vadapter *to_vad(const struct ndk_adapter *ad)
 {
 	return ad->priv;
