@@ -139,6 +139,16 @@ size_t ddp_untagged_hdr(uint8_t *u, uint8_t ddp_ctrl, uint8_t rdmap_ctrl,
 	return 18;
 }
 
+size_t ddp_tagged_hdr(uint8_t *u, uint8_t ddp_ctrl, uint8_t rdmap_ctrl,
+		      uint32_t stag, uint64_t to)
+{
+	u[0] = ddp_ctrl;
+	u[1] = rdmap_ctrl;
+	put_be32(u + 2, stag);
+	put_be64(u + 6, to);
+	return 14;
+}
+
 size_t fpdu_terminate(uint8_t *b, unsigned int layer, unsigned int etype,
 		      unsigned int ecode)
 {

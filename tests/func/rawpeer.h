@@ -84,6 +84,11 @@ extern const uint8_t ulpdu_read_rtr[46];
 size_t ddp_untagged_hdr(uint8_t *u, uint8_t ddp_ctrl, uint8_t rdmap_ctrl,
 			uint32_t qn, uint32_t msn, uint32_t mo);
 
+/* A tagged DDP header (RFC 5041 4.2) into u: the DDP control byte, the
+ * RDMAP control byte, STag, TO. Returns 14. */
+size_t ddp_tagged_hdr(uint8_t *u, uint8_t ddp_ctrl, uint8_t rdmap_ctrl,
+		      uint32_t stag, uint64_t to);
+
 /* A Terminate FPDU (RFC 5040 5.2: QN 2, MSN 1, MO 0, L) with only its
  * control word: layer, error type, error code. Returns its length. */
 size_t fpdu_terminate(uint8_t *b, unsigned int layer, unsigned int etype,

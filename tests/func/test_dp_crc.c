@@ -150,10 +150,8 @@ static void test_read_response_short(void **state)
 						 1, 0x10000, 0x77, 0),
 			 STATUS_SUCCESS);
 	dp_raw_expect_read_request(r.fd, 1, A.ltok, sink, 1000);
-	resp[0] = 0xc1; /* tagged, last, DDP version 1 */
-	resp[1] = 0x42; /* Read Response */
-	put_be32(resp + 2, A.ltok);
-	put_be64(resp + 6, (uint64_t)(uintptr_t)sink);
+	/* tagged, last; Read Response */
+	ddp_tagged_hdr(resp, 0xc1, 0x42, A.ltok, (uint64_t)(uintptr_t)sink);
 	memset(resp + 14, 0x5c, 600);
 	raw_send(r.fd, b, fpdu_build(b, resp, sizeof(resp), true));
 
@@ -179,10 +177,8 @@ static size_t write_fpdu(uint8_t *b, UINT32 stag, uint64_t to, size_t len,
 	static uint8_t u[14 + 16384];
 
 	assert_true(len <= sizeof(u) - 14);
-	u[0] = last ? 0xc1 : 0x81; /* tagged, L, DDP version 1 */
-	u[1] = 0x40; /* RDMAP version 1, Write */
-	put_be32(u + 2, stag);
-	put_be64(u + 6, to);
+	/* tagged, L; Write */
+	ddp_tagged_hdr(u, last ? 0xc1 : 0x81, 0x40, stag, to);
 	memset(u + 14, v, len);
 	return fpdu_build(b, u, 14 + len, good_crc);
 }

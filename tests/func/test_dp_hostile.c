@@ -158,10 +158,7 @@ static void test_zero_length_write_flood(void **state)
 	post_recv(P.qp, 7, P.buf + 65536, 64, P.ltok);
 	fd = dp_raw_client_accepted(4, 0);
 	rss0 = rss_kib();
-	u[0] = 0xc1;
-	u[1] = 0x40;
-	put_be32(u + 2, tok);
-	put_be64(u + 6, (uint64_t)(uintptr_t)P.buf);
+	ddp_tagged_hdr(u, 0xc1, 0x40, tok, (uint64_t)(uintptr_t)P.buf);
 	flen = fpdu_build(f, u, 14, true);
 	for (n = 0, k = 0; k < BATCH; k++, n += flen)
 		memcpy(b + n, f, flen);
@@ -238,10 +235,8 @@ static void test_write_stalled_mid_fpdu(void **state)
 	tok = mr->Dispatch->NdkGetRemoteTokenFromMr(mr);
 	P.qp = big_qp(&srv);
 	fd = dp_raw_client_accepted(4, 0);
-	u[0] = 0xc1; /* tagged, last */
-	u[1] = 0x40; /* Write */
-	put_be32(u + 2, tok);
-	put_be64(u + 6, (uint64_t)(uintptr_t)P.buf);
+	/* tagged, last; Write */
+	ddp_tagged_hdr(u, 0xc1, 0x40, tok, (uint64_t)(uintptr_t)P.buf);
 	memset(u + 14, 0x3c, 16384);
 	n = fpdu_build(b, u, sizeof(u), true);
 	raw_send(fd, b, 2 + HALF);
