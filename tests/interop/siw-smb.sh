@@ -84,6 +84,9 @@ if [ '$silent' = 1 ]; then
 	echo "GUEST-SILENT"
 	sleep 20
 	ip link set eth0 up
+	nc -l -p 7446 >/dev/null
+	ksmbd.control -s >/dev/null && echo "GUEST-KSMBD-STOPPED" ||
+		echo "GUEST-FAIL ksmbd.control -s"
 fi
 nc -l -p 7445 >/dev/null
 echo "==== files"
@@ -288,11 +291,20 @@ if ((silent)); then
 	fault gone "server silent" 'no message from the server'
 	# The guest is back after 20 s.
 	sleep $((t < 24 ? 24 - t : 0))
+	# ksmbd shut down (ksmbd.control -s) in the middle of a transfer:
+	# the server's end closes the connection.
+	fault stop "ksmbd stopped" 'the server disconnected'
 fi
 
-# The guest prints its files and kernel log, then powers off.
-exec 3<>"/dev/tcp/127.0.0.1/$done_port" && exec 3>&- ||
-	bad "cannot end the guest's wait"
+# The guest prints its files and kernel log, then powers off. Told again
+# until it does: a fault can end ndksmb before the guest listens, and a
+# connection slirp forwards before that is refused.
+for i in $(seq 60); do
+	exec 3<>"/dev/tcp/127.0.0.1/$done_port" && exec 3>&-
+	sleep 1
+	grep -q '^==== files' "$out/console.log" && break
+done
+grep -q '^==== files' "$out/console.log" || bad "cannot end the guest's wait"
 wait "$vm" || bad "ndkvm run: rc $?"
 tr -d '\r' <"$out/console.log" >"$out/console.txt"
 mv "$out/console.txt" "$out/console.log"
