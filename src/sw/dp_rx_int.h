@@ -66,9 +66,6 @@ struct sw_dp_rx {
 	 * payload behind them is received in place (a large message ends
 	 * with a small FPDU, its rest). */
 	uint8_t small_run;
-	/* The last read was a batch (dp_rx_direct.c): headers are read with
-	 * a short read too, so that the next batch finds its message. */
-	bool batching;
 	uint8_t term[RDMAP_TERM_BODY_MAX];
 	size_t term_len;
 };
