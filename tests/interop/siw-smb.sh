@@ -308,8 +308,23 @@ grep -q '^==== files' "$out/console.log" || bad "cannot end the guest's wait"
 wait "$vm" || bad "ndkvm run: rc $?"
 tr -d '\r' <"$out/console.log" >"$out/console.txt"
 mv "$out/console.txt" "$out/console.log"
-grep -q "GUEST-FAIL" "$out/console.log" && bad "$(grep GUEST-FAIL "$out/console.log")"
-if grep -E "kernel BUG|WARNING:|Call Trace" "$out/console.log"; then
+# ksmbd's own bug (docs/smb.md): its kill_server walks the connection
+# list while the connection it just shut down is freed, and oopses in
+# ksmbd_conn_transport_destroy (ksmbd.control then dies). Our side was
+# checked above; that one trace, and nothing else, is reported as known.
+known_stop_oops=0
+if grep -q 'RIP: 0010:ksmbd_conn_transport_destroy' "$out/console.log" &&
+	grep -q 'kill_server_store' "$out/console.log" &&
+	(($(grep -c -e '---\[ end trace' "$out/console.log") == 1)); then
+	known_stop_oops=1
+	echo "  known: ksmbd's kill_server oopsed in ksmbd_conn_transport_destroy (its connection list walk)"
+fi
+fails=$(grep "GUEST-FAIL" "$out/console.log" || true)
+if ((known_stop_oops)); then
+	fails=$(grep -v "GUEST-FAIL ksmbd.control -s" <<<"$fails" || true)
+fi
+[[ -z $fails ]] || bad "$fails"
+if ((!known_stop_oops)) && grep -E "kernel BUG|WARNING:|Call Trace" "$out/console.log"; then
 	bad "the guest kernel complained"
 fi
 sed -n '/^==== files/,/^==== dmesg/p' "$out/console.log" | sed 's/^/  [guest] /'
