@@ -28,6 +28,7 @@
 #include "iwarp/fpdu.h"
 #include "sw/cq.h"
 #include "sw/rq.h"
+#include "sw/stag.h"
 
 struct ndk_adapter;
 
@@ -210,6 +211,12 @@ struct sw_dp_tx {
 	 * the end of the stream: this says why it ended. */
 	int error;
 	struct sw_dp_traffic traffic;
+	/* The source of the FPDUs being built (dp_tx.c, tx_src): the rest
+	 * of one SGE or Read Response, looked up and pinned once per batch
+	 * rather than once per FPDU. src_key names it; NULL: none. */
+	struct sw_stag_ref src;
+	const void *src_key;
+	uint32_t src_token;
 };
 
 struct sw_dp {

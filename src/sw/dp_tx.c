@@ -195,13 +195,40 @@ static void fpdu_finish(struct sw_dp *dp, int first, bool fin, uint32_t fin_idx)
 	batch_add(dp, first, fin, fin_idx);
 }
 
+static void tx_src_put(struct sw_dp *dp)
+{
+	if (!dp->tx.src_key)
+		return;
+	sw_stag_put(&dp->tx.src);
+	dp->tx.src_key = NULL;
+}
+
+/* The pinned source range if it is key's (an SGE or an IRQ entry, with
+ * token) and covers [va, va + n), else NULL. */
+static const struct sw_stag_ref *tx_src(const struct sw_dp *dp, const void *key,
+					uint32_t token, uint64_t va, uint64_t n)
+{
+	const struct sw_stag_ref *r = &dp->tx.src;
+
+	if (dp->tx.src_key != key || dp->tx.src_token != token || va < r->va ||
+	    va - r->va > r->len || n > r->len - (va - r->va))
+		return NULL;
+	return r;
+}
+
+static void tx_src_set(struct sw_dp *dp, const void *key, uint32_t token)
+{
+	dp->tx.src_key = key;
+	dp->tx.src_token = token;
+}
+
 /*
  * Adds len bytes of the SGE list, from the request's cursor (the byte
  * done_bytes), as iovecs and moves the cursor past them; returns how many
  * bytes fitted (fewer if the iovec array is full), or a negative errno
  * for a bad SGE (docs/ndk.md, "Work requests": the request completes with
- * STATUS_ACCESS_VIOLATION). Each SGE is looked up again for each FPDU:
- * the lookup pins the memory only while its bytes are queued, so a
+ * STATUS_ACCESS_VIOLATION). The rest of an SGE is looked up once per
+ * batch (tx_src) and pinned only while the batch is built: a
  * deregistration never waits for a send that stalls (sw/stag.h).
  */
 static long fpdu_add_sges(struct sw_dp *dp, int first, struct sw_wqe *w,
@@ -221,8 +248,9 @@ static long fpdu_add_sges(struct sw_dp *dp, int first, struct sw_wqe *w,
 	}
 	for (i = w->cur_sge; i < w->nsge && added < len; i++) {
 		const NDK_SGE *s = &w->sge[i];
-		uint64_t pos, n, contig;
-		struct sw_stag_ref ref;
+		uint64_t va = (uint64_t)(uintptr_t)s->VirtualAddress + skip;
+		const struct sw_stag_ref *ref;
+		uint64_t pos, n, off, contig;
 		void *addr;
 		int ret;
 
@@ -232,25 +260,29 @@ static long fpdu_add_sges(struct sw_dp *dp, int first, struct sw_wqe *w,
 			continue;
 		}
 		n = MIN((uint64_t)s->Length - skip, (uint64_t)len - added);
-		ret = sw_stag_sge_lookup(
-			t, dp->qp.pd_id, s->MemoryRegionToken,
-			(uint64_t)(uintptr_t)s->VirtualAddress + skip, n,
-			SW_ACCESS_LOCAL_READ, &ref, &addr);
-		if (ret)
-			return ret;
+		ref = tx_src(dp, s, s->MemoryRegionToken, va, n);
+		if (!ref) {
+			/* The rest of the SGE, for this FPDU and the next. */
+			tx_src_put(dp);
+			ret = sw_stag_sge_lookup(
+				t, dp->qp.pd_id, s->MemoryRegionToken, va,
+				s->Length - skip, SW_ACCESS_LOCAL_READ,
+				&dp->tx.src, &addr);
+			if (ret)
+				return ret;
+			tx_src_set(dp, s, s->MemoryRegionToken);
+			ref = &dp->tx.src;
+		}
+		off = va - ref->va;
 		for (pos = 0; pos < n && dp->tx.iovcnt < max_iov;
 		     pos += contig) {
-			void *p = ref.mem ? sw_stag_ref_map(&ref, pos, &contig)
-					  : (uint8_t *)addr + pos;
+			void *p = sw_stag_ref_map(ref, off + pos, &contig);
 
-			if (!ref.mem)
-				contig = n - pos;
 			contig = MIN(contig, n - pos);
 			dp->tx.iov[dp->tx.iovcnt].iov_base = p;
 			dp->tx.iov[dp->tx.iovcnt].iov_len = contig;
 			dp->tx.iovcnt++;
 		}
-		sw_stag_put(&ref);
 		added += (uint32_t)pos;
 		if (skip + pos < s->Length) {
 			/* The FPDU (or its iovecs) ends inside this SGE. */
@@ -365,7 +397,7 @@ static bool build_from_sq(struct sw_dp *dp, struct sw_wqe *w)
 static bool build_read_response(struct sw_dp *dp)
 {
 	struct sw_irqe *e = &dp->irq.ring[dp->irq.head % MAX(dp->ird, 1u)];
-	struct sw_stag_ref ref;
+	const struct sw_stag_ref *ref;
 	const struct ddp_hdr msg = { .dv = DDP_VERSION,
 				     .rv = RDMAP_VERSION,
 				     .tagged = true,
@@ -375,28 +407,36 @@ static bool build_read_response(struct sw_dp *dp)
 	struct ddp_hdr h;
 	uint32_t n = MIN((uint32_t)fpdu_max_payload(dp->mulpdu, true),
 			 e->length - e->sent);
-	uint64_t pos = 0, contig;
+	uint64_t pos = 0, contig, off, va = e->src_to + e->sent;
 	void *addr;
 	int first = dp->tx.iovcnt++;
 
 	if (n) {
+		ref = tx_src(dp, e, e->src_stag, va, n);
 		/* Checked when the request arrived; if the source was
 		 * invalidated since, the response stops there. */
-		if (sw_stag_lookup(sw_stags(dp->ad), e->src_stag, dp->qp.pd_id,
-				   e->src_to + e->sent, n,
-				   SW_ACCESS_REMOTE_READ, &ref, &addr)) {
-			dp->tx.iovcnt = first;
-			return false;
+		if (!ref) {
+			tx_src_put(dp);
+			if (sw_stag_lookup(sw_stags(dp->ad), e->src_stag,
+					   dp->qp.pd_id, va,
+					   e->length - e->sent,
+					   SW_ACCESS_REMOTE_READ, &dp->tx.src,
+					   &addr)) {
+				dp->tx.iovcnt = first;
+				return false;
+			}
+			tx_src_set(dp, e, e->src_stag);
+			ref = &dp->tx.src;
 		}
+		off = va - ref->va;
 		for (; pos < n && dp->tx.iovcnt < first + SW_TX_FPDU_IOV - 1;
 		     pos += contig) {
 			dp->tx.iov[dp->tx.iovcnt].iov_base =
-				sw_stag_ref_map(&ref, pos, &contig);
+				sw_stag_ref_map(ref, off + pos, &contig);
 			contig = MIN(contig, n - pos);
 			dp->tx.iov[dp->tx.iovcnt].iov_len = contig;
 			dp->tx.iovcnt++;
 		}
-		sw_stag_put(&ref);
 		n = (uint32_t)pos;
 	}
 	n = (uint32_t)fpdu_seg_at(&msg, e->length, e->sent, n, &h);
@@ -439,6 +479,9 @@ static bool batch_fill(struct sw_dp *dp)
 		if (!build_from_sq(dp, w) && w->state == SW_WQE_QUEUED)
 			break; /* waits for ORQ room */
 	}
+	/* The batch's bytes are in its iovecs: no pin past here, so that a
+	 * deregistration never waits for a send that stalls. */
+	tx_src_put(dp);
 	return dp->tx.nrec != 0;
 }
 
