@@ -131,9 +131,12 @@ fi
 # siw_check_pcap, except that TCP payload sent after a connection began to
 # close, on a connection that then ended with a reset, may be the start of
 # an FPDU the reset cut off (the target going away mid-transfer while we
-# close): listed, not counted.
+# close), and the last payload one side of a connection sent may be the
+# start of an FPDU whose rest never reached the capture (the guest taking
+# its link down mid-FPDU, gone-silent): listed, not counted.
 nvme_check_pcap() { # pcap
-	local p=$1 f st r fin=() rst=() cut=0 und=0 line rc=0
+	local p=$1 f st r src fin=() rst=() cut=0 und=0 line rc=0
+	local -A last=()
 	local o=(-o tcp.try_heuristic_first:TRUE --enable-heuristic iwarp_mpa_tcp
 		--disable-heuristic rpcrdma_iwarp --disable-heuristic smb_direct_iwarp)
 	line=$(siw_check_pcap "$p") || rc=1
@@ -147,15 +150,23 @@ nvme_check_pcap() { # pcap
 		[[ $r == 1 ]] && rst[$st]=1
 	done < <(tshark -r "$p" -Y 'tcp.flags.fin == 1 || tcp.flags.reset == 1' \
 		-T fields -e tcp.stream -e frame.number -e tcp.flags.reset 2>/dev/null)
-	while read -r f st; do
+	# The last frame with payload from each side of each connection.
+	while read -r st src f; do
+		last[$st.$src]=$f
+	done < <(tshark -r "$p" -Y 'tcp.len > 0' -T fields -e tcp.stream \
+		-e tcp.srcport -e frame.number 2>/dev/null)
+	while read -r f st src; do
 		und=$((und + 1))
 		if [[ -n ${rst[$st]:-} && -n ${fin[$st]:-} ]] && ((f > fin[$st])); then
 			cut=$((cut + 1))
 			echo "pcap: frame $f (connection $st) was cut off by the reset that ended it"
+		elif [[ ${last[$st.$src]:-} == "$f" ]]; then
+			cut=$((cut + 1))
+			echo "pcap: frame $f (connection $st) is the last its sender's capture has: the rest never came"
 		fi
 	done < <(tshark -2 -r "$p" "${o[@]}" -Y 'tcp.len > 0 && !iwarp_mpa && !tcp.reassembled_in &&
 		!tcp.analysis.retransmission && !tcp.analysis.spurious_retransmission' \
-		-T fields -e frame.number -e tcp.stream 2>/dev/null)
+		-T fields -e frame.number -e tcp.stream -e tcp.srcport 2>/dev/null)
 	((und == cut))
 }
 
