@@ -203,23 +203,31 @@ static void tx_src_put(struct sw_dp *dp)
 	dp->tx.src_key = NULL;
 }
 
-/* The pinned source range if it is key's (an SGE or an IRQ entry, with
- * token) and covers [va, va + n), else NULL. */
-static const struct sw_stag_ref *tx_src(const struct sw_dp *dp, const void *key,
-					uint32_t token, uint64_t va, uint64_t n)
+/*
+ * The pinned source range of key (an SGE or an IRQ entry) for
+ * [va, va + n): the one the batch holds if it covers that, else the rest
+ * of the source, [va, va + rest), looked up (token, access) and pinned
+ * now. NULL and *err if the lookup fails.
+ */
+static const struct sw_stag_ref *tx_src(struct sw_dp *dp, const void *key,
+					uint32_t token, uint32_t access,
+					uint64_t va, uint64_t n, uint64_t rest,
+					int *err)
 {
 	const struct sw_stag_ref *r = &dp->tx.src;
+	void *addr;
 
-	if (dp->tx.src_key != key || dp->tx.src_token != token || va < r->va ||
-	    va - r->va > r->len || n > r->len - (va - r->va))
+	if (dp->tx.src_key == key && dp->tx.src_token == token && va >= r->va &&
+	    va - r->va <= r->len && n <= r->len - (va - r->va))
+		return r;
+	tx_src_put(dp);
+	*err = sw_stag_sge_lookup(sw_stags(dp->ad), dp->qp.pd_id, token, va,
+				  rest, access, &dp->tx.src, &addr);
+	if (*err)
 		return NULL;
-	return r;
-}
-
-static void tx_src_set(struct sw_dp *dp, const void *key, uint32_t token)
-{
 	dp->tx.src_key = key;
 	dp->tx.src_token = token;
+	return r;
 }
 
 /*
@@ -234,7 +242,6 @@ static void tx_src_set(struct sw_dp *dp, const void *key, uint32_t token)
 static long fpdu_add_sges(struct sw_dp *dp, int first, struct sw_wqe *w,
 			  uint32_t len)
 {
-	struct sw_stag_table *t = sw_stags(dp->ad);
 	uint32_t i, skip = w->cur_off, added = 0;
 	/* One iovec is left for the trailer. */
 	const int max_iov = first + SW_TX_FPDU_IOV - 1;
@@ -251,7 +258,6 @@ static long fpdu_add_sges(struct sw_dp *dp, int first, struct sw_wqe *w,
 		uint64_t va = (uint64_t)(uintptr_t)s->VirtualAddress + skip;
 		const struct sw_stag_ref *ref;
 		uint64_t pos, n, off, contig;
-		void *addr;
 		int ret;
 
 		if (skip >= s->Length) {
@@ -260,19 +266,11 @@ static long fpdu_add_sges(struct sw_dp *dp, int first, struct sw_wqe *w,
 			continue;
 		}
 		n = MIN((uint64_t)s->Length - skip, (uint64_t)len - added);
-		ref = tx_src(dp, s, s->MemoryRegionToken, va, n);
-		if (!ref) {
-			/* The rest of the SGE, for this FPDU and the next. */
-			tx_src_put(dp);
-			ret = sw_stag_sge_lookup(
-				t, dp->qp.pd_id, s->MemoryRegionToken, va,
-				s->Length - skip, SW_ACCESS_LOCAL_READ,
-				&dp->tx.src, &addr);
-			if (ret)
-				return ret;
-			tx_src_set(dp, s, s->MemoryRegionToken);
-			ref = &dp->tx.src;
-		}
+		/* The rest of the SGE, for this FPDU and the next. */
+		ref = tx_src(dp, s, s->MemoryRegionToken, SW_ACCESS_LOCAL_READ,
+			     va, n, s->Length - skip, &ret);
+		if (!ref)
+			return ret;
 		off = va - ref->va;
 		for (pos = 0; pos < n && dp->tx.iovcnt < max_iov;
 		     pos += contig) {
@@ -408,25 +406,16 @@ static bool build_read_response(struct sw_dp *dp)
 	uint32_t n = MIN((uint32_t)fpdu_max_payload(dp->mulpdu, true),
 			 e->length - e->sent);
 	uint64_t pos = 0, contig, off, va = e->src_to + e->sent;
-	void *addr;
-	int first = dp->tx.iovcnt++;
+	int first = dp->tx.iovcnt++, err;
 
 	if (n) {
-		ref = tx_src(dp, e, e->src_stag, va, n);
+		ref = tx_src(dp, e, e->src_stag, SW_ACCESS_REMOTE_READ, va, n,
+			     e->length - e->sent, &err);
 		/* Checked when the request arrived; if the source was
 		 * invalidated since, the response stops there. */
 		if (!ref) {
-			tx_src_put(dp);
-			if (sw_stag_lookup(sw_stags(dp->ad), e->src_stag,
-					   dp->qp.pd_id, va,
-					   e->length - e->sent,
-					   SW_ACCESS_REMOTE_READ, &dp->tx.src,
-					   &addr)) {
-				dp->tx.iovcnt = first;
-				return false;
-			}
-			tx_src_set(dp, e, e->src_stag);
-			ref = &dp->tx.src;
+			dp->tx.iovcnt = first;
+			return false;
 		}
 		off = va - ref->va;
 		for (; pos < n && dp->tx.iovcnt < first + SW_TX_FPDU_IOV - 1;

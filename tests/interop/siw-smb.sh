@@ -22,7 +22,8 @@
 #     sends wait for SMB Direct credits) and over TCP; a wrong password: exit 1 with
 #     STATUS_LOGON_FAILURE; a share the server does not have: exit 1 with
 #     STATUS_BAD_NETWORK_NAME; a port where nothing listens: exit 3; the
-#     server silent in the middle of a 64 MiB put: exit 1, no hang (not
+#     server silent in the middle of a 64 MiB put: exit 1, no hang; ksmbd
+#     shut down (ksmbd.control -s) in the middle of one: exit 1 (neither
 #     with SMB_SHORT=1)
 #   - the guest kernel logs no BUG or WARNING
 #

@@ -96,6 +96,15 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ip -6 addr add fd00::15/64 dev eth0 nodad
 now() { cut -d' ' -f1 /proc/uptime; }
+# The end of a log that failed: a sanitizer's report from its first line
+# (its end is the shadow legend), else the log's last lines.
+log_end() {
+	if grep -q '^==[0-9]*==ERROR: ' \$1; then
+		sed -n '/^==[0-9]*==ERROR: /,/^SUMMARY: /p' \$1 | head -n 80
+	else
+		tail -n 20 \$1
+	fi
+}
 for dev in $devices; do
 	if [ \$dev = rxe ]; then
 		modload rdma_rxe >/dev/null
@@ -140,22 +149,12 @@ for dev in $devices; do
 			echo "FAIL \$dev \$n (timed out after ${per_test} s)"
 		elif [ \$rc -gt 128 ]; then
 			echo "FAIL \$dev \$n (killed by signal \$((rc - 128)))"
-			# A sanitizer's report from its first line (its end is
-			# the shadow legend), else the log's end.
-			if grep -q '^==[0-9]*==ERROR: ' \$n.log; then
-				sed -n '/^==[0-9]*==ERROR: /,/^SUMMARY: /p' \$n.log | head -n 80
-			else
-				tail -n 20 \$n.log
-			fi
+			log_end \$n.log
 		elif [ \$rc != 0 ] && ! grep -q '^\[  \(FAILED\|ERROR\)' \$n.log; then
 			# Every case passed, yet the exit says otherwise: a
 			# sanitizer's report at exit (leaks), say.
 			echo "FAIL \$dev \$n (exit \$rc)"
-			if grep -q '^==[0-9]*==ERROR: ' \$n.log; then
-				sed -n '/^==[0-9]*==ERROR: /,/^SUMMARY: /p' \$n.log | head -n 80
-			else
-				tail -n 20 \$n.log
-			fi
+			log_end \$n.log
 		fi
 	done
 	for n in ${tests[*]}; do
