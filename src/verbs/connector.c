@@ -45,6 +45,7 @@ static const char *const vconn_state_names[VCONN_STATE_COUNT] = {
 	[VCONN_REQUESTED] = "REQUESTED",
 	[VCONN_ACCEPTING] = "ACCEPTING",
 	[VCONN_ESTABLISHED] = "ESTABLISHED",
+	[VCONN_PEER_CLOSING] = "PEER_CLOSING",
 	[VCONN_PEER_CLOSED] = "PEER_CLOSED",
 	[VCONN_DISCONNECTING] = "DISCONNECTING",
 	[VCONN_FAILED] = "FAILED",
@@ -75,9 +76,12 @@ static const bool vconn_transition_ok[VCONN_STATE_COUNT][VCONN_STATE_COUNT] = {
 	[VCONN_ACCEPTING] = { [VCONN_ESTABLISHED] = true,
 			      [VCONN_FAILED] = true,
 			      [VCONN_CLOSED] = true },
-	[VCONN_ESTABLISHED] = { [VCONN_PEER_CLOSED] = true,
+	[VCONN_ESTABLISHED] = { [VCONN_PEER_CLOSING] = true,
+				[VCONN_PEER_CLOSED] = true,
 				[VCONN_DISCONNECTING] = true,
 				[VCONN_CLOSED] = true },
+	[VCONN_PEER_CLOSING] = { [VCONN_PEER_CLOSED] = true,
+				 [VCONN_CLOSED] = true },
 	[VCONN_PEER_CLOSED] = { [VCONN_CLOSED] = true },
 	[VCONN_DISCONNECTING] = { [VCONN_CLOSED] = true },
 };
@@ -98,7 +102,8 @@ struct ndk_obj *ndk_vconn_obj(struct ndk_vcm_ref *ref)
  * disconnects or closes (as the software provider). */
 bool vconn_listed(enum vconn_state s)
 {
-	return s == VCONN_ESTABLISHED || s == VCONN_PEER_CLOSED;
+	return s == VCONN_ESTABLISHED || s == VCONN_PEER_CLOSING ||
+	       s == VCONN_PEER_CLOSED;
 }
 
 bool vconn_ended(enum vconn_state s)
@@ -130,6 +135,7 @@ static const uint32_t vconn_timer_states[VCONN_TIMER_COUNT] = {
 	[VCONN_TIMER_ACCEPT] = VCONN_BIT(VCONN_ACCEPTING),
 	[VCONN_TIMER_DISCONNECT] = VCONN_BIT(VCONN_DISCONNECTING),
 	[VCONN_TIMER_PEER] = VCONN_BIT(VCONN_ESTABLISHED),
+	[VCONN_TIMER_CLOSE_GRACE] = VCONN_BIT(VCONN_PEER_CLOSING),
 };
 
 static const char *const vconn_timer_names[VCONN_TIMER_COUNT] = {
@@ -139,6 +145,7 @@ static const char *const vconn_timer_names[VCONN_TIMER_COUNT] = {
 	[VCONN_TIMER_ACCEPT] = "accept",
 	[VCONN_TIMER_DISCONNECT] = "disconnect",
 	[VCONN_TIMER_PEER] = "peer",
+	[VCONN_TIMER_CLOSE_GRACE] = "close-grace",
 };
 
 /* Arms the one timer for purpose, replacing any other. */
@@ -204,6 +211,8 @@ static const enum ndk_conn_phase vconn_phase[VCONN_STATE_COUNT] = {
 	[VCONN_REQUESTED] = NDK_CONN_REQUESTED,
 	[VCONN_ACCEPTING] = NDK_CONN_ACCEPTING,
 	[VCONN_ESTABLISHED] = NDK_CONN_ESTABLISHED,
+	/* Not told yet: for the consumer still established. */
+	[VCONN_PEER_CLOSING] = NDK_CONN_ESTABLISHED,
 	[VCONN_PEER_CLOSED] = NDK_CONN_PEER_CLOSED,
 	[VCONN_DISCONNECTING] = NDK_CONN_DISCONNECTING,
 	[VCONN_FAILED] = NDK_CONN_FAILED,
@@ -334,26 +343,20 @@ void vconn_abandon(struct ndk_vconn *c, NTSTATUS status)
 	c->conn.fail = status;
 }
 
-/*
- * The peer ended an established connection: the disconnect event, once,
- * and no flush (NDK_FN_DISCONNECT_EVENT_CALLBACK; on iWARP the device may
- * flush by itself, docs/verbs.md).
- */
-static void vconn_peer_disconnected(struct ndk_vconn *c,
-				    const struct ndk_vcm_event *e)
+/* The QP broke (a Terminate, a remote access error): whatever ended
+ * the stream, the connection was aborted. */
+static bool vconn_qp_broke(struct ndk_vconn *c)
 {
-	bool iwarp = vconn_vad(c)->iwarp;
+	return c->qp &&
+	       (atomic_load_explicit(&c->qp->broken, memory_order_acquire) ||
+		(!vconn_vad(c)->iwarp && ndk_vqp_device_error(c->qp)));
+}
 
-	NTSTATUS reason = ndk_verbs_cm_status(e->type, e->status, iwarp);
-
-	/* A connection that ended after its QP broke (a Terminate, a remote
-	 * access error) was aborted, however rdma_cm reports its end. On IB
-	 * and RoCE the peer's DREQ may come before the QP's error event, but
-	 * the responder's QP is in the error state already (an orderly end
-	 * leaves it in RTS: rdma_cm does not own our QP). */
-	if (!reason && c->qp &&
-	    (atomic_load_explicit(&c->qp->broken, memory_order_acquire) ||
-	     (!iwarp && ndk_vqp_device_error(c->qp))))
+/* The disconnect event, once, with reason; no flush (the device may
+ * flush by itself, docs/verbs.md). */
+static void vconn_report_peer_closed(struct ndk_vconn *c, NTSTATUS reason)
+{
+	if (!reason && vconn_qp_broke(c))
 		reason = STATUS_CONNECTION_ABORTED;
 	vconn_set_state(c, VCONN_PEER_CLOSED);
 	/* Requests after the event are refused inline, as when the QP saw
@@ -364,6 +367,45 @@ static void vconn_peer_disconnected(struct ndk_vconn *c,
 		ndk_adapter_count(c->conn.obj.adapter, NDK_CTR(ConnectionError),
 				  1);
 	ndk_conn_peer_closed(&c->conn, reason);
+}
+
+/*
+ * How long an iWARP connector waits, after its stream ended, for the
+ * device to say the QP broke. siw reports its side's Terminate (a bad
+ * STag in a Read Request, say) by closing the stream first and raising
+ * the QP's error event after, on another fd: the end can be read before
+ * the error is even queued (docs/verbs.md, Disconnect).
+ */
+static uint64_t vconn_close_grace_ms(void)
+{
+	return ndk_config_u64("NDK_VERBS_CLOSE_GRACE_MS", 100, 0, 10000);
+}
+
+/*
+ * The peer ended an established connection (NDK_FN_DISCONNECT_EVENT_CALLBACK).
+ * On IB and RoCE the peer's DREQ may come before the QP's error event,
+ * but the responder's QP is in the error state already (an orderly end
+ * leaves it in RTS: rdma_cm does not own our QP). On iWARP the device
+ * moves the QP to error on any end, so only its error event tells an
+ * abort from an orderly end: read those queued, else wait a little.
+ */
+static void vconn_peer_disconnected(struct ndk_vconn *c,
+				    const struct ndk_vcm_event *e)
+{
+	bool iwarp = vconn_vad(c)->iwarp;
+	NTSTATUS reason = ndk_verbs_cm_status(e->type, e->status, iwarp);
+	uint64_t grace;
+
+	if (!reason && c->qp && iwarp && !vconn_qp_broke(c)) {
+		ndk_vad_async_drain(vconn_vad(c));
+		grace = vconn_close_grace_ms();
+		if (!vconn_qp_broke(c) && grace) {
+			vconn_set_state(c, VCONN_PEER_CLOSING);
+			vconn_arm_timer(c, VCONN_TIMER_CLOSE_GRACE, grace);
+			return;
+		}
+	}
+	vconn_report_peer_closed(c, reason);
 }
 
 /*
@@ -560,6 +602,15 @@ static void vconn_event_locked(struct ndk_vconn *c,
 		    e->type == RDMA_CM_EVENT_DEVICE_REMOVAL)
 			vconn_peer_disconnected(c, e);
 		return;
+	case VCONN_PEER_CLOSING:
+		/* The QP's error (vconn_qp_fatal) or the device's removal
+		 * within the grace: that is the reason. */
+		if (e->type == RDMA_CM_EVENT_DISCONNECTED ||
+		    e->type == RDMA_CM_EVENT_DEVICE_REMOVAL)
+			vconn_report_peer_closed(
+				c,
+				ndk_verbs_cm_status(e->type, e->status, true));
+		return;
 	case VCONN_DISCONNECTING:
 		if (e->type == RDMA_CM_EVENT_DISCONNECTED ||
 		    e->type == RDMA_CM_EVENT_DEVICE_REMOVAL) {
@@ -661,6 +712,11 @@ static void vconn_timer_fn(struct ndk_timer *t)
 	case VCONN_TIMER_PEER:
 		vconn_peer_check(c);
 		break;
+	case VCONN_TIMER_CLOSE_GRACE:
+		/* No error came: an orderly end, unless one is queued. */
+		ndk_vad_async_drain(vconn_vad(c));
+		vconn_report_peer_closed(c, STATUS_SUCCESS);
+		break;
 	case VCONN_TIMER_DISCONNECT:
 		/* NdkDisconnect was never answered. */
 		ndk_vqp_ended(c->qp, true);
@@ -701,6 +757,7 @@ static NTSTATUS vconn_disconnect(struct ndk_conn *base,
 		vconn_arm_timer(c, VCONN_TIMER_DISCONNECT, ndk_cm_timeout_ms());
 		status = STATUS_PENDING;
 		break;
+	case VCONN_PEER_CLOSING:
 	case VCONN_PEER_CLOSED:
 		/* The peer is gone already: finish at once, flushing. */
 		rdma_disconnect(c->id);

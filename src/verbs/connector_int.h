@@ -33,6 +33,9 @@ enum vconn_state {
 	VCONN_ACCEPTING, /* rdma_accept issued: waiting for ESTABLISHED */
 	/* Both sides. */
 	VCONN_ESTABLISHED,
+	/* iWARP: the stream ended and the QP is not known broken; the
+	 * device's error event may yet come (vconn_peer_disconnected). */
+	VCONN_PEER_CLOSING,
 	VCONN_PEER_CLOSED, /* the peer disconnected; DisconnectEvent raised */
 	VCONN_DISCONNECTING, /* NdkDisconnect: waiting for DISCONNECTED */
 	/* Ends; fail says what the next call reports. */
@@ -55,6 +58,7 @@ enum vconn_timer {
 	VCONN_TIMER_ACCEPT, /* NDK_CM_TIMEOUT_MS for the initiator's RTU */
 	VCONN_TIMER_DISCONNECT, /* NDK_CM_TIMEOUT_MS for NdkDisconnect */
 	VCONN_TIMER_PEER, /* iWARP: the peer's liveness, established */
+	VCONN_TIMER_CLOSE_GRACE, /* iWARP: for a QP error after the end */
 	VCONN_TIMER_COUNT
 };
 

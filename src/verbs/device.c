@@ -632,10 +632,8 @@ static void async_event(struct ndk_vadapter *v, struct ibv_async_event *ev)
 			ibv_event_type_str(ev->event_type), srq ? "SRQ" : "QP");
 }
 
-static void async_io_fn(struct ndk_io *io, uint32_t events)
+void ndk_vad_async_drain(struct ndk_vadapter *v)
 {
-	struct ndk_vadapter *v =
-		container_of(io, struct ndk_vadapter, async_io);
 	unsigned int n;
 
 	for (n = 0; n < 64; n++) {
@@ -667,6 +665,11 @@ static void async_io_fn(struct ndk_io *io, uint32_t events)
 		}
 		ibv_ack_async_event(&ev);
 	}
+}
+
+static void async_io_fn(struct ndk_io *io, uint32_t events)
+{
+	ndk_vad_async_drain(container_of(io, struct ndk_vadapter, async_io));
 }
 
 int ndk_verbs_adapter_start(struct ndk_adapter *ad)

@@ -108,6 +108,11 @@ struct ndk_vcm_ref;
 void ndk_vcm_set_context(struct ndk_vadapter *v, struct rdma_cm_id *id,
 			 struct ndk_vcm_ref *ref);
 
+/* Reads and acts on the device's pending asynchronous events (a QP's
+ * error, ...) now, as the engine does when their fd is readable. Engine
+ * thread. */
+void ndk_vad_async_drain(struct ndk_vadapter *v);
+
 static inline struct ndk_vadapter *to_vad(const struct ndk_adapter *ad)
 {
 	return ad->priv;

@@ -283,8 +283,13 @@ static bool fx_connect(struct fx *f, ULONG ird, ULONG ord, const void *pd,
 	if (st != STATUS_PENDING)
 		return fx_fail(f, "NdkConnect: %s", NdkStatusName(st));
 	f->p = cm_next_incoming(&L, WAIT_MS);
-	if (!f->p)
-		return fx_fail(f, "no ConnectEvent");
+	if (!f->p) {
+		/* What became of the Connect says where the request went. */
+		st = cm_req_wait(&f->conn, 1);
+		return fx_fail(f, "no ConnectEvent (Connect: %s)",
+			       st == (NTSTATUS)-1 ? "pending"
+						  : NdkStatusName(st));
+	}
 	track_conn(f, f->p);
 	return true;
 }
