@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -317,4 +318,61 @@ void cm_hosts_close(struct cm_host *srv, struct cm_host *cli)
 {
 	cm_host_close(cli);
 	cm_host_close(srv);
+}
+
+/* Prints one file's lines, each with prefix; quiet if it cannot be read
+ * (a kernel stack needs root). */
+static void dump_file(const char *path, const char *prefix)
+{
+	char line[256];
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		printf("%s%s", prefix, line);
+	fclose(f);
+}
+
+void cm_dump_threads(const char *why)
+{
+	static atomic_bool done;
+	char path[320], comm[64] = "", wchan[64] = "";
+	struct dirent *d;
+	DIR *dir;
+
+	/* Once: the first failure's picture is the one that explains. */
+	if (atomic_exchange(&done, true))
+		return;
+	printf("threads: %s\n", why);
+	dir = opendir("/proc/self/task");
+	while (dir && (d = readdir(dir))) {
+		FILE *f;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 d->d_name);
+		f = fopen(path, "re");
+		if (f && !fgets(comm, sizeof(comm), f))
+			comm[0] = 0;
+		if (f)
+			fclose(f);
+		comm[strcspn(comm, "\n")] = 0;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/wchan",
+			 d->d_name);
+		f = fopen(path, "re");
+		if (f && !fgets(wchan, sizeof(wchan), f))
+			wchan[0] = 0;
+		if (f)
+			fclose(f);
+		printf("threads: %s %s in %s\n", d->d_name, comm, wchan);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stack",
+			 d->d_name);
+		dump_file(path, "threads:   ");
+	}
+	if (dir)
+		closedir(dir);
+	dump_file("/proc/net/tcp", "threads: tcp ");
+	fflush(stdout);
 }

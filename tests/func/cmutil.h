@@ -90,6 +90,9 @@ NDK_CONNECTOR *cm_next_incoming(struct tool_listener *l, unsigned int ms);
  * tests/interop/verbs-guest.sh).
  */
 const char *cm_test_ifname(void);
+/* Once per process, for a failure that looks like a hang: each thread's
+ * name, wait channel and kernel stack (as root), and the TCP sockets. */
+void cm_dump_threads(const char *why);
 struct sockaddr_in cm_lo4(uint16_t port);
 struct sockaddr_in6 cm_lo6(uint16_t port);
 

@@ -286,6 +286,7 @@ static bool fx_connect(struct fx *f, ULONG ird, ULONG ord, const void *pd,
 	if (!f->p) {
 		/* What became of the Connect says where the request went. */
 		st = cm_req_wait(&f->conn, 1);
+		cm_dump_threads("no ConnectEvent");
 		return fx_fail(f, "no ConnectEvent (Connect: %s)",
 			       st == (NTSTATUS)-1 ? "pending"
 						  : NdkStatusName(st));
@@ -926,6 +927,13 @@ static void row_tuple_exists(struct fx *f, const struct row *r, char *got,
 		sizeof(struct sockaddr_in), 4, 4, NULL, 0, cm_req_done, req);
 	fmt_st(got, n, st,
 	       st == STATUS_PENDING ? cm_req_wait(req, WAIT_MS) : NONE);
+	/*
+	 * The first request is taken before the teardown closes its
+	 * initiator: siw drops its listening socket (L's, for every row
+	 * after) when a connection closes before its CM accepted it
+	 * (docs/verbs.md, Devices).
+	 */
+	track_conn(f, cm_next_incoming(&L, WAIT_MS));
 }
 
 /* Arguments the row's call refuses inline (r->arg says which). */

@@ -144,7 +144,7 @@ for dev in $devices; do
 			END { if (cur != "") print "FAIL " exe " " cur " (did not finish)" }
 		' \$n.log
 		# The contract table's rows (test_contract): expected and got.
-		sed -n "s/^contract: /CONTRACT \$dev /p" \$n.log
+		sed -n "s/^contract: /CONTRACT \$dev /p; s/^threads: /THREADS \$dev \$n /p" \$n.log
 		if [ \$rc = 124 ]; then
 			echo "FAIL \$dev \$n (timed out after ${per_test} s)"
 		elif [ \$rc -gt 128 ]; then
