@@ -7,6 +7,7 @@
  */
 #include <assert.h>
 #include <string.h>
+#include <netinet/in.h>
 #include "core/log.h"
 #include "core/status.h"
 #include "front/address.h"
@@ -139,6 +140,21 @@ NTSTATUS ndk_conn_use_endpoint(struct ndk_conn *c, struct ndk_endpoint *ep,
 		return ndk_status_from_errno(ret, NDK_SITE_CONNECT);
 	c->tuple_registered = true;
 	return STATUS_SUCCESS;
+}
+
+bool ndk_conn_port_picked(const struct ndk_conn_connect *a)
+{
+	if (a->sep)
+		return false;
+	if (!a->src)
+		return true;
+	if (a->src->sa_family == AF_INET)
+		return !((const struct sockaddr_in *)(const void *)a->src)
+				->sin_port;
+	if (a->src->sa_family == AF_INET6)
+		return !((const struct sockaddr_in6 *)(const void *)a->src)
+				->sin6_port;
+	return false;
 }
 
 void ndk_conn_release_endpoint(struct ndk_conn *c)

@@ -177,6 +177,16 @@ struct ndk_conn_connect {
 	PVOID ctx;
 };
 
+/*
+ * NdkConnect names no source port: the endpoint table picks one. A picked
+ * port may still be in the kernel's TCP table with this destination
+ * (TIME_WAIT of an earlier connection, maybe another process's); the
+ * providers then take another rather than report
+ * STATUS_ADDRESS_ALREADY_EXISTS for a port the consumer never named.
+ */
+bool ndk_conn_port_picked(const struct ndk_conn_connect *a);
+#define NDK_CONN_PORT_TRIES 16
+
 /* NdkAccept(Ex), checked: a QP of the adapter, private data within
  * MaxCalleeData (the disconnect callback is the connector's already). */
 struct ndk_conn_accept {

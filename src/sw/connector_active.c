@@ -247,14 +247,31 @@ NTSTATUS sw_conn_connect(struct ndk_conn *base,
 
 	if (!a->sep) {
 		/* The connector's own endpoint: one reference (NDKPI
-		 * Listeners, Connectors, and Endpoints). */
-		NTSTATUS status = ndk_local_endpoint_acquire(
-			c->conn.obj.adapter, a->src, a->src_len,
-			NDK_ENDPOINT_CONNECTOR, &ep);
+		 * Listeners, Connectors, and Endpoints). connect() says
+		 * EADDRNOTAVAIL for a picked port the kernel still has
+		 * towards dst: the table rotates, so the next pick is
+		 * another port (ndk_conn_port_picked). */
+		bool picked = ndk_conn_port_picked(a);
+		NTSTATUS status = STATUS_ADDRESS_ALREADY_EXISTS;
 
-		if (status)
-			return status;
-		fd = ndk_endpoint_take_fd(ep);
+		for (int i = 0; i < NDK_CONN_PORT_TRIES &&
+				status == STATUS_ADDRESS_ALREADY_EXISTS;
+		     i++) {
+			status = ndk_local_endpoint_acquire(
+				c->conn.obj.adapter, a->src, a->src_len,
+				NDK_ENDPOINT_CONNECTOR, &ep);
+			if (status)
+				return status;
+			fd = ndk_endpoint_take_fd(ep);
+			status = conn_start(
+				c, ep, fd,
+				container_of(a->qp, struct sw_qp, obj), a->dst,
+				a->ird, a->ord, a->pd, a->pd_len, a->cb,
+				a->ctx);
+			if (!picked)
+				break;
+		}
+		return status;
 	} else {
 		/* Same local address:port for every connector of the
 		 * endpoint. */

@@ -12,7 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
 #include "verbs/connector_int.h"
+#include "verbs/tcp_state.h"
 
 /*
  * One rdma_connect, on a detached thread: siw makes its TCP connection
@@ -339,6 +341,42 @@ static NTSTATUS vconn_begin(struct ndk_vconn *c,
 	return status;
 }
 
+/*
+ * The connector's own endpoint: one reference (NDKPI Listeners,
+ * Connectors, and Endpoints). A picked port the kernel still has towards
+ * this destination would fail the device's own connect with
+ * EADDRNOTAVAIL (ndk_conn_port_picked): the table rotates, so the next
+ * pick is another port.
+ */
+static NTSTATUS vconn_own_endpoint(struct ndk_vconn *c,
+				   const struct ndk_conn_connect *a)
+{
+	/* Only an iWARP device makes a TCP connection of its own. */
+	int tries = ndk_conn_port_picked(a) && vconn_vad(c)->iwarp
+			    ? NDK_CONN_PORT_TRIES
+			    : 1;
+	NTSTATUS status;
+
+	for (int i = 0;; i++) {
+		const struct sockaddr *local;
+		socklen_t len;
+
+		status = ndk_local_endpoint_acquire(
+			c->conn.obj.adapter, a->src, a->src_len,
+			NDK_ENDPOINT_CONNECTOR, &c->conn.ep);
+		if (status || i + 1 >= tries)
+			return status; /* the last one: the device says */
+		local = ndk_endpoint_addr(c->conn.ep, &len);
+		if (!ndk_tcp_tuple_taken(local, a->dst))
+			return STATUS_SUCCESS;
+		ndk_dbg("verbs: connector %p: picked port in use towards "
+			"the destination; another",
+			(void *)c);
+		ndk_endpoint_put(c->conn.ep);
+		c->conn.ep = NULL;
+	}
+}
+
 /* NdkConnect(WithSharedEndpoint), checked by front/connector.c;
  * c->lock held. */
 NTSTATUS ndk_vconn_connect(struct ndk_conn *base,
@@ -348,11 +386,7 @@ NTSTATUS ndk_vconn_connect(struct ndk_conn *base,
 	NTSTATUS status;
 
 	if (!a->sep) {
-		/* The connector's own endpoint: one reference (NDKPI
-		 * Listeners, Connectors, and Endpoints). */
-		status = ndk_local_endpoint_acquire(
-			c->conn.obj.adapter, a->src, a->src_len,
-			NDK_ENDPOINT_CONNECTOR, &c->conn.ep);
+		status = vconn_own_endpoint(c, a);
 		return status ? status : vconn_begin(c, a);
 	}
 	/* +1 on the shared endpoint per connector; the object is the

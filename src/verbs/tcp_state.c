@@ -237,3 +237,19 @@ int ndk_tcp_progress(const struct sockaddr *local, const struct sockaddr *peer,
 	fclose(f);
 	return ret;
 }
+
+bool ndk_tcp_tuple_taken(const struct sockaddr *local,
+			 const struct sockaddr *peer)
+{
+	int state;
+
+	if (local->sa_family != peer->sa_family ||
+	    (local->sa_family != AF_INET && local->sa_family != AF_INET6))
+		return false;
+	state = query_state(local, peer);
+	if (state < 0)
+		state = proc_state(local, peer);
+	/* The exact lookup may answer with a listener on the port: that
+	 * one does not hold the pair. */
+	return state >= 0 && state != TCP_LISTEN;
+}

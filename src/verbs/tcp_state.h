@@ -34,4 +34,12 @@ struct ndk_tcp_progress {
 int ndk_tcp_progress(const struct sockaddr *local, const struct sockaddr *peer,
 		     struct ndk_tcp_progress *p);
 
+/*
+ * Whether the kernel holds a TCP socket of the pair local <-> peer in any
+ * state but LISTEN (a TIME_WAIT one too, which makes a connect from
+ * local to peer fail with EADDRNOTAVAIL); false if it cannot be asked.
+ */
+bool ndk_tcp_tuple_taken(const struct sockaddr *local,
+			 const struct sockaddr *peer);
+
 #endif /* NDK_VERBS_TCP_STATE_H */

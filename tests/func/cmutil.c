@@ -334,10 +334,23 @@ static void dump_file(const char *path, const char *prefix)
 	fclose(f);
 }
 
+/* The first line of a small file, without its newline; "" if none. */
+static void read_line(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "re");
+
+	buf[0] = 0;
+	if (f && !fgets(buf, (int)n, f))
+		buf[0] = 0;
+	if (f)
+		fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+}
+
 void cm_dump_threads(const char *why)
 {
 	static atomic_bool done;
-	char path[320], comm[64] = "", wchan[64] = "";
+	char path[320], comm[64], wchan[64];
 	struct dirent *d;
 	DIR *dir;
 
@@ -347,25 +360,14 @@ void cm_dump_threads(const char *why)
 	printf("threads: %s\n", why);
 	dir = opendir("/proc/self/task");
 	while (dir && (d = readdir(dir))) {
-		FILE *f;
-
 		if (d->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
 			 d->d_name);
-		f = fopen(path, "re");
-		if (f && !fgets(comm, sizeof(comm), f))
-			comm[0] = 0;
-		if (f)
-			fclose(f);
-		comm[strcspn(comm, "\n")] = 0;
+		read_line(path, comm, sizeof(comm));
 		snprintf(path, sizeof(path), "/proc/self/task/%s/wchan",
 			 d->d_name);
-		f = fopen(path, "re");
-		if (f && !fgets(wchan, sizeof(wchan), f))
-			wchan[0] = 0;
-		if (f)
-			fclose(f);
+		read_line(path, wchan, sizeof(wchan));
 		printf("threads: %s %s in %s\n", d->d_name, comm, wchan);
 		snprintf(path, sizeof(path), "/proc/self/task/%s/stack",
 			 d->d_name);

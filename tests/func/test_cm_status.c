@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <poll.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -868,6 +869,121 @@ static void test_too_many_addresses(void **state)
 	cm_close_connector(c);
 }
 
+/* A TCP socket bound to port (0: the kernel picks), or -1. */
+static int bound_socket(uint16_t port, bool reuse)
+{
+	struct sockaddr_in sin = cm_lo4(port);
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	if (reuse)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A connection from lfd's queue within ms, or -1. */
+static int accept_within(int lfd, int ms)
+{
+	struct pollfd pfd = { .fd = lfd, .events = POLLIN };
+
+	if (poll(&pfd, 1, ms) != 1)
+		return -1;
+	return accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+}
+
+static uint16_t local_port(int fd)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	return ntohs(sin.sin_port);
+}
+
+/*
+ * A picked source port whose pair with the destination the kernel holds
+ * already (another process's connection, or one in TIME_WAIT where the
+ * kernel does not reuse those) is passed over, not reported as
+ * STATUS_ADDRESS_ALREADY_EXISTS: the consumer named no port (docs/ndk.md,
+ * Endpoints). A two-port range whose first port has an open connection of
+ * a plain socket (SO_REUSEADDR, as another process's would be) to a plain
+ * TCP listener: the Connect pends from the second. Eight rounds, since the
+ * table starts each process at a random port of the range.
+ */
+static void test_picked_port_pair_taken(void **state)
+{
+	struct sockaddr_in dst;
+	int lfd;
+	char v[8];
+
+	/* The software provider's own TCP connect. The verbs provider's
+	 * check before an iWARP device connects has no test here: siw
+	 * against a plain listener holds the connector's close until its
+	 * MPA timer, and rxe makes no TCP connection at all. */
+	if (!cm_provider_is(&cli, "software"))
+		skip();
+	lfd = bound_socket(0, false);
+
+	assert_true(lfd >= 0);
+	assert_int_equal(listen(lfd, 16), 0);
+	dst = cm_lo4(local_port(lfd));
+	for (int round = 0; round < 8; round++) {
+		int s = bound_socket(0, true), probe, acc;
+		uint16_t p = local_port(s);
+		NDK_CONNECTOR *c;
+		struct sockaddr_in got;
+		ULONG len = sizeof(got);
+		struct cm_req r;
+		NTSTATUS st;
+
+		/* The port after it must be free too. */
+		probe = p < 65535 ? bound_socket((uint16_t)(p + 1), false) : -1;
+		if (probe < 0) {
+			close(s);
+			round--;
+			continue;
+		}
+		close(probe);
+		assert_int_equal(
+			connect(s, (struct sockaddr *)&dst, sizeof(dst)), 0);
+		acc = accept_within(lfd, 5000);
+		assert_true(acc >= 0);
+		snprintf(v, sizeof(v), "%u", p);
+		setenv("NDK_EPHEMERAL_PORT_MIN", v, 1);
+		snprintf(v, sizeof(v), "%u", p + 1);
+		setenv("NDK_EPHEMERAL_PORT_MAX", v, 1);
+		c = cm_connector(&cli);
+		st = cm_connect(c, cm_qp(&cli), (struct sockaddr *)&dst, 4, 4,
+				NULL, 0, &r);
+		if (st == STATUS_PENDING &&
+		    !c->Dispatch->NdkGetLocalAddress(c, (PSOCKADDR)&got, &len))
+			st = ntohs(got.sin_port) == p + 1 ? STATUS_SUCCESS
+							  : STATUS_UNSUCCESSFUL;
+		/* A device's own connect fails after the call returned. */
+		if (st == STATUS_SUCCESS &&
+		    cm_req_wait(&r, 200) == STATUS_ADDRESS_ALREADY_EXISTS)
+			st = STATUS_ADDRESS_ALREADY_EXISTS;
+		cm_close_connector(c);
+		close(s);
+		close(acc);
+		/* The Connect's stream, if it got that far. */
+		acc = accept_within(lfd, 0);
+		if (acc >= 0)
+			close(acc);
+		if (st != STATUS_SUCCESS)
+			fail_msg("round %d: port %u taken towards the "
+				 "destination: %s",
+				 round, p, NdkStatusName(st));
+	}
+	unsetenv("NDK_EPHEMERAL_PORT_MIN");
+	unsetenv("NDK_EPHEMERAL_PORT_MAX");
+	close(lfd);
+}
+
 static void test_shared_endpoint_connects(void **state)
 {
 	struct sockaddr_in any = cm_lo4(0), local, got;
@@ -1061,6 +1177,8 @@ int main(int argc, char **argv)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_too_many_addresses, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_picked_port_pair_taken,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shared_endpoint_connects,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_insufficient_resources,
