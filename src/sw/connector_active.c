@@ -251,11 +251,11 @@ NTSTATUS sw_conn_connect(struct ndk_conn *base,
 		 * EADDRNOTAVAIL for a picked port the kernel still has
 		 * towards dst: the table rotates, so the next pick is
 		 * another port (ndk_conn_port_picked). */
-		bool picked = ndk_conn_port_picked(a);
+		int tries = ndk_conn_port_picked(a) ? NDK_CONN_PORT_TRIES : 1;
 		NTSTATUS status = STATUS_ADDRESS_ALREADY_EXISTS;
 
-		for (int i = 0; i < NDK_CONN_PORT_TRIES &&
-				status == STATUS_ADDRESS_ALREADY_EXISTS;
+		for (int i = 0;
+		     i < tries && status == STATUS_ADDRESS_ALREADY_EXISTS;
 		     i++) {
 			status = ndk_local_endpoint_acquire(
 				c->conn.obj.adapter, a->src, a->src_len,
@@ -268,8 +268,6 @@ NTSTATUS sw_conn_connect(struct ndk_conn *base,
 				container_of(a->qp, struct sw_qp, obj), a->dst,
 				a->ird, a->ord, a->pd, a->pd_len, a->cb,
 				a->ctx);
-			if (!picked)
-				break;
 		}
 		return status;
 	} else {

@@ -176,17 +176,26 @@ static int proc_state(const struct sockaddr *local, const struct sockaddr *peer)
 	return ret;
 }
 
-enum ndk_tcp_peer ndk_tcp_peer_state(const struct sockaddr *local,
-				     const struct sockaddr *peer)
+/* The pair's state: sock_diag, else /proc; -ENOENT if none, -EAFNOSUPPORT
+ * for addresses that cannot form a TCP pair, another -errno. */
+static int pair_state(const struct sockaddr *local, const struct sockaddr *peer)
 {
 	int state;
 
 	if (local->sa_family != peer->sa_family ||
 	    (local->sa_family != AF_INET && local->sa_family != AF_INET6))
-		return NDK_TCP_PEER_UNKNOWN;
+		return -EAFNOSUPPORT;
 	state = query_state(local, peer);
-	if (state < 0)
-		state = proc_state(local, peer);
+	return state < 0 ? proc_state(local, peer) : state;
+}
+
+enum ndk_tcp_peer ndk_tcp_peer_state(const struct sockaddr *local,
+				     const struct sockaddr *peer)
+{
+	int state = pair_state(local, peer);
+
+	if (state == -EAFNOSUPPORT)
+		return NDK_TCP_PEER_UNKNOWN;
 	if (state == -ENOENT)
 		return NDK_TCP_PEER_GONE;
 	if (state < 0) {
@@ -241,14 +250,8 @@ int ndk_tcp_progress(const struct sockaddr *local, const struct sockaddr *peer,
 bool ndk_tcp_tuple_taken(const struct sockaddr *local,
 			 const struct sockaddr *peer)
 {
-	int state;
+	int state = pair_state(local, peer);
 
-	if (local->sa_family != peer->sa_family ||
-	    (local->sa_family != AF_INET && local->sa_family != AF_INET6))
-		return false;
-	state = query_state(local, peer);
-	if (state < 0)
-		state = proc_state(local, peer);
 	/* The exact lookup may answer with a listener on the port: that
 	 * one does not hold the pair. */
 	return state >= 0 && state != TCP_LISTEN;
