@@ -36,7 +36,13 @@
 #define MPA_FLAG_CRC	  0x40 /* C: CRC in both directions if either sets */
 #define MPA_FLAG_REJECT	  0x20 /* R: Reply only, the connection is refused */
 #define MPA_FLAG_ENHANCED 0x10 /* S: IRD/ORD block present (Rev 2) */
-#define MPA_FLAG_RESERVED 0x0f /* sent as 0, ignored on receipt */
+/*
+ * Not in the RFCs: the sender takes FPDUs larger than its MSS. Linux siw
+ * sends it (its try_gso) and echoes a Request's flags in its Reply; a
+ * receiver that does not know it ignores it as a reserved bit.
+ */
+#define MPA_FLAG_LARGE_FPDU 0x08
+#define MPA_FLAG_RESERVED   0x07 /* sent as 0, ignored on receipt */
 
 #define MPA_REV_1 1 /* RFC 5044 */
 #define MPA_REV_2 2 /* RFC 6581 */
@@ -274,6 +280,18 @@ static inline size_t mpa_mulpdu(size_t emss)
 		return 0;
 	m = emss - (MPA_FPDU_OVERHEAD + (emss & 3));
 	return m > MPA_ULPDU_MAX ? MPA_ULPDU_MAX : m;
+}
+
+/*
+ * The effective MSS of a connection whose peer takes large FPDUs
+ * (MPA_FLAG_LARGE_FPDU): as many whole segments of mss as an FPDU holds,
+ * so FPDUs still start on a segment boundary where TCP cuts at the MSS.
+ */
+static inline size_t mpa_large_emss(size_t mss)
+{
+	size_t k = mss ? (MPA_ULPDU_MAX + MPA_FPDU_OVERHEAD) / mss : 0;
+
+	return k > 1 ? k * mss : mss;
 }
 
 #endif /* NDK_IWARP_MPA_H */

@@ -139,6 +139,11 @@ enum cm_crc_mode cm_crc_mode(void)
 	return ndk_config_bool("NDK_MPA_CRC", true) ? CRC_INITIATOR : CRC_NEVER;
 }
 
+bool cm_large_fpdu(void)
+{
+	return ndk_config_bool("NDK_MPA_LARGE_FPDU", true);
+}
+
 /* OID_NDK_CONNECTIONS lists a connection from its establishment until the
  * consumer disconnects or closes it (a peer's disconnect leaves it listed
  * until then, as its QP and requests are still there). */

@@ -32,7 +32,8 @@ static int conn_build_request(struct sw_connector *c, const void *pd,
 	struct mpa_rr rr = {
 		.type = MPA_RR_REQUEST,
 		.rev = MPA_REV_2,
-		.flags = MPA_FLAG_ENHANCED | (c->crc ? MPA_FLAG_CRC : 0),
+		.flags = MPA_FLAG_ENHANCED | (c->crc ? MPA_FLAG_CRC : 0) |
+			 (c->large_fpdu ? MPA_FLAG_LARGE_FPDU : 0),
 		.p2p = true,
 		/* We can send either RTR; the responder picks (RFC 6581). */
 		.rtr = MPA_RTR_WRITE | MPA_RTR_READ,
@@ -135,6 +136,7 @@ static void conn_got_reply(struct sw_connector *c, const struct mpa_rr *rr)
 		return;
 	}
 	c->crc = c->crc || (rr->flags & MPA_FLAG_CRC);
+	c->large_fpdu = c->large_fpdu && (rr->flags & MPA_FLAG_LARGE_FPDU);
 	c->p2p = c->peer_enhanced && rr->p2p;
 	if (c->p2p) {
 		rtr = mpa_rtr_check_reply(c->rtr, rr->rtr);
@@ -201,6 +203,7 @@ static NTSTATUS conn_start(struct sw_connector *c, struct ndk_endpoint *ep,
 		goto fail;
 	c->req = conn_capped_limits(ad, ird, ord);
 	c->crc = cm_crc_mode() != CRC_NEVER;
+	c->large_fpdu = cm_large_fpdu();
 	ret = conn_build_request(c, pd, (uint16_t)pd_len);
 	if (ret) {
 		status = ndk_status_from_errno(ret, NDK_SITE_GENERIC);

@@ -112,6 +112,9 @@ struct sw_connector {
 	uint8_t tx[MPA_RR_FRAME_MAX];
 	size_t tx_len, tx_off;
 	bool crc, p2p, peer_enhanced;
+	/* We send FPDUs larger than the MSS: both sides set
+	 * MPA_FLAG_LARGE_FPDU (docs/wire.md, Large FPDUs). */
+	bool large_fpdu;
 	/* The peer's MPA revision, 0 until its Request or Reply was read:
 	 * from then on its private data and limits below are known. */
 	uint8_t peer_rev;
@@ -182,6 +185,8 @@ void conn_abandon(struct sw_connector *c, NTSTATUS status);
  */
 enum cm_crc_mode { CRC_NEVER, CRC_INITIATOR, CRC_REQUIRED };
 enum cm_crc_mode cm_crc_mode(void);
+/* NDK_MPA_LARGE_FPDU: whether we offer and accept MPA_FLAG_LARGE_FPDU. */
+bool cm_large_fpdu(void);
 
 struct mpa_read_limits conn_capped_limits(struct ndk_adapter *ad, ULONG ird,
 					  ULONG ord);

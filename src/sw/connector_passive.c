@@ -59,6 +59,7 @@ static void conn_take_request(struct sw_connector *c, const struct mpa_rr *rr)
 	c->p2p = c->peer_enhanced && rr->p2p;
 	c->rtr = c->p2p ? rr->rtr : MPA_RTR_NONE;
 	c->crc = cm_crc_mode() == CRC_REQUIRED || (rr->flags & MPA_FLAG_CRC);
+	c->large_fpdu = cm_large_fpdu() && (rr->flags & MPA_FLAG_LARGE_FPDU);
 	/* An MPA v1 peer sends no IRD/ORD: it does not limit ours. */
 	c->peer_limits.ird = c->peer_enhanced ? rr->ird : 1;
 	c->peer_limits.ord = c->peer_enhanced ? rr->ord : 1;
@@ -295,7 +296,8 @@ NTSTATUS sw_conn_accept(struct ndk_conn *base, const struct ndk_conn_accept *a)
 	rr.type = MPA_RR_REPLY;
 	rr.rev = c->peer_enhanced ? MPA_REV_2 : c->peer_rev;
 	rr.flags = (c->peer_enhanced ? MPA_FLAG_ENHANCED : 0) |
-		   (c->crc ? MPA_FLAG_CRC : 0);
+		   (c->crc ? MPA_FLAG_CRC : 0) |
+		   (c->large_fpdu ? MPA_FLAG_LARGE_FPDU : 0);
 	rr.p2p = c->p2p;
 	rr.rtr = (uint8_t)(c->p2p ? c->rtr : 0);
 	rr.ird = (uint16_t)c->conn.eff_ird;

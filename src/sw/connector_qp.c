@@ -79,6 +79,7 @@ int conn_attach_dp(struct sw_connector *c)
 		.family = c->conn.local.ss_family,
 		.engine = conn_engine(c),
 		.crc = c->crc,
+		.large_fpdu = c->large_fpdu,
 		.ird = c->conn.eff_ird,
 		.ord = c->conn.eff_ord,
 		.rtr_sent = c->conn.passive ? MPA_RTR_NONE : c->rtr,

@@ -348,10 +348,12 @@ int sw_dp_attach(const struct sw_dp_qp *qp, const struct sw_dp_socket *s,
 	dp->sq.size = size;
 	dp->sq.depth = qp->sq_depth;
 	dp->sq.stride = stride;
-	/* FPDUs fit the connection's MSS (RFC 5044 MULPDU). */
+	/* FPDUs fit the connection's MSS (RFC 5044 MULPDU), or a whole
+	 * number of its segments where the peer takes large FPDUs. */
 	if (getsockopt(s->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) || mss < 512)
 		mss = 1460;
-	dp->mulpdu = (uint32_t)mpa_mulpdu((size_t)mss);
+	dp->mulpdu = (uint32_t)mpa_mulpdu(
+		s->large_fpdu ? mpa_large_emss((size_t)mss) : (size_t)mss);
 	dp->frame_overhead = dp_frame_overhead(s->family);
 	/* MSNs start at 1 on every queue (RFC 5041 5.1); a Send or Read RTR
 	 * we sent took the first of its queue. */

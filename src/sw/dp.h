@@ -24,6 +24,7 @@ struct sw_dp_socket {
 	int family; /* AF_INET or AF_INET6 */
 	struct ndk_engine *engine;
 	bool crc; /* MPA CRC negotiated (RFC 5044 7.1) */
+	bool large_fpdu; /* the peer takes FPDUs over the MSS */
 	uint32_t ird, ord; /* effective read limits */
 	/* enum mpa_rtr: the RTR this side sent (initiator) or received
 	 * (responder), or MPA_RTR_NONE. A Send or Read RTR is a message of

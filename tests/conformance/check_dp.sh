@@ -33,8 +33,9 @@
 # is kept on failure), and DP_CAPTURE_REPLAY=DIR to check a kept capture
 # again without running the driver (lib.sh, which also has the tshark
 # notes). The checks hold for any MSS: under "unshare -n" with lo at MTU
-# 600 the Write and the Read Response span several FPDUs and the test
-# passes.
+# 600 the Write and the Read Response span several FPDUs (each several
+# segments long unless NDK_MPA_LARGE_FPDU=0: docs/wire.md, Large FPDUs)
+# and the test passes.
 #
 # With several FPDUs in one frame, -T fields lists each field's values in
 # FPDU order; fields that only some FPDUs have (STag/TO for tagged, QN/MSN/

@@ -141,20 +141,24 @@ REJ_PD="go away"
 
 # check_mpa_frame WHAT FILTER SRCPORT KEY R BLOCK PD: the one frame that
 # FILTER matches is an MPA Request or Reply (KEY, in hex) from SRCPORT with
-# C and S set (flags 0x50, or 0x70 with R), no markers, reserved bits
-# zero, Rev 2, then the IRD/ORD block (BLOCK, in hex) and the private
-# data PD, and nothing behind it; byte for byte.
+# C and S set, and R if R is 1, no markers, the large-FPDU bit 0x08 where
+# we set it (not in a reject: docs/wire.md, Large FPDUs), the other
+# reserved bits zero, Rev 2, then the IRD/ORD block (BLOCK, in hex) and
+# the private data PD, and nothing behind it; byte for byte.
 check_mpa_frame() {
 	local what=$1 filter=$2 port=$3 key=$4 rej=$5 block=$6 pd=$7 field
+	local large=$((rej ? 0 : 8))
 	field=iwarp_mpa.key.rep
 	[ "$key" = "$KEY_REQ" ] && field=iwarp_mpa.key.req
 	check_frame "$what" "$filter" tcp.srcport:"$port" "$field:$key" \
 		iwarp_mpa.marker_flag:0 iwarp_mpa.crc_flag:1 \
-		iwarp_mpa.rej_flag:"$rej" iwarp_mpa.res=0x10 iwarp_mpa.rev=2 \
+		iwarp_mpa.rej_flag:"$rej" \
+		iwarp_mpa.res="$(printf '0x%02x' $((0x10 | large)))" \
+		iwarp_mpa.rev=2 \
 		iwarp_mpa.pdlength=$((4 + ${#pd})) \
 		iwarp_mpa.privatedata:"$block$(hex "$pd")" \
 		tcp.len=$((20 + 4 + ${#pd})) \
-		payload="$key$(printf '%02x' $((0x50 | rej << 5)))02$(be16 \
+		payload="$key$(printf '%02x' $((0x50 | rej << 5 | large)))02$(be16 \
 			$((4 + ${#pd})))$block$(hex "$pd")"
 }
 

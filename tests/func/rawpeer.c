@@ -226,11 +226,20 @@ static void set_nodelay(int fd)
 
 int raw_connect_rcvbuf(const struct sockaddr_storage *to, int rcvbuf)
 {
+	return raw_connect_mss(to, rcvbuf, 0);
+}
+
+int raw_connect_mss(const struct sockaddr_storage *to, int rcvbuf, int mss)
+{
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	assert_true(fd >= 0);
 	if (rcvbuf)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	if (mss)
+		assert_int_equal(setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss,
+					    sizeof(mss)),
+				 0);
 	assert_int_equal(connect(fd, (const struct sockaddr *)to,
 				 sizeof(struct sockaddr_in)),
 			 0);

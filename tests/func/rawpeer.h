@@ -159,6 +159,8 @@ size_t mpa_good_reply(uint8_t *buf);
  * before connecting, unless rcvbuf is 0. */
 int raw_connect(const struct sockaddr_storage *to);
 int raw_connect_rcvbuf(const struct sockaddr_storage *to, int rcvbuf);
+/* The same with TCP_MAXSEG mss unless 0: the MSS both ends then use. */
+int raw_connect_mss(const struct sockaddr_storage *to, int rcvbuf, int mss);
 /* A listening socket on 127.0.0.1, port picked; addr gets its address.
  * rcvbuf as above, inherited by the accepted sockets. */
 int raw_listen(struct sockaddr_in *addr, int rcvbuf);

@@ -5,6 +5,8 @@
 #include <cmocka.h>
 #include <string.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include "rawpeer_dp.h"
 
 /* A zero-length Read Response to the sink of Read Request u (ULPDU). */
@@ -28,13 +30,27 @@ void dp_raw_server_connect(struct dp_raw_server *r, int rcvbuf)
 void dp_raw_server_connect_rtr(struct dp_raw_server *r, int rcvbuf,
 			       unsigned int rtr_type)
 {
+	struct dp_raw_opts o = { .rcvbuf = rcvbuf, .rtr = rtr_type };
+
+	dp_raw_server_connect_opts(r, &o);
+}
+
+void dp_raw_server_connect_opts(struct dp_raw_server *r,
+				const struct dp_raw_opts *o)
+{
+	unsigned int rtr_type = o->rtr ? o->rtr : MPA_WRITE_RTR;
 	struct sockaddr_in addr;
 	struct mpa_msg req;
 	uint8_t b[64], rtr[64];
 	struct cm_req conn;
 	size_t n;
 
-	r->lfd = raw_listen(&addr, rcvbuf);
+	r->lfd = raw_listen(&addr, o->rcvbuf);
+	/* Read when the SYN comes: the accepted socket's MSS. */
+	if (o->mss)
+		assert_int_equal(setsockopt(r->lfd, IPPROTO_TCP, TCP_MAXSEG,
+					    &o->mss, sizeof(o->mss)),
+				 0);
 	A.qp = big_qp(&cli);
 	A.conn = cm_connector(&cli);
 	atomic_store(&A.disc, 0);
@@ -44,7 +60,9 @@ void dp_raw_server_connect_rtr(struct dp_raw_server *r, int rcvbuf,
 	r->fd = raw_accept(r->lfd, WAIT_MS);
 	raw_read_mpa(r->fd, &req, MPA_KEY_REQ, WAIT_MS);
 	assert_true(req.hdr[16] & MPA_CRC);
-	n = mpa_frame(b, MPA_KEY_REP, MPA_IRD_ORD | MPA_CRC, 2, true,
+	if (o->got)
+		*o->got = req;
+	n = mpa_frame(b, MPA_KEY_REP, MPA_IRD_ORD | MPA_CRC | o->flags, 2, true,
 		      MPA_P2P | 4, rtr_type | 8, NULL, 0);
 	raw_send(r->fd, b, n);
 	assert_int_equal(cm_req_wait(&conn, WAIT_MS), STATUS_SUCCESS);
@@ -76,15 +94,24 @@ int dp_raw_client_accepted(unsigned int ord, int rcvbuf)
 
 int dp_raw_client_accepted_rtr(unsigned int ord, int rcvbuf, unsigned int rtr)
 {
+	struct dp_raw_opts o = { .rcvbuf = rcvbuf, .rtr = rtr };
+
+	return dp_raw_client_accepted_opts(ord, &o);
+}
+
+int dp_raw_client_accepted_opts(unsigned int ord, const struct dp_raw_opts *o)
+{
+	unsigned int rtr = o->rtr ? o->rtr : MPA_WRITE_RTR;
 	uint8_t b[64];
 	struct mpa_msg rep;
 	struct cm_req acc;
 	size_t n;
 	int fd;
 
-	fd = raw_connect_rcvbuf(&L.addr, rcvbuf);
+	fd = raw_connect_mss(&L.addr, o->rcvbuf, o->mss);
 	n = mpa_frame(
-		b, MPA_KEY_REQ, MPA_IRD_ORD | MPA_CRC, 2, true, MPA_P2P | 4,
+		b, MPA_KEY_REQ, MPA_IRD_ORD | MPA_CRC | o->flags, 2, true,
+		MPA_P2P | 4,
 		(rtr == MPA_WRITE_RTR ? MPA_WRITE_RTR | MPA_READ_RTR : rtr) |
 			ord,
 		NULL, 0);
@@ -98,6 +125,8 @@ int dp_raw_client_accepted_rtr(unsigned int ord, int rcvbuf, unsigned int rtr)
 						       cm_req_done, &acc),
 			 STATUS_PENDING);
 	raw_read_mpa(fd, &rep, MPA_KEY_REP, WAIT_MS);
+	if (o->got)
+		*o->got = rep;
 	assert_int_equal(rep.hdr[16] & (MPA_REJECT | MPA_MARKERS), 0);
 	assert_true(rep.hdr[16] & MPA_CRC);
 	assert_int_equal(get_be16(rep.pd + 2) & (MPA_WRITE_RTR | MPA_READ_RTR),

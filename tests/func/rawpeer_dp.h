@@ -30,6 +30,17 @@ void dp_raw_server_connect_rtr(struct dp_raw_server *r, int rcvbuf,
 			       unsigned int rtr);
 void dp_raw_server_close(struct dp_raw_server *r);
 
+/* What a raw peer may change in its handshake; zeros give the above. */
+struct dp_raw_opts {
+	int rcvbuf; /* SO_RCVBUF of the raw socket unless 0 */
+	int mss; /* TCP_MAXSEG of the raw socket unless 0: both ends' MSS */
+	unsigned int rtr; /* MPA_WRITE_RTR (also 0) or MPA_READ_RTR */
+	uint8_t flags; /* more flags in the raw side's Request or Reply */
+	struct mpa_msg *got; /* unless NULL: our Request or Reply */
+};
+void dp_raw_server_connect_opts(struct dp_raw_server *r,
+				const struct dp_raw_opts *o);
+
 /*
  * A raw client connects to L: a Request with CRC, P2P, IRD 4, ORD ord,
  * both RTRs offered; P.qp (which the caller made) accepts it (IRD/ORD
@@ -42,6 +53,7 @@ int dp_raw_client_accepted(unsigned int ord, int rcvbuf);
  * (ulpdu_read_rtr: QN 1, MSN 1), whose zero-length Read Response the
  * client reads. */
 int dp_raw_client_accepted_rtr(unsigned int ord, int rcvbuf, unsigned int rtr);
+int dp_raw_client_accepted_opts(unsigned int ord, const struct dp_raw_opts *o);
 
 /* Reads one Read Request from A; checks QN 1, its MSN and the sink (STag,
  * address, size) it names. */

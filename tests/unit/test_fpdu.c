@@ -1288,6 +1288,19 @@ static void test_max_payload(void **state)
 	assert_int_equal(fpdu_max_payload(18, false), 0);
 	assert_int_equal(fpdu_max_payload(0, false), 0);
 	assert_int_equal(fpdu_max_payload(1 << 20, true), MPA_ULPDU_MAX - 14);
+	/* docs/wire.md, "Large FPDUs": whole segments, at most an FPDU. */
+	assert_int_equal(mpa_large_emss(1448), 45 * 1448);
+	assert_int_equal(mpa_mulpdu(mpa_large_emss(1448)), 45 * 1448 - 6);
+	assert_int_equal(mpa_large_emss(8948), 7 * 8948);
+	assert_int_equal(mpa_large_emss(65483), 65483);
+	assert_int_equal(mpa_large_emss(65541), 65541);
+	assert_int_equal(mpa_large_emss(0), 0);
+	for (size_t m = 536; m < 70000; m += 97) {
+		size_t e = mpa_large_emss(m);
+
+		assert_int_equal(e % m, 0);
+		assert_true(e == m || e <= MPA_ULPDU_MAX + MPA_FPDU_OVERHEAD);
+	}
 }
 
 static void test_seg(void **state)

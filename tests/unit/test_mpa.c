@@ -553,6 +553,14 @@ static void test_encode_errors(void **state)
 	rr.flags |= 0x01; /* reserved */
 	assert_int_equal(mpa_rr_encode(&rr, buf, sizeof(buf)), -EINVAL);
 	rr = kat_req();
+	rr.flags |= 0x04; /* reserved */
+	assert_int_equal(mpa_rr_encode(&rr, buf, sizeof(buf)), -EINVAL);
+	/* Large FPDUs (0x08) are not reserved for us: siw's bit. */
+	rr = kat_req();
+	rr.flags |= MPA_FLAG_LARGE_FPDU;
+	assert_true(mpa_rr_encode(&rr, buf, sizeof(buf)) > 0);
+	assert_int_equal(buf[16], kat_req().flags | 0x08);
+	rr = kat_req();
 	rr.rev = MPA_REV_1; /* S with Rev 1 */
 	assert_int_equal(mpa_rr_encode(&rr, buf, sizeof(buf)), -EINVAL);
 	rr = kat_req();
