@@ -258,6 +258,7 @@ struct side {
 struct progress {
 	uint64_t next_ns;
 	uint64_t start_ns;
+	bool checked, off;
 	bool shown;
 };
 
@@ -265,8 +266,14 @@ static void progress(struct side *s, struct progress *p, uint64_t done)
 {
 	uint64_t now;
 
-	if (s->passive || !isatty(2) || opt.json || opt.interval > 0 ||
-	    opt.serve)
+	/* Once per loop: isatty() is a system call, and this runs between
+	 * every two timed operations. */
+	if (!p->checked) {
+		p->checked = true;
+		p->off = s->passive || opt.json || opt.interval > 0 ||
+			 opt.serve || !isatty(2);
+	}
+	if (p->off)
 		return;
 	now = tool_now_ns();
 	if (!p->start_ns) {
