@@ -355,6 +355,7 @@ int sw_dp_attach(const struct sw_dp_qp *qp, const struct sw_dp_socket *s,
 	dp->mulpdu = (uint32_t)mpa_mulpdu(
 		s->large_fpdu ? mpa_large_emss((size_t)mss) : (size_t)mss);
 	dp->frame_overhead = dp_frame_overhead(s->family);
+	dp->mss = (uint32_t)mss;
 	/* MSNs start at 1 on every queue (RFC 5041 5.1); a Send or Read RTR
 	 * we sent took the first of its queue. */
 	dp->tx.msn_send = s->rtr_sent == MPA_RTR_SEND ? 2 : 1;

@@ -111,6 +111,13 @@ void sw_dp_want_out_locked(struct sw_dp *dp, bool on)
 #define TRAFFIC_BATCH_FRAMES 64
 #define TRAFFIC_BATCH_OCTETS (256 * 1024)
 
+uint32_t sw_dp_fpdu_frames(const struct sw_dp *dp, size_t fpdu_len)
+{
+	return fpdu_len <= dp->mss
+		       ? 1
+		       : (uint32_t)((fpdu_len + dp->mss - 1) / dp->mss);
+}
+
 void sw_dp_traffic(struct sw_dp *dp, struct sw_dp_traffic *t, bool out,
 		   uint64_t octets, uint32_t frames, bool flush)
 {
@@ -121,8 +128,7 @@ void sw_dp_traffic(struct sw_dp *dp, struct sw_dp_traffic *t, bool out,
 		return;
 	if (!t->octets && !t->frames)
 		return;
-	/* RDMA octets include L2 overhead (docs/ndk.md, OIDs): every FPDU
-	 * fits one TCP segment, so each is a frame with its headers. */
+	/* RDMA octets include L2 overhead (docs/ndk.md, OIDs). */
 	ndk_adapter_count(dp->ad,
 			  out ? NDK_CTR(RDMAOutOctets) : NDK_CTR(RDMAInOctets),
 			  t->octets + (uint64_t)t->frames * dp->frame_overhead);

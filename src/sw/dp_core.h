@@ -227,7 +227,8 @@ struct sw_dp {
 	bool crc;
 	uint32_t mulpdu; /* largest ULPDU per FPDU (RFC 5044 MULPDU) */
 	uint32_t ird, ord;
-	uint32_t frame_overhead; /* estimated L2-L4 header bytes per FPDU */
+	uint32_t frame_overhead; /* estimated L2-L4 header bytes per frame */
+	uint32_t mss; /* the connection's, when it was established */
 
 	/* Under lock. */
 	struct sw_dp_sock sock;
@@ -300,12 +301,15 @@ static inline struct sw_wqe *sw_dp_sq_slot(struct sw_dp *dp, uint32_t idx)
 void sw_dp_complete_locked(struct sw_dp *dp);
 
 /*
- * Accounts octets and whole FPDUs (frames) sent or received, adding them
- * to the adapter's counters once a batch is full or when flush is set.
- * The caller holds the lock that protects t.
+ * Accounts octets and frames sent or received, adding them to the
+ * adapter's counters once a batch is full or when flush is set. The
+ * caller holds the lock that protects t.
  */
 void sw_dp_traffic(struct sw_dp *dp, struct sw_dp_traffic *t, bool out,
 		   uint64_t octets, uint32_t frames, bool flush);
+/* The TCP segments (frames) an FPDU of fpdu_len bytes takes: one, or one
+ * per MSS for a large FPDU (docs/wire.md, Large FPDUs). */
+uint32_t sw_dp_fpdu_frames(const struct sw_dp *dp, size_t fpdu_len);
 
 /* Sets the socket's epoll interest from rx_consumer and want_out; lock
  * held, attached only. */

@@ -123,7 +123,7 @@ static int rx_fail_stag(struct sw_dp *dp, int err, bool read_source)
  * header, and again if a pass ended since (sw_dp_rx_pass drops the pin),
  * when the MR may be gone, which ends the stream as any STag that names
  * nothing does. */
-static int rx_write_ref(struct sw_dp *dp)
+int sw_dp_rx_write_ref(struct sw_dp *dp)
 {
 	struct sw_dp_rx *rx = dp->rx;
 	void *addr;
@@ -198,7 +198,7 @@ static int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
 			rx->target = RX_DISCARD;
 			return 0;
 		}
-		ret = rx_write_ref(dp);
+		ret = sw_dp_rx_write_ref(dp);
 		if (ret)
 			return ret;
 		rx->target = RX_WRITE;
@@ -344,7 +344,7 @@ static int rx_payload(struct sw_dp *dp, const struct fpdu_ev *ev)
 			memcpy(rx->hold + ev->offset, ev->data, ev->len);
 			return 0;
 		}
-		ret = rx_write_ref(dp);
+		ret = sw_dp_rx_write_ref(dp);
 		if (ret)
 			return ret;
 		/* In ascending address order, as the bytes arrive. */
@@ -449,7 +449,7 @@ static int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
 
 	if (rx->target == RX_WRITE) {
 		if (ev->crc_ok && rx->holding) {
-			err = rx_write_ref(dp);
+			err = sw_dp_rx_write_ref(dp);
 			if (!err &&
 			    sw_stag_ref_write(&rx->ref, rx->hdr.to - rx->ref.va,
 					      rx->hold, rx->parser.payload_len))
@@ -605,7 +605,12 @@ int sw_dp_rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
 				     : rx_payload(dp, &ev);
 			break;
 		case FPDU_EV_END:
-			sw_dp_traffic(dp, &dp->rx_traffic, false, 0, 1, false);
+			sw_dp_traffic(
+				dp, &dp->rx_traffic, false, 0,
+				sw_dp_fpdu_frames(
+					dp,
+					mpa_fpdu_len(dp->rx->parser.ulpdu_len)),
+				false);
 			ret = rx_end(dp, &ev);
 			break;
 		default:

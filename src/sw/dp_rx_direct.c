@@ -133,6 +133,7 @@ static bool direct_target(struct sw_dp *dp, struct rx_direct *d)
 
 int sw_dp_rx_direct(struct sw_dp *dp, uint8_t *probe, bool *got)
 {
+	struct sw_dp_rx *rx = dp->rx;
 	struct rx_direct d;
 	struct msghdr msg = { 0 };
 	size_t placed, i;
@@ -141,6 +142,15 @@ int sw_dp_rx_direct(struct sw_dp *dp, uint8_t *probe, bool *got)
 
 	d.niov = d.nref = 0;
 	d.len = 0;
+	/* A pass that ended mid-Write dropped its pin: take it again, as
+	 * the copy path would, so the rest still lands in place. */
+	if (rx->parser.state == FPDU_RX_PAYLOAD && rx->target == RX_WRITE &&
+	    !rx->holding && !rx->have_ref &&
+	    rx->parser.payload_len >= RX_DIRECT_MIN) {
+		ret = sw_dp_rx_write_ref(dp);
+		if (ret)
+			return ret;
+	}
 	if (!direct_target(dp, &d)) {
 		direct_put(&d);
 		return 1;

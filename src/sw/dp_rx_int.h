@@ -115,4 +115,8 @@ int sw_dp_rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
  */
 int sw_dp_rx_direct(struct sw_dp *dp, uint8_t *probe, bool *got);
 
+/* Pins the current Write FPDU's range (rx->hdr) unless it is pinned: 0, or
+ * what a Terminate for an STag that names nothing returns. */
+int sw_dp_rx_write_ref(struct sw_dp *dp);
+
 #endif /* SW_DP_RX_INT_H */

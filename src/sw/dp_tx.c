@@ -122,7 +122,7 @@ static void batch_advance(struct sw_dp *dp, size_t n)
 		left -= take;
 		if (dp->tx.rec_left)
 			break;
-		frames++;
+		frames += sw_dp_fpdu_frames(dp, r->len);
 		if (r->fin) {
 			struct sw_wqe *f = sw_dp_sq_slot(dp, r->fin_idx);
 
