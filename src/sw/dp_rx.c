@@ -661,6 +661,11 @@ static int rx_pass(struct sw_dp *dp, int *budget, bool *got)
 			sw_dp_traffic(dp, &dp->rx_traffic, false, (uint64_t)n,
 				      0, false);
 			ret = sw_dp_rx_bytes(dp, buf, (size_t)n, false);
+			/* Fewer bytes than asked: the socket was empty a
+			 * moment ago. The consumer gets what completed now,
+			 * not after one more recv() that finds nothing. */
+			if (!ret && (size_t)n < want)
+				ret = 1;
 		}
 next:
 		/* A Read Response or a Terminate goes out before the next
