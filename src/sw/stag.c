@@ -29,9 +29,10 @@
  * cannot tell the indices of the others (docs/security.md, Memory
  * tokens).
  */
-#define HALF_BITS      (SW_STAG_INDEX_BITS / 2)
-#define HALF_MASK      ((1u << HALF_BITS) - 1)
-#define FEISTEL_ROUNDS 6
+#define HALF_BITS	  (SW_STAG_INDEX_BITS / 2)
+#define HALF_MASK	  ((1u << HALF_BITS) - 1)
+#define FEISTEL_ROUNDS	  6
+#define LOCAL_INDEX_SLOTS 64
 /* Keys of an entry's last registrations a new key never repeats. */
 #define KEY_HISTORY 4
 /* Random bytes fetched at a time for keys (one syscall per ~500 keys). */
@@ -86,6 +87,14 @@ struct sw_stag_table {
 	/* Wire index of table index 0 before the shift that makes it 0. */
 	uint32_t wire0;
 	uint16_t round[FEISTEL_ROUNDS][1u << HALF_BITS];
+	/*
+	 * Tokens the consumer passed in SGEs, their wire index (high half)
+	 * and table index: six dependent reads of round[] are a good part of
+	 * a lookup on the data path. The mapping never changes, so a slot is
+	 * either right or names another wire index. Never filled or read for
+	 * STags from the wire, so its timing tells a peer nothing.
+	 */
+	_Atomic uint64_t local_index[LOCAL_INDEX_SLOTS];
 };
 
 static int entropy_getrandom(void *buf, size_t len)
@@ -169,6 +178,21 @@ static uint32_t stag_of(const struct sw_stag_table *t, uint32_t index,
 			uint8_t key)
 {
 	return sw_stag_make(index_to_wire(t, index), key);
+}
+
+/* index_of for a token from the consumer's own SGEs (local_index). */
+static uint32_t local_index_of(struct sw_stag_table *t, uint32_t stag)
+{
+	uint32_t wire = sw_stag_index(stag), index;
+	_Atomic uint64_t *slot = &t->local_index[wire % LOCAL_INDEX_SLOTS];
+	uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
+
+	if ((uint32_t)(v >> 32) == wire)
+		return (uint32_t)v;
+	index = wire_to_index(t, wire);
+	atomic_store_explicit(slot, (uint64_t)wire << 32 | index,
+			      memory_order_relaxed);
+	return index;
 }
 
 /* The table index a token names (0, never allocated, for wire index 0). */
@@ -283,6 +307,9 @@ struct sw_stag_table *sw_stag_table_create(struct ndk_lam_table *lams)
 		for (j = 0; j <= HALF_MASK; j++)
 			t->round[i][j] &= HALF_MASK;
 	t->wire0 = feistel(t, 0);
+	/* No wire index has all high bits set: every slot starts empty. */
+	for (i = 0; i < LOCAL_INDEX_SLOTS; i++)
+		atomic_init(&t->local_index[i], UINT64_MAX);
 	return t;
 }
 
@@ -599,11 +626,10 @@ static uintptr_t entry_host(const struct sw_stag_entry *m, uint64_t va)
 	return m->pages[pos / PAGE_SIZE] + pos % PAGE_SIZE;
 }
 
-int sw_stag_lookup(struct sw_stag_table *t, uint32_t stag, uint32_t pd_id,
-		   uint64_t va, uint64_t len, uint32_t access,
-		   struct sw_stag_ref *ref, void **addr)
+static int lookup(struct sw_stag_table *t, uint32_t index, uint32_t stag,
+		  uint32_t pd_id, uint64_t va, uint64_t len, uint32_t access,
+		  struct sw_stag_ref *ref, void **addr)
 {
-	uint32_t index = index_of(t, stag);
 	struct sw_stag_entry *e, *mem;
 	uintptr_t host = 0;
 	int err;
@@ -655,6 +681,14 @@ int sw_stag_lookup(struct sw_stag_table *t, uint32_t stag, uint32_t pd_id,
 fail:
 	ndk_rw_unlock(&t->lock);
 	return err;
+}
+
+int sw_stag_lookup(struct sw_stag_table *t, uint32_t stag, uint32_t pd_id,
+		   uint64_t va, uint64_t len, uint32_t access,
+		   struct sw_stag_ref *ref, void **addr)
+{
+	return lookup(t, index_of(t, stag), stag, pd_id, va, len, access, ref,
+		      addr);
 }
 
 void sw_stag_put(struct sw_stag_ref *ref)
@@ -775,8 +809,8 @@ int sw_stag_sge_lookup(struct sw_stag_table *t, uint32_t pd_id, uint32_t token,
 	int err;
 
 	if (token != SW_PRIVILEGED_TOKEN)
-		return sw_stag_lookup(t, token, pd_id, va, len, access, ref,
-				      addr);
+		return lookup(t, local_index_of(t, token), token, pd_id, va,
+			      len, access, ref, addr);
 	/* The privileged token never grants remote access
 	 * (NDK_FN_GET_PRIVILEGED_MEMORY_REGION_TOKEN). */
 	if (access & SW_ACCESS_REMOTE)
