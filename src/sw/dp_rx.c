@@ -461,7 +461,11 @@ static int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
 		rx->next_valid = ev->crc_ok && !ev->last;
 		rx->next_stag = rx->hdr.stag;
 		rx->next_to = rx->hdr.to + rx->parser.payload_len;
-		rx->next_max = rx->parser.payload_len;
+		/* No longer than that FPDU, or than an FPDU of ours: a
+		 * damaged length reaches no further than a sound one. */
+		rx->next_max = (uint16_t)MAX(
+			rx->parser.payload_len,
+			fpdu_max_payload(dp->mulpdu, true));
 	}
 	if (rx->have_ref) {
 		sw_stag_put(&rx->ref);

@@ -308,6 +308,9 @@ static void wqe_fail(struct sw_dp *dp, struct sw_wqe *w, NTSTATUS status)
 	w->state = SW_WQE_DONE;
 }
 
+/* The payload of a Write's first FPDU, at most (CRC on). */
+#define WRITE_FIRST_MAX 4096
+
 /*
  * Builds the next FPDU of the request at sq_next. Returns true if an FPDU
  * was built, false if this request must wait (ORQ full, read fence).
@@ -365,6 +368,11 @@ static bool build_from_sq(struct sw_dp *dp, struct sw_wqe *w)
 		msg.msn = dp->tx.msn_send;
 	}
 	room = (uint32_t)fpdu_max_payload(dp->mulpdu, msg.tagged);
+	/* With CRC the receiver holds a Write's first FPDU until its CRC
+	 * (docs/wire.md, "What waits for the CRC"): a short one, so the
+	 * rest is placed as it arrives. */
+	if (msg.tagged && dp->crc && !w->done_bytes)
+		room = MIN(room, (uint32_t)WRITE_FIRST_MAX);
 	n = MIN(room, w->length - w->done_bytes);
 	first = dp->tx.iovcnt++;
 	got = fpdu_add_sges(dp, first, w, n);
