@@ -23,6 +23,7 @@
 #include "core/log.h"
 #include "front/adapter.h"
 #include "iwarp/fpdu.h"
+#include "sw/sysio.h"
 #include "iwarp/mpa.h"
 #include "sw/dp_rx.h"
 #include "sw/dp_rx_int.h"
@@ -463,9 +464,9 @@ static int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
 		rx->next_to = rx->hdr.to + rx->parser.payload_len;
 		/* No longer than that FPDU, or than an FPDU of ours: a
 		 * damaged length reaches no further than a sound one. */
-		rx->next_max = (uint16_t)MAX(
-			rx->parser.payload_len,
-			fpdu_max_payload(dp->mulpdu, true));
+		rx->next_max =
+			(uint16_t)MAX(rx->parser.payload_len,
+				      fpdu_max_payload(dp->mulpdu, true));
 	}
 	if (rx->have_ref) {
 		sw_stag_put(&rx->ref);
@@ -655,7 +656,7 @@ static int rx_pass(struct sw_dp *dp, int *budget, bool *got)
 		if (dp->rx->small_run < RX_SMALL_RUN &&
 		    dp->rx->parser.state != FPDU_RX_PAYLOAD)
 			want = RX_PROBE;
-		n = recv(dp->sock.fd, buf, want, MSG_DONTWAIT);
+		n = sw_sys_recv(dp->sock.fd, buf, want, MSG_DONTWAIT);
 		if (n == 0)
 			ret = -EPIPE;
 		else if (n < 0)

@@ -12,6 +12,7 @@
 #include "sw/adapter.h"
 #include "sw/dp_rx_int.h"
 #include "sw/stag.h"
+#include "sw/sysio.h"
 
 /* The destination of one direct read, and the local SGEs it pinned. */
 struct rx_direct {
@@ -159,7 +160,7 @@ int sw_dp_rx_direct(struct sw_dp *dp, uint8_t *probe, bool *got)
 	d.iov[d.niov].iov_len = RX_PROBE;
 	msg.msg_iov = d.iov;
 	msg.msg_iovlen = d.niov + 1;
-	n = recvmsg(dp->sock.fd, &msg, MSG_DONTWAIT);
+	n = sw_sys_recvmsg(dp->sock.fd, &msg, MSG_DONTWAIT);
 	if (n == 0)
 		ret = -EPIPE;
 	else if (n < 0)

@@ -23,6 +23,7 @@
 #include "sw/mw.h"
 #include "sw/adapter.h"
 #include "sw/stag.h"
+#include "sw/sysio.h"
 
 /* ------------------------------------------------------------------ */
 /* The transmit batch                                                 */
@@ -144,7 +145,8 @@ static int batch_write(struct sw_dp *dp)
 	while (dp->tx.left) {
 		msg.msg_iov = dp->tx.iov + dp->tx.iov_pos;
 		msg.msg_iovlen = (size_t)(dp->tx.iovcnt - dp->tx.iov_pos);
-		n = sendmsg(dp->sock.fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+		n = sw_sys_sendmsg(dp->sock.fd, &msg,
+				   MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
