@@ -448,6 +448,9 @@ static int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
 	struct sw_dp_rx *rx = dp->rx;
 	int err = 0;
 
+	if (ev->last)
+		rx->ended++;
+
 	if (rx->target == RX_WRITE) {
 		if (ev->crc_ok && rx->holding) {
 			err = sw_dp_rx_write_ref(dp);
@@ -635,10 +638,12 @@ int sw_dp_rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
 static int rx_pass(struct sw_dp *dp, int *budget, bool *got)
 {
 	uint8_t *buf = rx_thread_buf();
+	uint32_t ended;
 	int ret;
 
 	if (!buf)
 		return 0; /* no memory now: the socket stays readable */
+	ended = dp->rx->ended;
 	ret = sw_dp_attached_unlocked(dp) ? 0 : 1;
 	if (!ret && dp->rx_error)
 		ret = dp->rx_error;
@@ -667,9 +672,12 @@ static int rx_pass(struct sw_dp *dp, int *budget, bool *got)
 				      0, false);
 			ret = sw_dp_rx_bytes(dp, buf, (size_t)n, false);
 			/* Fewer bytes than asked: the socket was empty a
-			 * moment ago. The consumer gets what completed now,
-			 * not after one more recv() that finds nothing. */
-			if (!ret && (size_t)n < want)
+			 * moment ago. A message that ended in this pass (a
+			 * completion, a Write's last byte) goes to the
+			 * consumer now, not after one more recv() that finds
+			 * nothing; in the middle of one, the next read is as
+			 * likely to find more. */
+			if (!ret && (size_t)n < want && dp->rx->ended != ended)
 				ret = 1;
 		}
 next:

@@ -66,6 +66,7 @@ struct sw_dp_rx {
 	 * payload behind them is received in place (a large message ends
 	 * with a small FPDU, its rest). */
 	uint8_t small_run;
+	uint32_t ended; /* messages whose last FPDU arrived, ever */
 	uint8_t term[RDMAP_TERM_BODY_MAX];
 	size_t term_len;
 };
