@@ -664,6 +664,9 @@ static bool send_lat_active(struct side *s)
 		while (s->n.recv <= i)
 			if (!reap(s))
 				return false;
+		/* The echo's completion ends the round trip, as the landing
+		 * byte does for write_lat: the next receive is posted after. */
+		sample(s, t, 2000.0);
 		if (s->flags & PERF_F_VERIFY) {
 			/* The passive side echoes what it received. */
 			if (s->n.last_recv_bytes != s->size)
@@ -673,7 +676,6 @@ static bool send_lat_active(struct side *s)
 		}
 		if (!post_recv(s, s->b_off, MAX(s->size, CTRL_LEN)))
 			return false;
-		sample(s, t, 2000.0);
 		atomic_store_explicit(&s->done, i + 1, memory_order_relaxed);
 		progress(s, &pg, i);
 	}
