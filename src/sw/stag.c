@@ -88,11 +88,13 @@ struct sw_stag_table {
 	uint32_t wire0;
 	uint16_t round[FEISTEL_ROUNDS][1u << HALF_BITS];
 	/*
-	 * Tokens the consumer passed in SGEs, their wire index (high half)
-	 * and table index: six dependent reads of round[] are a good part of
-	 * a lookup on the data path. The mapping never changes, so a slot is
-	 * either right or names another wire index. Never filled or read for
-	 * STags from the wire, so its timing tells a peer nothing.
+	 * Tokens of the consumer's SGEs (and the source of a Read Response
+	 * we send, an STag its Read Request's lookup, made without this,
+	 * already found valid): wire index (high half) and table index. Six
+	 * dependent reads of round[] are a good part of a lookup on the data
+	 * path. The mapping never changes, so a slot is either right or
+	 * names another wire index. An STag a peer guesses is looked up
+	 * without it, so its timing tells the peer nothing.
 	 */
 	_Atomic uint64_t local_index[LOCAL_INDEX_SLOTS];
 };
