@@ -23,13 +23,13 @@
 #include "core/log.h"
 #include "front/adapter.h"
 #include "iwarp/fpdu.h"
-#include "sw/sysio.h"
 #include "iwarp/mpa.h"
 #include "sw/dp_rx.h"
 #include "sw/dp_rx_int.h"
 #include "sw/rq.h"
 #include "sw/adapter.h"
 #include "sw/stag.h"
+#include "sw/sysio.h"
 
 /*
  * Socket reads land in a buffer of the receiving thread, not of the

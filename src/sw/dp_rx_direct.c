@@ -106,8 +106,8 @@ static bool direct_target(struct sw_dp *dp, struct rx_direct *d)
 			d->len = (size_t)left;
 			return true;
 		}
-		/* Pinned for the whole payload at the header, or again by the
-		 * copy path after a pass ended (then this read copies). */
+		/* Pinned for the whole payload at the header, or again in
+		 * sw_dp_rx_direct after a pass ended. */
 		return rx->have_ref && rx->ref.mem &&
 		       direct_add_range(d, &rx->ref, NULL, off, left);
 	case RX_SEND:
@@ -146,8 +146,7 @@ int sw_dp_rx_direct(struct sw_dp *dp, uint8_t *probe, bool *got)
 	/* A pass that ended mid-Write dropped its pin: take it again, as
 	 * the copy path would, so the rest still lands in place. */
 	if (rx->parser.state == FPDU_RX_PAYLOAD && rx->target == RX_WRITE &&
-	    !rx->holding && !rx->have_ref &&
-	    rx->parser.payload_len >= RX_DIRECT_MIN) {
+	    !rx->holding) {
 		ret = sw_dp_rx_write_ref(dp);
 		if (ret)
 			return ret;

@@ -229,6 +229,14 @@ int raw_connect_rcvbuf(const struct sockaddr_storage *to, int rcvbuf)
 	return raw_connect_mss(to, rcvbuf, 0);
 }
 
+void raw_set_mss(int fd, int mss)
+{
+	if (mss)
+		assert_int_equal(setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss,
+					    sizeof(mss)),
+				 0);
+}
+
 int raw_connect_mss(const struct sockaddr_storage *to, int rcvbuf, int mss)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -236,10 +244,7 @@ int raw_connect_mss(const struct sockaddr_storage *to, int rcvbuf, int mss)
 	assert_true(fd >= 0);
 	if (rcvbuf)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-	if (mss)
-		assert_int_equal(setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss,
-					    sizeof(mss)),
-				 0);
+	raw_set_mss(fd, mss);
 	assert_int_equal(connect(fd, (const struct sockaddr *)to,
 				 sizeof(struct sockaddr_in)),
 			 0);

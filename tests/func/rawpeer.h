@@ -161,6 +161,9 @@ int raw_connect(const struct sockaddr_storage *to);
 int raw_connect_rcvbuf(const struct sockaddr_storage *to, int rcvbuf);
 /* The same with TCP_MAXSEG mss unless 0: the MSS both ends then use. */
 int raw_connect_mss(const struct sockaddr_storage *to, int rcvbuf, int mss);
+/* TCP_MAXSEG mss on fd unless 0; on a listener, before the SYN comes, it
+ * is the accepted sockets' MSS. */
+void raw_set_mss(int fd, int mss);
 /* A listening socket on 127.0.0.1, port picked; addr gets its address.
  * rcvbuf as above, inherited by the accepted sockets. */
 int raw_listen(struct sockaddr_in *addr, int rcvbuf);

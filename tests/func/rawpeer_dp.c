@@ -5,8 +5,6 @@
 #include <cmocka.h>
 #include <string.h>
 #include <unistd.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include "rawpeer_dp.h"
 
 /* A zero-length Read Response to the sink of Read Request u (ULPDU). */
@@ -46,11 +44,7 @@ void dp_raw_server_connect_opts(struct dp_raw_server *r,
 	size_t n;
 
 	r->lfd = raw_listen(&addr, o->rcvbuf);
-	/* Read when the SYN comes: the accepted socket's MSS. */
-	if (o->mss)
-		assert_int_equal(setsockopt(r->lfd, IPPROTO_TCP, TCP_MAXSEG,
-					    &o->mss, sizeof(o->mss)),
-				 0);
+	raw_set_mss(r->lfd, o->mss);
 	A.qp = big_qp(&cli);
 	A.conn = cm_connector(&cli);
 	atomic_store(&A.disc, 0);
