@@ -29,6 +29,8 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +89,18 @@ struct sw_cq {
 
 	struct list_head pollers; /* struct sw_cq_poller */
 	unsigned int claimed; /* pollers that took over from the engine */
+
+	/*
+	 * The lock-free look of an empty poll: avail mirrors count (stored
+	 * under the lock), solo is the only poller when there is exactly
+	 * one (set under the lock), solo_busy counts polls running it. A
+	 * busy-polling consumer with one QP on the CQ then polls without
+	 * the lock and without a QP reference: sw_cq_del_poller waits for
+	 * solo_busy to drain before the poller's owner may go.
+	 */
+	_Atomic uint32_t avail;
+	struct sw_cq_poller *_Atomic solo;
+	_Atomic uint32_t solo_busy;
 };
 
 struct sw_cq *to_sw_cq(NDK_CQ *cq)
@@ -302,6 +316,7 @@ int sw_cq_push(struct sw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
 	}
 	cq->ring[(cq->head + cq->count) % cq->depth] = *res;
 	cq->count++;
+	atomic_store_explicit(&cq->avail, cq->count, memory_order_release);
 	cq->pushed++;
 	/* An error status always satisfies SOLICITED (docs/ndk.md, Completion
 	 * queues). */
@@ -390,12 +405,24 @@ static void cq_drained_locked(struct sw_cq *cq)
 
 #define CQ_POLL_MAX 8
 
+/* Lock held, after the pollers changed: solo is the one poller or NULL. */
+static void cq_set_solo_locked(struct sw_cq *cq)
+{
+	struct sw_cq_poller *solo = NULL;
+
+	NDK_ASSERT_LOCKED(&cq->lock);
+	if (!list_empty(&cq->pollers) && cq->pollers.next->next == &cq->pollers)
+		solo = list_entry(cq->pollers.next, struct sw_cq_poller, node);
+	atomic_store_explicit(&cq->solo, solo, memory_order_seq_cst);
+}
+
 void sw_cq_add_poller(struct sw_cq *cq, struct sw_cq_poller *p)
 {
 	ndk_lock(&cq->lock);
 	if (!p->added)
 		list_add_tail(&p->node, &cq->pollers);
 	p->added = true;
+	cq_set_solo_locked(cq);
 	ndk_unlock(&cq->lock);
 }
 
@@ -408,7 +435,15 @@ void sw_cq_del_poller(struct sw_cq *cq, struct sw_cq_poller *p)
 		cq->claimed--;
 	p->added = false;
 	p->claimed = false;
+	cq_set_solo_locked(cq);
 	ndk_unlock(&cq->lock);
+	/*
+	 * A poll that read solo before it changed may still run p: wait it
+	 * out (a poll never waits for this thread, so this ends). Pairs
+	 * with the increment before the read in cq_poll_solo.
+	 */
+	while (atomic_load_explicit(&cq->solo_busy, memory_order_seq_cst))
+		sched_yield();
 }
 
 /*
@@ -482,17 +517,39 @@ static void cq_pollers_armed(struct sw_cq *cq)
 	} while (n == CQ_POLL_MAX);
 }
 
+/*
+ * An empty CQ with one poller: runs it without the lock. False if there
+ * is no solo poller (none, or several: the locked path takes turns).
+ */
+static bool cq_poll_solo(struct sw_cq *cq)
+{
+	struct sw_cq_poller *p;
+
+	atomic_fetch_add_explicit(&cq->solo_busy, 1, memory_order_seq_cst);
+	p = atomic_load_explicit(&cq->solo, memory_order_seq_cst);
+	if (p)
+		p->poll(p);
+	atomic_fetch_sub_explicit(&cq->solo_busy, 1, memory_order_release);
+	return p != NULL;
+}
+
 /* NdkGetCqResults(Ex): up to max entries, oldest first (front/cq.c). */
 ULONG sw_cq_poll(struct ndk_cq *base, NDK_RESULT_EX *out, ULONG max)
 {
 	struct sw_cq *cq = container_of(base, struct sw_cq, base);
 	ULONG i;
 
+	/* An empty poll that finds nothing takes no lock. */
+	if (!atomic_load_explicit(&cq->avail, memory_order_acquire) &&
+	    cq_poll_solo(cq) &&
+	    !atomic_load_explicit(&cq->avail, memory_order_acquire))
+		return 0;
 	ndk_lock(&cq->lock);
 	if (!cq->count)
 		cq_progress_locked(cq);
 	for (i = 0; i < max && cq->count; i++)
 		cq_pop_locked(cq, &out[i]);
+	atomic_store_explicit(&cq->avail, cq->count, memory_order_release);
 	cq_drained_locked(cq);
 	ndk_unlock(&cq->lock);
 	return i;

@@ -239,7 +239,11 @@ static void dp_poll(struct sw_dp *dp)
 	if (!ndk_trylock(&dp->rx_lock))
 		return;
 	ret = dp->rx_error ? 0 : dp_receive(dp, 4, &got);
-	atomic_fetch_add_explicit(&dp->polls, 1, memory_order_relaxed);
+	/* Only rx_lock's holder counts: no locked add. */
+	atomic_store_explicit(
+		&dp->polls,
+		atomic_load_explicit(&dp->polls, memory_order_relaxed) + 1,
+		memory_order_relaxed);
 	/* Not receiving yet: CLAIM_POLLS passes within CLAIM_WINDOW_NS take
 	 * over, timed by the first and the last of them only. Once the
 	 * consumer receives, a poll reads no clock. */

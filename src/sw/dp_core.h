@@ -263,8 +263,9 @@ struct sw_dp {
 	_Atomic bool rx_consumer_hint;
 	bool backstop_armed; /* under lock; holds a QP reference */
 	struct ndk_timer backstop;
-	/* Consumer polls so far, and as the backstop last saw them: an
-	 * empty poll counts instead of reading the clock. */
+	/* Consumer polls so far (written under rx_lock), and as the
+	 * backstop last saw them: an empty poll counts instead of reading
+	 * the clock. */
 	_Atomic uint64_t polls;
 	uint64_t polls_seen; /* under lock */
 	unsigned int poll_streak; /* recent consumer passes, under rx_lock */

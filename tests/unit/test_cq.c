@@ -19,6 +19,7 @@
 #include <string.h>
 #include "core/log.h"
 #include "front/adapter.h"
+#include "front/cq.h"
 #include "sw/cq.h"
 #include "testutil.h"
 
@@ -962,6 +963,79 @@ static void test_moderation_close(void **state)
 	assert_int_equal(atomic_load(&u.close_done), 0);
 }
 
+/* A poller that blocks inside poll() until released. */
+struct slow_poller {
+	struct sw_cq_poller p;
+	atomic_int calls, inside, release, del_done;
+	struct sw_cq *cq;
+};
+
+static void slow_poll(struct sw_cq_poller *p)
+{
+	struct slow_poller *s = (struct slow_poller *)p;
+
+	atomic_fetch_add(&s->calls, 1);
+	atomic_store(&s->inside, 1);
+	while (!atomic_load(&s->release))
+		tu_sleep_ms(1);
+	atomic_store(&s->inside, 0);
+}
+
+static void *poll_thread(void *arg)
+{
+	NDK_CQ *cq = arg;
+	NDK_RESULT_EX r;
+
+	(void)cq->Dispatch->NdkGetCqResultsEx(cq, &r, 1);
+	return NULL;
+}
+
+static void *del_thread(void *arg)
+{
+	struct slow_poller *s = arg;
+
+	sw_cq_del_poller(s->cq, &s->p);
+	atomic_store(&s->del_done, 1);
+	return NULL;
+}
+
+/*
+ * An empty poll of a CQ with one poller runs it without the CQ's lock or
+ * a reference on its owner: removing the poller must wait for a poll
+ * already inside it (the owner may go as soon as the removal returns),
+ * and no poll may run it afterwards.
+ */
+static void test_poller_removed_while_polling(void **state)
+{
+	NDK_ADAPTER *a = open_lo();
+	struct tctx t = { 0 };
+	NDK_CQ *cq = mkcq(a, 4, &t);
+	struct slow_poller s = { 0 };
+	NDK_RESULT_EX r;
+	pthread_t pt, dt;
+
+	(void)state;
+	s.cq = to_sw_cq(cq);
+	s.p.poll = slow_poll;
+	s.p.owner = &to_ndk_cq(cq)->obj;
+	sw_cq_add_poller(s.cq, &s.p);
+	assert_int_equal(pthread_create(&pt, NULL, poll_thread, cq), 0);
+	assert_true(tu_wait_until(flag_set, &s.inside, 10000));
+	assert_int_equal(pthread_create(&dt, NULL, del_thread, &s), 0);
+	tu_sleep_ms(50);
+	/* Still inside poll(): the removal has not returned. */
+	assert_int_equal(atomic_load(&s.del_done), 0);
+	atomic_store(&s.release, 1);
+	assert_int_equal(pthread_join(dt, NULL), 0);
+	assert_int_equal(atomic_load(&s.inside), 0);
+	assert_int_equal(pthread_join(pt, NULL), 0);
+	/* Removed: an empty poll no longer runs it. */
+	assert_int_equal(get(cq, &r, 1), 0);
+	assert_int_equal(atomic_load(&s.calls), 1);
+	close_cq(cq, &t);
+	NdkCloseAdapter(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -983,6 +1057,7 @@ int main(void)
 		cmocka_unit_test(test_moderation_count),
 		cmocka_unit_test(test_moderation_interval),
 		cmocka_unit_test(test_moderation_close),
+		cmocka_unit_test(test_poller_removed_while_polling),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
