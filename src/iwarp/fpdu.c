@@ -63,7 +63,7 @@ static bool rx_header_done(struct fpdu_rx *rx, struct fpdu_ev *ev)
 	rx->payload_off = 0;
 	rx->pad = (uint8_t)mpa_fpdu_pad(rx->ulpdu_len);
 	/* The CRC covers the length field and the whole ULPDU. */
-	if (rx->crc)
+	if (rx->crc && !rx->whole)
 		rx->crc_reg = crc32c_update(crc32c_init(), rx->raw, rx->have);
 	if (rx->payload_len) {
 		rx->state = FPDU_RX_PAYLOAD;
@@ -165,12 +165,15 @@ static void rx_trailer_done(struct fpdu_rx *rx, struct fpdu_ev *ev)
 {
 	bool ok = true;
 
-	if (rx->crc) {
+	if (rx->crc && rx->whole) {
+		ok = rx->whole_crc_ok;
+	} else if (rx->crc) {
 		uint32_t c = crc32c_update(rx->crc_reg, rx->trailer, rx->pad);
 
 		ok = crc32c_final(c) ==
 		     crc32c_get_trailer(rx->trailer + rx->pad);
 	}
+	rx->whole = false;
 	ev->type = FPDU_EV_END;
 	ev->hdr = &rx->ddp;
 	ev->crc_ok = ok;
@@ -180,6 +183,30 @@ static void rx_trailer_done(struct fpdu_rx *rx, struct fpdu_ev *ev)
 	rx->state = FPDU_RX_HDR;
 	rx->have = 0;
 	rx->want = MPA_FPDU_HDR_LEN;
+}
+
+/*
+ * At an FPDU's first byte: if all of it (length field, ULPDU, pad, CRC)
+ * is in p, checks its CRC now in one pass instead of in three pieces as
+ * the parts go by; the verdict still comes with FPDU_EV_END. A length
+ * the header steps will refuse is left to them.
+ */
+static void rx_check_whole(struct fpdu_rx *rx, const uint8_t *p, size_t len)
+{
+	size_t ulpdu, body;
+
+	if (!rx->crc || len < MPA_FPDU_HDR_LEN)
+		return;
+	ulpdu = get_be16(p);
+	if (ulpdu > rx->max_ulpdu || ulpdu < DDP_TAGGED_HDR_LEN)
+		return;
+	body = MPA_FPDU_HDR_LEN + ulpdu + mpa_fpdu_pad(ulpdu);
+	if (len < body + MPA_FPDU_CRC_LEN)
+		return;
+	rx->whole = true;
+	rx->whole_crc_ok =
+		crc32c_final(crc32c_update(crc32c_init(), p, body)) ==
+		crc32c_get_trailer(p + body);
 }
 
 size_t fpdu_rx_step(struct fpdu_rx *rx, const uint8_t *buf, size_t len,
@@ -195,6 +222,7 @@ size_t fpdu_rx_step(struct fpdu_rx *rx, const uint8_t *buf, size_t len,
 				/* A new FPDU: forget the last one's header. */
 				rx->hdr_in = false;
 				rx->body_in = false;
+				rx_check_whole(rx, buf + used, len - used);
 			}
 			used += rx_collect(rx, rx->raw, buf + used, len - used);
 			if (rx->have == rx->want && rx_hdr_advance(rx, ev))
@@ -209,7 +237,7 @@ size_t fpdu_rx_step(struct fpdu_rx *rx, const uint8_t *buf, size_t len,
 			ev->data = buf + used;
 			ev->len = n;
 			ev->offset = rx->payload_off;
-			if (rx->crc)
+			if (rx->crc && !rx->whole)
 				rx->crc_reg = crc32c_update(rx->crc_reg,
 							    buf + used, n);
 			rx->payload_off = (uint16_t)(rx->payload_off + n);

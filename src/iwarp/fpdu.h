@@ -133,6 +133,10 @@ struct fpdu_rx {
 	uint16_t payload_len;
 	uint16_t payload_off;
 	uint32_t crc_reg; /* raw CRC32c register over what was seen */
+	/* The whole FPDU was in one buffer at its start: its CRC was
+	 * checked there, in one pass, with this result. */
+	bool whole;
+	bool whole_crc_ok;
 	uint8_t raw[FPDU_HDR_MAX];
 	uint8_t trailer[FPDU_TRAILER_MAX];
 	struct ddp_hdr ddp;
