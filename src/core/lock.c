@@ -3,8 +3,12 @@
  * The lock hierarchy's debug checks (core/lock.h): each thread records the
  * locks it holds, and every acquisition is checked against them.
  */
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "core/compiler.h"
 #include "core/lock.h"
 
@@ -149,10 +153,35 @@ void ndk_unlock(struct ndk_lock *l)
 	pthread_mutex_unlock(&l->mutex);
 }
 
-void ndk_cond_wait(pthread_cond_t *cond, struct ndk_lock *l)
+void ndk_lock_destroy(struct ndk_lock *l)
+{
+	pthread_mutex_destroy(&l->mutex);
+}
+
+void ndk_cond_init(struct ndk_cond *c)
+{
+	pthread_cond_init(&c->cond, NULL);
+}
+
+void ndk_cond_destroy(struct ndk_cond *c)
+{
+	pthread_cond_destroy(&c->cond);
+}
+
+void ndk_cond_signal(struct ndk_cond *c)
+{
+	pthread_cond_signal(&c->cond);
+}
+
+void ndk_cond_broadcast(struct ndk_cond *c)
+{
+	pthread_cond_broadcast(&c->cond);
+}
+
+void ndk_cond_wait(struct ndk_cond *c, struct ndk_lock *l)
 {
 	pop(l, l->level);
-	pthread_cond_wait(cond, &l->mutex);
+	pthread_cond_wait(&c->cond, &l->mutex);
 	push(l, l->level);
 }
 
@@ -183,3 +212,70 @@ void ndk_rw_unlock(struct ndk_rwlock *l)
 }
 
 #endif /* NDK_LOCK_DEBUG */
+
+#ifndef NDK_LOCK_DEBUG
+
+static void futex_wait(_Atomic uint32_t *word, uint32_t val)
+{
+	/* EAGAIN (it changed) and EINTR: the caller looks again. */
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *word, int n)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+/*
+ * The lock was taken: mark it contended (2) and sleep until a release
+ * finds the mark and wakes one sleeper, which takes it as contended again
+ * (there may be others).
+ */
+void ndk_lock_wait(struct ndk_lock *l)
+{
+	while (atomic_exchange_explicit(&l->state, 2, memory_order_acquire))
+		futex_wait(&l->state, 2);
+}
+
+void ndk_lock_wake(struct ndk_lock *l)
+{
+	futex_wake(&l->state, 1);
+}
+
+void ndk_cond_init(struct ndk_cond *c)
+{
+	atomic_init(&c->seq, 0);
+}
+
+void ndk_cond_destroy(struct ndk_cond *c)
+{
+	(void)c;
+}
+
+void ndk_cond_signal(struct ndk_cond *c)
+{
+	atomic_fetch_add_explicit(&c->seq, 1, memory_order_release);
+	futex_wake(&c->seq, 1);
+}
+
+void ndk_cond_broadcast(struct ndk_cond *c)
+{
+	atomic_fetch_add_explicit(&c->seq, 1, memory_order_release);
+	futex_wake(&c->seq, INT_MAX);
+}
+
+/*
+ * The sequence is read with the lock held: a signal after the unlock
+ * changes it, and the futex wait then returns at once instead of
+ * sleeping through it.
+ */
+void ndk_cond_wait(struct ndk_cond *c, struct ndk_lock *l)
+{
+	uint32_t seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
+
+	ndk_unlock(l);
+	futex_wait(&c->seq, seq);
+	ndk_lock(l);
+}
+
+#endif /* !NDK_LOCK_DEBUG */

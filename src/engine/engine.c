@@ -167,7 +167,7 @@ struct engine_call {
 	int ret;
 	bool done;
 	struct ndk_lock lock;
-	pthread_cond_t cond;
+	struct ndk_cond cond;
 };
 
 static void engine_call_work(struct ndk_work *w)
@@ -179,7 +179,7 @@ static void engine_call_work(struct ndk_work *w)
 	ndk_lock(&c->lock);
 	c->ret = ret;
 	c->done = true;
-	pthread_cond_signal(&c->cond);
+	ndk_cond_signal(&c->cond);
 	ndk_unlock(&c->lock);
 }
 
@@ -193,7 +193,7 @@ int ndk_engine_call(struct ndk_engine *e, int (*fn)(void *arg), void *arg)
 
 	ndk_work_init(&c.work, engine_call_work);
 	ndk_lock_init(&c.lock, NDK_LOCK_LEAF);
-	pthread_cond_init(&c.cond, NULL);
+	ndk_cond_init(&c.cond);
 	ret = engine_queue(e, &c.work);
 	if (!ret) {
 		ndk_lock(&c.lock);
@@ -202,7 +202,7 @@ int ndk_engine_call(struct ndk_engine *e, int (*fn)(void *arg), void *arg)
 		ret = c.ret;
 		ndk_unlock(&c.lock);
 	}
-	pthread_cond_destroy(&c.cond);
+	ndk_cond_destroy(&c.cond);
 	ndk_lock_destroy(&c.lock);
 	return ret;
 }

@@ -79,7 +79,7 @@ static void adapter_free(struct ndk_adapter *ad)
 	ad->provider->adapter_fini(ad);
 	ndk_lam_table_fini(&ad->lams);
 	ndk_ifaddr_fini(&ad->addrs);
-	pthread_cond_destroy(&ad->objects.cond);
+	ndk_cond_destroy(&ad->objects.cond);
 	ndk_lock_destroy(&ad->objects.lock);
 	free(ad);
 }
@@ -125,7 +125,7 @@ NDK_EXPORT NTSTATUS NdkOpenAdapter(NDK_VERSION Version, NET_IFINDEX IfIndex,
 	ad->info.Version = run;
 	ndk_adapter_fill_dispatch(&ad->dispatch, provider);
 	ndk_lock_init(&ad->objects.lock, NDK_LOCK_DOMAIN);
-	pthread_cond_init(&ad->objects.cond, NULL);
+	ndk_cond_init(&ad->objects.cond);
 	list_init(&ad->objects.objects);
 	ndk_obj_init(&ad->obj, ad, &ad->objects, &adapter_ops, &ad->dispatch);
 

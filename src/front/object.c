@@ -110,7 +110,7 @@ void ndk_obj_put(struct ndk_obj *obj)
 		obj->ops->destroy(obj);
 		ndk_lock(&dom->lock);
 		dom->live--;
-		pthread_cond_broadcast(&dom->cond);
+		ndk_cond_broadcast(&dom->cond);
 		ndk_unlock(&dom->lock);
 		return;
 	}

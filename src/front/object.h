@@ -40,7 +40,7 @@ struct ndk_obj;
  */
 struct ndk_obj_domain {
 	struct ndk_lock lock; /* the registry and every object's close state */
-	pthread_cond_t cond; /* signalled when live drops */
+	struct ndk_cond cond; /* signalled when live drops */
 	struct list_head objects;
 	unsigned int live; /* registered objects not yet destroyed */
 	bool closing;

@@ -30,7 +30,7 @@ int ndk_vworker_start(struct ndk_vworker *w)
 	int ret;
 
 	ndk_lock_init(&w->lock, NDK_LOCK_ENGINE);
-	pthread_cond_init(&w->cond, NULL);
+	ndk_cond_init(&w->cond);
 	list_init(&w->jobs);
 	w->stopping = false;
 	ret = pthread_create(&w->thread, NULL, worker_main, w);
@@ -47,11 +47,11 @@ void ndk_vworker_stop(struct ndk_vworker *w)
 		return;
 	ndk_lock(&w->lock);
 	w->stopping = true;
-	pthread_cond_signal(&w->cond);
+	ndk_cond_signal(&w->cond);
 	ndk_unlock(&w->lock);
 	pthread_join(w->thread, NULL);
 	w->started = false;
-	pthread_cond_destroy(&w->cond);
+	ndk_cond_destroy(&w->cond);
 	ndk_lock_destroy(&w->lock);
 }
 
@@ -61,6 +61,6 @@ void ndk_vworker_post(struct ndk_vworker *w, struct ndk_vjob *job,
 	job->fn = fn;
 	ndk_lock(&w->lock);
 	list_add_tail(&job->entry, &w->jobs);
-	pthread_cond_signal(&w->cond);
+	ndk_cond_signal(&w->cond);
 	ndk_unlock(&w->lock);
 }

@@ -24,7 +24,7 @@ struct ndk_vjob {
 struct ndk_vworker {
 	pthread_t thread;
 	struct ndk_lock lock; /* jobs and stopping */
-	pthread_cond_t cond;
+	struct ndk_cond cond;
 	struct list_head jobs;
 	bool stopping, started;
 };

@@ -4,7 +4,8 @@
  * NDK_LOCK_DEBUG, a lock taken out of order, one taken twice, one released
  * without being held, and NDK_ASSERT_LOCKED on a lock the thread does not
  * hold (free, or held by another thread) each abort. Each abort is
- * provoked in a forked child.
+ * provoked in a forked child. In either build, locks and conditions under
+ * contention: mutual exclusion, no lost wake-up.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,13 +13,16 @@
 #include <cmocka.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "core/lock.h"
 
 static struct ndk_lock conn, qp, dp, cq;
+static struct ndk_cond cond;
 static struct ndk_rwlock stag;
 
 static int setup(void **state)
@@ -28,6 +32,7 @@ static int setup(void **state)
 	ndk_lock_init(&dp, NDK_LOCK_DP);
 	ndk_lock_init(&cq, NDK_LOCK_CQ);
 	ndk_rwlock_init(&stag, NDK_LOCK_STAG);
+	ndk_cond_init(&cond);
 	return 0;
 }
 
@@ -38,17 +43,17 @@ static int teardown(void **state)
 	ndk_lock_destroy(&dp);
 	ndk_lock_destroy(&cq);
 	ndk_rwlock_destroy(&stag);
+	ndk_cond_destroy(&cond);
 	return 0;
 }
 
-static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static bool signalled;
 
 static void *signal_cq(void *arg)
 {
 	ndk_lock(&cq);
 	signalled = true;
-	pthread_cond_signal(&cond);
+	ndk_cond_signal(&cond);
 	ndk_unlock(&cq);
 	return NULL;
 }
@@ -90,6 +95,94 @@ static void test_cond_wait(void **state)
 	ndk_unlock(&cq);
 	ndk_unlock(&qp);
 	assert_int_equal(pthread_join(t, NULL), 0);
+}
+
+#define CONTENDERS 4
+#define ROUNDS	   200000
+
+static struct ndk_lock counted;
+static struct ndk_cond turn;
+static unsigned long count, inside;
+static unsigned int next_turn;
+
+/* ROUNDS increments under the lock, each checking that it is alone. */
+static void *contend(void *arg)
+{
+	unsigned long i;
+
+	(void)arg;
+	for (i = 0; i < ROUNDS; i++) {
+		if (i % 3)
+			ndk_lock(&counted);
+		else
+			while (!ndk_trylock(&counted))
+				;
+		inside++;
+		count++;
+		if (inside != 1)
+			abort();
+		inside--;
+		ndk_unlock(&counted);
+	}
+	return NULL;
+}
+
+/*
+ * Threads fighting for one lock (more than the cores: some sleep in the
+ * contended path) never hold it together and lose no update.
+ */
+static void test_contended(void **state)
+{
+	pthread_t t[CONTENDERS];
+	int i;
+
+	ndk_lock_init(&counted, NDK_LOCK_LEAF);
+	for (i = 0; i < CONTENDERS; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, contend, NULL), 0);
+	for (i = 0; i < CONTENDERS; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	assert_int_equal(count, (unsigned long)CONTENDERS * ROUNDS);
+	ndk_lock_destroy(&counted);
+}
+
+/* Waits for its turn (arg); a broadcast after each turn wakes them all. */
+static void *take_turn(void *arg)
+{
+	unsigned int me = (unsigned int)(uintptr_t)arg;
+
+	ndk_lock(&counted);
+	while (next_turn != me)
+		ndk_cond_wait(&turn, &counted);
+	next_turn++;
+	ndk_cond_broadcast(&turn);
+	ndk_unlock(&counted);
+	return NULL;
+}
+
+/* A broadcast wakes every waiter: threads asleep until the first turn
+ * is given finish in turn order, none left asleep. */
+static void test_cond_broadcast(void **state)
+{
+	pthread_t t[CONTENDERS];
+	int i;
+
+	ndk_lock_init(&counted, NDK_LOCK_LEAF);
+	ndk_cond_init(&turn);
+	next_turn = 0; /* nobody's: they all wait */
+	for (i = CONTENDERS - 1; i >= 0; i--)
+		assert_int_equal(pthread_create(&t[i], NULL, take_turn,
+						(void *)(uintptr_t)(i + 1)),
+				 0);
+	usleep(20000);
+	ndk_lock(&counted);
+	next_turn = 1;
+	ndk_cond_broadcast(&turn);
+	ndk_unlock(&counted);
+	for (i = 0; i < CONTENDERS; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	assert_int_equal(next_turn, CONTENDERS + 1);
+	ndk_cond_destroy(&turn);
+	ndk_lock_destroy(&counted);
 }
 
 #ifdef NDK_LOCK_DEBUG
@@ -205,6 +298,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_in_order),
 		cmocka_unit_test(test_cond_wait),
+		cmocka_unit_test(test_contended),
+		cmocka_unit_test(test_cond_broadcast),
 		cmocka_unit_test(test_violations_abort),
 	};
 
