@@ -544,8 +544,11 @@ static int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
 					       RDMAP_ECODE_CATASTROPHIC_STREAM);
 			}
 			orq_retire(dp, STATUS_SUCCESS);
-			/* It completes, and Reads waiting for ORQ room go. */
-			dp->rx_wants_tx = true;
+			/* It completes now; a transmit pass after this one
+			 * only if requests wait (Reads for ORQ room). */
+			sw_dp_complete_locked(dp);
+			if ((int32_t)(dp->sq.rung - dp->sq.next) > 0)
+				dp->rx_wants_tx = true;
 			ndk_unlock(&dp->lock);
 		}
 		return 0;
