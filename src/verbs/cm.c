@@ -28,8 +28,10 @@ static void copy_event(const struct rdma_cm_event *ev, struct ndk_vcm_event *e)
 		e->id = ev->id;
 	e->responder_resources = p->responder_resources;
 	e->initiator_depth = p->initiator_depth;
+	/* private_data_len is a uint8_t: it always fits. */
+	_Static_assert(NDK_VCM_PD_MAX > UINT8_MAX, "pd holds any length");
 	if (p->private_data && p->private_data_len) {
-		e->pd_len = MIN(p->private_data_len, NDK_VCM_PD_MAX);
+		e->pd_len = p->private_data_len;
 		memcpy(e->pd, p->private_data, e->pd_len);
 	}
 }

@@ -25,11 +25,6 @@
 #include "verbs/connector.h"
 #include "verbs/listener.h"
 
-static inline struct ndk_vlistener *to_vlis(NDK_LISTENER *l)
-{
-	return container_of(l, struct ndk_vlistener, lis.obj.pub.listener);
-}
-
 struct ndk_obj *ndk_vlis_obj(struct ndk_vcm_ref *ref)
 {
 	return &container_of(ref, struct ndk_vlistener, ref)->lis.obj;

@@ -151,6 +151,9 @@ static bool wait_disc(struct side *s, unsigned int ms)
 }
 
 static bool fx_fail(struct fx *f, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static bool fx_fail(struct fx *f, const char *fmt, ...)
 {
 	va_list ap;
 

@@ -11,6 +11,9 @@
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void vlog(const char *fmt, va_list ap)
+	__attribute__((format(printf, 1, 0)));
+
+static void vlog(const char *fmt, va_list ap)
 {
 	pthread_mutex_lock(&log_lock);
 	fputs("ndknvmet: ", stdout);
