@@ -26,6 +26,12 @@ static inline bool list_empty(const struct list_head *h)
 	return h->next == h;
 }
 
+/* Exactly one entry. */
+static inline bool list_is_singular(const struct list_head *h)
+{
+	return !list_empty(h) && h->next->next == h;
+}
+
 static inline void list_insert(struct list_head *n, struct list_head *prev,
 			       struct list_head *next)
 {

@@ -411,7 +411,7 @@ static void cq_set_solo_locked(struct sw_cq *cq)
 	struct sw_cq_poller *solo = NULL;
 
 	NDK_ASSERT_LOCKED(&cq->lock);
-	if (!list_empty(&cq->pollers) && cq->pollers.next->next == &cq->pollers)
+	if (list_is_singular(&cq->pollers))
 		solo = list_entry(cq->pollers.next, struct sw_cq_poller, node);
 	atomic_store_explicit(&cq->solo, solo, memory_order_seq_cst);
 }
