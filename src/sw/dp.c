@@ -35,7 +35,10 @@ static void dp_unregister_locked(struct sw_dp *dp)
 	NDK_ASSERT_LOCKED(&dp->lock);
 	if (!dp->sock.io_registered)
 		return;
+	/* Even out of the set (ENOENT): an event fetched before it left
+	 * may sit in the batch. */
 	ndk_engine_del_fd(dp->sock.engine, &dp->sock.io);
+	dp->sock.in_epoll = false;
 	dp->sock.io_registered = false;
 }
 
@@ -382,6 +385,7 @@ int sw_dp_attach(const struct sw_dp_qp *qp, const struct sw_dp_socket *s,
 	ndk_lock(&dp->lock);
 	ret = ndk_engine_add_fd(dp->sock.engine, &dp->sock.io, EPOLLIN);
 	dp->sock.io_registered = !ret;
+	dp->sock.in_epoll = !ret;
 	ndk_unlock(&dp->lock);
 	if (ret) {
 		ndk_lock_destroy(&dp->lock);
@@ -422,7 +426,9 @@ void sw_dp_detach(struct sw_dp *dp)
 	if (!dp->sock.io_registered || ndk_engine_on_thread(dp->sock.engine)) {
 		dp_close_socket_locked(dp);
 	} else {
-		ndk_engine_mod_fd(dp->sock.engine, &dp->sock.io, 0);
+		if (dp->sock.in_epoll &&
+		    !ndk_engine_del_fd(dp->sock.engine, &dp->sock.io))
+			dp->sock.in_epoll = false;
 		queue = true;
 	}
 	ndk_unlock(&dp->lock);

@@ -90,12 +90,30 @@ void sw_dp_complete_locked(struct sw_dp *dp)
 
 void sw_dp_interest_locked(struct sw_dp *dp)
 {
+	uint32_t ev;
+
 	NDK_ASSERT_LOCKED(&dp->lock);
-	if (sw_dp_attached(dp) && dp->sock.io_registered)
-		ndk_engine_mod_fd(
-			dp->sock.engine, &dp->sock.io,
-			(dp->rx_consumer ? 0u : (uint32_t)EPOLLIN) |
-				(dp->sock.want_out ? (uint32_t)EPOLLOUT : 0u));
+	if (!sw_dp_attached(dp) || !dp->sock.io_registered)
+		return;
+	ev = (dp->rx_consumer ? 0u : (uint32_t)EPOLLIN) |
+	     (dp->sock.want_out ? (uint32_t)EPOLLOUT : 0u);
+	if (!ev) {
+		/* An event already fetched may still run the handler, which
+		 * copes; io_registered stays until the socket closes. */
+		if (dp->sock.in_epoll &&
+		    !ndk_engine_del_fd(dp->sock.engine, &dp->sock.io))
+			dp->sock.in_epoll = false;
+	} else if (dp->sock.in_epoll) {
+		ndk_engine_mod_fd(dp->sock.engine, &dp->sock.io, ev);
+	} else {
+		int ret = ndk_engine_add_fd(dp->sock.engine, &dp->sock.io, ev);
+
+		/* Out of kernel memory: the next change of interest retries. */
+		if (ret)
+			ndk_err("data path: cannot watch the socket again: %d",
+				ret);
+		dp->sock.in_epoll = !ret;
+	}
 }
 
 void sw_dp_want_out_locked(struct sw_dp *dp, bool on)

@@ -152,7 +152,11 @@ struct sw_dp_sock {
 	int fd;
 	struct ndk_engine *engine;
 	struct ndk_io io;
-	bool io_registered; /* io is in the engine's epoll set */
+	bool io_registered; /* the engine may run io's handler */
+	/* The socket is in the epoll set. A polling consumer with nothing to
+	 * send takes it out: an entry, even one asking for no events, puts
+	 * a wake-up walk on every segment that arrives (docs/design.md). */
+	bool in_epoll;
 	bool want_out; /* EPOLLOUT is armed */
 	sw_dp_end_fn end_fn;
 	void *end_ctx;
@@ -312,8 +316,9 @@ void sw_dp_traffic(struct sw_dp *dp, struct sw_dp_traffic *t, bool out,
  * per MSS for a large FPDU (docs/wire.md, Large FPDUs). */
 uint32_t sw_dp_fpdu_frames(const struct sw_dp *dp, size_t fpdu_len);
 
-/* Sets the socket's epoll interest from rx_consumer and want_out; lock
- * held, attached only. */
+/* Sets the socket's epoll interest from rx_consumer and want_out: no
+ * interest takes it out of the set, some puts it back. Lock held,
+ * attached only. */
 void sw_dp_interest_locked(struct sw_dp *dp);
 
 /* Arms or disarms EPOLLOUT (a partial write waits for room); lock held. */
