@@ -209,6 +209,65 @@ static void rx_check_whole(struct fpdu_rx *rx, const uint8_t *p, size_t len)
 		crc32c_get_trailer(p + body);
 }
 
+/*
+ * At an FPDU's first byte, with whole events on: if all of the FPDU is
+ * in p and its header is one the header steps accept, reports it as one
+ * FPDU_EV_WHOLE and returns its length; else 0, and the steps take it.
+ * raw[] gets the header (and a Read Request's body) as they would, for
+ * fpdu_rx_term().
+ */
+static size_t rx_whole(struct fpdu_rx *rx, const uint8_t *p, size_t len,
+		       struct fpdu_ev *ev)
+{
+	size_t ulpdu, hlen, body, total;
+	struct iwarp_term_cause cause;
+
+	if (len < MPA_FPDU_HDR_LEN + DDP_TAGGED_HDR_LEN)
+		return 0;
+	ulpdu = get_be16(p);
+	hlen = ddp_hdr_len(p[MPA_FPDU_HDR_LEN] & DDP_CTRL_TAGGED);
+	if (ulpdu > rx->max_ulpdu || ulpdu < hlen)
+		return 0;
+	body = MPA_FPDU_HDR_LEN + ulpdu + mpa_fpdu_pad(ulpdu);
+	/* The CRC field is there even when CRC is off (RFC 5044 4). */
+	total = body + MPA_FPDU_CRC_LEN;
+	if (len < total)
+		return 0;
+	ddp_hdr_decode(p + MPA_FPDU_HDR_LEN, hlen, &rx->ddp);
+	if (ddp_hdr_check(&rx->ddp, &cause))
+		return 0;
+	if (!rx->ddp.tagged && rx->ddp.opcode == RDMAP_READ_REQ) {
+		if (!rx->ddp.last || ulpdu != FPDU_READ_REQ_ULPDU)
+			return 0;
+		hlen = FPDU_READ_REQ_ULPDU;
+		rdmap_read_req_get(p + MPA_FPDU_HDR_LEN + DDP_UNTAGGED_HDR_LEN,
+				   &rx->read_req);
+		rx->body_in = true;
+		ev->read_req = rx->read_req;
+	} else if (!rx->ddp.tagged && rx->ddp.opcode == RDMAP_TERMINATE &&
+		   !rx->ddp.last) {
+		return 0;
+	}
+	memcpy(rx->raw, p, MPA_FPDU_HDR_LEN + hlen);
+	rx->hdr_in = true;
+	rx->ulpdu_len = (uint16_t)ulpdu;
+	rx->payload_len = (uint16_t)(ulpdu - hlen);
+	rx->payload_off = rx->payload_len;
+	rx->pad = (uint8_t)mpa_fpdu_pad(ulpdu);
+	ev->type = FPDU_EV_WHOLE;
+	ev->hdr = &rx->ddp;
+	ev->ulpdu_len = rx->ulpdu_len;
+	ev->payload_len = rx->payload_len;
+	ev->data = rx->payload_len ? p + MPA_FPDU_HDR_LEN + hlen : NULL;
+	ev->len = rx->payload_len;
+	ev->offset = 0;
+	ev->crc_ok = !rx->crc ||
+		     crc32c_final(crc32c_update(crc32c_init(), p, body)) ==
+			     crc32c_get_trailer(p + body);
+	ev->last = rx->ddp.last;
+	return total;
+}
+
 size_t fpdu_rx_step(struct fpdu_rx *rx, const uint8_t *buf, size_t len,
 		    struct fpdu_ev *ev)
 {
@@ -222,6 +281,14 @@ size_t fpdu_rx_step(struct fpdu_rx *rx, const uint8_t *buf, size_t len,
 				/* A new FPDU: forget the last one's header. */
 				rx->hdr_in = false;
 				rx->body_in = false;
+				if (rx->whole_ev) {
+					n = rx_whole(rx, buf + used, len - used,
+						     ev);
+					if (n) {
+						used += n;
+						goto out;
+					}
+				}
 				rx_check_whole(rx, buf + used, len - used);
 			}
 			used += rx_collect(rx, rx->raw, buf + used, len - used);

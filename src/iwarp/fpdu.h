@@ -23,12 +23,15 @@
  *		case FPDU_EV_HEADER:	look up the STag / receive buffer
  *		case FPDU_EV_PAYLOAD:	place ev.data[0..ev.len) at ev.offset
  *		case FPDU_EV_END:	CRC verdict, L bit: complete the message
+ *		case FPDU_EV_WHOLE:	HEADER, PAYLOAD and END at once
  *		case FPDU_EV_ERROR:	send a Terminate for ev.cause, close
  *		}
  *	}
  *
  * The events are the same for any split of the byte stream, except that
- * the payload of an FPDU may come in more, smaller chunks.
+ * the payload of an FPDU may come in more, smaller chunks, and that a
+ * parser asked for whole events (fpdu_rx_set_whole()) reports an FPDU
+ * that is all in buf at its first byte as one FPDU_EV_WHOLE.
  *
  * Transmit: an FPDU goes out as three pieces, so the payload is never
  * copied (it can be an iovec of several SGEs):
@@ -67,6 +70,7 @@ enum fpdu_ev_type {
 	FPDU_EV_HEADER, /* length and DDP header (+ body) in and checked */
 	FPDU_EV_PAYLOAD, /* a chunk of payload, pointing into buf */
 	FPDU_EV_END, /* pad and CRC consumed: the FPDU is complete */
+	FPDU_EV_WHOLE, /* a whole FPDU: HEADER, its one PAYLOAD, END */
 	FPDU_EV_ERROR, /* malformed FPDU; latched */
 };
 
@@ -91,6 +95,13 @@ enum fpdu_ev_type {
  *		"MPA CRC error", then close).
  * last		END: the DDP L bit: this FPDU ends its message.
  * err, cause	ERROR: a negative errno and the Terminate cause to send.
+ *
+ * WHOLE sets what HEADER, PAYLOAD (data and len, len == payload_len,
+ * offset 0; data is NULL with no payload) and END set. The CRC verdict
+ * comes before the payload is handled: a caller should not place a
+ * payload whose crc_ok is false. It is only reported for an FPDU the
+ * header steps would accept; anything they refuse comes step by step,
+ * as without whole events.
  */
 struct fpdu_ev {
 	enum fpdu_ev_type type;
@@ -137,6 +148,7 @@ struct fpdu_rx {
 	 * checked there, in one pass, with this result. */
 	bool whole;
 	bool whole_crc_ok;
+	bool whole_ev; /* report whole FPDUs as FPDU_EV_WHOLE */
 	uint8_t raw[FPDU_HDR_MAX];
 	uint8_t trailer[FPDU_TRAILER_MAX];
 	struct ddp_hdr ddp;
@@ -155,6 +167,13 @@ void fpdu_rx_init(struct fpdu_rx *rx, bool crc);
  * Values under the tagged header length are raised to it.
  */
 void fpdu_rx_set_max_ulpdu(struct fpdu_rx *rx, size_t max_ulpdu);
+
+/* Reports an FPDU that is all in one buffer at its first byte as one
+ * FPDU_EV_WHOLE, for a caller that handles it in one go. */
+static inline void fpdu_rx_set_whole(struct fpdu_rx *rx, bool on)
+{
+	rx->whole_ev = on;
+}
 
 /*
  * Consumes bytes of buf up to and including the next event, fills ev and

@@ -13,6 +13,7 @@
  * the connection with a Terminate carrying the RFC 5041 / 5040 code, and
  * no byte is written outside the registered range.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,7 +204,8 @@ static int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
 		if (ret)
 			return ret;
 		rx->target = RX_WRITE;
-		rx->holding = dp->crc &&
+		/* A whole FPDU's CRC is already known. */
+		rx->holding = dp->crc && ev->type != FPDU_EV_WHOLE &&
 			      !(rx->next_valid && h->stag == rx->next_stag &&
 				h->to == rx->next_to &&
 				ev->payload_len <= rx->next_max);
@@ -589,6 +591,35 @@ static int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
 	}
 }
 
+/*
+ * A whole FPDU in one event: what its HEADER, PAYLOAD and END would do,
+ * in that order, except that a payload whose CRC failed is not placed
+ * (END then sends the Terminate), and that a Write known sound is
+ * placed straight away instead of held for its CRC.
+ */
+static int rx_whole(struct sw_dp *dp, const struct fpdu_ev *ev)
+{
+	struct sw_dp_rx *rx = dp->rx;
+	int ret;
+
+	if (ev->payload_len >= RX_DIRECT_MIN)
+		rx->small_run = 0;
+	else if (rx->small_run < RX_SMALL_RUN)
+		rx->small_run++;
+	ret = rx_header(dp, ev);
+	if (ret)
+		return ret;
+	if (ev->len && ev->crc_ok) {
+		ret = rx_payload(dp, ev);
+		if (ret)
+			return ret;
+	}
+	sw_dp_traffic(dp, &dp->rx_traffic, false, 0,
+		      sw_dp_fpdu_frames(dp, mpa_fpdu_len(ev->ulpdu_len)),
+		      false);
+	return rx_end(dp, ev);
+}
+
 /* ------------------------------------------------------------------ */
 /* Socket readiness                                                   */
 
@@ -623,6 +654,11 @@ int sw_dp_rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
 					mpa_fpdu_len(dp->rx->parser.ulpdu_len)),
 				false);
 			ret = rx_end(dp, &ev);
+			break;
+		case FPDU_EV_WHOLE:
+			/* Only at an FPDU's start, never in a placed payload. */
+			assert(!placed);
+			ret = rx_whole(dp, &ev);
 			break;
 		default:
 			return rx_fail(dp, ev.cause.layer, ev.cause.etype,
@@ -721,6 +757,7 @@ int sw_dp_rx_create(struct sw_dp *dp, unsigned int rtr_received)
 	dp->rx->msn_readreq = rtr_received == MPA_RTR_READ ? 2 : 1;
 	dp->rx->small_run = RX_SMALL_RUN;
 	fpdu_rx_init(&dp->rx->parser, dp->crc);
+	fpdu_rx_set_whole(&dp->rx->parser, true);
 	return 0;
 }
 

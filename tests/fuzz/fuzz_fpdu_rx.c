@@ -5,10 +5,12 @@
  *
  * Input: 5 control bytes, then the TCP byte stream.
  *	byte 0	bit 0 CRC on; bits 1-2 maximum ULPDU (none, 1442, 100,
- *		46); bits 3-5 chunk bound 2^n; bit 6 one byte at a time
+ *		46); bits 3-5 chunk bound 2^n; bit 6 one byte at a time;
+ *		bit 7 the chunked run asks for whole events
  *	1-4	seed of the chunk sizes (0: the stream in one piece)
  *
- * The stream is parsed twice, whole and in chunks. Each chunk sits at the
+ * The stream is parsed twice, whole and in chunks (with or without
+ * FPDU_EV_WHOLE). Each chunk sits at the
  * end of a heap buffer with everything before it poisoned under ASan, so
  * a read outside the chunk is caught (one buffer per run: a malloc per
  * chunk would fill ASan's quarantine). Every step's result must keep the
@@ -52,6 +54,7 @@ struct run {
 	size_t next_off;
 	size_t payload_len;
 	bool crc;
+	size_t wholes;
 };
 
 static void hash_bytes(struct run *r, const void *p, size_t n)
@@ -89,6 +92,23 @@ static void check_reencode(const struct fpdu_rx *rx, const struct fpdu_ev *ev)
 		abort();
 }
 
+static void hash_header(struct run *r, const struct fpdu_ev *ev)
+{
+	hash_u64(r, 'H');
+	hash_u64(r, ev->hdr->opcode | ev->hdr->tagged << 4 |
+			    ev->hdr->last << 5 | (uint64_t)ev->hdr->dv << 8 |
+			    (uint64_t)ev->hdr->rv << 16);
+	hash_u64(r, ev->hdr->stag);
+	hash_u64(r, ev->hdr->to);
+	hash_u64(r, ev->hdr->inv_stag);
+	hash_u64(r, ev->hdr->qn);
+	hash_u64(r, ev->hdr->msn);
+	hash_u64(r, ev->hdr->mo);
+	hash_u64(r, ev->ulpdu_len);
+	hash_u64(r, ev->read_req.size);
+	hash_u64(r, ev->read_req.src_to);
+}
+
 /* The promises of fpdu_rx_step(), checked on every call. */
 static void check_step(struct run *r, const struct fpdu_rx *rx,
 		       const uint8_t *buf, size_t len, size_t used,
@@ -114,20 +134,7 @@ static void check_step(struct run *r, const struct fpdu_rx *rx,
 		r->in_fpdu = true;
 		r->next_off = 0;
 		r->payload_len = ev->payload_len;
-		hash_u64(r, 'H');
-		hash_u64(r, ev->hdr->opcode | ev->hdr->tagged << 4 |
-				    ev->hdr->last << 5 |
-				    (uint64_t)ev->hdr->dv << 8 |
-				    (uint64_t)ev->hdr->rv << 16);
-		hash_u64(r, ev->hdr->stag);
-		hash_u64(r, ev->hdr->to);
-		hash_u64(r, ev->hdr->inv_stag);
-		hash_u64(r, ev->hdr->qn);
-		hash_u64(r, ev->hdr->msn);
-		hash_u64(r, ev->hdr->mo);
-		hash_u64(r, ev->ulpdu_len);
-		hash_u64(r, ev->read_req.size);
-		hash_u64(r, ev->read_req.src_to);
+		hash_header(r, ev);
 		return;
 	case FPDU_EV_PAYLOAD:
 		/* In place, inside what this call consumed, in order. */
@@ -147,6 +154,25 @@ static void check_step(struct run *r, const struct fpdu_rx *rx,
 		r->in_fpdu = false;
 		hash_u64(r, 'E');
 		hash_u64(r, ev->crc_ok | ev->last << 1);
+		return;
+	case FPDU_EV_WHOLE:
+		/* HEADER, all the payload in place, END: hashed as those. */
+		if (r->in_fpdu || !ev->hdr ||
+		    ev->ulpdu_len != fpdu_ulpdu_len(ev->hdr, ev->payload_len) ||
+		    ev->ulpdu_len > rx->max_ulpdu ||
+		    ev->len != ev->payload_len || ev->offset ||
+		    (ev->len &&
+		     (ev->data < buf || ev->data + ev->len > buf + used)) ||
+		    (!ev->len && ev->data) || ev->last != ev->hdr->last ||
+		    (!r->crc && !ev->crc_ok) || !fpdu_rx_at_boundary(rx))
+			abort();
+		check_reencode(rx, ev);
+		hash_header(r, ev);
+		hash_bytes(r, ev->data, ev->len);
+		hash_u64(r, 'E');
+		hash_u64(r, ev->crc_ok | ev->last << 1);
+		r->events++; /* as HEADER and END */
+		r->wholes++;
 		return;
 	case FPDU_EV_ERROR:
 		if (ev->err >= 0)
@@ -175,7 +201,7 @@ static uint32_t xorshift(uint32_t *s)
 }
 
 static void run(struct run *r, const uint8_t *s, size_t len, bool crc,
-		size_t max, uint32_t seed, size_t bound)
+		size_t max, uint32_t seed, size_t bound, bool whole_ev)
 {
 	struct fpdu_rx rx;
 	struct fpdu_ev ev;
@@ -188,6 +214,7 @@ static void run(struct run *r, const uint8_t *s, size_t len, bool crc,
 	r->hash = 0xcbf29ce484222325ull;
 	r->crc = crc;
 	fpdu_rx_init(&rx, crc);
+	fpdu_rx_set_whole(&rx, whole_ev);
 	if (max)
 		fpdu_rx_set_max_ulpdu(&rx, max);
 	while (pos < len && !r->error) {
@@ -254,9 +281,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		bound = 1;
 	}
 	run(&whole, data + CTRL_LEN, size - CTRL_LEN, crc,
-	    maxes[(data[0] >> 1) & 3], 0, 0);
+	    maxes[(data[0] >> 1) & 3], 0, 0, false);
 	run(&chunked, data + CTRL_LEN, size - CTRL_LEN, crc,
-	    maxes[(data[0] >> 1) & 3], seed, bound);
+	    maxes[(data[0] >> 1) & 3], seed, bound, data[0] & 0x80);
 	/* Any split: the same events, the same bytes, the same stop. */
 	if (whole.hash != chunked.hash || whole.events != chunked.events ||
 	    whole.consumed != chunked.consumed ||

@@ -65,6 +65,9 @@ struct trace {
 };
 
 static struct trace trace_a, trace_b;
+/* The chunked runs ask for whole events (the reference never does). */
+static bool whole_chunked;
+static unsigned long whole_seen;
 
 static void trace_reset(struct trace *t)
 {
@@ -143,6 +146,37 @@ static void trace_step(struct trace *t, const uint8_t *buf, size_t len,
 		assert_non_null(ev->hdr);
 		assert_int_equal(ev->last, ev->hdr->last);
 		t->in_fpdu = false;
+		r = trace_add(t, REC_END);
+		r->crc_ok = ev->crc_ok;
+		r->last = ev->last;
+		break;
+	case FPDU_EV_WHOLE:
+		/* HEADER, the payload in one piece, END: recorded as such. */
+		assert_false(t->in_fpdu);
+		assert_non_null(ev->hdr);
+		assert_int_equal(ev->ulpdu_len,
+				 fpdu_ulpdu_len(ev->hdr, ev->payload_len));
+		assert_int_equal(ev->len, ev->payload_len);
+		assert_int_equal(ev->offset, 0);
+		assert_int_equal(ev->last, ev->hdr->last);
+		whole_seen++;
+		r = trace_add(t, REC_HDR);
+		r->h = *ev->hdr;
+		r->ulpdu_len = ev->ulpdu_len;
+		r->payload_len = ev->payload_len;
+		r->rr = ev->read_req;
+		if (ev->len) {
+			assert_true(ev->data >= buf &&
+				    ev->data + ev->len <= buf + used);
+			assert_true(t->dlen + ev->len <= TRACE_DATA);
+			r = trace_add(t, REC_DATA);
+			r->data_off = t->dlen;
+			r->data_len = ev->len;
+			memcpy(t->data + t->dlen, ev->data, ev->len);
+			t->dlen += ev->len;
+		} else {
+			assert_null(ev->data);
+		}
 		r = trace_add(t, REC_END);
 		r->crc_ok = ev->crc_ok;
 		r->last = ev->last;
@@ -298,6 +332,7 @@ static void run_chunked(const uint8_t *s, size_t len, bool crc, size_t max,
 	struct fpdu_rx rx;
 
 	fpdu_rx_init(&rx, crc);
+	fpdu_rx_set_whole(&rx, whole_chunked);
 	if (max)
 		fpdu_rx_set_max_ulpdu(&rx, max);
 	feed(&rx, s, len, c, t);
@@ -1189,6 +1224,54 @@ static void test_rx_term(void **state)
 	assert_null(t.rdmap_hdr);
 }
 
+/*
+ * Whole events: every stream, split and malformed case above gives the
+ * same headers, bytes, verdicts and errors when the chunked parser may
+ * report whole FPDUs, and whole FPDUs do come (else this tests nothing).
+ * After one, a Terminate quotes its header as after END.
+ */
+static void test_whole_events(void **state)
+{
+	const struct iwarp_term_cause prot = { TERM_LAYER_RDMAP,
+					       RDMAP_ETYPE_REMOTE_PROT,
+					       RDMAP_ECODE_INVALID_STAG };
+	uint8_t buf[128];
+	struct fpdu_rx rx;
+	struct fpdu_ev ev;
+	struct rdmap_term t;
+	size_t n;
+
+	whole_chunked = true;
+	whole_seen = 0;
+	test_kat_stream_all_pairs(state);
+	test_stream_splits(state);
+	test_bad_crc(state);
+	test_malformed(state);
+	whole_chunked = false;
+	assert_true(whole_seen > 1000);
+
+	n = tu_hex2bin(kat_read_req, buf, sizeof(buf));
+	for (int crc = 0; crc <= 1; crc++) {
+		fpdu_rx_init(&rx, crc);
+		fpdu_rx_set_whole(&rx, true);
+		assert_int_equal(fpdu_rx_step(&rx, buf, n, &ev), n);
+		assert_int_equal(ev.type, FPDU_EV_WHOLE);
+		assert_int_equal(ev.crc_ok, true);
+		assert_int_equal(ev.read_req.size, 0x10);
+		assert_true(fpdu_rx_at_boundary(&rx));
+		fpdu_rx_term(&rx, &prot, &t);
+		assert_int_equal(t.ddp_seg_len, 46);
+		assert_memory_equal(t.ddp_hdr, buf + 2, 18);
+		assert_non_null(t.rdmap_hdr);
+		assert_memory_equal(t.rdmap_hdr, buf + 20, 28);
+	}
+	/* One byte short of whole: the steps take it. */
+	fpdu_rx_init(&rx, true);
+	fpdu_rx_set_whole(&rx, true);
+	assert_int_equal(fpdu_rx_step(&rx, buf, n - 1, &ev), 48);
+	assert_int_equal(ev.type, FPDU_EV_HEADER);
+}
+
 /* ---- Transmit --------------------------------------------------------- */
 
 static void test_tx_hdr(void **state)
@@ -1496,6 +1579,7 @@ int main(void)
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_max_ulpdu),
 		cmocka_unit_test(test_rx_term),
+		cmocka_unit_test(test_whole_events),
 		cmocka_unit_test(test_tx_hdr),
 		cmocka_unit_test(test_max_payload),
 		cmocka_unit_test(test_seg),
