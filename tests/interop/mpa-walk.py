@@ -12,7 +12,16 @@ end of the stream (docs/wire.md): every FPDU must carry DDP and RDMAP
 version 1 and a defined RDMAP opcode, and the stream must end on an FPDU
 boundary. Prints the opcodes per direction.
 
-    mpa-walk.py PCAP PORT       exit 0 when every stream walks cleanly
+With --crc it also recomputes the MPA CRC (CRC32c, RFC 5044) of every FPDU
+and prints one BAD-CRC line per FPDU whose CRC field does not match its
+bytes, naming the stream, the sender, the peer's port, where the FPDU is
+in the stream and what it carries. A stream whose CRC fields are all zero
+and none matches ran without CRC and is not checked. --peer-ports LO-HI
+walks only the connections whose other port is in LO..HI (one test case).
+
+    mpa-walk.py [--crc] [--peer-ports LO-HI] PCAP PORT
+                                exit 0 when every stream walks cleanly
+                                (and, with --crc, every CRC matches)
 """
 import collections
 import subprocess
@@ -24,21 +33,83 @@ OPCODES = {0: "Write", 1: "Read Request", 2: "Read Response", 3: "Send",
 MPA_KEYS = (b"MPA ID Req Frame", b"MPA ID Rep Frame")
 
 
-def streams(pcap, port):
-    """{(stream, from_port): {seq: payload}} from tshark."""
+def streams(pcap, port, peers=None):
+    """{(stream, from_port, to_port): {seq: payload}} from tshark."""
+    flt = "tcp.port == %d && tcp.len > 0" % port
+    if peers:
+        flt += " && tcp.port in {%d..%d}" % peers
     out = subprocess.run(
-        ["tshark", "-r", pcap, "-Y", "tcp.port == %d && tcp.len > 0" % port,
+        ["tshark", "-r", pcap, "-Y", flt,
          "-T", "fields", "-e", "tcp.stream", "-e", "tcp.srcport",
-         "-e", "tcp.seq_raw", "-e", "tcp.payload"],
+         "-e", "tcp.dstport", "-e", "tcp.seq_raw", "-e", "tcp.payload"],
         check=True, capture_output=True, text=True).stdout
     segs = collections.defaultdict(dict)
     for line in out.splitlines():
         f = line.split("\t")
-        if len(f) < 4 or not f[3]:
+        if len(f) < 5 or not f[4]:
             continue
-        data = bytes.fromhex(f[3].replace(":", ""))
-        segs[(int(f[0]), int(f[1]))].setdefault(int(f[2]), data)
+        data = bytes.fromhex(f[4].replace(":", ""))
+        segs[(int(f[0]), int(f[1]), int(f[2]))].setdefault(int(f[3]), data)
     return segs
+
+
+def _crc32c_table():
+    t = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
+        t.append(c)
+    return t
+
+
+CRC32C = _crc32c_table()
+
+
+def crc32c(b):
+    c = 0xFFFFFFFF
+    for x in b:
+        c = CRC32C[(c ^ x) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def check_crcs(buf):
+    """(FPDUs, FPDUs with a zero CRC field, [bad FPDU descriptions]) of a
+    stream that walks cleanly. The CRC covers the FPDU from its length
+    field through its pad, and goes on the wire little-endian as the
+    4 bytes after the pad (RFC 5044 sections 6 and 7.1)."""
+    i = n = zero = 0
+    fpdus = []
+    if buf[:16] in MPA_KEYS:
+        i = 20 + int.from_bytes(buf[18:20], "big")
+    while i + 4 <= len(buf):
+        ulpdu = int.from_bytes(buf[i:i + 2], "big")
+        body = 2 + ulpdu + (-(2 + ulpdu)) % 4
+        if i + body + 4 > len(buf):
+            break
+        wire = int.from_bytes(buf[i + body:i + body + 4], "little")
+        fpdus.append((i, ulpdu, body, wire))
+        zero += wire == 0
+        i += body + 4
+    bad = []
+    for k, (i, ulpdu, body, wire) in enumerate(fpdus):
+        own = crc32c(buf[i:i + body])
+        if own == wire:
+            continue
+        ddp, rdmap = buf[i + 2], buf[i + 3]
+        what = "%s%s, %s" % (OPCODES.get(rdmap & 0xF, "opcode %d" % (rdmap & 0xF)),
+                             " (last segment)" if ddp & 0x40 else "",
+                             "tagged STag %s TO 0x%s" % (buf[i + 4:i + 8].hex(),
+                                                         buf[i + 8:i + 16].hex())
+                             if ddp & 0x80 else "untagged")
+        bad.append("FPDU %d of %d at byte %d%s: ULPDU %d bytes, %s; CRC on the "
+                   "wire %08x, over its bytes %08x" % (
+                       k + 1, len(fpdus), i,
+                       " (the stream's last)" if k == len(fpdus) - 1 else "",
+                       ulpdu, what, wire, own))
+    if fpdus and zero == len(fpdus) and len(bad) == len(fpdus):
+        bad = None  # no CRC on this connection
+    return len(fpdus), zero, bad
 
 
 def assemble(segs):
@@ -86,10 +157,18 @@ def walk(buf):
 
 
 def main():
-    pcap, port = sys.argv[1], int(sys.argv[2])
-    errors = fpdus = 0
+    args = sys.argv[1:]
+    crc = "--crc" in args
+    args = [a for a in args if a != "--crc"]
+    peers = None
+    if args and args[0] == "--peer-ports":
+        lo, _, hi = args[1].partition("-")
+        peers = (int(lo), int(hi or lo))
+        args = args[2:]
+    pcap, port = args[0], int(args[1])
+    errors = fpdus = bad_crcs = 0
     conns = set()
-    for (stream, src), segs in sorted(streams(pcap, port).items()):
+    for (stream, src, dst), segs in sorted(streams(pcap, port, peers).items()):
         conns.add(stream)
         side = "target" if src == port else "host"
         buf, err = assemble(segs)
@@ -101,9 +180,16 @@ def main():
             ", ".join("%s %d" % kv for kv in sorted(ops.items())) or "-",
             "; ERROR: " + err if err else ""))
         errors += bool(err)
-    print("mpa-walk: %d connections, %d FPDUs, %d streams with errors" % (
-        len(conns), fpdus, errors))
-    return 1 if errors or not conns else 0
+        if crc and not err:
+            _, _, bad = check_crcs(buf)
+            for b in bad or ():
+                print("mpa-walk: BAD-CRC stream %d from the %s, peer port %d: %s" % (
+                    stream, side, dst if src == port else src, b))
+            bad_crcs += len(bad or ())
+    print("mpa-walk: %d connections, %d FPDUs, %d streams with errors%s" % (
+        len(conns), fpdus, errors,
+        ", %d FPDUs with a bad MPA CRC" % bad_crcs if crc else ""))
+    return 1 if errors or bad_crcs or not conns else 0
 
 
 if __name__ == "__main__":

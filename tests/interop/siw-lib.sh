@@ -56,8 +56,10 @@ siw_wait_lines() { # file re n seconds pid
 
 # tshark checks of a capture of iWARP connections: no malformed frame, no
 # TCP payload that is not MPA, no bad CRC; prints the Good CRC32 count.
-siw_check_pcap() { # pcap
-	local p=$1 n good bad und
+# KNOWN_BAD (0) Bad CRC32 are accepted: FPDUs of the peer's whose CRC the
+# caller has shown wrong on the wire (siw_known_bad_crc).
+siw_check_pcap() { # pcap [known-bad]
+	local p=$1 known=${2:-0} n good bad und
 	local o=(-o tcp.try_heuristic_first:TRUE --enable-heuristic iwarp_mpa_tcp
 		--disable-heuristic rpcrdma_iwarp --disable-heuristic smb_direct_iwarp)
 	command -v tshark >/dev/null || {
@@ -74,6 +76,29 @@ siw_check_pcap() { # pcap
 	good=$(grep -c '(Good CRC32)' "$p.txt" || true)
 	bad=$(grep -c 'Bad CRC32' "$p.txt" || true)
 	rm -f "$p.txt"
-	echo "pcap: $n malformed, $und TCP segments not decoded as MPA, $good FPDUs with Good CRC32, $bad Bad CRC32"
-	[[ $n == 0 && $bad == 0 && $und == 0 ]]
+	echo "pcap: $n malformed, $und TCP segments not decoded as MPA, $good FPDUs with Good CRC32, $bad Bad CRC32$( ((known)) && echo " ($known known)")"
+	[[ $n == 0 && $bad == "$known" && $und == 0 ]]
+}
+
+# siw's known transmit fault: an FPDU whose MPA CRC does not match its own
+# bytes (the data are right; README.md, "siw sends a wrong MPA CRC").
+# When our side reported an MPA CRC error, mpa-walk.py --crc recomputes
+# every CRC of the connections on PORT (those with a peer port in PEERS,
+# LO-HI, if given). Known only if each bad CRC is in a stream sent by siw
+# (SIDE, as mpa-walk.py names the sender: "target" when PORT is siw's,
+# "host" when it is ours), is the last FPDU siw sent there (we ended the
+# connection at it), and the streams walk cleanly; prints the FPDUs and
+# sets siw_known_crc to their count. Returns 1 otherwise.
+siw_known_bad_crc() { # pcap port side [peers] -> siw_known_crc
+	local pcap=$1 port=$2 side=$3 peers=${4:-} w
+	siw_known_crc=0
+	w=$(python3 "$(dirname "${BASH_SOURCE[0]}")/mpa-walk.py" --crc \
+		${peers:+--peer-ports "$peers"} "$pcap" "$port" 2>&1 || true)
+	grep -q ' 0 streams with errors' <<<"$w" || return 1
+	grep -q 'BAD-CRC' <<<"$w" || return 1
+	if grep 'BAD-CRC' <<<"$w" | grep -v -q "from the $side, .*(the stream's last)"; then
+		return 1
+	fi
+	siw_known_crc=$(grep -c 'BAD-CRC' <<<"$w")
+	grep 'BAD-CRC' <<<"$w" | sed 's/^mpa-walk: /  known: siw sent a wrong MPA CRC: /'
 }
