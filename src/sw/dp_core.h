@@ -103,6 +103,9 @@ struct sw_dp_traffic {
 /* A batch stops growing at this many bytes (one busy QP does not hold
  * the lock for long, and its requests complete as they go). */
 #define SW_TX_BATCH_BYTES (256 * 1024)
+/* A Send or Write of at most this many bytes, with nothing before it,
+ * is copied into one FPDU and written with one send (dp_tx.c). */
+#define SW_TX_SMALL 512
 
 /* One FPDU of the transmit batch. */
 struct sw_dp_txrec {
@@ -205,6 +208,8 @@ struct sw_dp_tx {
 	size_t rec_left; /* its bytes still to write */
 	size_t left; /* bytes of the batch still to write */
 	uint8_t ctrl[FPDU_HDR_MAX + FPDU_TRAILER_MAX]; /* an extra RTR */
+	/* A small request's FPDU, built whole (dp_tx.c, tx_small). */
+	uint8_t small[FPDU_HDR_MAX + SW_TX_SMALL + FPDU_TRAILER_MAX];
 	uint32_t msn_send; /* next MSN for QN 0 (RFC 5041 5.1) */
 	uint32_t msn_readreq; /* next MSN for QN 1 */
 	uint8_t term[FPDU_HDR_MAX + RDMAP_TERM_BODY_MAX + FPDU_TRAILER_MAX];

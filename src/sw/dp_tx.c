@@ -310,6 +310,27 @@ static void wqe_fail(struct sw_dp *dp, struct sw_wqe *w, NTSTATUS status)
 	w->state = SW_WQE_DONE;
 }
 
+/* The header of a Send's or Write's message (RFC 5040 4). */
+static void msg_header(const struct sw_dp *dp, const struct sw_wqe *w,
+		       struct ddp_hdr *msg)
+{
+	if (w->op == SW_WQE_WRITE) {
+		msg->tagged = true;
+		msg->opcode = RDMAP_WRITE;
+		msg->stag = w->stag;
+		msg->to = w->addr;
+	} else {
+		bool se = w->flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT;
+
+		msg->opcode =
+			w->stag ? (se ? RDMAP_SEND_SE_INV : RDMAP_SEND_INV)
+				: (se ? RDMAP_SEND_SE : RDMAP_SEND);
+		msg->inv_stag = w->stag;
+		msg->qn = DDP_QN_SEND;
+		msg->msn = dp->tx.msn_send;
+	}
+}
+
 /* The payload of a Write's first FPDU, at most (CRC on). */
 #define WRITE_FIRST_MAX 4096
 
@@ -355,20 +376,7 @@ static bool build_from_sq(struct sw_dp *dp, struct sw_wqe *w)
 	}
 
 	/* The message's header; fpdu_seg_at makes each segment's. */
-	if (w->op == SW_WQE_WRITE) {
-		msg.tagged = true;
-		msg.opcode = RDMAP_WRITE;
-		msg.stag = w->stag;
-		msg.to = w->addr;
-	} else {
-		bool se = w->flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT;
-
-		msg.opcode = w->stag ? (se ? RDMAP_SEND_SE_INV : RDMAP_SEND_INV)
-				     : (se ? RDMAP_SEND_SE : RDMAP_SEND);
-		msg.inv_stag = w->stag;
-		msg.qn = DDP_QN_SEND;
-		msg.msn = dp->tx.msn_send;
-	}
+	msg_header(dp, w, &msg);
 	room = (uint32_t)fpdu_max_payload(dp->mulpdu, msg.tagged);
 	/* With CRC the receiver holds a Write's first FPDU until its CRC
 	 * (docs/wire.md, "What waits for the CRC"): a short one, so the
@@ -484,6 +492,112 @@ static bool batch_fill(struct sw_dp *dp)
 	return dp->tx.nrec != 0;
 }
 
+/* Copies the request's SGEs (checked for local read) to dst. */
+static int small_copy(struct sw_dp *dp, const struct sw_wqe *w, uint8_t *dst)
+{
+	uint32_t i;
+
+	if (w->inline_data) {
+		memcpy(dst, w->sge, w->length);
+		return 0;
+	}
+	for (i = 0; i < w->nsge; i++) {
+		const NDK_SGE *s = &w->sge[i];
+		struct sw_stag_ref ref;
+		void *addr;
+		int ret;
+
+		if (!s->Length)
+			continue;
+		ret = sw_stag_sge_lookup(
+			sw_stags(dp->ad), dp->qp.pd_id, s->MemoryRegionToken,
+			(uint64_t)(uintptr_t)s->VirtualAddress, s->Length,
+			SW_ACCESS_LOCAL_READ, &ref, &addr);
+		if (ret)
+			return ret;
+		ret = ref.mem ? sw_stag_ref_read(&ref, 0, dst, s->Length)
+			      : (memcpy(dst, addr, s->Length), 0);
+		sw_stag_put(&ref);
+		if (ret)
+			return ret;
+		dst += s->Length;
+	}
+	return 0;
+}
+
+/*
+ * The common small request: a Send or Write of up to SW_TX_SMALL bytes
+ * that is the only thing to send. Its bytes are copied behind the header
+ * and the FPDU goes out with one CRC pass and one send, without the
+ * batch. What the socket does not take is left in the batch as a frame
+ * whose end completes the request. Returns true if nothing is left to
+ * do; false sends the loop of sw_dp_tx_locked on. Lock held.
+ */
+static bool tx_small(struct sw_dp *dp)
+{
+	struct ddp_hdr msg = { .dv = DDP_VERSION, .rv = RDMAP_VERSION }, h;
+	uint8_t *b = dp->tx.small;
+	struct sw_wqe *w;
+	size_t hlen, total;
+	uint32_t reg;
+	ssize_t n;
+	int first;
+
+	if (dp->tx.left || dp->tx.term_len || dp->tx.terminated ||
+	    dp->irq.head != dp->irq.tail || dp->sq.rung - dp->sq.next != 1)
+		return false;
+	w = sw_dp_sq_slot(dp, dp->sq.next);
+	if (w->state != SW_WQE_QUEUED ||
+	    (w->op != SW_WQE_SEND && w->op != SW_WQE_WRITE) ||
+	    w->length > SW_TX_SMALL ||
+	    ((w->flags & NDK_OP_FLAG_READ_FENCE) && dp->sq.reads_out))
+		return false;
+	msg_header(dp, w, &msg);
+	if (w->length > fpdu_max_payload(dp->mulpdu, msg.tagged))
+		return false;
+	fpdu_seg_at(&msg, w->length, 0, w->length, &h);
+	hlen = (size_t)fpdu_tx_hdr(b, &h, w->length, NULL);
+	if (small_copy(dp, w, b + hlen)) {
+		/* A bad local SGE: nothing goes out for it. */
+		wqe_fail(dp, w, STATUS_ACCESS_VIOLATION);
+		dp->sq.next++;
+		return false;
+	}
+	total = hlen + w->length;
+	reg = dp->crc ? crc32c_update(crc32c_init(), b, total) : 0;
+	total += fpdu_tx_trailer(b + total, reg, total - MPA_FPDU_HDR_LEN,
+				 dp->crc);
+	if (w->op == SW_WQE_SEND)
+		dp->tx.msn_send++;
+	w->done_bytes = w->length;
+	w->state = SW_WQE_ACTIVE;
+	dp->sq.next++;
+	do {
+		n = sw_sys_send(dp->sock.fd, b, total,
+				MSG_DONTWAIT | MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)total) {
+		w->state = SW_WQE_DONE;
+		w->status = STATUS_SUCCESS;
+		sw_dp_traffic(dp, &dp->tx.traffic, true, total, 1, false);
+		return true;
+	}
+	if (n < 0 && errno != EAGAIN) {
+		/* As batch_write's callers do: the end reports it. */
+		if (!dp->tx.error)
+			dp->tx.error = -errno;
+		return false;
+	}
+	n = MAX(n, 0);
+	sw_dp_traffic(dp, &dp->tx.traffic, true, (uint64_t)n, 0, false);
+	batch_reset(dp);
+	first = dp->tx.iovcnt++;
+	dp->tx.iov[first].iov_base = b + n;
+	dp->tx.iov[first].iov_len = total - (size_t)n;
+	batch_add(dp, first, true, dp->sq.next - 1);
+	return false;
+}
+
 /*
  * Transmits while the socket takes data: a pending Terminate first, then
  * batches of FPDUs. Lock held.
@@ -493,6 +607,11 @@ void sw_dp_tx_locked(struct sw_dp *dp)
 	int ret;
 
 	NDK_ASSERT_LOCKED(&dp->lock);
+
+	if (sw_dp_attached(dp) && tx_small(dp)) {
+		sw_dp_complete_locked(dp);
+		return;
+	}
 
 	while (sw_dp_attached(dp)) {
 		if (dp->tx.left) {

@@ -73,6 +73,14 @@ static inline ssize_t sw_sys_sendmsg(int fd, const struct msghdr *msg,
 
 	return sw_sysio_end(sendmsg(fd, msg, flags), old);
 }
+
+static inline ssize_t sw_sys_send(int fd, const void *buf, size_t len,
+				  int flags)
+{
+	int old = sw_sysio_begin();
+
+	return sw_sysio_end(send(fd, buf, len, flags), old);
+}
 #else
 static inline ssize_t sw_sys_recv(int fd, void *buf, size_t len, int flags)
 {
@@ -88,6 +96,12 @@ static inline ssize_t sw_sys_sendmsg(int fd, const struct msghdr *msg,
 				     int flags)
 {
 	return (ssize_t)syscall(SYS_sendmsg, fd, msg, flags);
+}
+
+static inline ssize_t sw_sys_send(int fd, const void *buf, size_t len,
+				  int flags)
+{
+	return (ssize_t)syscall(SYS_sendto, fd, buf, len, flags, NULL, 0);
 }
 #endif
 
