@@ -263,6 +263,10 @@ static int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
 	}
 }
 
+/* Up to this many bytes are placed under the STag table's read lock;
+ * more are placed through a pin, so a deregistration does not wait. */
+#define PLACE_COPY_MAX 4096
+
 /* Copies len bytes to byte off of an SGE list (the receive's or the
  * Read's), checking each local SGE (docs/ndk.md, "Memory tokens"). */
 static int place_sgl(struct sw_dp *dp, const NDK_SGE *sge, uint32_t nsge,
@@ -281,6 +285,21 @@ static int place_sgl(struct sw_dp *dp, const NDK_SGE *sge, uint32_t nsge,
 			continue;
 		}
 		n = MIN((uint64_t)sge[i].Length - off, (uint64_t)len);
+		if (n <= PLACE_COPY_MAX) {
+			/* Small: copied under the table's lock, no pin. */
+			ret = sw_stag_sge_write(
+				sw_stags(dp->ad), dp->qp.pd_id,
+				sge[i].MemoryRegionToken,
+				(uint64_t)(uintptr_t)sge[i].VirtualAddress +
+					off,
+				data, (size_t)n);
+			if (ret)
+				return ret;
+			data += n;
+			len -= (size_t)n;
+			off = 0;
+			continue;
+		}
 		ret = sw_stag_sge_lookup(
 			sw_stags(dp->ad), dp->qp.pd_id,
 			sge[i].MemoryRegionToken,

@@ -503,21 +503,13 @@ static int small_copy(struct sw_dp *dp, const struct sw_wqe *w, uint8_t *dst)
 	}
 	for (i = 0; i < w->nsge; i++) {
 		const NDK_SGE *s = &w->sge[i];
-		struct sw_stag_ref ref;
-		void *addr;
 		int ret;
 
 		if (!s->Length)
 			continue;
-		ret = sw_stag_sge_lookup(
+		ret = sw_stag_sge_read(
 			sw_stags(dp->ad), dp->qp.pd_id, s->MemoryRegionToken,
-			(uint64_t)(uintptr_t)s->VirtualAddress, s->Length,
-			SW_ACCESS_LOCAL_READ, &ref, &addr);
-		if (ret)
-			return ret;
-		ret = ref.mem ? sw_stag_ref_read(&ref, 0, dst, s->Length)
-			      : (memcpy(dst, addr, s->Length), 0);
-		sw_stag_put(&ref);
+			(uint64_t)(uintptr_t)s->VirtualAddress, dst, s->Length);
 		if (ret)
 			return ret;
 		dst += s->Length;

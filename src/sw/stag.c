@@ -628,9 +628,18 @@ static uintptr_t entry_host(const struct sw_stag_entry *m, uint64_t va)
 	return m->pages[pos / PAGE_SIZE] + pos % PAGE_SIZE;
 }
 
+/* A copy made under the table's read lock instead of a pin: out of the
+ * range into buf (read) or from buf into it. */
+struct stag_copy {
+	void *dst;
+	const void *src;
+	bool to_mem;
+};
+
 static int lookup(struct sw_stag_table *t, uint32_t index, uint32_t stag,
 		  uint32_t pd_id, uint64_t va, uint64_t len, uint32_t access,
-		  struct sw_stag_ref *ref, void **addr)
+		  struct sw_stag_ref *ref, void **addr,
+		  const struct stag_copy *cp)
 {
 	struct sw_stag_entry *e, *mem;
 	uintptr_t host = 0;
@@ -665,6 +674,18 @@ static int lookup(struct sw_stag_table *t, uint32_t index, uint32_t stag,
 		goto fail;
 	if (len)
 		host = entry_host(mem, va);
+	if (cp) {
+		/* The lock keeps the range registered while the bytes move. */
+		struct sw_stag_ref tmp = { .mem = mem,
+					   .va = va,
+					   .len = len,
+					   .host = mem->pages ? 0 : host };
+
+		err = cp->to_mem ? sw_stag_ref_write(&tmp, 0, cp->src, len)
+				 : sw_stag_ref_read(&tmp, 0, cp->dst, len);
+		ndk_rw_unlock(&t->lock);
+		return err;
+	}
 	if (ref) {
 		atomic_fetch_add_explicit(&mem->users, 1, memory_order_relaxed);
 		if (mem != e)
@@ -690,7 +711,7 @@ int sw_stag_lookup(struct sw_stag_table *t, uint32_t stag, uint32_t pd_id,
 		   struct sw_stag_ref *ref, void **addr)
 {
 	return lookup(t, index_of(t, stag), stag, pd_id, va, len, access, ref,
-		      addr);
+		      addr, NULL);
 }
 
 void sw_stag_put(struct sw_stag_ref *ref)
@@ -812,7 +833,7 @@ int sw_stag_sge_lookup(struct sw_stag_table *t, uint32_t pd_id, uint32_t token,
 
 	if (token != SW_PRIVILEGED_TOKEN)
 		return lookup(t, local_index_of(t, token), token, pd_id, va,
-			      len, access, ref, addr);
+			      len, access, ref, addr, NULL);
 	/* The privileged token never grants remote access
 	 * (NDK_FN_GET_PRIVILEGED_MEMORY_REGION_TOKEN). */
 	if (access & SW_ACCESS_REMOTE)
@@ -828,4 +849,42 @@ int sw_stag_sge_lookup(struct sw_stag_table *t, uint32_t pd_id, uint32_t token,
 		ref->host = (uintptr_t)va;
 	}
 	return 0;
+}
+
+static int sge_copy(struct sw_stag_table *t, uint32_t pd_id, uint32_t token,
+		    uint64_t va, const struct stag_copy *cp, size_t len)
+{
+	uint32_t access =
+		cp->to_mem ? SW_ACCESS_LOCAL_WRITE : SW_ACCESS_LOCAL_READ;
+	void *addr;
+	int err;
+
+	if (token != SW_PRIVILEGED_TOKEN)
+		return lookup(t, local_index_of(t, token), token, pd_id, va,
+			      len, access, NULL, &addr, cp);
+	/* A logical address is host memory: checked, then copied. */
+	err = sw_stag_lam_lookup(t, va, len, &addr);
+	if (err || !len)
+		return err;
+	if (cp->to_mem)
+		memcpy(addr, cp->src, len);
+	else
+		memcpy(cp->dst, addr, len);
+	return 0;
+}
+
+int sw_stag_sge_read(struct sw_stag_table *t, uint32_t pd_id, uint32_t token,
+		     uint64_t va, void *dst, size_t len)
+{
+	const struct stag_copy cp = { .dst = dst };
+
+	return sge_copy(t, pd_id, token, va, &cp, len);
+}
+
+int sw_stag_sge_write(struct sw_stag_table *t, uint32_t pd_id, uint32_t token,
+		      uint64_t va, const void *src, size_t len)
+{
+	const struct stag_copy cp = { .src = src, .to_mem = true };
+
+	return sge_copy(t, pd_id, token, va, &cp, len);
 }

@@ -261,4 +261,15 @@ int sw_stag_sge_lookup(struct sw_stag_table *t, uint32_t pd_id, uint32_t token,
 		       uint64_t va, uint64_t len, uint32_t access,
 		       struct sw_stag_ref *ref, void **addr);
 
+/*
+ * A local SGE's bytes copied without a pin: checked as sw_stag_sge_lookup
+ * checks (local read to read out of [va, va + len) into dst, local write
+ * to write src into it), then copied while the table's read lock keeps
+ * the range registered. For small copies: a deregistration waits.
+ */
+int sw_stag_sge_read(struct sw_stag_table *t, uint32_t pd_id, uint32_t token,
+		     uint64_t va, void *dst, size_t len);
+int sw_stag_sge_write(struct sw_stag_table *t, uint32_t pd_id, uint32_t token,
+		      uint64_t va, const void *src, size_t len);
+
 #endif /* SW_STAG_H */
