@@ -145,6 +145,64 @@ static void test_contended(void **state)
 	ndk_lock_destroy(&counted);
 }
 
+/* Readers and writers of one rwlock: a writer is alone, readers only
+ * among readers, and every write lands. */
+static struct ndk_rwlock rw;
+static atomic_int rw_readers, rw_writers;
+static unsigned long rw_count;
+
+static void *rw_contend(void *arg)
+{
+	unsigned int seed = (unsigned int)(uintptr_t)arg;
+
+	for (int i = 0; i < ROUNDS; i++) {
+		seed = seed * 1103515245u + 12345u;
+		if ((seed >> 16) % 4 == 0) {
+			ndk_write_lock(&rw);
+			if (atomic_fetch_add(&rw_writers, 1) != 0 ||
+			    atomic_load(&rw_readers) != 0)
+				abort();
+			rw_count++;
+			atomic_fetch_sub(&rw_writers, 1);
+		} else {
+			ndk_read_lock(&rw);
+			atomic_fetch_add(&rw_readers, 1);
+			if (atomic_load(&rw_writers) != 0)
+				abort();
+			atomic_fetch_sub(&rw_readers, 1);
+		}
+		ndk_rw_unlock(&rw);
+	}
+	return NULL;
+}
+
+static void test_rw_contended(void **state)
+{
+	pthread_t t[CONTENDERS];
+	unsigned long writes = 0;
+	int i;
+
+	(void)state;
+	ndk_rwlock_init(&rw, NDK_LOCK_LEAF);
+	for (i = 0; i < CONTENDERS; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, rw_contend,
+						(void *)(uintptr_t)(i + 1)),
+				 0);
+	for (i = 0; i < CONTENDERS; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	/* The same draws, counted again. */
+	for (i = 0; i < CONTENDERS; i++) {
+		unsigned int seed = (unsigned int)(i + 1);
+
+		for (int k = 0; k < ROUNDS; k++) {
+			seed = seed * 1103515245u + 12345u;
+			writes += (seed >> 16) % 4 == 0;
+		}
+	}
+	assert_int_equal(rw_count, writes);
+	ndk_rwlock_destroy(&rw);
+}
+
 /* Waits for its turn (arg); a broadcast after each turn wakes them all. */
 static void *take_turn(void *arg)
 {
@@ -299,6 +357,7 @@ int main(void)
 		cmocka_unit_test(test_in_order),
 		cmocka_unit_test(test_cond_wait),
 		cmocka_unit_test(test_contended),
+		cmocka_unit_test(test_rw_contended),
 		cmocka_unit_test(test_cond_broadcast),
 		cmocka_unit_test(test_violations_abort),
 	};
