@@ -121,6 +121,8 @@ int main(void)
 			dp_teardown),
 	};
 
+	/* The software provider's own wire, against a raw peer. */
+	cm_software_only();
 	dp_set_env();
 	return cmocka_run_group_tests_name("dp_small_tx", tests, NULL, NULL);
 }
