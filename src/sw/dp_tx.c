@@ -455,17 +455,36 @@ static bool build_read_response(struct sw_dp *dp)
 	return true;
 }
 
+/* The request at sq.next is a Write whose first FPDU is built and whose
+ * last is not. */
+static bool sq_write_in_progress(struct sw_dp *dp)
+{
+	const struct sw_wqe *w;
+
+	if ((int32_t)(dp->sq.rung - dp->sq.next) <= 0)
+		return false;
+	w = sw_dp_sq_slot(dp, dp->sq.next);
+	return w->op == SW_WQE_WRITE && w->state == SW_WQE_ACTIVE;
+}
+
 /*
  * Fills the batch while it has room: Read Responses first (the peer waits
  * for them), then the initiator queue in order. Returns whether it holds
  * an FPDU. Lock held.
+ *
+ * Tagged messages never interleave: a Write partly sent ends before a
+ * Read Response starts, and a Read Response started stays ahead of the
+ * next Write. Tagged segments carry no message number, so a receiver
+ * takes all between a Write's first segment and its L bit as that
+ * Write's (RFC 5041 5.3: messages go out in order; siw terminates on a
+ * Read Response inside a Write).
  */
 static bool batch_fill(struct sw_dp *dp)
 {
 	while (batch_has_room(dp)) {
 		struct sw_wqe *w;
 
-		if (dp->irq.head != dp->irq.tail) {
+		if (dp->irq.head != dp->irq.tail && !sq_write_in_progress(dp)) {
 			if (!build_read_response(dp))
 				dp->irq.head++; /* source gone: drop it */
 			continue;
