@@ -191,6 +191,14 @@ static void rx_trailer_done(struct fpdu_rx *rx, struct fpdu_ev *ev)
  * the parts go by; the verdict still comes with FPDU_EV_END. A length
  * the header steps will refuse is left to them.
  */
+/* The CRC of a whole FPDU whose length field, ULPDU and pad are the body
+ * bytes at p, against the trailer behind them. */
+static bool whole_crc_ok(const uint8_t *p, size_t body)
+{
+	return crc32c_final(crc32c_update(crc32c_init(), p, body)) ==
+	       crc32c_get_trailer(p + body);
+}
+
 static void rx_check_whole(struct fpdu_rx *rx, const uint8_t *p, size_t len)
 {
 	size_t ulpdu, body;
@@ -204,9 +212,7 @@ static void rx_check_whole(struct fpdu_rx *rx, const uint8_t *p, size_t len)
 	if (len < body + MPA_FPDU_CRC_LEN)
 		return;
 	rx->whole = true;
-	rx->whole_crc_ok =
-		crc32c_final(crc32c_update(crc32c_init(), p, body)) ==
-		crc32c_get_trailer(p + body);
+	rx->whole_crc_ok = whole_crc_ok(p, body);
 }
 
 /*
@@ -261,9 +267,7 @@ static size_t rx_whole(struct fpdu_rx *rx, const uint8_t *p, size_t len,
 	ev->data = rx->payload_len ? p + MPA_FPDU_HDR_LEN + hlen : NULL;
 	ev->len = rx->payload_len;
 	ev->offset = 0;
-	ev->crc_ok = !rx->crc ||
-		     crc32c_final(crc32c_update(crc32c_init(), p, body)) ==
-			     crc32c_get_trailer(p + body);
+	ev->crc_ok = !rx->crc || whole_crc_ok(p, body);
 	ev->last = rx->ddp.last;
 	return total;
 }

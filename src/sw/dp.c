@@ -426,9 +426,7 @@ void sw_dp_detach(struct sw_dp *dp)
 	if (!dp->sock.io_registered || ndk_engine_on_thread(dp->sock.engine)) {
 		dp_close_socket_locked(dp);
 	} else {
-		if (dp->sock.in_epoll &&
-		    !ndk_engine_del_fd(dp->sock.engine, &dp->sock.io))
-			dp->sock.in_epoll = false;
+		sw_dp_epoll_leave_locked(dp);
 		queue = true;
 	}
 	ndk_unlock(&dp->lock);

@@ -88,6 +88,14 @@ void sw_dp_complete_locked(struct sw_dp *dp)
 	}
 }
 
+void sw_dp_epoll_leave_locked(struct sw_dp *dp)
+{
+	NDK_ASSERT_LOCKED(&dp->lock);
+	if (dp->sock.in_epoll &&
+	    !ndk_engine_del_fd(dp->sock.engine, &dp->sock.io))
+		dp->sock.in_epoll = false;
+}
+
 void sw_dp_interest_locked(struct sw_dp *dp)
 {
 	uint32_t ev;
@@ -100,9 +108,7 @@ void sw_dp_interest_locked(struct sw_dp *dp)
 	if (!ev) {
 		/* An event already fetched may still run the handler, which
 		 * copes; io_registered stays until the socket closes. */
-		if (dp->sock.in_epoll &&
-		    !ndk_engine_del_fd(dp->sock.engine, &dp->sock.io))
-			dp->sock.in_epoll = false;
+		sw_dp_epoll_leave_locked(dp);
 	} else if (dp->sock.in_epoll) {
 		ndk_engine_mod_fd(dp->sock.engine, &dp->sock.io, ev);
 	} else {

@@ -321,6 +321,10 @@ void sw_dp_traffic(struct sw_dp *dp, struct sw_dp_traffic *t, bool out,
  * per MSS for a large FPDU (docs/wire.md, Large FPDUs). */
 uint32_t sw_dp_fpdu_frames(const struct sw_dp *dp, size_t fpdu_len);
 
+/* Takes the socket out of the epoll set if it is in it (io_registered
+ * stays: a handler already fetched may still run). Lock held. */
+void sw_dp_epoll_leave_locked(struct sw_dp *dp);
+
 /* Sets the socket's epoll interest from rx_consumer and want_out: no
  * interest takes it out of the set, some puts it back. Lock held,
  * attached only. */

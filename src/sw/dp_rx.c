@@ -275,7 +275,7 @@ static int place_sgl(struct sw_dp *dp, const NDK_SGE *sge, uint32_t nsge,
 	uint32_t i;
 
 	for (i = 0; i < nsge && len; i++) {
-		uint64_t n;
+		uint64_t n, va;
 		struct sw_stag_ref ref;
 		void *addr;
 		int ret;
@@ -285,31 +285,25 @@ static int place_sgl(struct sw_dp *dp, const NDK_SGE *sge, uint32_t nsge,
 			continue;
 		}
 		n = MIN((uint64_t)sge[i].Length - off, (uint64_t)len);
+		va = (uint64_t)(uintptr_t)sge[i].VirtualAddress + off;
 		if (n <= PLACE_COPY_MAX) {
 			/* Small: copied under the table's lock, no pin. */
-			ret = sw_stag_sge_write(
-				sw_stags(dp->ad), dp->qp.pd_id,
-				sge[i].MemoryRegionToken,
-				(uint64_t)(uintptr_t)sge[i].VirtualAddress +
-					off,
-				data, (size_t)n);
-			if (ret)
-				return ret;
-			data += n;
-			len -= (size_t)n;
-			off = 0;
-			continue;
+			ret = sw_stag_sge_write(sw_stags(dp->ad), dp->qp.pd_id,
+						sge[i].MemoryRegionToken, va,
+						data, (size_t)n);
+		} else {
+			ret = sw_stag_sge_lookup(sw_stags(dp->ad), dp->qp.pd_id,
+						 sge[i].MemoryRegionToken, va,
+						 n, SW_ACCESS_LOCAL_WRITE, &ref,
+						 &addr);
+			if (!ret) {
+				ret = ref.mem ? sw_stag_ref_write(&ref, 0, data,
+								  (size_t)n)
+					      : (memcpy(addr, data, (size_t)n),
+						 0);
+				sw_stag_put(&ref);
+			}
 		}
-		ret = sw_stag_sge_lookup(
-			sw_stags(dp->ad), dp->qp.pd_id,
-			sge[i].MemoryRegionToken,
-			(uint64_t)(uintptr_t)sge[i].VirtualAddress + off, n,
-			SW_ACCESS_LOCAL_WRITE, &ref, &addr);
-		if (ret)
-			return ret;
-		ret = ref.mem ? sw_stag_ref_write(&ref, 0, data, (size_t)n)
-			      : (memcpy(addr, data, (size_t)n), 0);
-		sw_stag_put(&ref);
 		if (ret)
 			return ret;
 		data += n;
@@ -610,6 +604,23 @@ static int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
 	}
 }
 
+/* At an FPDU's header: a run of small payloads reads a buffer's worth at
+ * a time, a large one a header's worth (rx_pass). */
+static void rx_count_payload(struct sw_dp_rx *rx, size_t payload_len)
+{
+	if (payload_len >= RX_DIRECT_MIN)
+		rx->small_run = 0;
+	else if (rx->small_run < RX_SMALL_RUN)
+		rx->small_run++;
+}
+
+/* At an FPDU's end: its frames for the traffic counters. */
+static void rx_count_fpdu(struct sw_dp *dp, size_t ulpdu_len)
+{
+	sw_dp_traffic(dp, &dp->rx_traffic, false, 0,
+		      sw_dp_fpdu_frames(dp, mpa_fpdu_len(ulpdu_len)), false);
+}
+
 /*
  * A whole FPDU in one event: what its HEADER, PAYLOAD and END would do,
  * in that order, except that a payload whose CRC failed is not placed
@@ -618,13 +629,9 @@ static int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
  */
 static int rx_whole(struct sw_dp *dp, const struct fpdu_ev *ev)
 {
-	struct sw_dp_rx *rx = dp->rx;
 	int ret;
 
-	if (ev->payload_len >= RX_DIRECT_MIN)
-		rx->small_run = 0;
-	else if (rx->small_run < RX_SMALL_RUN)
-		rx->small_run++;
+	rx_count_payload(dp->rx, ev->payload_len);
 	ret = rx_header(dp, ev);
 	if (ret)
 		return ret;
@@ -633,9 +640,7 @@ static int rx_whole(struct sw_dp *dp, const struct fpdu_ev *ev)
 		if (ret)
 			return ret;
 	}
-	sw_dp_traffic(dp, &dp->rx_traffic, false, 0,
-		      sw_dp_fpdu_frames(dp, mpa_fpdu_len(ev->ulpdu_len)),
-		      false);
+	rx_count_fpdu(dp, ev->ulpdu_len);
 	return rx_end(dp, ev);
 }
 
@@ -655,10 +660,7 @@ int sw_dp_rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
 		case FPDU_EV_NONE:
 			return 0;
 		case FPDU_EV_HEADER:
-			if (ev.payload_len >= RX_DIRECT_MIN)
-				dp->rx->small_run = 0;
-			else if (dp->rx->small_run < RX_SMALL_RUN)
-				dp->rx->small_run++;
+			rx_count_payload(dp->rx, ev.payload_len);
 			ret = rx_header(dp, &ev);
 			break;
 		case FPDU_EV_PAYLOAD:
@@ -666,12 +668,7 @@ int sw_dp_rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
 				     : rx_payload(dp, &ev);
 			break;
 		case FPDU_EV_END:
-			sw_dp_traffic(
-				dp, &dp->rx_traffic, false, 0,
-				sw_dp_fpdu_frames(
-					dp,
-					mpa_fpdu_len(dp->rx->parser.ulpdu_len)),
-				false);
+			rx_count_fpdu(dp, dp->rx->parser.ulpdu_len);
 			ret = rx_end(dp, &ev);
 			break;
 		case FPDU_EV_WHOLE:

@@ -65,14 +65,16 @@ static void batch_add(struct sw_dp *dp, int first, bool fin, uint32_t fin_idx)
 	dp->tx.left += len;
 }
 
-/* A frame built whole elsewhere (Terminate, RTR): an FPDU of its own. */
-static void batch_add_raw(struct sw_dp *dp, void *buf, size_t len)
+/* A frame built whole elsewhere (Terminate, RTR, the rest of a small
+ * request's FPDU): an FPDU of its own, whose end may complete a request. */
+static void batch_add_raw(struct sw_dp *dp, void *buf, size_t len, bool fin,
+			  uint32_t fin_idx)
 {
 	int first = dp->tx.iovcnt++;
 
 	dp->tx.iov[first].iov_base = buf;
 	dp->tx.iov[first].iov_len = len;
-	batch_add(dp, first, false, 0);
+	batch_add(dp, first, fin, fin_idx);
 }
 
 /*
@@ -552,7 +554,6 @@ static bool tx_small(struct sw_dp *dp)
 	size_t hlen, total;
 	uint32_t reg;
 	ssize_t n;
-	int first;
 
 	if (dp->tx.left || dp->tx.term_len || dp->tx.terminated ||
 	    dp->irq.head != dp->irq.tail || dp->sq.rung - dp->sq.next != 1)
@@ -602,10 +603,7 @@ static bool tx_small(struct sw_dp *dp)
 	n = MAX(n, 0);
 	sw_dp_traffic(dp, &dp->tx.traffic, true, (uint64_t)n, 0, false);
 	batch_reset(dp);
-	first = dp->tx.iovcnt++;
-	dp->tx.iov[first].iov_base = b + n;
-	dp->tx.iov[first].iov_len = total - (size_t)n;
-	batch_add(dp, first, true, dp->sq.next - 1);
+	batch_add_raw(dp, b + n, total - (size_t)n, true, dp->sq.next - 1);
 	return false;
 }
 
@@ -648,7 +646,8 @@ void sw_dp_tx_locked(struct sw_dp *dp)
 		if (dp->tx.terminated)
 			break;
 		if (dp->tx.term_len) {
-			batch_add_raw(dp, dp->tx.term, dp->tx.term_len);
+			batch_add_raw(dp, dp->tx.term, dp->tx.term_len, false,
+				      0);
 			dp->tx.term_len = 0;
 			dp->tx.terminated = true;
 			continue;
@@ -668,7 +667,7 @@ bool sw_dp_send_raw_locked(struct sw_dp *dp, void *buf, size_t len)
 	    dp->tx.left)
 		return false;
 	batch_reset(dp);
-	batch_add_raw(dp, buf, len);
+	batch_add_raw(dp, buf, len, false, 0);
 	sw_dp_tx_locked(dp);
 	return true;
 }
