@@ -56,6 +56,7 @@ struct node {
 	int connected;
 	struct tool_wait dwait; /* the server's NdkDisconnect */
 	NTSTATUS dst;
+	int recvs, sends; /* completions reaped so far */
 };
 
 static const struct opts *o;
@@ -91,17 +92,25 @@ static int post_sends(struct node *n)
 	return 0;
 }
 
-/* Reaps count completions of type t on n: 0, or -1. */
+/*
+ * Reaps completions on n until count of type t have come: 0, or -1. The
+ * CQ is shared by both queues and orders nothing between them: a peer's
+ * reply can complete before the Send it answers does (the Send's last
+ * byte reached the peer while its sender had not yet seen it leave), so
+ * a completion of the other type is counted for the later wait, never
+ * dropped.
+ */
 static int poll_cq(struct node *n, NDK_OPERATION_TYPE t)
 {
+	int *done = t == NdkOperationTypeReceive ? &n->recvs : &n->sends;
 	NDK_RESULT_EX res;
-	int done = 0, rc;
+	int rc;
 
-	while (done < o->count) {
+	while (*done < o->count) {
 		rc = iw_cq_next(&n->cn, &res, o->wait_ms);
 		if (rc <= 0) {
 			printf("cmatose: connection %d: %s after %d of %d\n",
-			       n->id, rc ? "disconnected" : "timed out", done,
+			       n->id, rc ? "disconnected" : "timed out", *done,
 			       o->count);
 			return -1;
 		}
@@ -110,16 +119,17 @@ static int poll_cq(struct node *n, NDK_OPERATION_TYPE t)
 			       NdkStatusName(res.Status));
 			return -1;
 		}
-		if (res.Type != t)
-			continue;
-		if (t == NdkOperationTypeReceive &&
-		    res.BytesTransferred != o->size) {
-			printf("cmatose: connection %d: received %u bytes, "
-			       "expected %u\n",
-			       n->id, res.BytesTransferred, o->size);
-			return -1;
+		if (res.Type == NdkOperationTypeReceive) {
+			if (res.BytesTransferred != o->size) {
+				printf("cmatose: connection %d: received %u "
+				       "bytes, expected %u\n",
+				       n->id, res.BytesTransferred, o->size);
+				return -1;
+			}
+			n->recvs++;
+		} else if (res.Type == NdkOperationTypeSend) {
+			n->sends++;
 		}
-		done++;
 	}
 	return 0;
 }
