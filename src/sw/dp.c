@@ -162,6 +162,20 @@ static void rx_error_work_fn(struct ndk_work *w)
 	ndk_obj_put(qp);
 }
 
+/*
+ * Engine thread: the transmitter queued a Terminate (dp_tx.c, tx_fault);
+ * the stream ends as after one the receiver sent. The QP reference taken
+ * when the work was posted keeps dp alive.
+ */
+static void tx_fault_work_fn(struct ndk_work *w)
+{
+	struct sw_dp *dp = container_of(w, struct sw_dp, tx_fault_work);
+	struct ndk_obj *qp = dp->qp.obj;
+
+	dp_end(dp, -EPROTO);
+	ndk_obj_put(qp);
+}
+
 /* ------------------------------------------------------------------ */
 /* Who receives: the engine or a polling consumer                     */
 
@@ -371,6 +385,7 @@ int sw_dp_attach(const struct sw_dp_qp *qp, const struct sw_dp_socket *s,
 	dp->sock.nudge_mark_ok =
 		!sw_tcp_bytes_received(s->fd, &dp->sock.nudge_mark);
 	ndk_work_init(&dp->rx_error_work, rx_error_work_fn);
+	ndk_work_init(&dp->tx_fault_work, tx_fault_work_fn);
 	ndk_work_init(&dp->sock.close_work, dp_close_work_fn);
 	ndk_timer_init(&dp->backstop, backstop_fn);
 	dp->rpoll.poll = dp_poll_rcq;

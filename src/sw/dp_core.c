@@ -88,6 +88,40 @@ void sw_dp_complete_locked(struct sw_dp *dp)
 	}
 }
 
+bool sw_dp_term_queue_locked(struct sw_dp *dp, const struct rdmap_term *t)
+{
+	const struct iwarp_term_cause *c = &t->cause;
+	int n;
+
+	NDK_ASSERT_LOCKED(&dp->lock);
+	if (dp->tx.terminated || dp->tx.term_len)
+		return false;
+	n = rdmap_term_build(t, dp->crc, dp->tx.term, sizeof(dp->tx.term));
+	if (n > 0)
+		dp->tx.term_len = (size_t)n;
+	ndk_info("qp %p: sending Terminate %s / %s / %s", (void *)dp->qp.obj,
+		 iwarp_term_layer_name(c->layer),
+		 iwarp_term_etype_name(c->layer, c->etype),
+		 iwarp_term_ecode_name(c->layer, c->etype, c->ecode));
+	return true;
+}
+
+unsigned int sw_dp_stag_rdmap_ecode(int err)
+{
+	switch (sw_stag_fault_of(err)) {
+	case SW_STAG_FAULT_INVALID_STAG:
+		return RDMAP_ECODE_INVALID_STAG;
+	case SW_STAG_FAULT_BOUNDS:
+		return RDMAP_ECODE_BASE_BOUNDS;
+	case SW_STAG_FAULT_ACCESS:
+		return RDMAP_ECODE_ACCESS;
+	case SW_STAG_FAULT_TO_WRAP:
+		return RDMAP_ECODE_TO_WRAP;
+	default:
+		return RDMAP_ECODE_STAG_NOT_ASSOC;
+	}
+}
+
 void sw_dp_epoll_leave_locked(struct sw_dp *dp)
 {
 	NDK_ASSERT_LOCKED(&dp->lock);

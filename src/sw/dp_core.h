@@ -80,6 +80,7 @@ struct sw_irqe {
 	uint64_t src_to;
 	uint32_t length;
 	uint32_t sent;
+	uint32_t msn; /* of its Read Request, for a Terminate to quote */
 };
 
 /* Receive-side state of the message in progress (dp_rx.c). */
@@ -113,7 +114,12 @@ struct sw_dp_txrec {
 	uint16_t iov_end; /* its iovecs end here */
 	bool fin; /* its last byte completes request fin_idx */
 	uint32_t fin_idx;
+	uint8_t open; /* SW_TX_OPEN_*: the stream's open messages after it */
 };
+
+/* A message of that kind has segments out but not its last (L) one. */
+#define SW_TX_OPEN_TAGGED   1u
+#define SW_TX_OPEN_UNTAGGED 2u
 
 /*
  * The data path's state. It owns the socket in every state and closes it
@@ -215,6 +221,9 @@ struct sw_dp_tx {
 	uint8_t term[FPDU_HDR_MAX + RDMAP_TERM_BODY_MAX + FPDU_TRAILER_MAX];
 	size_t term_len;
 	bool terminated; /* no FPDU after a Terminate */
+	/* SW_TX_OPEN_* after the last FPDU built: a stream cut there would
+	 * leave those messages without their last segment. */
+	uint8_t open;
 	/* The first sendmsg error. sendmsg consumes the socket's error
 	 * (ETIMEDOUT after TCP_USER_TIMEOUT), so the receiver then sees only
 	 * the end of the stream: this says why it ended. */
@@ -259,6 +268,9 @@ struct sw_dp {
 	struct sw_cq_poller rpoll, ipoll;
 	int rx_error; /* under rx_lock */
 	struct ndk_work rx_error_work;
+	/* The transmitter queued a Terminate (dp_tx.c, tx_fault): the
+	 * engine ends the connection. */
+	struct ndk_work tx_fault_work;
 	/*
 	 * Who receives. The engine watches EPOLLIN unless a consumer
 	 * busy-polls this connection's CQ (rx_consumer): then the engine
@@ -332,5 +344,16 @@ void sw_dp_interest_locked(struct sw_dp *dp);
 
 /* Arms or disarms EPOLLOUT (a partial write waits for room); lock held. */
 void sw_dp_want_out_locked(struct sw_dp *dp, bool on);
+
+/*
+ * Queues t as the stream's Terminate (RFC 5040 5.2: one, and nothing
+ * after it) unless one is queued or sent already. It goes out at the next
+ * FPDU boundary. Lock held. Returns whether it was queued.
+ */
+bool sw_dp_term_queue_locked(struct sw_dp *dp, const struct rdmap_term *t);
+
+/* The RDMAP remote protection code (RFC 5040 4.8) for a failed STag
+ * lookup's errno (sw_stag_fault_of). */
+unsigned int sw_dp_stag_rdmap_ecode(int err);
 
 #endif /* SW_DP_CORE_H */

@@ -75,21 +75,11 @@ static int rx_fail(struct sw_dp *dp, unsigned int layer, unsigned int etype,
 					  .etype = (uint8_t)etype,
 					  .ecode = (uint8_t)ecode };
 	struct rdmap_term t;
-	int n;
 
 	fpdu_rx_term(&dp->rx->parser, &cause, &t);
 	ndk_lock(&dp->lock);
-	if (!dp->tx.terminated && !dp->tx.term_len) {
-		n = rdmap_term_build(&t, dp->crc, dp->tx.term,
-				     sizeof(dp->tx.term));
-		if (n > 0)
-			dp->tx.term_len = (size_t)n;
-		ndk_info("qp %p: sending Terminate %s / %s / %s",
-			 (void *)dp->qp.obj, iwarp_term_layer_name(layer),
-			 iwarp_term_etype_name(layer, etype),
-			 iwarp_term_ecode_name(layer, etype, ecode));
+	if (sw_dp_term_queue_locked(dp, &t))
 		dp->rx_wants_tx = true;
-	}
 	ndk_unlock(&dp->lock);
 	return -EPROTO;
 }
@@ -102,14 +92,7 @@ static int rx_fail_stag(struct sw_dp *dp, int err, bool read_source)
 
 	if (read_source || f == SW_STAG_FAULT_ACCESS)
 		return rx_fail(dp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
-			       f == SW_STAG_FAULT_INVALID_STAG
-				       ? RDMAP_ECODE_INVALID_STAG
-			       : f == SW_STAG_FAULT_BOUNDS
-				       ? RDMAP_ECODE_BASE_BOUNDS
-			       : f == SW_STAG_FAULT_ACCESS ? RDMAP_ECODE_ACCESS
-			       : f == SW_STAG_FAULT_TO_WRAP
-				       ? RDMAP_ECODE_TO_WRAP
-				       : RDMAP_ECODE_STAG_NOT_ASSOC);
+			       sw_dp_stag_rdmap_ecode(err));
 	return rx_fail(dp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
 		       f == SW_STAG_FAULT_INVALID_STAG ? DDP_TAGGED_INVALID_STAG
 		       : f == SW_STAG_FAULT_BOUNDS     ? DDP_TAGGED_BASE_BOUNDS
@@ -452,6 +435,7 @@ static int rx_read_req(struct sw_dp *dp, const struct fpdu_ev *ev)
 	e->src_to = rr->src_to;
 	e->length = rr->size;
 	e->sent = 0;
+	e->msn = rx->hdr.msn;
 	dp->irq.tail++;
 	dp->rx_wants_tx = true; /* the response goes out after the pass */
 	ndk_unlock(&dp->lock);

@@ -59,6 +59,7 @@ static void batch_add(struct sw_dp *dp, int first, bool fin, uint32_t fin_idx)
 	r->iov_end = (uint16_t)dp->tx.iovcnt;
 	r->fin = fin;
 	r->fin_idx = fin_idx;
+	r->open = dp->tx.open;
 	if (dp->tx.rec_pos == dp->tx.nrec)
 		dp->tx.rec_left = len;
 	dp->tx.nrec++;
@@ -91,6 +92,7 @@ static void batch_cut(struct sw_dp *dp)
 	dp->tx.iovcnt = r->iov_end;
 	dp->tx.nrec = dp->tx.rec_pos + 1;
 	dp->tx.left = dp->tx.rec_left;
+	dp->tx.open = r->open;
 }
 
 /*
@@ -312,6 +314,45 @@ static void wqe_fail(struct sw_dp *dp, struct sw_wqe *w, NTSTATUS status)
 	w->state = SW_WQE_DONE;
 }
 
+/* The next FPDU of a tagged or untagged message: its last or not. */
+static void tx_set_open(struct sw_dp *dp, bool tagged, bool last)
+{
+	uint8_t bit = tagged ? SW_TX_OPEN_TAGGED : SW_TX_OPEN_UNTAGGED;
+
+	dp->tx.open = last ? dp->tx.open & (uint8_t)~bit : dp->tx.open | bit;
+}
+
+/*
+ * The transmitter cannot finish a message it has started, or a Read
+ * Response it owes. Tagged segments carry no message number, so the peer
+ * would take the next tagged message's segments for the rest of this one
+ * (and a Read would wait for ever): the stream ends instead, with the
+ * Terminate t at this FPDU boundary (RFC 5040 5.2), and the engine ends
+ * the connection. Lock held.
+ */
+static void tx_fault(struct sw_dp *dp, const struct rdmap_term *t)
+{
+	struct ndk_obj *qp = dp->qp.obj;
+
+	if (!sw_dp_attached(dp) || !sw_dp_term_queue_locked(dp, t))
+		return;
+	ndk_obj_get(qp);
+	if (!ndk_engine_post(dp->sock.engine, &dp->tx_fault_work))
+		ndk_obj_put(qp);
+}
+
+/* A local fault in the middle of a message: RDMAP, local catastrophic
+ * (RFC 5040 4.8), nothing quoted. */
+static void tx_fault_local(struct sw_dp *dp)
+{
+	const struct rdmap_term t = {
+		.cause = { .layer = TERM_LAYER_RDMAP,
+			   .etype = RDMAP_ETYPE_CATASTROPHIC },
+	};
+
+	tx_fault(dp, &t);
+}
+
 /* The header of a Send's or Write's message (RFC 5040 4). */
 static void msg_header(const struct sw_dp *dp, const struct sw_wqe *w,
 		       struct ddp_hdr *msg)
@@ -389,16 +430,21 @@ static bool build_from_sq(struct sw_dp *dp, struct sw_wqe *w)
 	first = dp->tx.iovcnt++;
 	got = fpdu_add_sges(dp, first, w, n);
 	if (got < 0) {
-		/* A bad local SGE: nothing (more) goes out for it. */
+		/* A bad local SGE: nothing (more) goes out for it. Found
+		 * before the first FPDU, the connection goes on; after it
+		 * (the MR went meanwhile), the message cannot end. */
 		dp->tx.iovcnt = first;
 		wqe_fail(dp, w, STATUS_ACCESS_VIOLATION);
 		dp->sq.next++;
+		if (w->done_bytes)
+			tx_fault_local(dp);
 		return false;
 	}
 	/* As many bytes as the iovecs took: the segment ends there. */
 	n = (uint32_t)fpdu_seg_at(&msg, w->length, w->done_bytes, (size_t)got,
 				  &h);
 	fpdu_header(dp, first, &h, NULL, n);
+	tx_set_open(dp, msg.tagged, h.last);
 	/* Done once this last FPDU is written (as siw completes). */
 	fpdu_finish(dp, first, h.last, dp->sq.next);
 	w->done_bytes += n;
@@ -409,6 +455,41 @@ static bool build_from_sq(struct sw_dp *dp, struct sw_wqe *w)
 		dp->sq.next++;
 	}
 	return true;
+}
+
+/*
+ * The source of the Read Response owed for e failed its lookup (err): a
+ * remote protection Terminate that quotes the Read Request (RFC 5040 4.8,
+ * D and R), which tells the requester which of its Reads failed.
+ */
+static void tx_fault_read_source(struct sw_dp *dp, const struct sw_irqe *e,
+				 int err)
+{
+	const struct ddp_hdr req = { .dv = DDP_VERSION,
+				     .rv = RDMAP_VERSION,
+				     .last = true,
+				     .opcode = RDMAP_READ_REQ,
+				     .qn = DDP_QN_READ_REQ,
+				     .msn = e->msn };
+	const struct rdmap_read_req rr = { .sink_stag = e->sink_stag,
+					   .sink_to = e->sink_to,
+					   .size = e->length,
+					   .src_stag = e->src_stag,
+					   .src_to = e->src_to };
+	uint8_t hdr[FPDU_HDR_MAX];
+	struct rdmap_term t = {
+		.cause = { .layer = TERM_LAYER_RDMAP,
+			   .etype = RDMAP_ETYPE_REMOTE_PROT,
+			   .ecode = (uint8_t)sw_dp_stag_rdmap_ecode(err) },
+		.m = true,
+		.ddp_seg_len = DDP_UNTAGGED_HDR_LEN + RDMAP_READ_REQ_LEN,
+		.ddp_hdr = hdr + MPA_FPDU_HDR_LEN,
+		.rdmap_hdr = hdr + MPA_FPDU_HDR_LEN + DDP_UNTAGGED_HDR_LEN,
+	};
+
+	if (fpdu_tx_hdr(hdr, &req, 0, &rr) < 0)
+		t.ddp_hdr = t.rdmap_hdr = NULL;
+	tx_fault(dp, &t);
 }
 
 /* A Read Response FPDU for the IRQ head (RFC 5040 4.5). */
@@ -435,6 +516,7 @@ static bool build_read_response(struct sw_dp *dp)
 		 * invalidated since, the response stops there. */
 		if (!ref) {
 			dp->tx.iovcnt = first;
+			tx_fault_read_source(dp, e, err);
 			return false;
 		}
 		off = va - ref->va;
@@ -450,6 +532,7 @@ static bool build_read_response(struct sw_dp *dp)
 	}
 	n = (uint32_t)fpdu_seg_at(&msg, e->length, e->sent, n, &h);
 	fpdu_header(dp, first, &h, NULL, n);
+	tx_set_open(dp, true, h.last);
 	fpdu_finish(dp, first, false, 0);
 	e->sent += n;
 	if (h.last)
@@ -483,12 +566,13 @@ static bool sq_write_in_progress(struct sw_dp *dp)
  */
 static bool batch_fill(struct sw_dp *dp)
 {
-	while (batch_has_room(dp)) {
+	/* Nothing after a Terminate, queued by a fault while filling. */
+	while (batch_has_room(dp) && !dp->tx.term_len) {
 		struct sw_wqe *w;
 
 		if (dp->irq.head != dp->irq.tail && !sq_write_in_progress(dp)) {
 			if (!build_read_response(dp))
-				dp->irq.head++; /* source gone: drop it */
+				dp->irq.head++; /* source gone: Terminate */
 			continue;
 		}
 		/* Nothing posted, or only deferred requests (docs/ndk.md,
@@ -972,6 +1056,11 @@ void sw_dp_tx_flush(struct sw_dp *dp)
 		batch_cut(dp);
 	for (i = dp->tx.rec_pos; i < dp->tx.nrec; i++)
 		dp->tx.rec[i].fin = false;
+	/* A message cut short cannot be followed by the next one. */
+	if (dp->tx.open) {
+		tx_fault_local(dp);
+		sw_dp_tx_locked(dp);
+	}
 	sw_dp_complete_locked(dp);
 	ndk_unlock(&dp->lock);
 }
