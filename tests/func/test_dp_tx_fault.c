@@ -68,7 +68,7 @@ static size_t read_until_terminate(int fd, uint8_t op, uint64_t to, uint8_t *t,
  */
 static void test_read_source_gone(void **state)
 {
-	uint8_t req[14 + 28], f[128], t[256];
+	uint8_t req[18 + 28], f[128], t[256];
 	NDK_MR *mr;
 	UINT32 tok;
 	size_t n, tlen, bytes;
