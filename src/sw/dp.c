@@ -64,14 +64,33 @@ static void dp_close_work_fn(struct ndk_work *w)
 }
 
 /*
- * The stream is over: no more I/O, and the connection manager hears it
+ * After the end, what is left of the batch before our FIN: the rest of an
+ * FPDU and the Terminate, written as the peer makes room. Lock held,
+ * engine thread. Once all of it is out, or the socket failed, the FIN
+ * goes and the socket leaves the epoll set.
+ */
+static void dp_drain_locked(struct sw_dp *dp, uint32_t events)
+{
+	NDK_ASSERT_LOCKED(&dp->lock);
+	if (!(events & (EPOLLERR | EPOLLHUP)) && !sw_dp_tx_drain_locked(dp))
+		return;
+	dp->tx.drain = false;
+	shutdown(dp->sock.fd, SHUT_WR);
+	dp_unregister_locked(dp);
+}
+
+/*
+ * The stream is over: no more reads, and the connection manager hears it
  * once. After a Terminate our FIN follows it (RFC 5040 5.2: nothing after
- * a Terminate). The socket stays open until the detach: closing it with
- * unread bytes would reset the connection. Engine thread.
+ * a Terminate); if the socket has no room for all of it yet, the engine
+ * keeps writing it on EPOLLOUT (dp_drain_locked) until the detach. The
+ * socket stays open until the detach: closing it with unread bytes would
+ * reset the connection. Engine thread.
  */
 static void dp_end(struct sw_dp *dp, int err)
 {
 	sw_dp_end_fn fn = NULL;
+	bool drain = false;
 
 	ndk_lock(&dp->lock);
 	if (sw_dp_attached(dp)) {
@@ -82,10 +101,26 @@ static void dp_end(struct sw_dp *dp, int err)
 			ndk_info("qp %p: connection terminated",
 				 (void *)dp->qp.obj);
 			sw_dp_tx_locked(dp);
-			shutdown(dp->sock.fd, SHUT_WR);
+			drain = dp->tx.left && !dp->tx.error &&
+				dp->sock.io_registered;
+			if (!drain)
+				shutdown(dp->sock.fd, SHUT_WR);
 		}
 		sw_dp_set_state_locked(dp, SW_DP_ENDED);
-		dp_unregister_locked(dp);
+		if (drain) {
+			dp->tx.drain = true;
+			if (dp->sock.in_epoll)
+				ndk_engine_mod_fd(dp->sock.engine, &dp->sock.io,
+						  EPOLLOUT);
+			else
+				dp->sock.in_epoll = !ndk_engine_add_fd(
+					dp->sock.engine, &dp->sock.io,
+					EPOLLOUT);
+			if (!dp->sock.in_epoll)
+				dp_drain_locked(dp, EPOLLERR);
+		} else {
+			dp_unregister_locked(dp);
+		}
 		fn = dp->sock.end_fn;
 	}
 	ndk_unlock(&dp->lock);
@@ -132,6 +167,14 @@ static void dp_io_fn(struct ndk_io *io, uint32_t events)
 		ndk_lock(&dp->lock);
 		sw_dp_tx_locked(dp);
 		ndk_unlock(&dp->lock);
+	}
+	if (dp->tx.drain) {
+		/* Ended: only the rest of the batch is written. */
+		ndk_lock(&dp->lock);
+		if (dp->tx.drain)
+			dp_drain_locked(dp, events);
+		ndk_unlock(&dp->lock);
+		return;
 	}
 	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
 		return;

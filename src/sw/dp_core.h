@@ -224,6 +224,9 @@ struct sw_dp_tx {
 	/* SW_TX_OPEN_* after the last FPDU built: a stream cut there would
 	 * leave those messages without their last segment. */
 	uint8_t open;
+	/* Ended with the batch (a Terminate) not all written: the engine
+	 * writes the rest on EPOLLOUT, then the FIN (dp.c, dp_end). */
+	bool drain;
 	/* The first sendmsg error. sendmsg consumes the socket's error
 	 * (ETIMEDOUT after TCP_USER_TIMEOUT), so the receiver then sees only
 	 * the end of the stream: this says why it ended. */

@@ -744,6 +744,12 @@ void sw_dp_tx_locked(struct sw_dp *dp)
 	sw_dp_complete_locked(dp);
 }
 
+bool sw_dp_tx_drain_locked(struct sw_dp *dp)
+{
+	NDK_ASSERT_LOCKED(&dp->lock);
+	return !dp->tx.left || batch_write(dp) != -EAGAIN;
+}
+
 bool sw_dp_send_raw_locked(struct sw_dp *dp, void *buf, size_t len)
 {
 	NDK_ASSERT_LOCKED(&dp->lock);

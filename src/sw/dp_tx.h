@@ -46,6 +46,11 @@ void sw_dp_tx_flush(struct sw_dp *dp);
  * FPDUs, while the socket takes data. lock held. */
 void sw_dp_tx_locked(struct sw_dp *dp);
 
+/* After the end: writes what is left of the batch (the rest of an FPDU,
+ * the Terminate). True once nothing is left or the socket failed; false
+ * while it waits for room. lock held. */
+bool sw_dp_tx_drain_locked(struct sw_dp *dp);
+
 /*
  * Writes a frame built elsewhere (an RTR, the rest of a handshake frame)
  * between FPDUs; false if the data path is busy or ending. buf must stay
