@@ -109,14 +109,7 @@ static void dp_end(struct sw_dp *dp, int err)
 		sw_dp_set_state_locked(dp, SW_DP_ENDED);
 		if (drain) {
 			dp->tx.drain = true;
-			if (dp->sock.in_epoll)
-				ndk_engine_mod_fd(dp->sock.engine, &dp->sock.io,
-						  EPOLLOUT);
-			else
-				dp->sock.in_epoll = !ndk_engine_add_fd(
-					dp->sock.engine, &dp->sock.io,
-					EPOLLOUT);
-			if (!dp->sock.in_epoll)
+			if (sw_dp_epoll_watch_locked(dp, EPOLLOUT))
 				dp_drain_locked(dp, EPOLLERR);
 		} else {
 			dp_unregister_locked(dp);
@@ -163,18 +156,18 @@ static void dp_io_fn(struct ndk_io *io, uint32_t events)
 	bool got = false;
 	int ret;
 
+	if (dp->tx.drain) {
+		/* Ended: only the rest of the batch is written. Set and
+		 * cleared on this (the engine) thread only. */
+		ndk_lock(&dp->lock);
+		dp_drain_locked(dp, events);
+		ndk_unlock(&dp->lock);
+		return;
+	}
 	if (events & EPOLLOUT) {
 		ndk_lock(&dp->lock);
 		sw_dp_tx_locked(dp);
 		ndk_unlock(&dp->lock);
-	}
-	if (dp->tx.drain) {
-		/* Ended: only the rest of the batch is written. */
-		ndk_lock(&dp->lock);
-		if (dp->tx.drain)
-			dp_drain_locked(dp, events);
-		ndk_unlock(&dp->lock);
-		return;
 	}
 	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
 		return;

@@ -130,6 +130,20 @@ void sw_dp_epoll_leave_locked(struct sw_dp *dp)
 		dp->sock.in_epoll = false;
 }
 
+int sw_dp_epoll_watch_locked(struct sw_dp *dp, uint32_t ev)
+{
+	int ret = 0;
+
+	NDK_ASSERT_LOCKED(&dp->lock);
+	if (dp->sock.in_epoll) {
+		ndk_engine_mod_fd(dp->sock.engine, &dp->sock.io, ev);
+	} else {
+		ret = ndk_engine_add_fd(dp->sock.engine, &dp->sock.io, ev);
+		dp->sock.in_epoll = !ret;
+	}
+	return ret;
+}
+
 void sw_dp_interest_locked(struct sw_dp *dp)
 {
 	uint32_t ev;
@@ -143,16 +157,13 @@ void sw_dp_interest_locked(struct sw_dp *dp)
 		/* An event already fetched may still run the handler, which
 		 * copes; io_registered stays until the socket closes. */
 		sw_dp_epoll_leave_locked(dp);
-	} else if (dp->sock.in_epoll) {
-		ndk_engine_mod_fd(dp->sock.engine, &dp->sock.io, ev);
 	} else {
-		int ret = ndk_engine_add_fd(dp->sock.engine, &dp->sock.io, ev);
+		int ret = sw_dp_epoll_watch_locked(dp, ev);
 
 		/* Out of kernel memory: the next change of interest retries. */
 		if (ret)
 			ndk_err("data path: cannot watch the socket again: %d",
 				ret);
-		dp->sock.in_epoll = !ret;
 	}
 }
 

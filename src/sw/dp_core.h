@@ -340,6 +340,10 @@ uint32_t sw_dp_fpdu_frames(const struct sw_dp *dp, size_t fpdu_len);
  * stays: a handler already fetched may still run). Lock held. */
 void sw_dp_epoll_leave_locked(struct sw_dp *dp);
 
+/* Puts the socket in the epoll set for ev (events other than none), or
+ * changes what it waits for there. Lock held. 0 or a negative errno. */
+int sw_dp_epoll_watch_locked(struct sw_dp *dp, uint32_t ev);
+
 /* Sets the socket's epoll interest from rx_consumer and want_out: no
  * interest takes it out of the set, some puts it back. Lock held,
  * attached only. */
