@@ -66,6 +66,7 @@ static void win_free_locked(struct ndk_vmr *mr)
 			*pp = mr->win_next;
 			break;
 		}
+	mr->win_qp = NULL;
 	ndk_unlock(&v->fr_lock);
 	mr->win_next = NULL;
 	if (ibv_dealloc_mw(mr->win))
@@ -106,6 +107,46 @@ void ndk_vmr_peer_invalidated(struct ndk_vadapter *v, uint32_t rkey)
 			break;
 		}
 	ndk_unlock(&v->fr_lock);
+}
+
+/* fr_lock held: an MR whose window is bound through qp, with a
+ * reference, or NULL. */
+static struct ndk_vmr *win_of_qp_locked(struct ndk_vadapter *v,
+					const struct ndk_vqp *qp)
+{
+	struct ndk_vmr *m;
+	unsigned int i;
+
+	NDK_ASSERT_LOCKED(&v->fr_lock);
+	for (i = 0; i < NDK_VFR_BUCKETS; i++)
+		for (m = v->fr_map[i]; m; m = m->win_next)
+			if (m->win_qp == qp) {
+				/* In the map: its close has not begun, so
+				 * the consumer's reference is still there. */
+				ndk_obj_get(&m->base.obj);
+				return m;
+			}
+	return NULL;
+}
+
+void ndk_vmr_qp_closing(struct ndk_vadapter *v, const struct ndk_vqp *qp)
+{
+	struct ndk_vmr *m;
+
+	/* One at a time: fr_lock nests inside an MR's lock. Each pass
+	 * takes the window out of the map, or leaves it to another QP. */
+	for (;;) {
+		ndk_lock(&v->fr_lock);
+		m = win_of_qp_locked(v, qp);
+		ndk_unlock(&v->fr_lock);
+		if (!m)
+			return;
+		ndk_lock(&m->base.lock);
+		if (m->win_qp == qp)
+			win_free_locked(m);
+		ndk_unlock(&m->base.lock);
+		ndk_obj_put(&m->base.obj);
+	}
 }
 
 /* Lock held: the MR's window, allocated at its first fast registration
@@ -285,6 +326,9 @@ void ndk_vmr_fast_register_end(struct ndk_vmr *mr, struct ndk_vmr_fr *fr,
 		 * window's), and only a type 1 bind updates it. */
 		mr->win->rkey = fr->rkey;
 		mr->win_rkey = fr->rkey;
+		ndk_lock(&to_vad(mr->base.obj.adapter)->fr_lock);
+		mr->win_qp = fr->qp;
+		ndk_unlock(&to_vad(mr->base.obj.adapter)->fr_lock);
 		atomic_store_explicit(&mr->peer_inv, false,
 				      memory_order_relaxed);
 		atomic_store(&mr->rkey, fr->rkey);

@@ -13,6 +13,8 @@
 #include "front/mr.h"
 #include "verbs/verbs.h"
 
+struct ndk_vqp;
+
 struct ndk_vmr {
 	/* First: the consumer-visible part (front/mr.h); its lock covers
 	 * the registration below. */
@@ -32,6 +34,10 @@ struct ndk_vmr {
 	struct ibv_mw *win;
 	uint32_t win_rkey;
 	struct ndk_vmr *win_next; /* in its fr_map bucket (fr_lock) */
+	/* The QP its window was last bound through (a type 2 window holds
+	 * its QP: ndk_vmr_qp_closing), or NULL; written under both the
+	 * MR's lock and fr_lock. */
+	const struct ndk_vqp *win_qp;
 	/* A receive completion reported a peer's invalidation of rkey
 	 * (ndk_vmr_peer_invalidated): the window is free, the registration
 	 * invalid. Cleared at each bind. */
@@ -65,6 +71,7 @@ struct ndk_vmr_fr {
 	/* The registration a peer invalidated, which the bind's slot
 	 * deregisters when it is released; NULL if none. */
 	struct ibv_mr *old;
+	const struct ndk_vqp *qp; /* the caller's, which binds */
 };
 
 NTSTATUS ndk_vmr_fast_register_locked(struct ndk_vmr *mr, struct ndk_vpd *pd,
@@ -100,6 +107,17 @@ void ndk_vmr_invalidate_end(struct ndk_vmr *mr, struct ibv_mr *old,
  * only).
  */
 void ndk_vmr_peer_invalidated(struct ndk_vadapter *v, uint32_t rkey);
+
+/*
+ * qp is about to be destroyed: the windows of fast-register MRs bound
+ * through it are deallocated first (ndk_vmw_qp_closing does the same
+ * for memory windows). A type 2 window holds its QP: Linux 6.1's rxe
+ * then waits 50 s in ibv_destroy_qp and logs a kernel warning, and on
+ * any device the token works through no other QP. The MR keeps its
+ * registration until the consumer invalidates it (with a marker: no
+ * window is bound). No lock held.
+ */
+void ndk_vmr_qp_closing(struct ndk_vadapter *v, const struct ndk_vqp *qp);
 
 /* The provider's MR ops (front/provider.h, front/mr.c). */
 NTSTATUS ndk_verbs_create_mr(struct ndk_obj *pd, bool fast_register,

@@ -22,11 +22,23 @@ UINT32 ndk_verbs_mw_token(struct ndk_obj *obj)
 		memory_order_acquire);
 }
 
+/* The window leaves the adapter's list (a second time is harmless). */
+static void vmw_unlist(struct ndk_vmw *mw)
+{
+	struct ndk_vadapter *v = to_vad(mw->obj.adapter);
+
+	ndk_lock(&v->fr_lock);
+	list_del(&mw->entry);
+	mw->qp = NULL;
+	ndk_unlock(&v->fr_lock);
+}
+
 /* No successors: the window goes, and with it any access through it. */
 static void vmw_close_end(struct ndk_obj *obj)
 {
 	struct ndk_vmw *mw = container_of(obj, struct ndk_vmw, obj);
 
+	vmw_unlist(mw);
 	if (mw->mw && ibv_dealloc_mw(mw->mw))
 		ndk_warn("verbs: mw %p: ibv_dealloc_mw failed", (void *)mw);
 	mw->mw = NULL;
@@ -39,6 +51,8 @@ static void vmw_destroy(struct ndk_obj *obj)
 {
 	struct ndk_vmw *mw = container_of(obj, struct ndk_vmw, obj);
 
+	if (mw->obj.adapter)
+		vmw_unlist(mw);
 	if (mw->mw)
 		ibv_dealloc_mw(mw->mw);
 	if (mw->sub)
@@ -67,6 +81,8 @@ NTSTATUS ndk_verbs_create_mw(struct ndk_obj *pd_obj, NDK_MW **ppNdkMw)
 	if (!mw)
 		return STATUS_INSUFFICIENT_RESOURCES;
 	ndk_lock_init(&mw->lock, NDK_LOCK_MW);
+	list_init(&mw->entry);
+	atomic_init(&mw->free, true);
 	mw->pd = pd;
 	mw->mw = ibv_alloc_mw(pd->pd, IBV_MW_TYPE_2);
 	if (!mw->mw) {
@@ -81,8 +97,28 @@ NTSTATUS ndk_verbs_create_mw(struct ndk_obj *pd_obj, NDK_MW **ppNdkMw)
 			       &ndk_mw_dispatch, antes, 1);
 	if (status)
 		return status; /* vmw_destroy freed it */
+	ndk_lock(&to_vad(mw->obj.adapter)->fr_lock);
+	list_add_tail(&mw->entry, &to_vad(mw->obj.adapter)->mws);
+	ndk_unlock(&to_vad(mw->obj.adapter)->fr_lock);
 	*ppNdkMw = &mw->obj.pub.mw;
 	return STATUS_SUCCESS;
+}
+
+/* Lock held: a new, free window in place of none. Its token is the new
+ * window's, unless the device gave it the old one's index (rxe reuses
+ * them): then the next bind's key must still differ from the old. */
+static bool vmw_realloc_locked(struct ndk_vmw *mw)
+{
+	NDK_ASSERT_LOCKED(&mw->lock);
+	mw->mw = ibv_alloc_mw(mw->pd->pd, IBV_MW_TYPE_2);
+	if (!mw->mw) {
+		ndk_info("verbs: ibv_alloc_mw: %s", strerror(errno));
+		return false;
+	}
+	if ((mw->mw->rkey >> 8) != (atomic_load(&mw->rkey) >> 8))
+		atomic_store(&mw->rkey, mw->mw->rkey);
+	atomic_store(&mw->free, true);
+	return true;
 }
 
 NTSTATUS ndk_vmw_bind_begin(struct ndk_vmw_bind *b, NDK_MW *pMw, NDK_MR *pMr,
@@ -133,6 +169,11 @@ NTSTATUS ndk_vmw_bind_begin(struct ndk_vmw_bind *b, NDK_MW *pMw, NDK_MR *pMr,
 	b->mw = mw;
 	b->mr = mr;
 	ndk_lock(&mw->lock);
+	/* Its window went with a QP and no new one could be had then. */
+	if (!mw->mw && !vmw_realloc_locked(mw)) {
+		ndk_unlock(&mw->lock);
+		return ndk_verbs_errno_status(errno, NDK_VERBS_CREATE);
+	}
 	/* A new key for each bind: the last byte is the consumer's. */
 	if (ndk_vkeys_next_rkey(atomic_load(&mw->rkey), &b->rkey)) {
 		ndk_unlock(&mw->lock);
@@ -182,6 +223,14 @@ void ndk_vmw_bind_end(struct ndk_vmw_bind *b, NTSTATUS status)
 	if (status == STATUS_SUCCESS) {
 		/* Readable as soon as NdkBind returns (NDK_FN_BIND). */
 		atomic_store_explicit(&mw->rkey, b->rkey, memory_order_release);
+		/* The next bind names the window by this rkey: the
+		 * library passes the ibv_mw's, which rxe checks against
+		 * the window's, and only a type 1 bind updates it. */
+		mw->mw->rkey = b->rkey;
+		atomic_store(&mw->free, false);
+		ndk_lock(&to_vad(mw->obj.adapter)->fr_lock);
+		mw->qp = b->qp;
+		ndk_unlock(&to_vad(mw->obj.adapter)->fr_lock);
 		if (b->sub)
 			mw->sub = b->sub; /* the old one went with the slot */
 		if (b->linked) {
@@ -197,4 +246,90 @@ void ndk_vmw_bind_end(struct ndk_vmw_bind *b, NTSTATUS status)
 			ndk_obj_unlink(&mw->obj, &b->mr->base.obj);
 	}
 	ndk_unlock(&mw->lock);
+}
+
+bool ndk_vmw_invalidate_begin(NDK_MW *pMw, uint32_t *rkey)
+{
+	struct ndk_vmw *mw = to_vmw(pMw);
+
+	ndk_lock(&mw->lock);
+	*rkey = atomic_load_explicit(&mw->rkey, memory_order_acquire);
+	return mw->mw && !atomic_load(&mw->free);
+}
+
+void ndk_vmw_invalidate_end(NDK_MW *pMw, NTSTATUS status)
+{
+	struct ndk_vmw *mw = to_vmw(pMw);
+
+	NDK_ASSERT_LOCKED(&mw->lock);
+	/* Free once the request runs, which is before any later request
+	 * of the same QP; another QP's must not count on it. */
+	if (status == STATUS_SUCCESS)
+		atomic_store(&mw->free, true);
+	ndk_unlock(&mw->lock);
+}
+
+void ndk_vmw_peer_invalidated(struct ndk_vadapter *v, uint32_t rkey)
+{
+	struct list_head *pos;
+	struct ndk_vmw *mw;
+
+	ndk_lock(&v->fr_lock);
+	list_for_each (pos, &v->mws) {
+		mw = list_entry(pos, struct ndk_vmw, entry);
+		if (atomic_load_explicit(&mw->rkey, memory_order_relaxed) ==
+		    rkey) {
+			atomic_store(&mw->free, true);
+			break;
+		}
+	}
+	ndk_unlock(&v->fr_lock);
+}
+
+/* fr_lock held: a window bound through qp, with a reference, or NULL. */
+static struct ndk_vmw *mw_of_qp_locked(struct ndk_vadapter *v,
+				       const struct ndk_vqp *qp)
+{
+	struct list_head *pos;
+	struct ndk_vmw *mw;
+
+	NDK_ASSERT_LOCKED(&v->fr_lock);
+	list_for_each (pos, &v->mws) {
+		mw = list_entry(pos, struct ndk_vmw, entry);
+		if (mw->qp == qp) {
+			/* Listed: its close has not ended. */
+			ndk_obj_get(&mw->obj);
+			return mw;
+		}
+	}
+	return NULL;
+}
+
+void ndk_vmw_qp_closing(struct ndk_vadapter *v, const struct ndk_vqp *qp)
+{
+	struct ndk_vmw *mw;
+
+	/* One at a time: fr_lock nests inside a window's lock. */
+	for (;;) {
+		ndk_lock(&v->fr_lock);
+		mw = mw_of_qp_locked(v, qp);
+		ndk_unlock(&v->fr_lock);
+		if (!mw)
+			return;
+		ndk_lock(&mw->lock);
+		ndk_lock(&v->fr_lock);
+		if (mw->qp == qp) {
+			mw->qp = NULL;
+			ndk_unlock(&v->fr_lock);
+			if (ibv_dealloc_mw(mw->mw))
+				ndk_warn("verbs: mw %p: ibv_dealloc_mw failed",
+					 (void *)mw);
+			mw->mw = NULL;
+			(void)vmw_realloc_locked(mw);
+		} else {
+			ndk_unlock(&v->fr_lock);
+		}
+		ndk_unlock(&mw->lock);
+		ndk_obj_put(&mw->obj);
+	}
 }

@@ -533,6 +533,7 @@ static NTSTATUS vqp_bind(NDK_QP *pNdkQp, PVOID RequestContext, NDK_MR *pMr,
 				    Length, Flags, &wr);
 	if (status)
 		return status;
+	b.qp = qp;
 	/* The registration the window leaves (rxe) goes when the bind
 	 * completed. */
 	status = vqp_post_slot(qp, &wr, NdkOperationTypeBind, RequestContext,
@@ -572,6 +573,7 @@ static NTSTATUS vqp_fast_register(NDK_QP *pNdkQp, PVOID RequestContext,
 		(uint64_t)(uintptr_t)BaseVirtualAddress, Flags, !qp->vad->siw,
 		&fr, &wr);
 	if (!status) {
+		fr.qp = qp;
 		if (fr.bind)
 			/* A registration a peer invalidated goes when the
 			 * bind's slot is released. */
@@ -628,6 +630,34 @@ static NTSTATUS vqp_invalidate_mr(struct ndk_vqp *qp, PVOID ctx,
 }
 
 /*
+ * NdkInvalidate of a window: IBV_WR_LOCAL_INV of its token, or a marker
+ * when the window is free already (verbs/mw.h).
+ */
+static NTSTATUS vqp_invalidate_mw(struct ndk_vqp *qp, PVOID ctx, NDK_MW *pMw,
+				  ULONG flags)
+{
+	struct ibv_send_wr wr;
+	NTSTATUS status;
+	uint32_t rkey;
+
+	if (!vqp_takes_requests(qp))
+		return STATUS_CONNECTION_INVALID;
+	if (ndk_vmw_invalidate_begin(pMw, &rkey)) {
+		memset(&wr, 0, sizeof(wr));
+		wr.opcode = IBV_WR_LOCAL_INV;
+		wr.invalidate_rkey = rkey;
+		status =
+			vqp_post(qp, &wr, NdkOperationTypeInvalidate, ctx, NULL,
+				 0, flags & ~(ULONG)NDK_OP_FLAG_INLINE, 0);
+	} else {
+		status = vqp_post_marker(qp, NdkOperationTypeInvalidate, ctx,
+					 flags, NULL);
+	}
+	ndk_vmw_invalidate_end(pMw, status);
+	return status;
+}
+
+/*
  * Local invalidation: a window's posts IBV_WR_LOCAL_INV; a fast-register
  * MR's is deregistered in order; a normal MR cannot be invalidated,
  * which is refused inline (the device would fail the QP, and a
@@ -637,7 +667,6 @@ static NTSTATUS vqp_invalidate(NDK_QP *pNdkQp, PVOID RequestContext,
 			       NDK_OBJECT_HEADER *pNdkMrOrMw, ULONG Flags)
 {
 	struct ndk_vqp *qp = to_vqp(pNdkQp);
-	struct ibv_send_wr wr;
 
 	if (!pNdkMrOrMw || (pNdkMrOrMw->ObjectType != NdkObjectTypeMr &&
 			    pNdkMrOrMw->ObjectType != NdkObjectTypeMw))
@@ -649,12 +678,8 @@ static NTSTATUS vqp_invalidate(NDK_QP *pNdkQp, PVOID RequestContext,
 			return STATUS_INVALID_DEVICE_REQUEST;
 		return vqp_invalidate_mr(qp, RequestContext, mr, Flags);
 	}
-	memset(&wr, 0, sizeof(wr));
-	wr.opcode = IBV_WR_LOCAL_INV;
-	wr.invalidate_rkey = atomic_load_explicit(
-		&to_vmw((NDK_MW *)pNdkMrOrMw)->rkey, memory_order_acquire);
-	return vqp_post(qp, &wr, NdkOperationTypeInvalidate, RequestContext,
-			NULL, 0, Flags & ~(ULONG)NDK_OP_FLAG_INLINE, 0);
+	return vqp_invalidate_mw(qp, RequestContext, (NDK_MW *)pNdkMrOrMw,
+				 Flags);
 }
 
 /*
@@ -760,6 +785,11 @@ static void vqp_close_end(struct ndk_obj *obj)
 		ndk_vqpmap_del(qp->vad->qps, qp->sq.key);
 	}
 	qp->mapped = false;
+	/* No window may hold the QP it is destroying (verbs/mr.h). */
+	if (qp->vad->mw2) {
+		ndk_vmr_qp_closing(qp->vad, qp);
+		ndk_vmw_qp_closing(qp->vad, qp);
+	}
 	ret = qp->qp ? ibv_destroy_qp(qp->qp) : 0;
 	if (ret)
 		ndk_warn("verbs: qp %p: ibv_destroy_qp failed (%d)", (void *)qp,

@@ -8,6 +8,7 @@
 #include "oid/registry.h"
 #include "verbs/lam.h"
 #include "verbs/mr.h"
+#include "verbs/mw.h"
 #include "verbs/wr.h"
 
 #define WR_RECV_BIT (1ull << 31)
@@ -512,12 +513,15 @@ static bool wc_invalidated(const struct ibv_wc *wc, struct ndk_adapter *ad)
 
 /*
  * A peer invalidated rkey: where fast registrations are windows, the MR
- * whose window it is may be fast-registered again (verbs/mr.h).
+ * whose window it is may be fast-registered again (verbs/mr.h); a memory
+ * window with it is free (verbs/mw.h).
  */
 static void wc_peer_invalidated(struct ndk_adapter *ad, uint32_t rkey)
 {
 	if (ad && ad->priv && to_vad(ad)->fr_mw)
 		ndk_vmr_peer_invalidated(to_vad(ad), rkey);
+	if (ad && ad->priv && to_vad(ad)->mw2)
+		ndk_vmw_peer_invalidated(to_vad(ad), rkey);
 }
 
 /*

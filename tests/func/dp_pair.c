@@ -294,3 +294,41 @@ void disconnect(NDK_CONNECTOR *c)
 	st = c->Dispatch->NdkDisconnect(c, cm_req_done, &r);
 	assert_int_equal(cm_req_result(st, &r, WAIT_MS), STATUS_SUCCESS);
 }
+
+uint64_t fr_base(uint8_t *mem, uint64_t base)
+{
+	return cm_device_is(&srv, "siw") ? (uint64_t)(uintptr_t)mem : base;
+}
+
+PMDL lam_of(uint8_t *mem, size_t len, union lam1 *u)
+{
+	PMDL mdl = IoAllocateMdl(mem, (ULONG)len, FALSE, FALSE, NULL);
+	ULONG lam_size = sizeof(*u), fbo = 1;
+
+	assert_non_null(mdl);
+	assert_int_equal(srv.ad->Dispatch->NdkBuildLAM(srv.ad, mdl, len, NULL,
+						       NULL, &u->lam, &lam_size,
+						       &fbo),
+			 STATUS_SUCCESS);
+	assert_int_equal(fbo, 0);
+	return mdl;
+}
+
+NDK_MR *fast_register_page(union lam1 *u, uint64_t base, UINT32 *tok)
+{
+	NDK_MR *fr;
+
+	assert_int_equal(
+		srv.pd->Dispatch->NdkCreateMr(srv.pd, TRUE, NULL, NULL, &fr),
+		STATUS_SUCCESS);
+	assert_int_equal(fr->Dispatch->NdkInitializeFastRegisterMr(fr, 1, TRUE,
+								   NULL, NULL),
+			 STATUS_SUCCESS);
+	assert_int_equal(P.qp->Dispatch->NdkFastRegister(
+				 P.qp, (PVOID)1, fr, 1, u->lam.AdapterPageArray,
+				 0, PAGE_SIZE, (PVOID)(uintptr_t)base,
+				 NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
+			 STATUS_SUCCESS);
+	*tok = fr->Dispatch->NdkGetRemoteTokenFromMr(fr);
+	return fr;
+}

@@ -115,6 +115,22 @@ void expect_results(NDK_CQ *cq, const struct want *want, ULONG n);
 		       sizeof((const struct want[]){ __VA_ARGS__ }) / \
 			       sizeof(struct want))
 
+/* One page-aligned range of P's buffer as a LAM (its pages in lam). */
+union lam1 {
+	NDK_LOGICAL_ADDRESS_MAPPING lam;
+	uint8_t raw[64];
+};
+
+/* The base of a fast registration over mem: base, or on siw (which
+ * places at the host address whatever the iova) mem's address. */
+uint64_t fr_base(uint8_t *mem, uint64_t base);
+/* NdkBuildLAM of [mem, + len) on srv, into u (FBO 0); free the MDL. */
+PMDL lam_of(uint8_t *mem, size_t len, union lam1 *u);
+/* A fast-register MR of srv's, fast-registered on P.qp over the one
+ * page of u at base with remote write (context 1, its completion left
+ * to the caller); its remote token in *tok. */
+NDK_MR *fast_register_page(union lam1 *u, uint64_t base, UINT32 *tok);
+
 /* NdkDisconnect of a connection the peer already ended: succeeds. */
 void disconnect(NDK_CONNECTOR *c);
 

@@ -17,7 +17,9 @@
 # executable that declares itself a test of the software provider's own
 # wire (raw iWARP peers: cm_software_only, exit 77) as one N/A line, any
 # other that exits 77 as one SKIP line, each executable's seconds (TIME),
-# the rows of test_contract (CONTRACT lines: expected and got per row),
+# a FAIL line for an executable while which the guest kernel logged a
+# warning or BUG, the rows of test_contract (CONTRACT lines: expected
+# and got per row),
 # then the failures' cmocka messages and a summary per device. Exit
 # status: 0 when nothing failed, 1 otherwise, 77 when the guest cannot
 # run. A full run
@@ -96,6 +98,9 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ip -6 addr add fd00::15/64 dev eth0 nodad
 now() { cut -d' ' -f1 /proc/uptime; }
+# The kernel's warnings and BUGs so far, each with the line after it
+# (where it happened).
+kwarn() { dmesg | grep -A1 -e 'WARNING:' -e 'kernel BUG' | grep -v '^--\$'; }
 # The end of a log that failed: a sanitizer's report from its first line
 # (its end is the shadow legend), else the log's last lines.
 log_end() {
@@ -122,9 +127,16 @@ for dev in $devices; do
 	ndkinfo -I eth0 | grep -E '^(Provider|Device|RdmaTechnology) '
 	for n in ${tests[*]}; do
 		t0=\$(now)
+		k0=\$(kwarn | wc -l)
 		timeout $per_test /opt/ndk/\$n >\$n.log 2>&1
 		rc=\$?
 		echo "TIME \$dev \$n \$(awk -v a=\$t0 -v b=\$(now) 'BEGIN { printf "%.1f", b - a }')"
+		# A kernel warning while it ran is a failure of the test:
+		# the device met something it did not expect of its user.
+		if [ \$(kwarn | wc -l) != \$k0 ]; then
+			echo "FAIL \$dev \$n (the kernel logged a warning)"
+			kwarn | tail -n +\$((k0 + 1)) | head -n 3
+		fi
 		if [ \$rc = 77 ] &&
 			grep -q 'a test of the software provider' \$n.log; then
 			# Declared by the test (cm_software_only): its peer is

@@ -200,6 +200,13 @@ want() { # NAME RC WHAT
 		echo "PASS $1: $3"
 	else
 		bad "$1 ($3): exit ${got:-?}, want $2"
+		# Its own last lines here too: the output's end is what a
+		# CI log keeps.
+		if [[ -e $out/$1.log ]]; then
+			tail -n 12 "$out/$1.log"
+		else
+			grep "^$1: " "$c" | tail -n 12
+		fi | sed 's/^/    /'
 	fi
 }
 want A-ID 0 "guest ndknvme (verbs, siw0) -> host ndknvmet: id"
@@ -232,7 +239,10 @@ want C-LOAD 0 "verified randrw load"
 want C-FR-WRITE 0 "fast-registered, remotely invalidated: write LBA 7000 +1000"
 want C-FR-VERIFY 0 "fast-registered: verify LBA 7000 +1000"
 want C-FR-LOAD 0 "fast-registered: verified randrw load, 64 KiB"
-grep -q -e "kernel BUG" -e "WARNING:" "$c" && bad "the guest kernel logged a BUG or WARNING"
+if grep -q -e "kernel BUG" -e "WARNING:" "$c"; then
+	bad "the guest kernel logged a BUG or WARNING"
+	grep -A12 -e "kernel BUG" -e "WARNING:" "$c" | head -n 30 | sed 's/^/    /'
+fi
 if ((fail)); then
 	echo "verbs-nvme: FAILED (logs in $out)"
 	exit 1
