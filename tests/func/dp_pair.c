@@ -314,16 +314,23 @@ PMDL lam_of(uint8_t *mem, size_t len, union lam1 *u)
 	return mdl;
 }
 
-NDK_MR *fast_register_page(union lam1 *u, uint64_t base, UINT32 *tok)
+NDK_MR *fr_mr_create(ULONG pages)
 {
 	NDK_MR *fr;
 
 	assert_int_equal(
 		srv.pd->Dispatch->NdkCreateMr(srv.pd, TRUE, NULL, NULL, &fr),
 		STATUS_SUCCESS);
-	assert_int_equal(fr->Dispatch->NdkInitializeFastRegisterMr(fr, 1, TRUE,
-								   NULL, NULL),
+	assert_int_equal(fr->Dispatch->NdkInitializeFastRegisterMr(
+				 fr, pages, TRUE, NULL, NULL),
 			 STATUS_SUCCESS);
+	return fr;
+}
+
+NDK_MR *fast_register_page(union lam1 *u, uint64_t base, UINT32 *tok)
+{
+	NDK_MR *fr = fr_mr_create(1);
+
 	assert_int_equal(P.qp->Dispatch->NdkFastRegister(
 				 P.qp, (PVOID)1, fr, 1, u->lam.AdapterPageArray,
 				 0, PAGE_SIZE, (PVOID)(uintptr_t)base,

@@ -126,6 +126,9 @@ union lam1 {
 uint64_t fr_base(uint8_t *mem, uint64_t base);
 /* NdkBuildLAM of [mem, + len) on srv, into u (FBO 0); free the MDL. */
 PMDL lam_of(uint8_t *mem, size_t len, union lam1 *u);
+/* A fast-register MR of srv's for up to pages pages, remote access
+ * allowed. */
+NDK_MR *fr_mr_create(ULONG pages);
 /* A fast-register MR of srv's, fast-registered on P.qp over the one
  * page of u at base with remote write (context 1, its completion left
  * to the caller); its remote token in *tok. */

@@ -558,12 +558,7 @@ static void test_fast_register(void **state)
 	PMDL mdl;
 
 	cm_require(cli.info.FRMRPageCount > 0, "fast registration");
-	assert_int_equal(
-		srv.pd->Dispatch->NdkCreateMr(srv.pd, TRUE, NULL, NULL, &fr),
-		STATUS_SUCCESS);
-	assert_int_equal(fr->Dispatch->NdkInitializeFastRegisterMr(fr, 4, TRUE,
-								   NULL, NULL),
-			 STATUS_SUCCESS);
+	fr = fr_mr_create(4);
 	mdl = lam_of(mem, 4 * PAGE_SIZE, &u);
 	assert_int_equal(u.lam.AdapterPageCount, 4);
 	if (base != 0x100000)
