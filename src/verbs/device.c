@@ -543,7 +543,8 @@ int ndk_verbs_adapter_init(struct ndk_adapter *ad)
 	ad->priv = v;
 	v->ad = ad;
 	ndk_lock_init(&v->fr_lock, NDK_LOCK_LEAF);
-	list_init(&v->mws);
+	for (i = 0; i < NDK_VFR_BUCKETS; i++)
+		list_init(&v->mw_map[i]);
 	ndk_lock_init(&v->cm_ref_lock, NDK_LOCK_LEAF);
 	v->port = (uint8_t)dp.port;
 	memcpy(v->dev_name, dp.name, sizeof(v->dev_name));

@@ -22,7 +22,18 @@ UINT32 ndk_verbs_mw_token(struct ndk_obj *obj)
 		memory_order_acquire);
 }
 
-/* The window leaves the adapter's list (a second time is harmless). */
+/* fr_lock held: the window goes into the adapter's map, in the bucket
+ * of its token's index (which a new window may change). */
+static void vmw_list_locked(struct ndk_vadapter *v, struct ndk_vmw *mw)
+{
+	uint32_t idx = atomic_load(&mw->rkey) >> 8;
+
+	NDK_ASSERT_LOCKED(&v->fr_lock);
+	list_del(&mw->entry);
+	list_add_tail(&mw->entry, &v->mw_map[idx % NDK_VFR_BUCKETS]);
+}
+
+/* The window leaves the adapter's map (a second time is harmless). */
 static void vmw_unlist(struct ndk_vmw *mw)
 {
 	struct ndk_vadapter *v = to_vad(mw->obj.adapter);
@@ -98,7 +109,7 @@ NTSTATUS ndk_verbs_create_mw(struct ndk_obj *pd_obj, NDK_MW **ppNdkMw)
 	if (status)
 		return status; /* vmw_destroy freed it */
 	ndk_lock(&to_vad(mw->obj.adapter)->fr_lock);
-	list_add_tail(&mw->entry, &to_vad(mw->obj.adapter)->mws);
+	vmw_list_locked(to_vad(mw->obj.adapter), mw);
 	ndk_unlock(&to_vad(mw->obj.adapter)->fr_lock);
 	*ppNdkMw = &mw->obj.pub.mw;
 	return STATUS_SUCCESS;
@@ -115,8 +126,12 @@ static bool vmw_realloc_locked(struct ndk_vmw *mw)
 		ndk_info("verbs: ibv_alloc_mw: %s", strerror(errno));
 		return false;
 	}
-	if ((mw->mw->rkey >> 8) != (atomic_load(&mw->rkey) >> 8))
+	if ((mw->mw->rkey >> 8) != (atomic_load(&mw->rkey) >> 8)) {
+		ndk_lock(&to_vad(mw->obj.adapter)->fr_lock);
 		atomic_store(&mw->rkey, mw->mw->rkey);
+		vmw_list_locked(to_vad(mw->obj.adapter), mw);
+		ndk_unlock(&to_vad(mw->obj.adapter)->fr_lock);
+	}
 	atomic_store(&mw->free, true);
 	return true;
 }
@@ -275,7 +290,7 @@ void ndk_vmw_peer_invalidated(struct ndk_vadapter *v, uint32_t rkey)
 	struct ndk_vmw *mw;
 
 	ndk_lock(&v->fr_lock);
-	list_for_each (pos, &v->mws) {
+	list_for_each (pos, &v->mw_map[(rkey >> 8) % NDK_VFR_BUCKETS]) {
 		mw = list_entry(pos, struct ndk_vmw, entry);
 		if (atomic_load_explicit(&mw->rkey, memory_order_relaxed) ==
 		    rkey) {
@@ -292,16 +307,18 @@ static struct ndk_vmw *mw_of_qp_locked(struct ndk_vadapter *v,
 {
 	struct list_head *pos;
 	struct ndk_vmw *mw;
+	unsigned int i;
 
 	NDK_ASSERT_LOCKED(&v->fr_lock);
-	list_for_each (pos, &v->mws) {
-		mw = list_entry(pos, struct ndk_vmw, entry);
-		if (mw->qp == qp) {
-			/* Listed: its close has not ended. */
-			ndk_obj_get(&mw->obj);
-			return mw;
+	for (i = 0; i < NDK_VFR_BUCKETS; i++)
+		list_for_each (pos, &v->mw_map[i]) {
+			mw = list_entry(pos, struct ndk_vmw, entry);
+			if (mw->qp == qp) {
+				/* Listed: its close has not ended. */
+				ndk_obj_get(&mw->obj);
+				return mw;
+			}
 		}
-	}
 	return NULL;
 }
 

@@ -19,7 +19,8 @@ struct ndk_vmw {
 	struct ndk_obj obj;
 	struct ndk_vpd *pd;
 	struct ibv_mw *mw; /* NULL if a new one could not be allocated */
-	/* In the adapter's mws (fr_lock), from create to close. */
+	/* In the adapter's mw_map, by its token's index (fr_lock), from
+	 * create to close. */
 	struct list_head entry;
 	/* The QP its last bind went through, NULL when not bound
 	 * (ndk_vmw_qp_closing); written under both locks. */

@@ -80,8 +80,9 @@ struct ndk_vadapter {
 	 * reports a peer's invalidation marks the MR (verbs/mr.h). */
 	struct ndk_lock fr_lock;
 	struct ndk_vmr *fr_map[NDK_VFR_BUCKETS];
-	/* The memory windows (verbs/mw.h), under fr_lock too. */
-	struct list_head mws;
+	/* The memory windows (verbs/mw.h) by their token's index, under
+	 * fr_lock too. */
+	struct list_head mw_map[NDK_VFR_BUCKETS];
 	/* Completion events of every CQ of the adapter, on the engine. */
 	struct ibv_comp_channel *comp;
 	struct ndk_io comp_io;
