@@ -767,6 +767,13 @@ static void vqp_close_end(struct ndk_obj *obj)
 	struct ndk_vqp *qp = container_of(obj, struct ndk_vqp, obj);
 	int ret;
 
+	/* No window may hold the QP it is destroying (verbs/mr.h); first,
+	 * so that a flushed bind's slot can deregister what its window was
+	 * bound over until then. */
+	if (qp->vad->mw2) {
+		ndk_vmr_qp_closing(qp->vad, qp);
+		ndk_vmw_qp_closing(qp->vad, qp);
+	}
 	/* What the device flushed already still completes (as with the
 	 * software provider), and what it did not is cancelled now; later
 	 * completions are dropped. */
@@ -785,11 +792,6 @@ static void vqp_close_end(struct ndk_obj *obj)
 		ndk_vqpmap_del(qp->vad->qps, qp->sq.key);
 	}
 	qp->mapped = false;
-	/* No window may hold the QP it is destroying (verbs/mr.h). */
-	if (qp->vad->mw2) {
-		ndk_vmr_qp_closing(qp->vad, qp);
-		ndk_vmw_qp_closing(qp->vad, qp);
-	}
 	ret = qp->qp ? ibv_destroy_qp(qp->qp) : 0;
 	if (ret)
 		ndk_warn("verbs: qp %p: ibv_destroy_qp failed (%d)", (void *)qp,
