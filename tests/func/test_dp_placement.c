@@ -123,12 +123,7 @@ static void test_write_to_scattered_pages(void **state)
 	int i;
 
 	cm_require(srv.info.FRMRPageCount > 0, "fast registration");
-	assert_int_equal(
-		srv.pd->Dispatch->NdkCreateMr(srv.pd, TRUE, NULL, NULL, &fr),
-		STATUS_SUCCESS);
-	assert_int_equal(fr->Dispatch->NdkInitializeFastRegisterMr(
-				 fr, PAGES, TRUE, NULL, NULL),
-			 STATUS_SUCCESS);
+	fr = fr_mr_create(PAGES);
 	assert_int_equal(srv.ad->Dispatch->NdkBuildLAM(
 				 srv.ad, mdl, PAGES * PAGE_SIZE, NULL, NULL,
 				 &u.lam, &lam_size, &fbo),
