@@ -393,7 +393,10 @@ smb_check_pcap() {
 	# data that ksmbd sends, with credits, between its fragments (MS-SMBD
 	# allows it; we skip it).
 	local mal='_ws.malformed && !(smb2.cmd == 0 && smb2.flags.response == 1) && !(tcp.payload contains "MPA ID Re") && !(classicstun && tcp.port == 445) && !(smb_direct.data_length == 0 && smb_direct.remaining_length == 0)'
-	n=$(count "$mal && tcp.port != 5445")
+	# One pass: the ports of each malformed frame.
+	tshark -r "$p" "${o[@]}" -Y "$mal" -T fields -e tcp.srcport \
+		-e tcp.dstport 2>/dev/null >"$out/malformed.txt" || true
+	n=$(grep -cvw 5445 "$out/malformed.txt" || true)
 	((n == 0)) || bad "pcap: $n malformed frames"
 	# On an SMB Direct connection tshark finds FPDUs heuristically and
 	# now and then loses their boundaries in slirp's retransmissions
@@ -402,10 +405,9 @@ smb_check_pcap() {
 	# walks the connection clean, every CRC good, the frame is the
 	# dissector's mistake; elsewhere it is a failure.
 	local peer k
-	for peer in $(tshark -r "$p" "${o[@]}" -Y "$mal && tcp.port == 5445" \
-		-T fields -e tcp.srcport -e tcp.dstport 2>/dev/null |
-		tr '\t' '\n' | grep -vx 5445 | sort -u); do
-		k=$(count "$mal && tcp.port == $peer")
+	for peer in $(grep -w 5445 "$out/malformed.txt" | tr '\t' '\n' |
+		grep -vx 5445 | sort -u); do
+		k=$(grep -cw "$peer" "$out/malformed.txt" || true)
 		if python3 "$here/mpa-walk.py" --crc --peer-ports "$peer-$peer" \
 			"$p" 5445 >"$out/mpa-walk.$peer.txt" 2>&1; then
 			echo "  pcap: $k frames tshark calls malformed on the connection from port $peer, which mpa-walk.py walks clean with good CRCs: not counted"
