@@ -518,10 +518,12 @@ static bool wc_invalidated(const struct ibv_wc *wc, struct ndk_adapter *ad)
  */
 static void wc_peer_invalidated(struct ndk_adapter *ad, uint32_t rkey)
 {
-	if (ad && ad->priv && to_vad(ad)->fr_mw)
-		ndk_vmr_peer_invalidated(to_vad(ad), rkey);
-	if (ad && ad->priv && to_vad(ad)->mw2)
-		ndk_vmw_peer_invalidated(to_vad(ad), rkey);
+	struct ndk_vadapter *v = ad && ad->priv ? to_vad(ad) : NULL;
+
+	if (v && v->fr_mw)
+		ndk_vmr_peer_invalidated(v, rkey);
+	if (v && v->mw2)
+		ndk_vmw_peer_invalidated(v, rkey);
 }
 
 /*
