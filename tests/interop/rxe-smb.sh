@@ -97,6 +97,7 @@ smb() {
 	sed "s/^/put $t $s: /" /tmp/put.log
 	timeout 300 ndksmb -p 445 -u ndk "$@" 10.9.0.2 ndk get $t.$s /tmp/g.$s >/tmp/get.log 2>/tmp/get.err; r=$?
 	sed "s/^/get $t $s: /" /tmp/get.log
+	cat /tmp/put.err /tmp/get.err | grep "connecting again" | sed "s/^/RXE-SMB-RETRY $t $s: /"
 	if [ $p = 0 ] && [ $r = 0 ] && cmp -s /tmp/f.$s /tmp/g.$s; then
 		echo "RXE-SMB $t $s ok"
 	else
@@ -137,7 +138,7 @@ mv "$out/console.txt" "$out/console.log"
 grep -q "GUEST-FAIL" "$out/console.log" && bad "$(grep GUEST-FAIL "$out/console.log")"
 nsizes=$(wc -w <<<"$sizes")
 n=$(grep -c '^RXE-SMB inv [0-9]* ok$' "$out/console.log" || true)
-grep '^RXE-SMB \|^put \|^get ' "$out/console.log" | sed 's/^/  /'
+grep '^RXE-SMB \|^RXE-SMB-RETRY \|^put \|^get ' "$out/console.log" | sed 's/^/  /'
 ((n == nsizes)) || bad "$n of $nsizes sizes went through rxe with the server's invalidation"
 grep -q '^RXE-SMB noinv 1048579 ok$' "$out/console.log" ||
 	bad "no 1 MiB round trip with --no-invalidate"

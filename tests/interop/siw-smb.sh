@@ -424,6 +424,17 @@ smb_check_pcap() {
 		((n > 0)) || bad "pcap: no $f"
 	done
 }
+# ksmbd 6.1 now and then closes a new SMB Direct connection before its
+# negotiate response (README.md, "ksmbd closes a new connection before
+# its negotiate response"); ndksmb then connects once more and says so.
+# Seen on the first connection of a boot only: more would be something
+# else.
+retried=$(grep -l "connecting again" "$out"/*.err 2>/dev/null || true)
+if [[ -n $retried ]]; then
+	echo "  known: ksmbd closed a new connection before its negotiate response; ndksmb connected again: $(xargs -n1 basename <<<"$retried" | tr '\n' ' ')"
+	(($(wc -l <<<"$retried") <= 2)) ||
+		bad "$(wc -l <<<"$retried") connections closed before the negotiate response"
+fi
 smb_check_pcap "$out/guest.pcap"
 
 # The server's RDMA against our tokens: the first SMB2 WRITE's token is the

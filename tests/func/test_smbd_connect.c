@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ndksmb's SMB Direct connection (tools/smb/smbd.c) against a server in
+ * the test, over NDK: a server that closes a new connection after it read
+ * the negotiate request and before it answered gets one more connection,
+ * not two (tests/interop/README.md, bug 9); a server that answers gets
+ * one.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <cmocka.h>
+#include "cmutil.h"
+#include "testutil.h"
+#include "smbd.h"
+#include "smbd_wire.h"
+
+enum srv_mode { SRV_DROP, SRV_ANSWER };
+
+struct srv {
+	struct cm_host h;
+	struct tool_listener l;
+	struct tool_buf buf;
+	enum srv_mode modes[4];
+	unsigned int nmodes;
+	atomic_uint accepted; /* connections whose request was read */
+	atomic_bool peer_gone;
+	pthread_t thread;
+};
+
+static VOID srv_disconnected(PVOID ctx)
+{
+	struct srv *s = ctx;
+
+	atomic_store(&s->peer_gone, true);
+}
+
+/* The next completion on the server's CQ, within 10 s. */
+static bool srv_reap(struct srv *s, NDK_RESULT *r)
+{
+	uint64_t end = tu_now_ms() + 10000;
+
+	while (tu_now_ms() < end)
+		if (s->h.cq->Dispatch->NdkGetCqResults(s->h.cq, r, 1) == 1)
+			return true;
+	return false;
+}
+
+/* One connection: reads the negotiate request, then closes or answers. */
+static void srv_one(struct srv *s, NDK_CONNECTOR *in, enum srv_mode mode)
+{
+	struct smbd_neg_resp resp = {
+		.min_version = SMBD_VERSION_1,
+		.max_version = SMBD_VERSION_1,
+		.negotiated_version = SMBD_VERSION_1,
+		.credits_requested = 16,
+		.credits_granted = 16,
+		.max_read_write_size = 1 << 20,
+		.preferred_send_size = 1364,
+		.max_receive_size = 1364,
+		.max_fragmented_size = 1 << 20,
+	};
+	NDK_QP *qp = cm_qp_sized(&s->h, 4, 1, 0);
+	NDK_SGE sge = { .VirtualAddress = s->buf.mem,
+			.Length = 256,
+			.MemoryRegionToken = s->buf.ltok };
+	struct cm_req acc, disc;
+	NDK_RESULT r;
+	uint64_t end;
+
+	atomic_store(&s->peer_gone, false);
+	assert_int_equal(qp->Dispatch->NdkReceive(qp, NULL, &sge, 1),
+			 STATUS_SUCCESS);
+	cm_req_init(&acc);
+	assert_int_equal(in->Dispatch->NdkAccept(in, qp, 1, 1, NULL, 0,
+						 srv_disconnected, s,
+						 cm_req_done, &acc),
+			 STATUS_PENDING);
+	assert_int_equal(cm_req_wait(&acc, 10000), STATUS_SUCCESS);
+	assert_true(srv_reap(s, &r));
+	assert_int_equal(r.Status, STATUS_SUCCESS);
+	assert_int_equal(r.BytesTransferred, SMBD_NEG_REQ_SIZE);
+	atomic_fetch_add(&s->accepted, 1);
+	if (mode == SRV_ANSWER) {
+		smbd_neg_resp_encode(s->buf.mem + 256, &resp);
+		sge.VirtualAddress = s->buf.mem + 256;
+		sge.Length = SMBD_NEG_RESP_SIZE;
+		assert_int_equal(qp->Dispatch->NdkSend(qp, NULL, &sge, 1, 0),
+				 STATUS_SUCCESS);
+		assert_true(srv_reap(s, &r));
+		assert_int_equal(r.Status, STATUS_SUCCESS);
+		/* The client closes once it has what it wanted. */
+		end = tu_now_ms() + 15000;
+		while (!atomic_load(&s->peer_gone) && tu_now_ms() < end)
+			tu_sleep_ms(5);
+	}
+	cm_req_init(&disc);
+	(void)cm_req_result(in->Dispatch->NdkDisconnect(in, cm_req_done, &disc),
+			    &disc, 10000);
+	cm_close_connector(in);
+	qp->Dispatch->NdkFlush(qp);
+	while (s->h.cq->Dispatch->NdkGetCqResults(s->h.cq, &r, 1) == 1)
+		;
+	cm_close_qp(qp);
+}
+
+static void *srv_thread(void *arg)
+{
+	struct srv *s = arg;
+	unsigned int i;
+
+	for (i = 0; i < s->nmodes; i++) {
+		NDK_CONNECTOR *in = cm_next_incoming(&s->l, 20000);
+
+		if (!in)
+			break;
+		srv_one(s, in, s->modes[i]);
+	}
+	return NULL;
+}
+
+static void srv_start(struct srv *s, const enum srv_mode *modes, unsigned int n)
+{
+	struct sockaddr_in a = cm_lo4(0);
+	struct tool_host th;
+
+	memset(s, 0, sizeof(*s));
+	memcpy(s->modes, modes, n * sizeof(*modes));
+	s->nmodes = n;
+	cm_host_open(&s->h, cm_test_ifname());
+	th.ad = s->h.ad;
+	th.pd = s->h.pd;
+	th.info = s->h.info;
+	tool_buf_alloc(&th, &s->buf, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
+	assert_int_equal(cm_listen(&s->h, &s->l, (struct sockaddr *)&a),
+			 STATUS_SUCCESS);
+	assert_int_equal(pthread_create(&s->thread, NULL, srv_thread, s), 0);
+}
+
+static void srv_stop(struct srv *s)
+{
+	pthread_join(s->thread, NULL);
+	cm_listener_close(&s->l);
+	tool_buf_free(&s->buf);
+	cm_host_close(&s->h);
+}
+
+static int client(struct srv *s)
+{
+	struct smbd_opts o = { .timeout_ms = 10000 };
+	struct smbd_conn *c = NULL;
+	char why[256];
+	int err;
+
+	memcpy(&o.dst, &s->l.addr, sizeof(s->l.addr));
+	err = smbd_connect(&o, &c, why, sizeof(why));
+	if (!err) {
+		assert_int_equal(smbd_info(c)->peer.credits_granted, 16);
+		smbd_close(c);
+	} else {
+		print_message("smbd_connect: %s (%s)\n", smbd_err_str(err),
+			      why);
+	}
+	return err;
+}
+
+/* The server closes the first connection before its answer: one more. */
+static void test_dropped_once(void **state)
+{
+	static const enum srv_mode m[] = { SRV_DROP, SRV_ANSWER };
+	struct srv s;
+
+	(void)state;
+	srv_start(&s, m, 2);
+	assert_int_equal(client(&s), SMBD_OK);
+	srv_stop(&s);
+	assert_int_equal(atomic_load(&s.accepted), 2);
+}
+
+/* It closes every one: the client gives up after the second. */
+static void test_dropped_twice(void **state)
+{
+	static const enum srv_mode m[] = { SRV_DROP, SRV_DROP };
+	struct srv s;
+
+	(void)state;
+	srv_start(&s, m, 2);
+	assert_int_equal(client(&s), SMBD_ERR_LOST);
+	srv_stop(&s);
+	assert_int_equal(atomic_load(&s.accepted), 2);
+}
+
+/* A server that answers gets one connection. */
+static void test_answered(void **state)
+{
+	static const enum srv_mode m[] = { SRV_ANSWER };
+	struct srv s;
+
+	(void)state;
+	srv_start(&s, m, 1);
+	assert_int_equal(client(&s), SMBD_OK);
+	srv_stop(&s);
+	assert_int_equal(atomic_load(&s.accepted), 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_answered),
+		cmocka_unit_test(test_dropped_once),
+		cmocka_unit_test(test_dropped_twice),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
