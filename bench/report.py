@@ -285,16 +285,17 @@ def syscall_table(res):
     s = res.get("syscalls") or {}
     if not s:
         return []
-    out = ["| Program (one run under perf stat) | server: receive / send / "
-           "wait / all | client: receive / send / wait / all |",
+    out = ["| Program (one run under perf stat) | server: receive (empty) / "
+           "send / wait / all | client: receive (empty) / send / wait / all |",
            "|---|---|---|"]
     for m in [m + sfx for sfx in ("", "_veth")
               for m in ("write_bw", "lf_write_bw", "send_bw", "lf_msg_bw",
                         "read_bw", "lf_read_bw")]:
         if m not in s:
             continue
-        cells = ["%.2f / %.2f / %.2f / %.2f" % (
-            d["recv"], d["send"], d["wait"], d["total"])
+        cells = ["%.2f (%s) / %.2f / %.2f / %.2f" % (
+            d["recv"], "%.2f" % d["empty"] if "empty" in d else "-",
+            d["send"], d["wait"], d["total"])
             for d in (s[m]["server"], s[m]["client"])]
         base = m[:-len("_veth")] if m.endswith("_veth") else m
         name = ("libfabric tcp lf_bench " + base[3:]

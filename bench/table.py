@@ -36,8 +36,10 @@ CPU_CAPTION = (
 SYSCALL_CAPTION = (
     "System calls per 64 KiB message, from one extra run of each program "
     "with its own server, both under `perf stat` (syscall tracepoints): "
-    "receive (recv*, read*), send (send*, write*), wait (poll, epoll) and "
-    "all system calls, divided by the messages sent.")
+    "receive (recv*, read*; in brackets those of recvfrom and recvmsg that "
+    "found nothing, EAGAIN: a polling receiver's empty polls), send (send*, "
+    "write*), wait (poll, epoll) and all system calls, divided by the "
+    "messages sent.")
 BEGIN = "<!-- bench-table:begin -->"
 END = "<!-- bench-table:end -->"
 
