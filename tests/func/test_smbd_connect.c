@@ -166,43 +166,44 @@ static int client(struct srv *s)
 	return err;
 }
 
+/* A server that behaves as modes says, one connection each: smbd_connect
+ * returns err, and the server read the request of accepted connections. */
+static void run_case(const enum srv_mode *modes, unsigned int n, int err,
+		     unsigned int accepted)
+{
+	struct srv s;
+
+	srv_start(&s, modes, n);
+	assert_int_equal(client(&s), err);
+	srv_stop(&s);
+	assert_int_equal(atomic_load(&s.accepted), accepted);
+}
+
 /* The server closes the first connection before its answer: one more. */
 static void test_dropped_once(void **state)
 {
 	static const enum srv_mode m[] = { SRV_DROP, SRV_ANSWER };
-	struct srv s;
 
 	(void)state;
-	srv_start(&s, m, 2);
-	assert_int_equal(client(&s), SMBD_OK);
-	srv_stop(&s);
-	assert_int_equal(atomic_load(&s.accepted), 2);
+	run_case(m, 2, SMBD_OK, 2);
 }
 
 /* It closes every one: the client gives up after the second. */
 static void test_dropped_twice(void **state)
 {
 	static const enum srv_mode m[] = { SRV_DROP, SRV_DROP };
-	struct srv s;
 
 	(void)state;
-	srv_start(&s, m, 2);
-	assert_int_equal(client(&s), SMBD_ERR_LOST);
-	srv_stop(&s);
-	assert_int_equal(atomic_load(&s.accepted), 2);
+	run_case(m, 2, SMBD_ERR_LOST, 2);
 }
 
 /* A server that answers gets one connection. */
 static void test_answered(void **state)
 {
 	static const enum srv_mode m[] = { SRV_ANSWER };
-	struct srv s;
 
 	(void)state;
-	srv_start(&s, m, 1);
-	assert_int_equal(client(&s), SMBD_OK);
-	srv_stop(&s);
-	assert_int_equal(atomic_load(&s.accepted), 1);
+	run_case(m, 1, SMBD_OK, 1);
 }
 
 int main(void)
