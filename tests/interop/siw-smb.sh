@@ -425,8 +425,8 @@ smb_check_pcap() {
 	done
 }
 # ksmbd 6.1 now and then closes a new SMB Direct connection before its
-# negotiate response (README.md, "ksmbd closes a new connection before
-# its negotiate response"); ndksmb then connects once more and says so.
+# negotiate response (README.md, bug 9: "ksmbd closes a new connection
+# before its negotiate response"); ndksmb then connects once more and says so.
 # Seen on the first connection of a boot only: more would be something
 # else.
 retried=$(grep -l "connecting again" "$out"/*.err 2>/dev/null || true)

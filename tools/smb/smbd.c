@@ -891,8 +891,8 @@ out:
  * answers the negotiate request: its connection thread may see the
  * request flagged before it is queued, when the request completes at the
  * same moment as the connection's ESTABLISHED event
- * (tests/interop/README.md, "ksmbd closes a connection before its
- * negotiate response"). A client reconnects after a lost transport, so
+ * (tests/interop/README.md, bug 9: "ksmbd closes a new connection before
+ * its negotiate response"). A client reconnects after a lost transport, so
  * this one connects once more in that case, and says so.
  */
 int smbd_connect(const struct smbd_opts *o, struct smbd_conn **out, char *why,
