@@ -518,11 +518,14 @@ static bool wc_invalidated(const struct ibv_wc *wc, struct ndk_adapter *ad)
  */
 static void wc_peer_invalidated(struct ndk_adapter *ad, uint32_t rkey)
 {
-	struct ndk_vadapter *v = ad && ad->priv ? to_vad(ad) : NULL;
+	struct ndk_vadapter *v;
 
-	if (v && v->fr_mw)
+	if (!ad || !ad->priv)
+		return;
+	v = to_vad(ad);
+	if (v->fr_mw)
 		ndk_vmr_peer_invalidated(v, rkey);
-	if (v && v->mw2)
+	if (v->mw2)
 		ndk_vmw_peer_invalidated(v, rkey);
 }
 

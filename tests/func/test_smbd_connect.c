@@ -8,21 +8,24 @@
  */
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <setjmp.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <cmocka.h>
 #include "cmutil.h"
+#include "dp_pair.h"
 #include "testutil.h"
 #include "smbd.h"
 #include "smbd_wire.h"
 
 enum srv_mode { SRV_DROP, SRV_ANSWER };
 
-struct srv {
+struct smb_srv {
 	struct cm_host h;
 	struct tool_listener l;
-	struct tool_buf buf;
+	uint8_t *buf; /* the request at 0, the response at 256 */
+	UINT32 tok;
 	enum srv_mode modes[4];
 	unsigned int nmodes;
 	atomic_uint accepted; /* connections whose request was read */
@@ -32,24 +35,20 @@ struct srv {
 
 static VOID srv_disconnected(PVOID ctx)
 {
-	struct srv *s = ctx;
+	struct smb_srv *s = ctx;
 
 	atomic_store(&s->peer_gone, true);
 }
 
-/* The next completion on the server's CQ, within 10 s. */
-static bool srv_reap(struct srv *s, NDK_RESULT *r)
+static bool srv_peer_gone(void *arg)
 {
-	uint64_t end = tu_now_ms() + 10000;
+	struct smb_srv *s = arg;
 
-	while (tu_now_ms() < end)
-		if (s->h.cq->Dispatch->NdkGetCqResults(s->h.cq, r, 1) == 1)
-			return true;
-	return false;
+	return atomic_load(&s->peer_gone);
 }
 
 /* One connection: reads the negotiate request, then closes or answers. */
-static void srv_one(struct srv *s, NDK_CONNECTOR *in, enum srv_mode mode)
+static void srv_one(struct smb_srv *s, NDK_CONNECTOR *in, enum srv_mode mode)
 {
 	struct smbd_neg_resp resp = {
 		.min_version = SMBD_VERSION_1,
@@ -63,52 +62,42 @@ static void srv_one(struct srv *s, NDK_CONNECTOR *in, enum srv_mode mode)
 		.max_fragmented_size = 1 << 20,
 	};
 	NDK_QP *qp = cm_qp_sized(&s->h, 4, 1, 0);
-	NDK_SGE sge = { .VirtualAddress = s->buf.mem,
-			.Length = 256,
-			.MemoryRegionToken = s->buf.ltok };
 	struct cm_req acc, disc;
-	NDK_RESULT r;
-	uint64_t end;
+	NDK_RESULT_EX r;
 
 	atomic_store(&s->peer_gone, false);
-	assert_int_equal(qp->Dispatch->NdkReceive(qp, NULL, &sge, 1),
-			 STATUS_SUCCESS);
+	post_recv(qp, 0, s->buf, 256, s->tok);
 	cm_req_init(&acc);
 	assert_int_equal(in->Dispatch->NdkAccept(in, qp, 1, 1, NULL, 0,
 						 srv_disconnected, s,
 						 cm_req_done, &acc),
 			 STATUS_PENDING);
 	assert_int_equal(cm_req_wait(&acc, 10000), STATUS_SUCCESS);
-	assert_true(srv_reap(s, &r));
+	assert_int_equal(poll_cq(s->h.cq, &r, 1), 1);
 	assert_int_equal(r.Status, STATUS_SUCCESS);
 	assert_int_equal(r.BytesTransferred, SMBD_NEG_REQ_SIZE);
 	atomic_fetch_add(&s->accepted, 1);
 	if (mode == SRV_ANSWER) {
-		smbd_neg_resp_encode(s->buf.mem + 256, &resp);
-		sge.VirtualAddress = s->buf.mem + 256;
-		sge.Length = SMBD_NEG_RESP_SIZE;
-		assert_int_equal(qp->Dispatch->NdkSend(qp, NULL, &sge, 1, 0),
-				 STATUS_SUCCESS);
-		assert_true(srv_reap(s, &r));
+		smbd_neg_resp_encode(s->buf + 256, &resp);
+		post_send(qp, 0, s->buf + 256, SMBD_NEG_RESP_SIZE, s->tok, 0);
+		assert_int_equal(poll_cq(s->h.cq, &r, 1), 1);
 		assert_int_equal(r.Status, STATUS_SUCCESS);
 		/* The client closes once it has what it wanted. */
-		end = tu_now_ms() + 15000;
-		while (!atomic_load(&s->peer_gone) && tu_now_ms() < end)
-			tu_sleep_ms(5);
+		(void)tu_wait_until(srv_peer_gone, s, 15000);
 	}
 	cm_req_init(&disc);
 	(void)cm_req_result(in->Dispatch->NdkDisconnect(in, cm_req_done, &disc),
 			    &disc, 10000);
 	cm_close_connector(in);
 	qp->Dispatch->NdkFlush(qp);
-	while (s->h.cq->Dispatch->NdkGetCqResults(s->h.cq, &r, 1) == 1)
+	while (s->h.cq->Dispatch->NdkGetCqResultsEx(s->h.cq, &r, 1) == 1)
 		;
 	cm_close_qp(qp);
 }
 
 static void *srv_thread(void *arg)
 {
-	struct srv *s = arg;
+	struct smb_srv *s = arg;
 	unsigned int i;
 
 	for (i = 0; i < s->nmodes; i++) {
@@ -121,33 +110,32 @@ static void *srv_thread(void *arg)
 	return NULL;
 }
 
-static void srv_start(struct srv *s, const enum srv_mode *modes, unsigned int n)
+static void srv_start(struct smb_srv *s, const enum srv_mode *modes,
+		      unsigned int n)
 {
 	struct sockaddr_in a = cm_lo4(0);
-	struct tool_host th;
 
 	memset(s, 0, sizeof(*s));
 	memcpy(s->modes, modes, n * sizeof(*modes));
 	s->nmodes = n;
 	cm_host_open(&s->h, cm_test_ifname());
-	th.ad = s->h.ad;
-	th.pd = s->h.pd;
-	th.info = s->h.info;
-	tool_buf_alloc(&th, &s->buf, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
+	s->buf = aligned_alloc(4096, 4096);
+	assert_non_null(s->buf);
+	s->tok = local_mr_token(&s->h, s->buf, 4096);
 	assert_int_equal(cm_listen(&s->h, &s->l, (struct sockaddr *)&a),
 			 STATUS_SUCCESS);
 	assert_int_equal(pthread_create(&s->thread, NULL, srv_thread, s), 0);
 }
 
-static void srv_stop(struct srv *s)
+static void srv_stop(struct smb_srv *s)
 {
 	pthread_join(s->thread, NULL);
 	cm_listener_close(&s->l);
-	tool_buf_free(&s->buf);
 	cm_host_close(&s->h);
+	free(s->buf);
 }
 
-static int client(struct srv *s)
+static int client(struct smb_srv *s)
 {
 	struct smbd_opts o = { .timeout_ms = 10000 };
 	struct smbd_conn *c = NULL;
@@ -171,7 +159,7 @@ static int client(struct srv *s)
 static void run_case(const enum srv_mode *modes, unsigned int n, int err,
 		     unsigned int accepted)
 {
-	struct srv s;
+	struct smb_srv s;
 
 	srv_start(&s, modes, n);
 	assert_int_equal(client(&s), err);

@@ -431,9 +431,10 @@ smb_check_pcap() {
 # else.
 retried=$(grep -l "connecting again" "$out"/*.err 2>/dev/null || true)
 if [[ -n $retried ]]; then
+	nretried=$(wc -l <<<"$retried")
 	echo "  known: ksmbd closed a new connection before its negotiate response; ndksmb connected again: $(xargs -n1 basename <<<"$retried" | tr '\n' ' ')"
-	(($(wc -l <<<"$retried") <= 2)) ||
-		bad "$(wc -l <<<"$retried") connections closed before the negotiate response"
+	((nretried <= 2)) ||
+		bad "$nretried connections closed before the negotiate response"
 fi
 smb_check_pcap "$out/guest.pcap"
 
