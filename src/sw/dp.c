@@ -221,6 +221,15 @@ static void tx_fault_work_fn(struct ndk_work *w)
 #define CLAIM_POLLS	8
 #define CLAIM_WINDOW_NS 20000
 
+/* The backstop's first tick comes after BACKSTOP_MIN_MS; each tick that
+ * finds the consumer still polling doubles the next, up to
+ * BACKSTOP_MAX_MS. A tick wakes the engine thread, which on few cores
+ * preempts a polling thread (docs/performance.md, "The backstop backs
+ * off"). A consumer that stops polling is taken over within
+ * BACKSTOP_MAX_MS. */
+#define BACKSTOP_MIN_MS 1
+#define BACKSTOP_MAX_MS 8
+
 static void dp_claim(struct sw_dp *dp, bool consumer)
 {
 	bool ref = false;
@@ -233,8 +242,10 @@ static void dp_claim(struct sw_dp *dp, bool consumer)
 	dp->rx_consumer = consumer;
 	sw_dp_interest_locked(dp);
 	if (consumer && !dp->backstop_armed &&
-	    !ndk_timer_start(dp->sock.engine, &dp->backstop, 1)) {
+	    !ndk_timer_start(dp->sock.engine, &dp->backstop,
+			     BACKSTOP_MIN_MS)) {
 		dp->backstop_armed = true;
+		dp->backstop_ms = BACKSTOP_MIN_MS;
 		ref = true;
 	} else if (consumer && !dp->backstop_armed) {
 		/* No backstop, no takeover. */
@@ -263,9 +274,10 @@ static void backstop_fn(struct ndk_timer *t)
 
 	ndk_lock(&dp->lock);
 	if (sw_dp_attached(dp) && dp->rx_consumer) {
-		/* Polled since the last tick (a millisecond): still busy. */
+		/* Polled since the last tick: still busy. */
+		dp->backstop_ms = MIN(2 * dp->backstop_ms, BACKSTOP_MAX_MS);
 		if (polls != dp->polls_seen &&
-		    !ndk_timer_start(dp->sock.engine, t, 1))
+		    !ndk_timer_start(dp->sock.engine, t, dp->backstop_ms))
 			keep = true;
 		else
 			give_back = true;

@@ -279,13 +279,15 @@ struct sw_dp {
 	 * busy-polls this connection's CQ (rx_consumer): then the engine
 	 * thread is not woken per message, which on few cores costs more
 	 * than the message. NdkArmCq, an error, or a consumer that stopped
-	 * polling (the backstop timer, every millisecond) hand it back.
+	 * polling (the backstop timer: 1 ms, backing off to 8 ms while the
+	 * consumer polls) hand it back.
 	 */
 	bool rx_consumer; /* under lock */
 	/* rx_consumer for the consumer's poll, read without the lock: a
 	 * stale value costs one clock read or one claim attempt. */
 	_Atomic bool rx_consumer_hint;
 	bool backstop_armed; /* under lock; holds a QP reference */
+	unsigned int backstop_ms; /* the next tick's delay, under lock */
 	struct ndk_timer backstop;
 	/* Consumer polls so far (written under rx_lock), and as the
 	 * backstop last saw them: an empty poll counts instead of reading
