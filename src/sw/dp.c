@@ -242,8 +242,7 @@ static void dp_claim(struct sw_dp *dp, bool consumer)
 	dp->rx_consumer = consumer;
 	sw_dp_interest_locked(dp);
 	if (consumer && !dp->backstop_armed &&
-	    !ndk_timer_start(dp->sock.engine, &dp->backstop,
-			     BACKSTOP_MIN_MS)) {
+	    !ndk_timer_start(dp->sock.engine, &dp->backstop, BACKSTOP_MIN_MS)) {
 		dp->backstop_armed = true;
 		dp->backstop_ms = BACKSTOP_MIN_MS;
 		ref = true;
