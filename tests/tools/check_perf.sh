@@ -16,8 +16,9 @@ ndkping=$1
 ndkperf=$2
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-# Under TSan: the write-latency spin on placed memory is by design.
-export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS }suppressions=$(dirname "$0")/tsan.supp"
+# Under TSan: the write-latency spin on placed memory is by design. The
+# largest history keeps the stacks the suppressions match by name.
+export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS }history_size=7 suppressions=$(dirname "$0")/tsan.supp"
 
 # A free port: bind to 0 and read it back (the servers bind it again).
 free_port() {
