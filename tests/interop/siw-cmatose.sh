@@ -67,6 +67,7 @@ else
 	bad "guest ucmatose server never listened"
 fi
 wait "$vm" || bad "ndkvm run: rc $?"
+siw_stop_after_guest "$srv" "$srvp" "$rej"
 wait "$srv" || bad "ndkcmatose server: rc $?"
 wait "$srvp" || bad "ndkcmatose server (siw p2p): rc $?"
 wait "$rej" || bad "ndkcmatose rejecting server: rc $?"

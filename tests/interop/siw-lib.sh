@@ -48,6 +48,20 @@ siw_kill_pids() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 }
 
+# Our servers wait for their connections without a limit: once the guest
+# has ended no more come, so each PID gets 10 s to exit and is then killed
+# (its wait then fails).
+siw_stop_after_guest() { # pid...
+	local p i
+	for p in "$@"; do
+		for ((i = 0; i < 100; i++)); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill "$p" 2>/dev/null || true
+	done
+}
+
 # Waits until FILE has at least N lines matching RE; fails after S seconds
 # or when process PID has gone.
 siw_wait_lines() { # file re n seconds pid

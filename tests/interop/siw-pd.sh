@@ -93,15 +93,7 @@ else
 	bad "guest rejecting siw_pd server never listened"
 fi
 wait "$vm" || bad "ndkvm run: rc $?"
-# Our servers wait for their connections without a limit: once the guest
-# is gone, give them 10 s.
-for p in "$srv" "$rej"; do
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$p" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill "$p" 2>/dev/null || true
-done
+siw_stop_after_guest "$srv" "$rej"
 wait "$srv" || bad "ndkcmatose server: rc $?"
 wait "$rej" || bad "ndkcmatose rejecting server: rc $?"
 tr -d '\r' <"$out/console.log" >"$out/console.txt"

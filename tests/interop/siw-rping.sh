@@ -65,9 +65,14 @@ echo "logs in $out"
 # three of siw's dynamic debug lines stay in the ring buffer for dmesg at
 # the end: "enter RTS: crc=, ord=, ird=" per connection and the Terminates
 # it sends (all of siw's debug would double the run and overflow dmesg).
+# rdma_cm picks a client's port without regard to TCP's TIME_WAIT, and
+# siw's connect from a port whose last connection to the same server is in
+# TIME_WAIT fails ("rdma_connect: Cannot assign requested address", once in
+# CI): tcp_tw_reuse lets such a port be used again.
 g='p=/sys/module/siw/parameters
 setp() { echo $1 >$p/mpa_crc_required; echo $2 >$p/peer_to_peer; echo $3 >$p/mpa_version; echo "SIW-PARAMS crc=$1 p2p=$2 rev=$3"; }
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+echo 1 >/proc/sys/net/ipv4/tcp_tw_reuse
 for f in siw_qp_nextstate_from_idle siw_init_terminate siw_send_terminate; do echo "func $f +p" >/sys/kernel/debug/dynamic_debug/control; done
 '
 cases=()
@@ -173,6 +178,7 @@ else
 	"$NDKVM" run --timeout 900 \
 		--console-log "$out/console.log" --pcap "$out/guest.pcap" \
 		--quiet -- "$g" >"$out/ndkvm.out" 2>&1 || bad "ndkvm run: rc $?"
+	siw_stop_after_guest "$srv" "$fsrv"
 	wait "$srv" || bad "ndkrping -s: rc $?"
 	wait "$fsrv" || bad "ndkrping -s --fault badwrite: rc $?"
 	grep -e 'server' -e error -e failed "$out/host-server.log" | grep -v 'rdma write complete' |
