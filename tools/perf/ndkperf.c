@@ -437,6 +437,18 @@ static uint8_t tag_of(uint64_t i)
 enum tag_result { TAG_GONE, TAG_LANDED, TAG_ENDED };
 
 /*
+ * The spin's read of the tag byte, which the provider's thread writes with
+ * no order but the byte itself (RDMA memory semantics). Not instrumented
+ * under TSan: a suppression by name needs the stacks of both accesses, and
+ * TSan's history can lose this read's.
+ */
+static __attribute__((no_sanitize_thread)) uint8_t
+tag_read(const volatile uint8_t *p)
+{
+	return *p;
+}
+
+/*
  * Spins until the last byte of the peer's RDMA Write carries tag, as
  * ib_write_lat does: no completion tells the target that a Write landed.
  * With poll_cq it also polls its CQ on every turn: a software provider
@@ -446,19 +458,6 @@ enum tag_result { TAG_GONE, TAG_LANDED, TAG_ENDED };
  * instead; TAG_GONE if nothing landed in TAG_WAIT_NS or the peer
  * disconnected.
  */
-/*
- * The spin's read of the tag byte, which the provider's thread writes with
- * no order but the byte itself (RDMA memory semantics). Not instrumented
- * under TSan: a report needs the stack of both accesses, and once TSan's
- * history has lost this read's stack, tests/tools/tsan.supp cannot match
- * it by name.
- */
-static __attribute__((noinline, no_sanitize_thread)) uint8_t
-tag_read(const volatile uint8_t *p)
-{
-	return *p;
-}
-
 static enum tag_result tag_wait(volatile uint8_t *p, uint8_t tag,
 				struct side *s, bool poll_cq)
 {
@@ -493,8 +492,8 @@ static enum tag_result tag_wait(volatile uint8_t *p, uint8_t tag,
 /*
  * --verify of write_lat: checks what a peer's RDMA Write placed once its
  * tag byte arrived. Nothing but the tag orders those bytes (as for
- * tag_wait), so tests/tools/tsan.supp names this function too; not
- * inlined, so that its frame is there to match.
+ * tag_read), so tests/tools/tsan.supp names this function; not inlined,
+ * so that its frame is there to match.
  */
 static __attribute__((noinline)) size_t
 placed_check(const uint8_t *p, size_t len, uint64_t seed, const char *what)
