@@ -347,6 +347,10 @@ static void pending_timer_fn(struct ndk_timer *t)
 		pending_hand_over(p, false, NULL);
 		parked_drained(l);
 	} else {
+		/* Said at info: a peer whose connect hangs sees no reason. */
+		ndk_info("listener %p: no whole MPA Request in %llu ms; "
+			 "connection closed",
+			 (void *)l, (unsigned long long)ndk_cm_timeout_ms());
 		pending_free(p);
 	}
 }

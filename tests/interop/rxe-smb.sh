@@ -132,7 +132,7 @@ siw_checks_begin
 	--file "$(readlink -f "$build/libndk.so.0"):/opt/ndk/libndk.so.0" \
 	--file "$bin:/opt/ndk/ndksmb" \
 	--file "$(readlink -f "$nettle"):/opt/ndk/$(basename "$nettle")" \
-	"${files[@]}" --quiet -- "$g" >"$out/ndkvm.out" 2>&1 || bad "ndkvm run: rc $?"
+	"${files[@]}" --quiet -- "$g" >"$out/ndkvm.out" 2>&1 || siw_vm_failed $? "$out/ndkvm.out"
 tr -d '\r' <"$out/console.log" >"$out/console.txt"
 mv "$out/console.txt" "$out/console.log"
 grep -q "GUEST-FAIL" "$out/console.log" && bad "$(grep GUEST-FAIL "$out/console.log")"

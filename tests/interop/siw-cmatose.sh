@@ -66,7 +66,7 @@ if siw_wait_lines "$out/console.log" '^NDKVM-LISTENING' 1 120 "$vm"; then
 else
 	bad "guest ucmatose server never listened"
 fi
-wait "$vm" || bad "ndkvm run: rc $?"
+wait "$vm" || siw_vm_failed $? "$out/ndkvm.out"
 siw_stop_after_guest "$srv" "$srvp" "$rej"
 wait "$srv" || bad "ndkcmatose server: rc $?"
 wait "$srvp" || bad "ndkcmatose server (siw p2p): rc $?"

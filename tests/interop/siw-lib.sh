@@ -43,6 +43,13 @@ bad() {
 	echo "FAIL: $*"
 	fail=1
 }
+# A failed ndkvm run: the failure, and the end of what ndkvm printed (on a
+# timeout, the guest console's last lines) where the caller kept it.
+siw_vm_failed() { # rc [ndkvm-output-file]
+	bad "ndkvm run: rc $1"
+	[[ -n ${2:-} && -f $2 ]] && tail -n 40 "$2" | sed 's/^/  [ndkvm] /'
+	return 0
+}
 siw_kill_pids() {
 	local p
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done

@@ -307,7 +307,7 @@ if grep -h 'the flush returned nothing' "$out"/*.err; then
 	bad "a flushed queue kept requests"
 fi
 
-wait "$vm" || bad "ndkvm run: rc $?"
+wait "$vm" || siw_vm_failed $? "$out/ndkvm.out"
 tr -d '\r' <"$out/console.log" >"$out/console.txt"
 mv "$out/console.txt" "$out/console.log"
 grep -E '^GUEST-' "$out/console.log" | sed 's/^/  [guest] /'

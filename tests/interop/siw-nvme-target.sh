@@ -50,7 +50,14 @@ sizes="4k 64k 128k 256k 1M"
 
 g='N='$nqn' P='$port' MIB='$mib' SIZES="'$sizes'"
 bytes() { case $1 in *k) echo $((${1%k} * 1024)) ;; *M) echo $((${1%M} * 1048576)) ;; esac; }
-nvme connect -t rdma -a 10.0.2.2 -s $P -n $N -i 2; echo "NVMET-CONNECT $?"
+# nvme-rdma waits for the CM without a limit of its own: ours is 60 s, and
+# a failed connect shows what the kernel logged, at once.
+nvme_connect() {
+	timeout 60 nvme connect -t rdma -a 10.0.2.2 -s $P "$@"; c=$?
+	[ $c = 0 ] || dmesg | tail -n 15 | sed "s/^/CONNECT-DMESG /"
+	return $c
+}
+nvme_connect -n $N -i 2; echo "NVMET-CONNECT $?"
 for i in $(seq 40); do [ -b /dev/nvme0n1 ] && break; sleep 0.25; done
 nvme list
 nvme id-ctrl /dev/nvme0 >/tmp/idctrl; cat /tmp/idctrl | sed "s/^/ID-CTRL /"
@@ -87,9 +94,9 @@ nvme fw-log /dev/nvme0 | grep frs1
 nvme disconnect -n $N; echo "NVMET-DISCONNECT $?"
 sleep 1
 [ -e /dev/nvme0 ] && echo "NVMET-STILL-THERE"
-nvme connect -t rdma -a 10.0.2.2 -s $P -n $N.not-here -i 1; echo "NVMET-WRONG-NQN $?"
+timeout 60 nvme connect -t rdma -a 10.0.2.2 -s $P -n $N.not-here -i 1; echo "NVMET-WRONG-NQN $?"
 modload sch_netem >/dev/null 2>&1
-nvme connect -t rdma -a 10.0.2.2 -s $P -n $N -i 1 -k 4 --disable-sqflow; echo "NVMET-CONNECT2 $?"
+nvme_connect -n $N -i 1 -k 4 --disable-sqflow; echo "NVMET-CONNECT2 $?"
 for i in $(seq 40); do [ -b /dev/nvme0n1 ] && break; sleep 0.25; done
 dd if=/dev/nvme0n1 of=/tmp/b3 bs=1M skip=$MIB count=$MIB iflag=direct 2>/dev/null
 if cmp -s /tmp/pat /tmp/b3; then echo "NVMET-DD reconnect ok"; else echo "NVMET-DD reconnect BAD"; fi
@@ -105,7 +112,7 @@ wait_for_lines "$out/ndknvmet.log" '^ndknvmet: listening on' 1 20 "$tgt" ||
 	bad "ndknvmet did not listen"
 "$NDKVM" run --timeout 400 --console-log "$out/console.log" \
 	--pcap "$out/guest.pcap" --quiet -- "$g" >"$out/ndkvm.out" 2>&1 ||
-	bad "ndkvm run: rc $?"
+	siw_vm_failed $? "$out/ndkvm.out"
 tr -d '\r' <"$out/console.log" >"$out/console.txt"
 mv "$out/console.txt" "$out/console.log"
 # The vanished host's controller goes by its keep-alive timer.

@@ -92,7 +92,7 @@ if siw_wait_lines "$out/console.log" '^NDKVM-LISTENING' 2 120 "$vm"; then
 else
 	bad "guest rejecting siw_pd server never listened"
 fi
-wait "$vm" || bad "ndkvm run: rc $?"
+wait "$vm" || siw_vm_failed $? "$out/ndkvm.out"
 siw_stop_after_guest "$srv" "$rej"
 wait "$srv" || bad "ndkcmatose server: rc $?"
 wait "$rej" || bad "ndkcmatose rejecting server: rc $?"

@@ -164,7 +164,7 @@ if [[ $dir == server ]]; then
 		grep -e 'client: ' -e fault -e Terminate -e terminated -e error -e failed "$log" |
 			sed "s/^/  [$c] /" || true
 	done
-	wait "$vm" || bad "ndkvm run: rc $?"
+	wait "$vm" || siw_vm_failed $? "$out/ndkvm.out"
 else
 	"$bin" -s -vv -b 127.0.0.1 -p 17175 --verify -n "$count" -c ${#cases[@]} --timeout 60 \
 		>"$out/host-server.log" 2>&1 &
@@ -177,7 +177,7 @@ else
 	sleep 0.3
 	"$NDKVM" run --timeout 900 \
 		--console-log "$out/console.log" --pcap "$out/guest.pcap" \
-		--quiet -- "$g" >"$out/ndkvm.out" 2>&1 || bad "ndkvm run: rc $?"
+		--quiet -- "$g" >"$out/ndkvm.out" 2>&1 || siw_vm_failed $? "$out/ndkvm.out"
 	siw_stop_after_guest "$srv" "$fsrv"
 	wait "$srv" || bad "ndkrping -s: rc $?"
 	wait "$fsrv" || bad "ndkrping -s --fault badwrite: rc $?"

@@ -322,7 +322,7 @@ for i in $(seq 120); do
 	grep -q '^==== files' "$out/console.log" && break
 done
 grep -q '^==== files' "$out/console.log" || bad "cannot end the guest's wait"
-wait "$vm" || bad "ndkvm run: rc $?"
+wait "$vm" || siw_vm_failed $? "$out/ndkvm.out"
 tr -d '\r' <"$out/console.log" >"$out/console.txt"
 mv "$out/console.txt" "$out/console.log"
 # ksmbd's own bug (docs/smb.md): its kill_server walks the connection
