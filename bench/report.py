@@ -429,13 +429,15 @@ def table(res):
 def caption(res):
     m = res.get("meta", {})
     return ("`%sREPS=%s bench/run` at commit %s, %s: kernel %s, %s CPUs, "
-            "loopback, CRC %s, polling. Ratios are of the medians of the two "
-            "sides of a pair, run back to back in each repetition; a target "
-            "holds only if the ratio of medians meets it in this run. "
-            "Rows marked `*` are secondary (no target)." % (
+            "loopback, CRC %s, TCP congestion control %s, polling. Ratios "
+            "are of the medians of the two sides of a pair, run back to back "
+            "in each repetition; a target holds only if the ratio of medians "
+            "meets it in this run. Rows marked `*` are secondary (no "
+            "target)." % (
                 "BENCH_QUICK=1 " if m.get("quick") else "", m.get("reps"),
                 m.get("commit"), m.get("date"), m.get("kernel"),
-                m.get("cpus"), "on" if m.get("mpa_crc", True) else "off"))
+                m.get("cpus"), "on" if m.get("mpa_crc", True) else "off",
+                m.get("tcp_cc", "not recorded")))
 
 
 def main():
