@@ -44,11 +44,18 @@ static void vmw_unlist(struct ndk_vmw *mw)
 	ndk_unlock(&v->fr_lock);
 }
 
-/* No successors: the window goes, and with it any access through it. */
+/*
+ * No successors: the window goes, and with it any access through it.
+ * Under the window's lock: this may run inline on the consumer's thread
+ * while a QP's close on the engine thread replaces the window's ibv_mw
+ * (ndk_vmw_qp_closing); without the lock both freed the old one and the
+ * new one was lost, and with it the PD it holds.
+ */
 static void vmw_close_end(struct ndk_obj *obj)
 {
 	struct ndk_vmw *mw = container_of(obj, struct ndk_vmw, obj);
 
+	ndk_lock(&mw->lock);
 	vmw_unlist(mw);
 	if (mw->mw && ibv_dealloc_mw(mw->mw))
 		ndk_warn("verbs: mw %p: ibv_dealloc_mw failed", (void *)mw);
@@ -56,6 +63,7 @@ static void vmw_close_end(struct ndk_obj *obj)
 	if (mw->sub && ndk_verbs_dereg(mw->sub))
 		ndk_warn("verbs: mw %p: ibv_dereg_mr failed", (void *)mw);
 	mw->sub = NULL;
+	ndk_unlock(&mw->lock);
 }
 
 static void vmw_destroy(struct ndk_obj *obj)
