@@ -170,7 +170,11 @@ grep -q '^put qd 4194307: .*RDMA reads 0 writes 64, inline reads 0 writes 1, inv
 	bad "put --queue-depth 16: not 64 WRITEs through the RDMA channel, each invalidated remotely"
 # The capture (RoCEv2 as the host's tshark decodes it): no malformed
 # frame but ksmbd's NEGOTIATE response (a SPNEGO hint tshark calls
-# malformed, as in siw-smb.sh); both negotiate messages; WRITE and READ
+# malformed, as in siw-smb.sh) and the payload of RDMA Write and Read
+# Response packets (BTH opcodes 6-11, 13-16): that is file data, which
+# tshark 4.0 tries to decode when it is short (the 1-byte last packet of
+# a 4 MiB + 3 transfer came out as a malformed IDP frame, once in CI);
+# both negotiate messages; WRITE and READ
 # with the RDMA_V1_INVALIDATE channel (2); for the WRITE's token an RDMA
 # Read Request (BTH opcode 12) and for the READ's an RDMA Write (6 first,
 # 10 only) with that R_Key, and for each a Send with Invalidate (22 last,
@@ -188,8 +192,13 @@ rxe_check_pcap() {
 		echo "  pcap: tshark missing, not checked"
 		return 0
 	}
-	count() { tshark -r "$p" -Y "$1" 2>/dev/null | grep -c . || true; }
-	n=$(count '_ws.malformed && !(smb2.cmd == 0 && smb2.flags.response == 1)')
+	# -1 when tshark refuses the filter: every check below then fails.
+	count() {
+		local o
+		o=$(tshark -r "$p" -Y "$1" 2>/dev/null) || { echo -1; return; }
+		grep -c . <<<"$o" || true
+	}
+	n=$(count '_ws.malformed && !(smb2.cmd == 0 && smb2.flags.response == 1) && !((infiniband.bth.opcode >= 6 && infiniband.bth.opcode <= 11) || (infiniband.bth.opcode >= 13 && infiniband.bth.opcode <= 16))')
 	((n == 0)) || bad "pcap: $n malformed frames"
 	for f in smb_direct.negotiate_request smb_direct.negotiate_response \
 		'smb2.cmd == 9 && smb2.channel == 2' 'smb2.cmd == 8 && smb2.channel == 2'; do
