@@ -75,6 +75,21 @@ siw_wait_lines() { # file re n seconds pid
 	wait_for_lines "$@"
 }
 
+# True if tshark takes display filter $1. Tried on an empty capture: a
+# filter tshark refuses would otherwise count 0 frames, and a check of
+# "no such frame" would pass without looking.
+siw_tshark_filter_ok() { # filter
+	local e rc
+	e=$(mktemp) || return 1
+	# A pcap file header (little-endian, version 2.4, Ethernet), no packets.
+	printf '\xd4\xc3\xb2\xa1\x02\x00\x04\x00\0\0\0\0\0\0\0\0\xff\xff\0\0\x01\0\0\0' >"$e"
+	tshark -r "$e" -Y "$1" >/dev/null 2>&1
+	rc=$?
+	rm -f "$e"
+	((rc == 0)) || echo "pcap: tshark refuses the filter: $1"
+	return $rc
+}
+
 # tshark checks of a capture of iWARP connections: no malformed frame, no
 # TCP payload that is not MPA, no bad CRC; prints the Good CRC32 count.
 # KNOWN_BAD (0) Bad CRC32 are accepted: FPDUs of the peer's whose CRC the
@@ -87,12 +102,14 @@ siw_check_pcap() { # pcap [known-bad]
 		echo "pcap: tshark missing, not checked"
 		return 0
 	}
+	local ufilter='tcp.len > 0 && !iwarp_mpa && !tcp.reassembled_in &&
+		!tcp.analysis.retransmission && !tcp.analysis.spurious_retransmission'
+	siw_tshark_filter_ok '_ws.malformed' && siw_tshark_filter_ok "$ufilter" ||
+		return 1
 	n=$(tshark -r "$p" "${o[@]}" -Y '_ws.malformed' 2>/dev/null | grep -c . || true)
 	# Two passes: a segment of a reassembled FPDU is MPA in the end. TCP
 	# retransmissions (slirp under TCG has some) are not dissected again.
-	und=$(tshark -2 -r "$p" "${o[@]}" -Y 'tcp.len > 0 && !iwarp_mpa && !tcp.reassembled_in &&
-		!tcp.analysis.retransmission && !tcp.analysis.spurious_retransmission' \
-		2>/dev/null | grep -c . || true)
+	und=$(tshark -2 -r "$p" "${o[@]}" -Y "$ufilter" 2>/dev/null | grep -c . || true)
 	tshark -r "$p" "${o[@]}" -V -Y iwarp_mpa 2>/dev/null >"$p.txt" || true
 	good=$(grep -c '(Good CRC32)' "$p.txt" || true)
 	bad=$(grep -c 'Bad CRC32' "$p.txt" || true)

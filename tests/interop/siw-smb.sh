@@ -393,6 +393,7 @@ smb_check_pcap() {
 	# data that ksmbd sends, with credits, between its fragments (MS-SMBD
 	# allows it; we skip it).
 	local mal='_ws.malformed && !(smb2.cmd == 0 && smb2.flags.response == 1) && !(tcp.payload contains "MPA ID Re") && !(classicstun && tcp.port == 445) && !(smb_direct.data_length == 0 && smb_direct.remaining_length == 0)'
+	siw_tshark_filter_ok "$mal" || bad "pcap: malformed frames not counted"
 	# One pass: the ports of each malformed frame.
 	tshark -r "$p" "${o[@]}" -Y "$mal" -T fields -e tcp.srcport \
 		-e tcp.dstport 2>/dev/null >"$out/malformed.txt" || true
