@@ -75,18 +75,25 @@ siw_wait_lines() { # file re n seconds pid
 	wait_for_lines "$@"
 }
 
-# True if tshark takes display filter $1. Tried on an empty capture: a
-# filter tshark refuses would otherwise count 0 frames, and a check of
-# "no such frame" would pass without looking.
-siw_tshark_filter_ok() { # filter
-	local e rc
+# True if tshark takes every display filter given. Tried on an empty
+# capture: a filter tshark refuses would otherwise count 0 frames, and a
+# check of "no such frame" would pass without looking. One tshark run for
+# all of them; only when it fails, one per filter to name the refused.
+siw_tshark_filter_ok() { # filter...
+	local e f all= rc
 	e=$(mktemp) || return 1
 	# A pcap file header (little-endian, version 2.4, Ethernet), no packets.
 	printf '\xd4\xc3\xb2\xa1\x02\x00\x04\x00\0\0\0\0\0\0\0\0\xff\xff\0\0\x01\0\0\0' >"$e"
-	tshark -r "$e" -Y "$1" >/dev/null 2>&1
+	for f in "$@"; do all+="${all:+ || }($f)"; done
+	tshark -r "$e" -Y "$all" >/dev/null 2>&1
 	rc=$?
+	if ((rc)); then
+		for f in "$@"; do
+			tshark -r "$e" -Y "$f" >/dev/null 2>&1 ||
+				echo "pcap: tshark refuses the filter: $f"
+		done
+	fi
 	rm -f "$e"
-	((rc == 0)) || echo "pcap: tshark refuses the filter: $1"
 	return $rc
 }
 
@@ -104,8 +111,7 @@ siw_check_pcap() { # pcap [known-bad]
 	}
 	local ufilter='tcp.len > 0 && !iwarp_mpa && !tcp.reassembled_in &&
 		!tcp.analysis.retransmission && !tcp.analysis.spurious_retransmission'
-	siw_tshark_filter_ok '_ws.malformed' && siw_tshark_filter_ok "$ufilter" ||
-		return 1
+	siw_tshark_filter_ok '_ws.malformed' "$ufilter" || return 1
 	n=$(tshark -r "$p" "${o[@]}" -Y '_ws.malformed' 2>/dev/null | grep -c . || true)
 	# Two passes: a segment of a reassembled FPDU is MPA in the end. TCP
 	# retransmissions (slirp under TCG has some) are not dissected again.
