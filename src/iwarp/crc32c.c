@@ -13,7 +13,9 @@
  *   compiled with a target attribute (the build baseline is plain x86-64)
  *   and only called after __builtin_cpu_supports("sse4.2") said yes.
  * - AVX-512 + VPCLMULQDQ: carry-less multiplication folds 256 bytes per
- *   step (below), then the crc32 instruction reduces the last 16 bytes.
+ *   step (below), then the crc32 instruction reduces the last 16 bytes;
+ *   from 4 KiB on, three crc32 chains run over the buffer's end between
+ *   the fold steps (crc32c_hybrid).
  *
  * The only mutable global is the pointer to the chosen implementation,
  * resolved on first use. Racing first calls store the same value.
@@ -803,35 +805,20 @@ crc32c_fold128(__m128i x, struct crc32c_fold_k k, __m128i y)
 /* Below this the crc32 instruction alone is as fast. */
 #define CRC32C_FOLD_MIN 512
 
-CRC32C_FOLD_TARGET static uint32_t crc32c_fold(uint32_t crc, const uint8_t *p,
-					       size_t len)
+/*
+ * Four accumulators, each holding the fold of everything up to p, into the
+ * register of that data; then the len bytes at p.
+ */
+CRC32C_FOLD_TARGET static uint32_t crc32c_fold_finish(__m512i z0, __m512i z1,
+						      __m512i z2, __m512i z3,
+						      const uint8_t *p,
+						      size_t len)
 {
-	__m512i z0, z1, z2, z3, k;
+	__m512i k = crc32c_k512_of(crc32c_k512);
 	__m128i x;
 	uint64_t q[2];
 
-	if (len < CRC32C_FOLD_MIN)
-		return crc32c_sse42(crc, p, len);
-	pthread_once(&crc32c_fold_once, crc32c_fold_init);
-	z0 = _mm512_xor_si512(
-		_mm512_loadu_si512(p),
-		_mm512_castsi128_si512(_mm_cvtsi32_si128((int)crc)));
-	z1 = _mm512_loadu_si512(p + 64);
-	z2 = _mm512_loadu_si512(p + 128);
-	z3 = _mm512_loadu_si512(p + 192);
-	p += 256;
-	len -= 256;
-	k = crc32c_k512_of(crc32c_k2048);
-	while (len >= 256) {
-		z0 = crc32c_fold512(z0, k, _mm512_loadu_si512(p));
-		z1 = crc32c_fold512(z1, k, _mm512_loadu_si512(p + 64));
-		z2 = crc32c_fold512(z2, k, _mm512_loadu_si512(p + 128));
-		z3 = crc32c_fold512(z3, k, _mm512_loadu_si512(p + 192));
-		p += 256;
-		len -= 256;
-	}
 	/* Four accumulators into one, then whole 64-byte blocks. */
-	k = crc32c_k512_of(crc32c_k512);
 	z1 = crc32c_fold512(z0, k, z1);
 	z2 = crc32c_fold512(z1, k, z2);
 	z3 = crc32c_fold512(z2, k, z3);
@@ -852,8 +839,146 @@ CRC32C_FOLD_TARGET static uint32_t crc32c_fold(uint32_t crc, const uint8_t *p,
 		len -= 16;
 	}
 	_mm_storeu_si128((__m128i *)q, x);
-	crc = (uint32_t)_mm_crc32_u64(_mm_crc32_u64(0, q[0]), q[1]);
-	return crc32c_sse42(crc, p, len);
+	return crc32c_sse42(
+		(uint32_t)_mm_crc32_u64(_mm_crc32_u64(0, q[0]), q[1]), p, len);
+}
+
+/*
+ * Hybrid. The folds keep the carry-less multiplier busy and leave the
+ * unit of the crc32 instruction idle: on large buffers the end of the
+ * buffer is cut into three lanes of equal length that three crc32 chains
+ * run over between fold steps (each fold step takes 256 bytes, the
+ * chains 3 x 32, so both finish together). The four registers are then
+ * joined as in crc32c_sse42: crc(A || B) = shift(crc(A)) ^ crc_from_zero(B).
+ * Here shift feeds a lane of zero bytes with one carry-less product: the
+ * register r XORed into the first four of L zero bytes is a 16-byte block
+ * that folds (constant x^(8(L-16)+31)) onto the last 16 bytes, whose
+ * register two crc32 steps give.
+ */
+#define CRC32C_HYB_MIN	 4096
+#define CRC32C_HYB_UNIT	 256 /* lane lengths are multiples of this */
+#define CRC32C_HYB_UNITS 64 /* longest lane: 16 KiB */
+#define CRC32C_HYB_STEP	 32 /* bytes of each lane per fold step */
+
+static uint64_t crc32c_hyb_k[CRC32C_HYB_UNITS + 1];
+static pthread_once_t crc32c_hyb_once = PTHREAD_ONCE_INIT;
+
+static void crc32c_hyb_init(void)
+{
+	unsigned int i, n = 0, want;
+	uint64_t r = 1;
+
+	/* x^(8L - 97) mod P for L = i units, in one walk up the powers. */
+	for (i = 1; i <= CRC32C_HYB_UNITS; i++) {
+		want = 8 * i * CRC32C_HYB_UNIT - 97;
+		for (; n < want; n++) {
+			r <<= 1;
+			if (r & 0x100000000ull)
+				r ^= 0x100000000ull | CRC32C_POLY_NORMAL;
+		}
+		crc32c_hyb_k[i] = crc32c_reflect((uint32_t)r);
+	}
+}
+
+/* The register r after `units` lane units of zero bytes. */
+CRC32C_FOLD_TARGET static uint32_t crc32c_hyb_shift(uint32_t r,
+						    unsigned int units)
+{
+	__m128i x = _mm_clmulepi64_si128(
+		_mm_cvtsi32_si128((int)r),
+		_mm_cvtsi64_si128((long long)crc32c_hyb_k[units]), 0x00);
+	uint64_t q[2];
+
+	_mm_storeu_si128((__m128i *)q, x);
+	return (uint32_t)_mm_crc32_u64(_mm_crc32_u64(0, q[0]), q[1]);
+}
+
+/* len >= CRC32C_HYB_MIN. Past 11 lanes of the longest, the folds take
+ * the rest alone. */
+CRC32C_FOLD_TARGET static uint32_t crc32c_hybrid(uint32_t crc, const uint8_t *p,
+						 size_t len)
+{
+	/* lane / len = 32 / (256 + 3 * 32) = 1 / 11 */
+	size_t units =
+		MIN(len / 11 / CRC32C_HYB_UNIT, (size_t)CRC32C_HYB_UNITS);
+	size_t lane = units * CRC32C_HYB_UNIT;
+	size_t fold = (len - 3 * lane) / 256 * 256;
+	const uint8_t *fold_end = p + fold;
+	const uint8_t *l0 = fold_end, *l1 = l0 + lane, *l2 = l1 + lane;
+	const uint8_t *end = l2 + lane;
+	uint64_t c0 = 0, c1 = 0, c2 = 0, w0, w1, w2;
+	size_t steps = lane / CRC32C_HYB_STEP, i;
+	__m512i z0, z1, z2, z3, k;
+	uint32_t r;
+
+	pthread_once(&crc32c_fold_once, crc32c_fold_init);
+	pthread_once(&crc32c_hyb_once, crc32c_hyb_init);
+	z0 = _mm512_xor_si512(
+		_mm512_loadu_si512(p),
+		_mm512_castsi128_si512(_mm_cvtsi32_si128((int)crc)));
+	z1 = _mm512_loadu_si512(p + 64);
+	z2 = _mm512_loadu_si512(p + 128);
+	z3 = _mm512_loadu_si512(p + 192);
+	p += 256;
+	k = crc32c_k512_of(crc32c_k2048);
+	while (p < fold_end || steps) {
+		if (p < fold_end) {
+			z0 = crc32c_fold512(z0, k, _mm512_loadu_si512(p));
+			z1 = crc32c_fold512(z1, k, _mm512_loadu_si512(p + 64));
+			z2 = crc32c_fold512(z2, k, _mm512_loadu_si512(p + 128));
+			z3 = crc32c_fold512(z3, k, _mm512_loadu_si512(p + 192));
+			p += 256;
+		}
+		if (steps) {
+			for (i = 0; i < CRC32C_HYB_STEP; i += 8) {
+				memcpy(&w0, l0 + i, 8);
+				memcpy(&w1, l1 + i, 8);
+				memcpy(&w2, l2 + i, 8);
+				c0 = _mm_crc32_u64(c0, w0);
+				c1 = _mm_crc32_u64(c1, w1);
+				c2 = _mm_crc32_u64(c2, w2);
+			}
+			l0 += CRC32C_HYB_STEP;
+			l1 += CRC32C_HYB_STEP;
+			l2 += CRC32C_HYB_STEP;
+			steps--;
+		}
+	}
+	r = crc32c_fold_finish(z0, z1, z2, z3, p, 0);
+	r = crc32c_hyb_shift(r, (unsigned int)units) ^ (uint32_t)c0;
+	r = crc32c_hyb_shift(r, (unsigned int)units) ^ (uint32_t)c1;
+	r = crc32c_hyb_shift(r, (unsigned int)units) ^ (uint32_t)c2;
+	return crc32c_sse42(r, end, len - fold - 3 * lane);
+}
+
+CRC32C_FOLD_TARGET static uint32_t crc32c_fold(uint32_t crc, const uint8_t *p,
+					       size_t len)
+{
+	__m512i z0, z1, z2, z3, k;
+
+	if (len < CRC32C_FOLD_MIN)
+		return crc32c_sse42(crc, p, len);
+	if (len >= CRC32C_HYB_MIN)
+		return crc32c_hybrid(crc, p, len);
+	pthread_once(&crc32c_fold_once, crc32c_fold_init);
+	z0 = _mm512_xor_si512(
+		_mm512_loadu_si512(p),
+		_mm512_castsi128_si512(_mm_cvtsi32_si128((int)crc)));
+	z1 = _mm512_loadu_si512(p + 64);
+	z2 = _mm512_loadu_si512(p + 128);
+	z3 = _mm512_loadu_si512(p + 192);
+	p += 256;
+	len -= 256;
+	k = crc32c_k512_of(crc32c_k2048);
+	while (len >= 256) {
+		z0 = crc32c_fold512(z0, k, _mm512_loadu_si512(p));
+		z1 = crc32c_fold512(z1, k, _mm512_loadu_si512(p + 64));
+		z2 = crc32c_fold512(z2, k, _mm512_loadu_si512(p + 128));
+		z3 = crc32c_fold512(z3, k, _mm512_loadu_si512(p + 192));
+		p += 256;
+		len -= 256;
+	}
+	return crc32c_fold_finish(z0, z1, z2, z3, p, len);
 }
 #endif
 

@@ -252,13 +252,17 @@ static void test_impls_equal(void **state)
 	for (int r = 0; r < 8; r++)
 		assert_impls_agree(list, n, buf + rng() % 16,
 				   2048 + rng() % 2048);
-	/* Around the folding path's 256- and 64-byte steps, up to a whole
-	 * loopback FPDU. */
+	/* Around the folding path's 256- and 64-byte steps, the hybrid's
+	 * start and its lane lengths (a step every 11 x 256 bytes, the
+	 * longest past 11 x 16 KiB), up to past a whole loopback FPDU. */
 	{
-		static uint8_t big[70000 + 64];
-		static const size_t edge[] = { 511,   512,   513,   767,  768,
-					       769,   1023,  1024,  1087, 65535,
-					       65536, 65537, 69999, 70000 };
+		static uint8_t big[200000 + 64];
+		static const size_t edge[] = {
+			511,   512,    513,    767,    768,   769,   1023,
+			1024,  1087,   4095,   4096,   4097,  5631,  5632,
+			5633,  8447,   8448,   65535,  65536, 65537, 69999,
+			70000, 180223, 180224, 180225, 200000
+		};
 
 		rng_fill(big, sizeof(big));
 		for (size_t e = 0; e < sizeof(edge) / sizeof(edge[0]); e++)
