@@ -374,9 +374,6 @@ static void msg_header(const struct sw_dp *dp, const struct sw_wqe *w,
 	}
 }
 
-/* The payload of a Write's first FPDU, at most (CRC on). */
-#define WRITE_FIRST_MAX 4096
-
 /*
  * Builds the next FPDU of the request at sq_next. Returns true if an FPDU
  * was built, false if this request must wait (ORQ full, read fence).
@@ -420,12 +417,10 @@ static bool build_from_sq(struct sw_dp *dp, struct sw_wqe *w)
 
 	/* The message's header; fpdu_seg_at makes each segment's. */
 	msg_header(dp, w, &msg);
+	/* Full FPDUs, a Write's first too: the receiver holds that one until
+	 * its CRC (docs/wire.md, "What waits for the CRC"), and one copy of
+	 * it costs less than the read a shorter one adds. */
 	room = (uint32_t)fpdu_max_payload(dp->mulpdu, msg.tagged);
-	/* With CRC the receiver holds a Write's first FPDU until its CRC
-	 * (docs/wire.md, "What waits for the CRC"): a short one, so the
-	 * rest is placed as it arrives. */
-	if (msg.tagged && dp->crc && !w->done_bytes)
-		room = MIN(room, (uint32_t)WRITE_FIRST_MAX);
 	n = MIN(room, w->length - w->done_bytes);
 	first = dp->tx.iovcnt++;
 	got = fpdu_add_sges(dp, first, w, n);
