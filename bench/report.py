@@ -426,10 +426,22 @@ def table(res):
     return out
 
 
+def crc_speed(m):
+    """' (IMPL, N GB/s over 64 KiB, M over 1448 bytes)' from crc_bench."""
+    runs = m.get("crc") or []
+    if not m.get("mpa_crc", True) or not runs:
+        return ""
+    return " (%s, %s)" % (runs[0].get("impl", "?"), ", ".join(
+        "%.0f GB/s over %s" % (r.get("gb_per_sec", 0),
+                               "64 KiB" if r.get("bytes") == 65536
+                               else "%s bytes" % r.get("bytes"))
+        for r in runs))
+
+
 def caption(res):
     m = res.get("meta", {})
     return ("`%sREPS=%s bench/run` at commit %s, %s: kernel %s, %s CPUs, "
-            "loopback, CRC %s, TCP congestion control %s, polling. Ratios "
+            "loopback, CRC %s%s, TCP congestion control %s, polling. Ratios "
             "are of the medians of the two sides of a pair, run back to back "
             "in each repetition; a target holds only if the ratio of medians "
             "meets it in this run. Rows marked `*` are secondary (no "
@@ -437,7 +449,7 @@ def caption(res):
                 "BENCH_QUICK=1 " if m.get("quick") else "", m.get("reps"),
                 m.get("commit"), m.get("date"), m.get("kernel"),
                 m.get("cpus"), "on" if m.get("mpa_crc", True) else "off",
-                m.get("tcp_cc", "not recorded")))
+                crc_speed(m), m.get("tcp_cc", "not recorded")))
 
 
 def main():
