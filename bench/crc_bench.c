@@ -93,9 +93,10 @@ int main(int argc, char **argv)
 	want = crc32c_update_impl(CRC32C_IMPL_SLICE8, CRC32C_SEED, buf, len);
 	for (impl = 0; impl < CRC32C_IMPL_COUNT; impl++) {
 		enum crc32c_impl e = (enum crc32c_impl)impl;
-		const char *name = e == CRC32C_IMPL_AUTO ?
-					   crc32c_impl_name(crc32c_impl_active()) :
-					   crc32c_impl_name(e);
+		const char *name =
+			e == CRC32C_IMPL_AUTO
+				? crc32c_impl_name(crc32c_impl_active())
+				: crc32c_impl_name(e);
 		bool agree;
 
 		if (!crc32c_impl_available(e))
@@ -105,7 +106,8 @@ int main(int argc, char **argv)
 		printf("{\"impl\":\"%s\",\"auto\":%s,\"bytes\":%zu,"
 		       "\"gb_per_sec\":%.1f,\"agree\":%s}\n",
 		       name, e == CRC32C_IMPL_AUTO ? "true" : "false", len,
-		       rate(e, buf, len, secs, &sink), agree ? "true" : "false");
+		       rate(e, buf, len, secs, &sink),
+		       agree ? "true" : "false");
 	}
 	free(buf);
 	return bad ? 1 : 0;
