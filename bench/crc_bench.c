@@ -20,12 +20,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include "iwarp/crc32c.h"
 
-#define SLICES 5
+#define SLICES	  5
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 static double now(void)
 {
@@ -35,36 +35,35 @@ static double now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* Seconds that n chained updates of buf take. */
+static double time_updates(enum crc32c_impl impl, const uint8_t *buf,
+			   size_t len, long n, uint32_t *sink)
+{
+	double t0 = now();
+	long i;
+
+	for (i = 0; i < n; i++)
+		*sink ^= crc32c_update_impl(impl, *sink, buf, len);
+	return now() - t0;
+}
+
 /* Best rate of SLICES slices of about secs / SLICES each, in GB/s. */
 static double rate(enum crc32c_impl impl, const uint8_t *buf, size_t len,
 		   double secs, uint32_t *sink)
 {
-	double best = 0;
+	double best = 0, t;
 	long n = 1;
 	int s;
 
 	/* Calibrate: updates per slice. */
-	for (;;) {
-		double t0 = now(), t;
-		long i;
-
-		for (i = 0; i < n; i++)
-			*sink ^= crc32c_update_impl(impl, *sink, buf, len);
-		t = now() - t0;
-		if (t >= secs / SLICES / 4 || n > (1L << 40))
-			break;
+	while (time_updates(impl, buf, len, n, sink) < secs / SLICES / 4 &&
+	       n <= (1L << 40))
 		n *= 2;
-	}
 	n *= 4;
 	for (s = 0; s < SLICES; s++) {
-		double t0 = now(), t;
-		long i;
-
-		for (i = 0; i < n; i++)
-			*sink ^= crc32c_update_impl(impl, *sink, buf, len);
-		t = now() - t0;
-		if (t > 0 && (double)len * (double)n / t / 1e9 > best)
-			best = (double)len * (double)n / t / 1e9;
+		t = time_updates(impl, buf, len, n, sink);
+		if (t > 0)
+			best = MAX(best, (double)len * (double)n / t / 1e9);
 	}
 	return best;
 }
