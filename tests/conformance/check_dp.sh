@@ -491,9 +491,14 @@ fi
 # 6. Whole connection: nothing malformed, nothing left undecoded, no
 #    unexpected expert items.
 
-n=$(ts -Y "($CONN) && tcp.len > 0 && !iwarp_mpa" | grep -c .)
+# A TCP retransmission (loopback sends tail-loss probes when a slow build
+# leaves a segment unacknowledged for a few milliseconds) repeats bytes
+# already decoded from the original frame; tshark does not dissect it
+# again.
+ts_count n "($CONN) && tcp.len > 0 && !iwarp_mpa &&
+	!tcp.analysis.retransmission && !tcp.analysis.spurious_retransmission"
 [ "$n" = 0 ] || fail "$n frames with TCP payload not decoded as MPA"
-n=$(ts -Y "($CONN) && (iwarp_mpa.key.req || iwarp_mpa.key.rep)" | grep -c .)
+ts_count n "($CONN) && (iwarp_mpa.key.req || iwarp_mpa.key.rep)"
 [ "$n" = 2 ] || fail "$n MPA Request/Reply frames, expected 2"
 check_whole "$CONN"
 

@@ -219,7 +219,7 @@ show_frame
 # 5. Whole capture: nothing malformed, no bad CRC, no unexpected expert
 #    items, and exactly the frames above.
 
-n=$(ts -Y "($OURS) && iwarp_mpa" | grep -c .)
+ts_count n "($OURS) && iwarp_mpa"
 [ "$n" = 5 ] || fail "$n iWARP frames on our connections, expected 5"
 if ts -Y "$OURS" -V | grep -q 'Bad CRC32'; then
 	fail "a frame has a bad CRC32"

@@ -214,6 +214,19 @@ TS_OPTS=(-o tcp.try_heuristic_first:TRUE -o tcp.reassemble_out_of_order:TRUE
 
 ts() { tshark -r "$CAP" "${TS_OPTS[@]}" "$@" 2>>"$TMP/tshark.err"; }
 
+# ts_count VAR FILTER: sets VAR to the number of frames matching FILTER.
+# A filter this tshark refuses (a field it does not know) fails the check
+# instead of counting 0.
+ts_count() {
+	local _tsc=0
+	if ts -c 1 -Y "$2" >/dev/null; then
+		_tsc=$(ts -Y "$2" | grep -c .)
+	else
+		fail "tshark refuses the filter: $2"
+	fi
+	printf -v "$1" "%s" "$_tsc"
+}
+
 # ts_fields FILTER FIELD...: one line a frame, the fields separated by
 # '|', each field's values (one per FPDU, in order) by ','.
 ts_fields() {
@@ -271,7 +284,7 @@ fail() {
 # the expert report in $EXPERT.
 check_whole() {
 	local filter=$1 n unexpected
-	n=$(ts -Y "($filter) && _ws.malformed" | grep -c .)
+	ts_count n "($filter) && _ws.malformed"
 	[ "$n" = 0 ] || fail "$n malformed frames"
 	EXPERT=$(ts -q -z "expert,warn,$filter")
 	if printf '%s\n' "$EXPERT" | grep -q '^Errors'; then
