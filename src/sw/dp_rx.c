@@ -125,6 +125,28 @@ int sw_dp_rx_write_ref(struct sw_dp *dp)
 	return 0;
 }
 
+/* The Write FPDU h, of payload len, goes where p predicts. */
+static bool pred_holds(const struct rx_write_pred *p, const struct ddp_hdr *h,
+		       uint32_t len)
+{
+	return p->valid && h->stag == p->stag && h->to == p->to &&
+	       len <= p->max;
+}
+
+/* A prediction from the current Write FPDU, whose CRC held. */
+static void pred_set(struct sw_dp *dp, struct rx_write_pred *p, uint64_t to)
+{
+	struct sw_dp_rx *rx = dp->rx;
+
+	p->valid = true;
+	p->stag = rx->hdr.stag;
+	p->to = to;
+	/* No longer than that FPDU, or than an FPDU of ours: a damaged
+	 * length reaches no further than a sound one. */
+	p->max = (uint16_t)MAX(rx->parser.payload_len,
+			       fpdu_max_payload(dp->mulpdu, true));
+}
+
 static int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
 {
 	struct sw_dp_rx *rx = dp->rx;
@@ -134,8 +156,6 @@ static int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
 	rx->hdr = *h;
 	rx->target = RX_NONE;
 	rx->holding = false;
-	if (h->opcode != RDMAP_WRITE)
-		rx->next_valid = false;
 	switch (h->opcode) {
 	case RDMAP_SEND:
 	case RDMAP_SEND_SE:
@@ -188,10 +208,12 @@ static int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
 			return ret;
 		rx->target = RX_WRITE;
 		/* A whole FPDU's CRC is already known. */
+		rx->first = !rx->in_write;
+		rx->in_write = !h->last;
 		rx->holding = dp->crc && ev->type != FPDU_EV_WHOLE &&
-			      !(rx->next_valid && h->stag == rx->next_stag &&
-				h->to == rx->next_to &&
-				ev->payload_len <= rx->next_max);
+			      !pred_holds(&rx->next, h, ev->payload_len) &&
+			      !(rx->first &&
+				pred_holds(&rx->again, h, ev->payload_len));
 		if (rx->holding && !rx->hold) {
 			rx->hold = malloc(MPA_ULPDU_MAX);
 			if (!rx->hold)
@@ -460,15 +482,13 @@ static int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
 					      DDP_ETYPE_TAGGED,
 					      DDP_TAGGED_BASE_BOUNDS);
 		}
-		/* The next FPDU of this Write may be placed as it comes. */
-		rx->next_valid = ev->crc_ok && !ev->last;
-		rx->next_stag = rx->hdr.stag;
-		rx->next_to = rx->hdr.to + rx->parser.payload_len;
-		/* No longer than that FPDU, or than an FPDU of ours: a
-		 * damaged length reaches no further than a sound one. */
-		rx->next_max =
-			(uint16_t)MAX(rx->parser.payload_len,
-				      fpdu_max_payload(dp->mulpdu, true));
+		/* A sound header predicts where the next ones go. */
+		if (ev->crc_ok) {
+			pred_set(dp, &rx->next,
+				 rx->hdr.to + rx->parser.payload_len);
+			if (rx->first)
+				pred_set(dp, &rx->again, rx->hdr.to);
+		}
 	}
 	if (rx->have_ref) {
 		sw_stag_put(&rx->ref);

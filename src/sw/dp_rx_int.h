@@ -49,17 +49,24 @@ struct sw_dp_rx {
 	bool have_ref;
 	/*
 	 * A Write FPDU's header is only known good once its CRC is: one with
-	 * a damaged TO would place its payload elsewhere in the MR, over
-	 * bytes the consumer may be reading. So a Write FPDU is placed as
-	 * it arrives only when it continues the Write whose last FPDU
-	 * passed its CRC (same STag, the next TO, no longer); any other is
-	 * held in hold[] and placed at its END, once the CRC holds.
+	 * a damaged STag or TO would place its payload elsewhere, over bytes
+	 * the consumer may be reading. So a Write FPDU is placed as it
+	 * arrives only when its STag and TO are exactly what a sound header
+	 * predicts: the next TO of the last sound Write FPDU (the rest of
+	 * its Write, or the next Write into the same range), or the TO of
+	 * the last sound Write's first FPDU (a Write into the same place
+	 * again); and it is no longer than that FPDU or one of ours. Any
+	 * other is held in hold[] and placed at its END, once the CRC holds.
 	 */
 	bool holding;
-	bool next_valid;
-	uint32_t next_stag;
-	uint64_t next_to;
-	uint16_t next_max; /* a longer one may have a damaged length */
+	bool first; /* the FPDU is the first of its Write */
+	bool in_write; /* a Write's last FPDU has not arrived */
+	struct rx_write_pred {
+		bool valid;
+		uint32_t stag;
+		uint64_t to;
+		uint16_t max; /* a longer one may have a damaged length */
+	} next, again;
 	uint8_t *hold; /* MPA_ULPDU_MAX bytes, allocated on first use */
 	/* FPDUs in a row with a small payload since the last large one:
 	 * while few, headers are read with a short read so that a large

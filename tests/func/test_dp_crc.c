@@ -184,10 +184,55 @@ static size_t write_fpdu(uint8_t *b, UINT32 stag, uint64_t to, size_t len,
 }
 
 /*
+ * A good one-FPDU Write of SEG bytes of 0x33 at slot good of the 8-slot
+ * MR at base, then one with a bad CRC of 0x44 at slot bad: the Terminate
+ * comes, the good slot keeps its bytes, and nothing lands outside the bad
+ * slot; if none, nothing lands in it either.
+ */
+static void bad_write_after_good(UINT32 tok, uint64_t base, unsigned int good,
+				 unsigned int bad, const char *what, bool none)
+{
+	static uint8_t b[16384 + 64];
+	enum { SEG = 16384 };
+	unsigned int i;
+	size_t n;
+	int fd;
+
+	print_message("case: %s\n", what);
+	memset(P.buf, 0xa5, 8 * SEG);
+	atomic_store(&P.disc, 0);
+	P.qp = big_qp(&srv);
+	fd = dp_raw_client_accepted(4, 0);
+	raw_send(fd, b,
+		 write_fpdu(b, tok, base + good * SEG, SEG, 0x33, true, true));
+	/* In two parts, so that the first is received before the CRC is
+	 * there: a payload that is placed is placed before it is checked. */
+	n = write_fpdu(b, tok, base + bad * SEG, SEG, 0x44, true, false);
+	raw_send(fd, b, 4096);
+	usleep(50 * 1000);
+	raw_send(fd, b + 4096, n - 4096);
+	expect_terminate_unserved(fd, 2, 0, 0x02);
+	if (!tu_wait_until(disc_seen, &P, WAIT_MS))
+		fail_msg("no disconnect event");
+	for (i = 0; i < 8; i++) {
+		if (i == good && i != bad)
+			assert_all(P.buf + i * SEG, SEG, 0x33, what);
+		else if (i != bad || none)
+			assert_all(P.buf + i * SEG, SEG, 0xa5, what);
+	}
+	close(fd);
+	cm_close_connector(P.conn);
+	cm_close_qp(P.qp);
+}
+
+/*
  * Nothing of a Write FPDU whose CRC fails lands outside the range the
  * intact FPDUs before it named: its header may be the damaged part. A
  * first FPDU with a bad CRC places nothing; after a good first FPDU, one
- * whose TO is not the next one places nothing either.
+ * whose TO is not the next one places nothing either. One that a sound
+ * header predicts (the next TO, or a Write again at the TO where the last
+ * one began) lands inside its own range at most (docs/wire.md, "What
+ * waits for the CRC").
  */
 static void test_write_bad_crc_places_nothing(void **state)
 {
@@ -228,6 +273,14 @@ static void test_write_bad_crc_places_nothing(void **state)
 	assert_all(P.buf, SEG, 0x11, "the good first FPDU");
 	assert_all(P.buf + SEG, 7 * SEG, 0xa5, "past the good first FPDU");
 	close(fd);
+	cm_close_connector(P.conn);
+	cm_close_qp(P.qp);
+
+	/* Whole Writes: good at 2 SEG (one FPDU), then a bad one at each
+	 * place in turn. */
+	bad_write_after_good(tok, base, 2, 5, "a Write elsewhere", true);
+	bad_write_after_good(tok, base, 2, 2, "a Write again at its TO", false);
+	bad_write_after_good(tok, base, 2, 3, "a Write at its next TO", false);
 }
 
 int main(void)
