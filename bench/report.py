@@ -10,7 +10,10 @@ has no sample on one of its sides (the missing rows are named on stderr).
 Every row compares the two sides of one pair of bench/run: the samples of
 each side come from the runs of that pair only, where the two programs ran
 back to back. A row's ratio is the ratio of the two medians, and a target
-holds only if that ratio meets it.
+holds only if that ratio meets it. Beside it, the paired ratio: the ratio
+of the two sides within each repetition, median (min-max) over the
+repetitions, which a machine that changes speed between repetitions moves
+less.
 """
 import json
 import os
@@ -93,6 +96,10 @@ ROWS = [
         "write_bw_defer_lf", ("write_bw_defer", "mb_per_sec"),
         ("lf_write_bw", "mb_per_sec"), "libfabric tcp (lf_bench write_bw)",
         "higher"),
+    Row("64 KiB RDMA Write bandwidth, MPA CRC off (`NDK_MPA_CRC=0`) (MB/s)",
+        "write_bw_nocrc_lf", ("write_bw_nocrc", "mb_per_sec"),
+        ("lf_write_bw", "mb_per_sec"), "libfabric tcp (lf_bench write_bw)",
+        "higher"),
     Row("connect+accept+complete, 64 B private data, p50 (usec)", "conn_tcp",
         ("conn", "p50_usec"), ("tcp_conn", "p50_usec"),
         "TCP connect + 64 B request/reply", "lower", 2.0),
@@ -104,10 +111,10 @@ ROWS = [
 # The veth topology repeats these rows (bench/run, VETH_PAIRS); a run
 # without it (BENCH_VETH=0, not root) has none of them.
 VETH = ("send_lat", "write_lat", "read_lat", "write_bw_lf", "send_bw_lf",
-        "read_bw_lf", "write_bw_tcp")
+        "read_bw_lf", "write_bw_tcp", "write_bw_nocrc_lf")
 ROWS += [Row("veth: " + r.label, r.pair + "_veth", r.ours, r.base, r.bname,
-             r.better, r.target, True)
-         for r in ROWS if r.primary and r.pair in VETH
+             r.better, r.target, r.primary)
+         for r in ROWS if r.pair in VETH
          and not r.label.startswith("8 B RDMA Write one-way mean")]
 
 HOLD_TARGET_BYTES = 65536
@@ -132,6 +139,8 @@ def load(path):
             data = data["results"][0]
         if isinstance(data, dict) and rec.get("cpu_s"):
             data = dict(data, cpu_s=rec["cpu_s"])
+        if isinstance(data, dict) and rec.get("rep") is not None:
+            data = dict(data, _rep=rec["rep"])
         samples.setdefault((rec.get("pair", "-"), rec["metric"],
                             rec["size"]), []).append(data)
     return meta, samples, failures
@@ -161,6 +170,32 @@ def values(samples, pair, metric, key, size=None):
     return vals
 
 
+def by_rep(samples, pair, metric, key):
+    """{repetition: value} of one side of a pair, when each repetition
+    has one sample of it."""
+    reps = {}
+    for (p, m, _), runs in samples.items():
+        if p != pair or m != metric:
+            continue
+        for r in runs:
+            v, rep = field(r, key), r.get("_rep")
+            if v is None or rep is None:
+                continue
+            if rep in reps:
+                return {}
+            reps[rep] = v
+    return reps
+
+
+def paired(samples, row):
+    """The ratio of the two sides within each repetition: median, min,
+    max and the values, or None."""
+    o = by_rep(samples, row.pair, *row.ours)
+    b = by_rep(samples, row.pair, *row.base)
+    ratios = [o[k] / b[k] for k in sorted(o) if k in b and b[k]]
+    return summary(ratios)
+
+
 def summary(vals):
     if not vals:
         return None
@@ -186,7 +221,8 @@ def build(meta, samples, failures):
         rows.append({"metric": r.label, "pair": r.pair,
                      "primary": r.primary, "libndk": o,
                      "baseline": r.bname, "baseline_value": b,
-                     "ratio": ratio, "better": r.better,
+                     "ratio": ratio, "paired": paired(samples, r),
+                     "better": r.better,
                      "target": r.target, "holds": holds,
                      "missing": ratio is None})
     hold = {}
@@ -226,6 +262,8 @@ CPU_PAIRS = [
     ("send_bw_lf", "send_bw", "lf_msg_bw", "libfabric tcp"),
     ("read_bw_lf", "read_bw", "lf_read_bw", "libfabric tcp"),
     ("write_bw_tcp", "write_bw", "tcp_poll_bw", "busy-poll TCP stream"),
+    ("write_bw_nocrc_lf", "write_bw_nocrc", "lf_write_bw",
+     "libfabric tcp, libndk's MPA CRC off"),
 ]
 CPU_PAIRS += [(p + "_veth", o, b, n) for p, o, b, n in CPU_PAIRS]
 
@@ -392,8 +430,8 @@ def table(res):
     """The Markdown table of a results.json document, as a list of lines."""
     reps = res.get("meta", {}).get("reps")
     out = ["| Metric | libndk: median (min-max) | Baseline: median (min-max)"
-           " | Ratio | Target | Holds |",
-           "|---|---|---|---|---|---|"]
+           " | Ratio | Paired ratio | Target | Holds |",
+           "|---|---|---|---|---|---|---|"]
     for r in res["rows"]:
         tgt = ("%s %.2f" % ("<=" if r["better"] == "lower" else ">=",
                             r["target"])
@@ -405,10 +443,11 @@ def table(res):
         else:
             holds = "yes" if r["holds"] else "no"
         label = r["metric"] if r["primary"] else r["metric"] + " *"
-        out.append("| %s | %s | %s: %s | %s | %s | %s |" % (
+        out.append("| %s | %s | %s: %s | %s | %s | %s | %s |" % (
             label, cell(r["libndk"], reps), r["baseline"],
             cell(r["baseline_value"], reps),
             "%.2f" % r["ratio"] if r["ratio"] is not None else "n/a",
+            cell(r.get("paired"), 0) if r.get("paired") else "-",
             tgt, holds))
     h = res.get("hold") or {}
     c, s = (h.get("client_bytes_per_connection"),
@@ -419,7 +458,7 @@ def table(res):
     else:
         ok, value = "missing", "missing"
     out.append("| %s connections held at once: memory per connection, "
-               "client / server (KiB) | %s | - | - | <= %d KiB | %s |" % (
+               "client / server (KiB) | %s | - | - | - | <= %d KiB | %s |" % (
                    h.get("connections") or
                    res.get("meta", {}).get("hold_connections", "n/a"), value,
                    HOLD_TARGET_BYTES // 1024, ok))
@@ -444,8 +483,9 @@ def caption(res):
             "loopback, CRC %s%s, TCP congestion control %s, polling. Ratios "
             "are of the medians of the two sides of a pair, run back to back "
             "in each repetition; a target holds only if the ratio of medians "
-            "meets it in this run. Rows marked `*` are secondary (no "
-            "target)." % (
+            "meets it in this run. The paired ratio is the ratio within "
+            "each repetition, median (min-max). Rows marked `*` are "
+            "secondary (no target)." % (
                 "BENCH_QUICK=1 " if m.get("quick") else "", m.get("reps"),
                 m.get("commit"), m.get("date"), m.get("kernel"),
                 m.get("cpus"), "on" if m.get("mpa_crc", True) else "off",
