@@ -192,11 +192,13 @@ rxe_check_pcap() {
 		echo "  pcap: tshark missing, not checked"
 		return 0
 	}
-	# -1 when tshark refuses the filter: every check below then fails.
+	# -1 when tshark refuses the filter (checked on an empty capture):
+	# every check below then fails. tshark's exit status on the capture
+	# itself says nothing of the filter (a capture cut short, as one
+	# stopped mid-packet is, also exits 2), so it is not looked at.
 	count() {
-		local o
-		o=$(tshark -r "$p" -Y "$1" 2>/dev/null) || { echo -1; return; }
-		grep -c . <<<"$o" || true
+		siw_tshark_filter_ok "$1" >&2 || { echo -1; return; }
+		tshark -r "$p" -Y "$1" 2>/dev/null | grep -c . || true
 	}
 	n=$(count '_ws.malformed && !(smb2.cmd == 0 && smb2.flags.response == 1) && !((infiniband.bth.opcode >= 6 && infiniband.bth.opcode <= 11) || (infiniband.bth.opcode >= 13 && infiniband.bth.opcode <= 16))')
 	((n == 0)) || bad "pcap: $n malformed frames"
