@@ -291,8 +291,25 @@ def cpu_per_gb(samples):
         out.append({"pair": pair, "metric": ours, "libndk": o,
                     "baseline": bname, "baseline_value": b,
                     "ratio": o["median"] / b["median"]
-                    if o and b and b["median"] else None})
+                    if o and b and b["median"] else None,
+                    "paired": cpu_paired(samples, pair, ours, base)})
     return out
+
+
+def cpu_paired(samples, pair, ours, base):
+    """CPU per GB, the two sides' ratio within each repetition."""
+    def reps(metric):
+        out = {}
+        for (p, m, _), runs in samples.items():
+            if p != pair or m != metric:
+                continue
+            for r in runs:
+                v = cpu_s_per_gb(r)
+                if v is not None and r.get("_rep") is not None:
+                    out[r["_rep"]] = v
+        return out
+    o, b = reps(ours), reps(base)
+    return summary([o[k] / b[k] for k in sorted(o) if k in b and b[k]])
 
 
 def syscalls(samples):
@@ -308,14 +325,15 @@ def cpu_table(res):
         return []
     reps = res.get("meta", {}).get("reps")
     out = ["| 64 KiB, CPU-seconds per GB (client + server) | libndk: median "
-           "(min-max) | Baseline: median (min-max) | Ratio |",
-           "|---|---|---|---|"]
+           "(min-max) | Baseline: median (min-max) | Ratio | Paired ratio |",
+           "|---|---|---|---|---|"]
     for r in rows:
-        out.append("| %s%s | %s | %s: %s | %s |" % (
+        out.append("| %s%s | %s | %s: %s | %s | %s |" % (
             "veth: " if r["pair"].endswith("_veth") else "",
             r["metric"], cell(r["libndk"], reps), r["baseline"],
             cell(r["baseline_value"], reps),
-            "%.2f" % r["ratio"] if r["ratio"] is not None else "n/a"))
+            "%.2f" % r["ratio"] if r["ratio"] is not None else "n/a",
+            cell(r.get("paired"), 0) if r.get("paired") else "-"))
     return out
 
 

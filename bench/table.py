@@ -31,8 +31,9 @@ CPU_CAPTION = (
     "CPU per byte, same runs: the CPU seconds of the client over its timed "
     "loop (getrusage, the `cpu_sec` of its JSON) and of its server from the "
     "client's start to its exit (/proc/PID/stat, clock ticks; connection "
-    "setup included), per GB moved; median (min-max) of the repetitions. "
-    "On two cores bandwidth is CPU, so this says where it goes.")
+    "setup included), per GB moved; median (min-max) of the repetitions, "
+    "and the two sides' ratio within each repetition (paired). On two "
+    "cores bandwidth is CPU, so this says where it goes.")
 SYSCALL_CAPTION = (
     "System calls per 64 KiB message, from one extra run of each program "
     "with its own server, both under `perf stat` (syscall tracepoints): "
