@@ -22,10 +22,10 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "core/compiler.h"
 #include "iwarp/crc32c.h"
 
-#define SLICES	  5
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define SLICES 5
 
 static double now(void)
 {

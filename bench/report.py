@@ -170,15 +170,15 @@ def values(samples, pair, metric, key, size=None):
     return vals
 
 
-def by_rep(samples, pair, metric, key):
-    """{repetition: value} of one side of a pair, when each repetition
-    has one sample of it."""
+def by_rep(samples, pair, metric, value):
+    """{repetition: value(run)} of one side of a pair, when each
+    repetition has one sample of it."""
     reps = {}
     for (p, m, _), runs in samples.items():
         if p != pair or m != metric:
             continue
         for r in runs:
-            v, rep = field(r, key), r.get("_rep")
+            v, rep = value(r), r.get("_rep")
             if v is None or rep is None:
                 continue
             if rep in reps:
@@ -187,13 +187,15 @@ def by_rep(samples, pair, metric, key):
     return reps
 
 
-def paired(samples, row):
-    """The ratio of the two sides within each repetition: median, min,
-    max and the values, or None."""
-    o = by_rep(samples, row.pair, *row.ours)
-    b = by_rep(samples, row.pair, *row.base)
-    ratios = [o[k] / b[k] for k in sorted(o) if k in b and b[k]]
-    return summary(ratios)
+def paired(samples, pair, ours, base):
+    """The two sides' ratio within each repetition: median, min, max and
+    the values, or None. ours, base: (metric, value of a run)."""
+    o, b = by_rep(samples, pair, *ours), by_rep(samples, pair, *base)
+    return summary([o[k] / b[k] for k in sorted(o) if k in b and b[k]])
+
+
+def field_of(key):
+    return lambda r: field(r, key)
 
 
 def summary(vals):
@@ -221,7 +223,10 @@ def build(meta, samples, failures):
         rows.append({"metric": r.label, "pair": r.pair,
                      "primary": r.primary, "libndk": o,
                      "baseline": r.bname, "baseline_value": b,
-                     "ratio": ratio, "paired": paired(samples, r),
+                     "ratio": ratio,
+                     "paired": paired(
+                         samples, r.pair, (r.ours[0], field_of(r.ours[1])),
+                         (r.base[0], field_of(r.base[1]))),
                      "better": r.better,
                      "target": r.target, "holds": holds,
                      "missing": ratio is None})
@@ -292,24 +297,9 @@ def cpu_per_gb(samples):
                     "baseline": bname, "baseline_value": b,
                     "ratio": o["median"] / b["median"]
                     if o and b and b["median"] else None,
-                    "paired": cpu_paired(samples, pair, ours, base)})
+                    "paired": paired(samples, pair, (ours, cpu_s_per_gb),
+                                      (base, cpu_s_per_gb))})
     return out
-
-
-def cpu_paired(samples, pair, ours, base):
-    """CPU per GB, the two sides' ratio within each repetition."""
-    def reps(metric):
-        out = {}
-        for (p, m, _), runs in samples.items():
-            if p != pair or m != metric:
-                continue
-            for r in runs:
-                v = cpu_s_per_gb(r)
-                if v is not None and r.get("_rep") is not None:
-                    out[r["_rep"]] = v
-        return out
-    o, b = reps(ours), reps(base)
-    return summary([o[k] / b[k] for k in sorted(o) if k in b and b[k]])
 
 
 def syscalls(samples):
@@ -333,7 +323,7 @@ def cpu_table(res):
             r["metric"], cell(r["libndk"], reps), r["baseline"],
             cell(r["baseline_value"], reps),
             "%.2f" % r["ratio"] if r["ratio"] is not None else "n/a",
-            cell(r.get("paired"), 0) if r.get("paired") else "-"))
+            paired_cell(r)))
     return out
 
 
@@ -444,6 +434,10 @@ def cell(s, reps):
     return text
 
 
+def paired_cell(r):
+    return cell(r["paired"], 0) if r.get("paired") else "-"
+
+
 def table(res):
     """The Markdown table of a results.json document, as a list of lines."""
     reps = res.get("meta", {}).get("reps")
@@ -465,7 +459,7 @@ def table(res):
             label, cell(r["libndk"], reps), r["baseline"],
             cell(r["baseline_value"], reps),
             "%.2f" % r["ratio"] if r["ratio"] is not None else "n/a",
-            cell(r.get("paired"), 0) if r.get("paired") else "-",
+            paired_cell(r),
             tgt, holds))
     h = res.get("hold") or {}
     c, s = (h.get("client_bytes_per_connection"),

@@ -183,6 +183,30 @@ static size_t write_fpdu(uint8_t *b, UINT32 stag, uint64_t to, size_t len,
 	return fpdu_build(b, u, 14 + len, good_crc);
 }
 
+/* A raw peer accepted on a new QP of the server; its descriptor. */
+static int crc_case_start(const char *what)
+{
+	print_message("case: %s\n", what);
+	atomic_store(&P.disc, 0);
+	P.qp = big_qp(&srv);
+	return dp_raw_client_accepted(4, 0);
+}
+
+/* The CRC Terminate, unserved, and the disconnect it brings. */
+static void crc_case_terminated(int fd)
+{
+	expect_terminate_unserved(fd, 2, 0, 0x02);
+	if (!tu_wait_until(disc_seen, &P, WAIT_MS))
+		fail_msg("no disconnect event");
+}
+
+static void crc_case_end(int fd)
+{
+	close(fd);
+	cm_close_connector(P.conn);
+	cm_close_qp(P.qp);
+}
+
 /*
  * A good one-FPDU Write of SEG bytes of 0x33 at slot good of the 8-slot
  * MR at base, then one with a bad CRC of 0x44 at slot bad: the Terminate
@@ -198,11 +222,8 @@ static void bad_write_after_good(UINT32 tok, uint64_t base, unsigned int good,
 	size_t n;
 	int fd;
 
-	print_message("case: %s\n", what);
 	memset(P.buf, 0xa5, 8 * SEG);
-	atomic_store(&P.disc, 0);
-	P.qp = big_qp(&srv);
-	fd = dp_raw_client_accepted(4, 0);
+	fd = crc_case_start(what);
 	raw_send(fd, b,
 		 write_fpdu(b, tok, base + good * SEG, SEG, 0x33, true, true));
 	/* In two parts, so that the first is received before the CRC is
@@ -211,18 +232,14 @@ static void bad_write_after_good(UINT32 tok, uint64_t base, unsigned int good,
 	raw_send(fd, b, 4096);
 	usleep(50 * 1000);
 	raw_send(fd, b + 4096, n - 4096);
-	expect_terminate_unserved(fd, 2, 0, 0x02);
-	if (!tu_wait_until(disc_seen, &P, WAIT_MS))
-		fail_msg("no disconnect event");
+	crc_case_terminated(fd);
 	for (i = 0; i < 8; i++) {
 		if (i == good && i != bad)
 			assert_all(P.buf + i * SEG, SEG, 0x33, what);
 		else if (i != bad || none)
 			assert_all(P.buf + i * SEG, SEG, 0xa5, what);
 	}
-	close(fd);
-	cm_close_connector(P.conn);
-	cm_close_qp(P.qp);
+	crc_case_end(fd);
 }
 
 /*
@@ -248,33 +265,20 @@ static void test_write_bad_crc_places_nothing(void **state)
 	mr = reg_range(srv.pd, P.buf, 8 * SEG, NDK_MR_FLAG_ALLOW_REMOTE_WRITE);
 	tok = mr->Dispatch->NdkGetRemoteTokenFromMr(mr);
 
-	print_message("case: the first FPDU of a Write\n");
-	P.qp = big_qp(&srv);
-	fd = dp_raw_client_accepted(4, 0);
+	fd = crc_case_start("the first FPDU of a Write");
 	raw_send(fd, b, write_fpdu(b, tok, base, SEG, 0x11, false, false));
-	expect_terminate_unserved(fd, 2, 0, 0x02);
-	if (!tu_wait_until(disc_seen, &P, WAIT_MS))
-		fail_msg("no disconnect event");
+	crc_case_terminated(fd);
 	assert_all(P.buf, SEG, 0xa5, "under a bad first FPDU");
-	close(fd);
-	cm_close_connector(P.conn);
-	cm_close_qp(P.qp);
+	crc_case_end(fd);
 
-	print_message("case: a second FPDU somewhere else\n");
-	atomic_store(&P.disc, 0);
-	P.qp = big_qp(&srv);
-	fd = dp_raw_client_accepted(4, 0);
+	fd = crc_case_start("a second FPDU somewhere else");
 	raw_send(fd, b, write_fpdu(b, tok, base, SEG, 0x11, false, true));
 	raw_send(fd, b,
 		 write_fpdu(b, tok, base + 4 * SEG, SEG, 0x22, true, false));
-	expect_terminate_unserved(fd, 2, 0, 0x02);
-	if (!tu_wait_until(disc_seen, &P, WAIT_MS))
-		fail_msg("no disconnect event");
+	crc_case_terminated(fd);
 	assert_all(P.buf, SEG, 0x11, "the good first FPDU");
 	assert_all(P.buf + SEG, 7 * SEG, 0xa5, "past the good first FPDU");
-	close(fd);
-	cm_close_connector(P.conn);
-	cm_close_qp(P.qp);
+	crc_case_end(fd);
 
 	/* Whole Writes: good at 2 SEG (one FPDU), then a bad one at each
 	 * place in turn. */
