@@ -67,8 +67,8 @@ static void cq_polled(struct ndk_cq *cq, ULONG got)
 		sched_yield();
 }
 
-static ULONG cq_get_results_ex(NDK_CQ *pNdkCq, NDK_RESULT_EX Results[],
-			       ULONG nResults)
+static NDK_HOT ULONG cq_get_results_ex(NDK_CQ *pNdkCq, NDK_RESULT_EX Results[],
+				       ULONG nResults)
 {
 	struct ndk_cq *cq = to_ndk_cq(pNdkCq);
 	ULONG n;
@@ -80,8 +80,8 @@ static ULONG cq_get_results_ex(NDK_CQ *pNdkCq, NDK_RESULT_EX Results[],
 	return n;
 }
 
-static ULONG cq_get_results(NDK_CQ *pNdkCq, NDK_RESULT Results[],
-			    ULONG nResults)
+static NDK_HOT ULONG cq_get_results(NDK_CQ *pNdkCq, NDK_RESULT Results[],
+				    ULONG nResults)
 {
 	struct ndk_cq *cq = to_ndk_cq(pNdkCq);
 	NDK_RESULT_EX ex[16];

@@ -643,7 +643,7 @@ static uint32_t crc32c_shift(uint32_t c)
 #endif
 
 #if CRC32C_HAVE_SSE42
-__attribute__((target("sse4.2"))) static uint32_t
+__attribute__((target("sse4.2"))) static NDK_HOT uint32_t
 crc32c_sse42(uint32_t crc, const uint8_t *p, size_t len)
 {
 	/* Byte steps up to an 8-byte boundary, so the wide loads align. */
@@ -1043,7 +1043,7 @@ static uint32_t crc32c_resolve(uint32_t crc, const uint8_t *p, size_t len)
 	return fn(crc, p, len);
 }
 
-uint32_t crc32c_update(uint32_t crc, const void *buf, size_t len)
+NDK_HOT uint32_t crc32c_update(uint32_t crc, const void *buf, size_t len)
 {
 	crc32c_fn *fn =
 		atomic_load_explicit(&crc32c_active, memory_order_relaxed);

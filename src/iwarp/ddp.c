@@ -39,7 +39,7 @@ const char *rdmap_opcode_name(unsigned int opcode)
 					  : "reserved";
 }
 
-int ddp_hdr_encode(const struct ddp_hdr *h, uint8_t *buf, size_t size)
+NDK_HOT int ddp_hdr_encode(const struct ddp_hdr *h, uint8_t *buf, size_t size)
 {
 	size_t len = ddp_hdr_len(h->tagged);
 
@@ -62,7 +62,7 @@ int ddp_hdr_encode(const struct ddp_hdr *h, uint8_t *buf, size_t size)
 	return (int)len;
 }
 
-int ddp_hdr_decode(const uint8_t *buf, size_t len, struct ddp_hdr *h)
+NDK_HOT int ddp_hdr_decode(const uint8_t *buf, size_t len, struct ddp_hdr *h)
 {
 	bool tagged;
 
@@ -112,7 +112,8 @@ static uint32_t rdmap_opcode_qn(unsigned int opcode)
 	}
 }
 
-int ddp_hdr_check(const struct ddp_hdr *h, struct iwarp_term_cause *cause)
+NDK_HOT int ddp_hdr_check(const struct ddp_hdr *h,
+			  struct iwarp_term_cause *cause)
 {
 	/* DDP first: a wrong version means nothing else can be trusted. */
 	if (h->dv != DDP_VERSION)
@@ -145,7 +146,7 @@ int ddp_hdr_check(const struct ddp_hdr *h, struct iwarp_term_cause *cause)
 	return 0;
 }
 
-void rdmap_read_req_put(uint8_t *p, const struct rdmap_read_req *rr)
+NDK_HOT void rdmap_read_req_put(uint8_t *p, const struct rdmap_read_req *rr)
 {
 	struct rdmap_read_req_wire *w = (struct rdmap_read_req_wire *)p;
 
@@ -156,7 +157,7 @@ void rdmap_read_req_put(uint8_t *p, const struct rdmap_read_req *rr)
 	put_be64(w->src_to, rr->src_to);
 }
 
-void rdmap_read_req_get(const uint8_t *p, struct rdmap_read_req *rr)
+NDK_HOT void rdmap_read_req_get(const uint8_t *p, struct rdmap_read_req *rr)
 {
 	const struct rdmap_read_req_wire *w =
 		(const struct rdmap_read_req_wire *)p;

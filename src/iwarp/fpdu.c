@@ -222,8 +222,8 @@ static void rx_check_whole(struct fpdu_rx *rx, const uint8_t *p, size_t len)
  * raw[] gets the header (and a Read Request's body) as they would, for
  * fpdu_rx_term().
  */
-static size_t rx_whole(struct fpdu_rx *rx, const uint8_t *p, size_t len,
-		       struct fpdu_ev *ev)
+static NDK_HOT size_t rx_whole(struct fpdu_rx *rx, const uint8_t *p, size_t len,
+			       struct fpdu_ev *ev)
 {
 	size_t ulpdu, hlen, body, total;
 	struct iwarp_term_cause cause;
@@ -272,8 +272,8 @@ static size_t rx_whole(struct fpdu_rx *rx, const uint8_t *p, size_t len,
 	return total;
 }
 
-size_t fpdu_rx_step(struct fpdu_rx *rx, const uint8_t *buf, size_t len,
-		    struct fpdu_ev *ev)
+NDK_HOT size_t fpdu_rx_step(struct fpdu_rx *rx, const uint8_t *buf, size_t len,
+			    struct fpdu_ev *ev)
 {
 	size_t used = 0, n;
 
@@ -373,8 +373,8 @@ int fpdu_term_parse(const struct ddp_hdr *hdr, const uint8_t *body, size_t len,
 
 /* ---- Transmit --------------------------------------------------------- */
 
-int fpdu_tx_hdr(uint8_t *hdr, const struct ddp_hdr *ddp, size_t payload_len,
-		const struct rdmap_read_req *rr)
+NDK_HOT int fpdu_tx_hdr(uint8_t *hdr, const struct ddp_hdr *ddp,
+			size_t payload_len, const struct rdmap_read_req *rr)
 {
 	bool read_req = !ddp->tagged && ddp->opcode == RDMAP_READ_REQ;
 	size_t ulpdu;
@@ -399,8 +399,8 @@ int fpdu_tx_hdr(uint8_t *hdr, const struct ddp_hdr *ddp, size_t payload_len,
 	return (int)(MPA_FPDU_HDR_LEN + ulpdu - payload_len);
 }
 
-size_t fpdu_tx_trailer(uint8_t *trailer, uint32_t crc_reg, size_t ulpdu_len,
-		       bool crc)
+NDK_HOT size_t fpdu_tx_trailer(uint8_t *trailer, uint32_t crc_reg,
+			       size_t ulpdu_len, bool crc)
 {
 	unsigned int pad = mpa_fpdu_pad(ulpdu_len);
 	uint32_t c = 0;
@@ -438,7 +438,7 @@ int fpdu_tx_build(uint8_t *buf, size_t size, const struct ddp_hdr *ddp,
 	return (int)off;
 }
 
-size_t fpdu_max_payload(size_t mulpdu, bool tagged)
+NDK_HOT size_t fpdu_max_payload(size_t mulpdu, bool tagged)
 {
 	size_t hlen = ddp_hdr_len(tagged);
 
@@ -447,8 +447,8 @@ size_t fpdu_max_payload(size_t mulpdu, bool tagged)
 	return mulpdu > hlen ? mulpdu - hlen : 0;
 }
 
-size_t fpdu_seg_at(const struct ddp_hdr *msg, size_t msg_len, size_t off,
-		   size_t max_payload, struct ddp_hdr *h)
+NDK_HOT size_t fpdu_seg_at(const struct ddp_hdr *msg, size_t msg_len,
+			   size_t off, size_t max_payload, struct ddp_hdr *h)
 {
 	size_t n;
 

@@ -187,7 +187,7 @@ static bool cq_mod_hold_locked(struct sw_cq *cq, uint64_t now)
  * are one-shot). Returns true if notify_work must be posted (after the
  * lock is dropped, with cq_kick).
  */
-static bool cq_eval_locked(struct sw_cq *cq)
+static NDK_HOT bool cq_eval_locked(struct sw_cq *cq)
 {
 	uint64_t now;
 
@@ -249,6 +249,16 @@ static bool cq_timer_stop_locked(struct sw_cq *cq)
 	return true;
 }
 
+/* Lock held: the slot i entries after the head (i <= depth). A compare,
+ * not a division: the depth is the consumer's and seldom a power of
+ * two, and a division costs tens of cycles on each completion. */
+static uint32_t cq_slot(const struct sw_cq *cq, uint32_t i)
+{
+	uint32_t s = cq->head + i;
+
+	return s >= cq->depth ? s - cq->depth : s;
+}
+
 /* Engine thread: runs one owed notification, re-posts if more are owed. */
 static void cq_notify_work(struct ndk_work *w)
 {
@@ -291,7 +301,8 @@ static void cq_notify_work(struct ndk_work *w)
 	ndk_obj_put(&cq->base.obj); /* the posting reference */
 }
 
-int sw_cq_push(struct sw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
+NDK_HOT int sw_cq_push(struct sw_cq *cq, const NDK_RESULT_EX *res,
+		       bool solicited)
 {
 	bool kick;
 
@@ -314,7 +325,7 @@ int sw_cq_push(struct sw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
 			cq_kick(cq);
 		return -EOVERFLOW;
 	}
-	cq->ring[(cq->head + cq->count) % cq->depth] = *res;
+	cq->ring[cq_slot(cq, cq->count)] = *res;
 	cq->count++;
 	atomic_store_explicit(&cq->avail, cq->count, memory_order_release);
 	cq->pushed++;
@@ -388,7 +399,7 @@ static void cq_pop_locked(struct sw_cq *cq, NDK_RESULT_EX *out)
 {
 	NDK_ASSERT_LOCKED(&cq->lock);
 	*out = cq->ring[cq->head];
-	cq->head = (cq->head + 1) % cq->depth;
+	cq->head = cq_slot(cq, 1);
 	cq->count--;
 }
 
@@ -534,7 +545,7 @@ static bool cq_poll_solo(struct sw_cq *cq)
 }
 
 /* NdkGetCqResults(Ex): up to max entries, oldest first (front/cq.c). */
-ULONG sw_cq_poll(struct ndk_cq *base, NDK_RESULT_EX *out, ULONG max)
+NDK_HOT ULONG sw_cq_poll(struct ndk_cq *base, NDK_RESULT_EX *out, ULONG max)
 {
 	struct sw_cq *cq = container_of(base, struct sw_cq, base);
 	ULONG i;
@@ -573,7 +584,7 @@ NTSTATUS sw_cq_resize(struct ndk_cq *base, ULONG CqDepth)
 		return STATUS_INVALID_PARAMETER;
 	}
 	for (i = 0; i < cq->count; i++)
-		ring[i] = cq->ring[(cq->head + i) % cq->depth];
+		ring[i] = cq->ring[cq_slot(cq, i)];
 	old = cq->ring;
 	cq->ring = ring;
 	cq->head = 0;

@@ -293,7 +293,7 @@ static void backstop_fn(struct ndk_timer *t)
 
 /* A CQ's poller (cq.h), on the consumer's thread; the CQ holds a QP
  * reference while it runs. */
-static void dp_poll(struct sw_dp *dp)
+static NDK_HOT void dp_poll(struct sw_dp *dp)
 {
 	struct ndk_obj *qp = dp->qp.obj;
 	bool got = false, claim = false;
@@ -336,12 +336,12 @@ static void dp_poll(struct sw_dp *dp)
 		dp_claim(dp, true);
 }
 
-static void dp_poll_rcq(struct sw_cq_poller *p)
+static NDK_HOT void dp_poll_rcq(struct sw_cq_poller *p)
 {
 	dp_poll(container_of(p, struct sw_dp, rpoll));
 }
 
-static void dp_poll_icq(struct sw_cq_poller *p)
+static NDK_HOT void dp_poll_icq(struct sw_cq_poller *p)
 {
 	dp_poll(container_of(p, struct sw_dp, ipoll));
 }

@@ -63,7 +63,7 @@ static NDK_OPERATION_TYPE wqe_type(const struct sw_wqe *w)
 	}
 }
 
-void sw_dp_complete_locked(struct sw_dp *dp)
+NDK_HOT void sw_dp_complete_locked(struct sw_dp *dp)
 {
 	NDK_ASSERT_LOCKED(&dp->lock);
 	while (dp->sq.done != dp->sq.next) {
@@ -167,7 +167,7 @@ void sw_dp_interest_locked(struct sw_dp *dp)
 	}
 }
 
-void sw_dp_want_out_locked(struct sw_dp *dp, bool on)
+NDK_HOT void sw_dp_want_out_locked(struct sw_dp *dp, bool on)
 {
 	NDK_ASSERT_LOCKED(&dp->lock);
 	if (dp->sock.want_out == on || !sw_dp_attached(dp))
@@ -180,15 +180,15 @@ void sw_dp_want_out_locked(struct sw_dp *dp, bool on)
 #define TRAFFIC_BATCH_FRAMES 64
 #define TRAFFIC_BATCH_OCTETS (256 * 1024)
 
-uint32_t sw_dp_fpdu_frames(const struct sw_dp *dp, size_t fpdu_len)
+NDK_HOT uint32_t sw_dp_fpdu_frames(const struct sw_dp *dp, size_t fpdu_len)
 {
 	return fpdu_len <= dp->mss
 		       ? 1
 		       : (uint32_t)((fpdu_len + dp->mss - 1) / dp->mss);
 }
 
-void sw_dp_traffic(struct sw_dp *dp, struct sw_dp_traffic *t, bool out,
-		   uint64_t octets, uint32_t frames, bool flush)
+NDK_HOT void sw_dp_traffic(struct sw_dp *dp, struct sw_dp_traffic *t, bool out,
+			   uint64_t octets, uint32_t frames, bool flush)
 {
 	t->octets += octets;
 	t->frames += frames;

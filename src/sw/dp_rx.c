@@ -41,7 +41,11 @@
  */
 static pthread_key_t rx_buf_key;
 static pthread_once_t rx_buf_once = PTHREAD_ONCE_INIT;
-static __thread uint8_t *rx_buf;
+/* Initial-exec: a pointer read at a fixed offset from the thread
+ * pointer on every receive, not a call into the dynamic linker's TLS
+ * lookup (and its pages). Eight bytes fit the static TLS that glibc
+ * keeps for libraries that are dlopen()ed. */
+static __thread uint8_t *rx_buf __attribute__((tls_model("initial-exec")));
 
 static void rx_buf_key_init(void)
 {
@@ -108,7 +112,7 @@ static int rx_fail_stag(struct sw_dp *dp, int err, bool read_source)
  * header, and again if a pass ended since (sw_dp_rx_pass drops the pin),
  * when the MR may be gone, which ends the stream as any STag that names
  * nothing does. */
-int sw_dp_rx_write_ref(struct sw_dp *dp)
+NDK_HOT int sw_dp_rx_write_ref(struct sw_dp *dp)
 {
 	struct sw_dp_rx *rx = dp->rx;
 	void *addr;
@@ -147,7 +151,7 @@ static void pred_set(struct sw_dp *dp, struct rx_write_pred *p, uint64_t to)
 			       fpdu_max_payload(dp->mulpdu, true));
 }
 
-static int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
+static NDK_HOT int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
 {
 	struct sw_dp_rx *rx = dp->rx;
 	const struct ddp_hdr *h = ev->hdr;
@@ -274,8 +278,9 @@ static int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
 
 /* Copies len bytes to byte off of an SGE list (the receive's or the
  * Read's), checking each local SGE (docs/ndk.md, "Memory tokens"). */
-static int place_sgl(struct sw_dp *dp, const NDK_SGE *sge, uint32_t nsge,
-		     uint64_t off, const uint8_t *data, size_t len)
+static NDK_HOT int place_sgl(struct sw_dp *dp, const NDK_SGE *sge,
+			     uint32_t nsge, uint64_t off, const uint8_t *data,
+			     size_t len)
 {
 	uint32_t i;
 
@@ -341,7 +346,7 @@ static bool orq_retire(struct sw_dp *dp, NTSTATUS status)
 	return true;
 }
 
-static int rx_payload(struct sw_dp *dp, const struct fpdu_ev *ev)
+static NDK_HOT int rx_payload(struct sw_dp *dp, const struct fpdu_ev *ev)
 {
 	struct sw_dp_rx *rx = dp->rx;
 	int ret;
@@ -464,7 +469,7 @@ static int rx_read_req(struct sw_dp *dp, const struct fpdu_ev *ev)
 	return 0;
 }
 
-static int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
+static NDK_HOT int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
 {
 	struct sw_dp_rx *rx = dp->rx;
 	int err = 0;
@@ -631,7 +636,7 @@ static void rx_count_fpdu(struct sw_dp *dp, size_t ulpdu_len)
  * (END then sends the Terminate), and that a Write known sound is
  * placed straight away instead of held for its CRC.
  */
-static int rx_whole(struct sw_dp *dp, const struct fpdu_ev *ev)
+static NDK_HOT int rx_whole(struct sw_dp *dp, const struct fpdu_ev *ev)
 {
 	int ret;
 
@@ -651,8 +656,8 @@ static int rx_whole(struct sw_dp *dp, const struct fpdu_ev *ev)
 /* ------------------------------------------------------------------ */
 /* Socket readiness                                                   */
 
-int sw_dp_rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
-		   bool placed)
+NDK_HOT int sw_dp_rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
+			   bool placed)
 {
 	struct fpdu_ev ev;
 	size_t off = 0;
@@ -724,7 +729,7 @@ static int rx_pass(struct sw_dp *dp, int *budget, bool *got)
 		if (n == 0)
 			ret = -EPIPE;
 		else if (n < 0)
-			ret = errno == EAGAIN || errno == EINTR ? 1 : -errno;
+			ret = n == -EAGAIN || n == -EINTR ? 1 : (int)n;
 		else {
 			*got = true;
 			sw_dp_traffic(dp, &dp->rx_traffic, false, (uint64_t)n,
@@ -751,7 +756,7 @@ next:
 	return ret > 0 ? 0 : ret;
 }
 
-int sw_dp_rx_pass(struct sw_dp *dp, int *budget, bool *got)
+NDK_HOT int sw_dp_rx_pass(struct sw_dp *dp, int *budget, bool *got)
 {
 	int ret = rx_pass(dp, budget, got);
 

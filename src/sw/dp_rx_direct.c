@@ -132,7 +132,7 @@ static bool direct_target(struct sw_dp *dp, struct rx_direct *d)
 	}
 }
 
-int sw_dp_rx_direct(struct sw_dp *dp, uint8_t *probe, bool *got)
+NDK_HOT int sw_dp_rx_direct(struct sw_dp *dp, uint8_t *probe, bool *got)
 {
 	struct sw_dp_rx *rx = dp->rx;
 	struct rx_direct d;
@@ -163,7 +163,7 @@ int sw_dp_rx_direct(struct sw_dp *dp, uint8_t *probe, bool *got)
 	if (n == 0)
 		ret = -EPIPE;
 	else if (n < 0)
-		ret = errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+		ret = n == -EINTR ? -EAGAIN : (int)n;
 	if (ret) {
 		direct_put(&d);
 		return ret;

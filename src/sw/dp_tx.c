@@ -141,7 +141,7 @@ static void batch_advance(struct sw_dp *dp, size_t n)
 }
 
 /* Writes the batch; 0 when all of it is out, -EAGAIN, -errno. */
-static int batch_write(struct sw_dp *dp)
+static NDK_HOT int batch_write(struct sw_dp *dp)
 {
 	struct msghdr msg = { 0 };
 	ssize_t n;
@@ -151,11 +151,10 @@ static int batch_write(struct sw_dp *dp)
 		msg.msg_iovlen = (size_t)(dp->tx.iovcnt - dp->tx.iov_pos);
 		n = sw_sys_sendmsg(dp->sock.fd, &msg,
 				   MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno == EAGAIN ? -EAGAIN : -errno;
-		}
+		if (n == -EINTR)
+			continue;
+		if (n < 0)
+			return (int)n;
 		batch_advance(dp, (size_t)n);
 	}
 	return 0;
@@ -182,7 +181,8 @@ static void fpdu_header(struct sw_dp *dp, int first, const struct ddp_hdr *h,
  * Pad and CRC over the FPDU's iovecs (RFC 5044 4, LE trailer); the FPDU
  * joins the batch.
  */
-static void fpdu_finish(struct sw_dp *dp, int first, bool fin, uint32_t fin_idx)
+static NDK_HOT void fpdu_finish(struct sw_dp *dp, int first, bool fin,
+				uint32_t fin_idx)
 {
 	const uint8_t *hdr = dp->tx.hdr[dp->tx.nrec];
 	uint8_t *trl = dp->tx.trl[dp->tx.nrec];
@@ -598,7 +598,7 @@ static int small_copy(struct sw_dp *dp, const struct sw_wqe *w, uint8_t *dst)
 	uint32_t i;
 
 	if (w->inline_data) {
-		memcpy(dst, w->sge, w->length);
+		ndk_copy(dst, w->sge, w->length);
 		return 0;
 	}
 	for (i = 0; i < w->nsge; i++) {
@@ -666,17 +666,17 @@ static bool tx_small(struct sw_dp *dp)
 	do {
 		n = sw_sys_send(dp->sock.fd, b, total,
 				MSG_DONTWAIT | MSG_NOSIGNAL);
-	} while (n < 0 && errno == EINTR);
+	} while (n == -EINTR);
 	if (n == (ssize_t)total) {
 		w->state = SW_WQE_DONE;
 		w->status = STATUS_SUCCESS;
 		sw_dp_traffic(dp, &dp->tx.traffic, true, total, 1, false);
 		return true;
 	}
-	if (n < 0 && errno != EAGAIN) {
+	if (n < 0 && n != -EAGAIN) {
 		/* As batch_write's callers do: the end reports it. */
 		if (!dp->tx.error)
-			dp->tx.error = -errno;
+			dp->tx.error = (int)n;
 		return false;
 	}
 	n = MAX(n, 0);
@@ -690,7 +690,7 @@ static bool tx_small(struct sw_dp *dp)
  * Transmits while the socket takes data: a pending Terminate first, then
  * batches of FPDUs. Lock held.
  */
-void sw_dp_tx_locked(struct sw_dp *dp)
+NDK_HOT void sw_dp_tx_locked(struct sw_dp *dp)
 {
 	int ret;
 
@@ -825,8 +825,8 @@ static bool sgl_valid(struct sw_dp *dp, const NDK_SGE *sgl, ULONG nsge,
  * Takes dp->lock and a free SQ slot, zeroed, with op, flags and context
  * filled in. On failure the lock is not held and *status says why.
  */
-static struct sw_wqe *sq_begin(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
-			       ULONG flags, NTSTATUS *status)
+static NDK_HOT struct sw_wqe *sq_begin(struct sw_dp *dp, enum sw_wqe_op op,
+				       PVOID ctx, ULONG flags, NTSTATUS *status)
 {
 	struct sw_wqe *w;
 
@@ -859,9 +859,9 @@ static uint64_t sgl_length(const NDK_SGE *sgl, ULONG nsge)
 	return len;
 }
 
-NTSTATUS sw_dp_post_send(struct sw_dp *dp, PVOID ctx, const NDK_SGE *sgl,
-			 ULONG nsge, ULONG flags, bool invalidate,
-			 UINT32 inv_stag)
+NDK_HOT NTSTATUS sw_dp_post_send(struct sw_dp *dp, PVOID ctx,
+				 const NDK_SGE *sgl, ULONG nsge, ULONG flags,
+				 bool invalidate, UINT32 inv_stag)
 {
 	bool inl = flags & NDK_OP_FLAG_INLINE;
 	uint64_t len = sgl_length(sgl, nsge);
@@ -886,13 +886,13 @@ NTSTATUS sw_dp_post_send(struct sw_dp *dp, PVOID ctx, const NDK_SGE *sgl,
 		for (i = 0; i < nsge; i++) {
 			if (!sgl[i].Length)
 				continue;
-			memcpy(p, sgl[i].VirtualAddress, sgl[i].Length);
+			ndk_copy(p, sgl[i].VirtualAddress, sgl[i].Length);
 			p += sgl[i].Length;
 		}
 	} else {
 		w->nsge = nsge;
 		if (nsge)
-			memcpy(w->sge, sgl, (size_t)nsge * sizeof(*sgl));
+			ndk_copy(w->sge, sgl, (size_t)nsge * sizeof(*sgl));
 		if (!sgl_valid(dp, sgl, nsge, SW_ACCESS_LOCAL_READ))
 			wqe_fail(dp, w, STATUS_ACCESS_VIOLATION);
 	}
@@ -902,9 +902,9 @@ NTSTATUS sw_dp_post_send(struct sw_dp *dp, PVOID ctx, const NDK_SGE *sgl,
 	return STATUS_SUCCESS;
 }
 
-NTSTATUS sw_dp_post_rdma(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
-			 const NDK_SGE *sgl, ULONG nsge, UINT64 addr,
-			 UINT32 stag, ULONG flags)
+NDK_HOT NTSTATUS sw_dp_post_rdma(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
+				 const NDK_SGE *sgl, ULONG nsge, UINT64 addr,
+				 UINT32 stag, ULONG flags)
 {
 	const NDK_ADAPTER_INFO *info = &dp->ad->info;
 	uint64_t len = sgl_length(sgl, nsge);
@@ -924,7 +924,7 @@ NTSTATUS sw_dp_post_rdma(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
 	w->addr = addr;
 	w->nsge = nsge;
 	if (nsge)
-		memcpy(w->sge, sgl, (size_t)nsge * sizeof(*sgl));
+		ndk_copy(w->sge, sgl, (size_t)nsge * sizeof(*sgl));
 	/* A Read's status is decided when its response is placed. */
 	if (op == SW_WQE_READ)
 		w->status = STATUS_PENDING;

@@ -191,8 +191,8 @@ void sw_qp_flush(struct sw_qp *qp)
 
 /* No state check: receives may be posted before the connection is up
  * (docs/ndk.md, "Work requests"). */
-static NTSTATUS qp_receive(NDK_QP *pNdkQp, PVOID RequestContext,
-			   CONST NDK_SGE *pSgl, ULONG nSge)
+static NDK_HOT NTSTATUS qp_receive(NDK_QP *pNdkQp, PVOID RequestContext,
+				   CONST NDK_SGE *pSgl, ULONG nSge)
 {
 	return sw_rq_post(&to_sw_qp(pNdkQp)->rq, RequestContext, pSgl, nSge);
 }
@@ -225,8 +225,8 @@ static NTSTATUS qp_posted(NDK_QP *pNdkQp, NTSTATUS status)
 	return status;
 }
 
-static NTSTATUS qp_send(NDK_QP *pNdkQp, PVOID RequestContext,
-			CONST NDK_SGE *pSgl, ULONG nSge, ULONG Flags)
+static NDK_HOT NTSTATUS qp_send(NDK_QP *pNdkQp, PVOID RequestContext,
+				CONST NDK_SGE *pSgl, ULONG nSge, ULONG Flags)
 {
 	struct sw_dp *dp = qp_dp(pNdkQp);
 
@@ -297,17 +297,19 @@ static NTSTATUS qp_rdma(NDK_QP *pNdkQp, enum sw_wqe_op op, PVOID RequestContext,
 				    : STATUS_CONNECTION_INVALID);
 }
 
-static NTSTATUS qp_read(NDK_QP *pNdkQp, PVOID RequestContext,
-			CONST NDK_SGE *pSgl, ULONG nSge, UINT64 RemoteAddress,
-			UINT32 RemoteToken, ULONG Flags)
+static NDK_HOT NTSTATUS qp_read(NDK_QP *pNdkQp, PVOID RequestContext,
+				CONST NDK_SGE *pSgl, ULONG nSge,
+				UINT64 RemoteAddress, UINT32 RemoteToken,
+				ULONG Flags)
 {
 	return qp_rdma(pNdkQp, SW_WQE_READ, RequestContext, pSgl, nSge,
 		       RemoteAddress, RemoteToken, Flags);
 }
 
-static NTSTATUS qp_write(NDK_QP *pNdkQp, PVOID RequestContext,
-			 CONST NDK_SGE *pSgl, ULONG nSge, UINT64 RemoteAddress,
-			 UINT32 RemoteToken, ULONG Flags)
+static NDK_HOT NTSTATUS qp_write(NDK_QP *pNdkQp, PVOID RequestContext,
+				 CONST NDK_SGE *pSgl, ULONG nSge,
+				 UINT64 RemoteAddress, UINT32 RemoteToken,
+				 ULONG Flags)
 {
 	return qp_rdma(pNdkQp, SW_WQE_WRITE, RequestContext, pSgl, nSge,
 		       RemoteAddress, RemoteToken, Flags);

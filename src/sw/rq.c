@@ -81,7 +81,8 @@ static void rq_push_flushed_locked(struct sw_rq *rq)
 	}
 }
 
-NTSTATUS sw_rq_post(struct sw_rq *rq, PVOID ctx, const NDK_SGE *sgl, ULONG nsge)
+NDK_HOT NTSTATUS sw_rq_post(struct sw_rq *rq, PVOID ctx, const NDK_SGE *sgl,
+			    ULONG nsge)
 {
 	struct sw_rqe *e;
 
@@ -103,13 +104,13 @@ NTSTATUS sw_rq_post(struct sw_rq *rq, PVOID ctx, const NDK_SGE *sgl, ULONG nsge)
 	e->nsge = nsge;
 	e->state = SW_RQE_POSTED;
 	if (nsge)
-		memcpy(e->sge, sgl, (size_t)nsge * sizeof(NDK_SGE));
+		ndk_copy(e->sge, sgl, (size_t)nsge * sizeof(NDK_SGE));
 	rq->tail++;
 	ndk_unlock(&rq->lock);
 	return STATUS_SUCCESS;
 }
 
-struct sw_rqe *sw_rq_take(struct sw_rq *rq)
+NDK_HOT struct sw_rqe *sw_rq_take(struct sw_rq *rq)
 {
 	struct sw_rqe *e = NULL;
 
@@ -138,9 +139,10 @@ out:
 	return e;
 }
 
-void sw_rq_complete(struct sw_rq *rq, struct sw_rqe *rqe, NTSTATUS status,
-		    ULONG bytes, NDK_OPERATION_TYPE type, ULONG_PTR tsco,
-		    bool solicited)
+NDK_HOT void sw_rq_complete(struct sw_rq *rq, struct sw_rqe *rqe,
+			    NTSTATUS status, ULONG bytes,
+			    NDK_OPERATION_TYPE type, ULONG_PTR tsco,
+			    bool solicited)
 {
 	ndk_lock(&rq->lock);
 	if (rq->done == rq->head || rq_slot(rq, rq->done) != rqe ||

@@ -183,7 +183,7 @@ static uint32_t stag_of(const struct sw_stag_table *t, uint32_t index,
 }
 
 /* index_of for a token from the consumer's own SGEs (local_index). */
-static uint32_t local_index_of(struct sw_stag_table *t, uint32_t stag)
+static NDK_HOT uint32_t local_index_of(struct sw_stag_table *t, uint32_t stag)
 {
 	uint32_t wire = sw_stag_index(stag), index;
 	_Atomic uint64_t *slot = &t->local_index[wire % LOCAL_INDEX_SLOTS];
@@ -636,10 +636,11 @@ struct stag_copy {
 	bool to_mem;
 };
 
-static int lookup(struct sw_stag_table *t, uint32_t index, uint32_t stag,
-		  uint32_t pd_id, uint64_t va, uint64_t len, uint32_t access,
-		  struct sw_stag_ref *ref, void **addr,
-		  const struct stag_copy *cp)
+static NDK_HOT int lookup(struct sw_stag_table *t, uint32_t index,
+			  uint32_t stag, uint32_t pd_id, uint64_t va,
+			  uint64_t len, uint32_t access,
+			  struct sw_stag_ref *ref, void **addr,
+			  const struct stag_copy *cp)
 {
 	struct sw_stag_entry *e, *mem;
 	uintptr_t host = 0;
@@ -706,15 +707,16 @@ fail:
 	return err;
 }
 
-int sw_stag_lookup(struct sw_stag_table *t, uint32_t stag, uint32_t pd_id,
-		   uint64_t va, uint64_t len, uint32_t access,
-		   struct sw_stag_ref *ref, void **addr)
+NDK_HOT int sw_stag_lookup(struct sw_stag_table *t, uint32_t stag,
+			   uint32_t pd_id, uint64_t va, uint64_t len,
+			   uint32_t access, struct sw_stag_ref *ref,
+			   void **addr)
 {
 	return lookup(t, index_of(t, stag), stag, pd_id, va, len, access, ref,
 		      addr, NULL);
 }
 
-void sw_stag_put(struct sw_stag_ref *ref)
+NDK_HOT void sw_stag_put(struct sw_stag_ref *ref)
 {
 	if (!ref)
 		return;
@@ -728,8 +730,8 @@ void sw_stag_put(struct sw_stag_ref *ref)
 	ref->win = NULL;
 }
 
-void *sw_stag_ref_map(const struct sw_stag_ref *ref, uint64_t off,
-		      uint64_t *contig)
+NDK_HOT void *sw_stag_ref_map(const struct sw_stag_ref *ref, uint64_t off,
+			      uint64_t *contig)
 {
 	const struct sw_stag_entry *m = ref->mem;
 	uint64_t remain, pos, pg, run;
@@ -756,8 +758,8 @@ void *sw_stag_ref_map(const struct sw_stag_ref *ref, uint64_t off,
 	return (void *)(m->pages[pos / PAGE_SIZE] + pos % PAGE_SIZE);
 }
 
-int sw_stag_ref_write(const struct sw_stag_ref *ref, uint64_t off,
-		      const void *src, size_t n)
+NDK_HOT int sw_stag_ref_write(const struct sw_stag_ref *ref, uint64_t off,
+			      const void *src, size_t n)
 {
 	const char *s = src;
 	uint64_t contig;
@@ -769,7 +771,7 @@ int sw_stag_ref_write(const struct sw_stag_ref *ref, uint64_t off,
 		p = sw_stag_ref_map(ref, off, &contig);
 		if (contig > n)
 			contig = n;
-		memcpy(p, s, contig);
+		ndk_copy(p, s, contig);
 		s += contig;
 		off += contig;
 		n -= contig;
@@ -777,8 +779,8 @@ int sw_stag_ref_write(const struct sw_stag_ref *ref, uint64_t off,
 	return 0;
 }
 
-int sw_stag_ref_read(const struct sw_stag_ref *ref, uint64_t off, void *dst,
-		     size_t n)
+NDK_HOT int sw_stag_ref_read(const struct sw_stag_ref *ref, uint64_t off,
+			     void *dst, size_t n)
 {
 	char *d = dst;
 	uint64_t contig;
@@ -790,7 +792,7 @@ int sw_stag_ref_read(const struct sw_stag_ref *ref, uint64_t off, void *dst,
 		p = sw_stag_ref_map(ref, off, &contig);
 		if (contig > n)
 			contig = n;
-		memcpy(d, p, contig);
+		ndk_copy(d, p, contig);
 		d += contig;
 		off += contig;
 		n -= contig;
@@ -825,9 +827,10 @@ int sw_stag_lam_lookup(struct sw_stag_table *t, uint64_t la, uint64_t len,
 	return 0;
 }
 
-int sw_stag_sge_lookup(struct sw_stag_table *t, uint32_t pd_id, uint32_t token,
-		       uint64_t va, uint64_t len, uint32_t access,
-		       struct sw_stag_ref *ref, void **addr)
+NDK_HOT int sw_stag_sge_lookup(struct sw_stag_table *t, uint32_t pd_id,
+			       uint32_t token, uint64_t va, uint64_t len,
+			       uint32_t access, struct sw_stag_ref *ref,
+			       void **addr)
 {
 	int err;
 
@@ -851,8 +854,9 @@ int sw_stag_sge_lookup(struct sw_stag_table *t, uint32_t pd_id, uint32_t token,
 	return 0;
 }
 
-static int sge_copy(struct sw_stag_table *t, uint32_t pd_id, uint32_t token,
-		    uint64_t va, const struct stag_copy *cp, size_t len)
+static NDK_HOT int sge_copy(struct sw_stag_table *t, uint32_t pd_id,
+			    uint32_t token, uint64_t va,
+			    const struct stag_copy *cp, size_t len)
 {
 	uint32_t access =
 		cp->to_mem ? SW_ACCESS_LOCAL_WRITE : SW_ACCESS_LOCAL_READ;
@@ -867,22 +871,23 @@ static int sge_copy(struct sw_stag_table *t, uint32_t pd_id, uint32_t token,
 	if (err || !len)
 		return err;
 	if (cp->to_mem)
-		memcpy(addr, cp->src, len);
+		ndk_copy(addr, cp->src, len);
 	else
-		memcpy(cp->dst, addr, len);
+		ndk_copy(cp->dst, addr, len);
 	return 0;
 }
 
-int sw_stag_sge_read(struct sw_stag_table *t, uint32_t pd_id, uint32_t token,
-		     uint64_t va, void *dst, size_t len)
+NDK_HOT int sw_stag_sge_read(struct sw_stag_table *t, uint32_t pd_id,
+			     uint32_t token, uint64_t va, void *dst, size_t len)
 {
 	const struct stag_copy cp = { .dst = dst };
 
 	return sge_copy(t, pd_id, token, va, &cp, len);
 }
 
-int sw_stag_sge_write(struct sw_stag_table *t, uint32_t pd_id, uint32_t token,
-		      uint64_t va, const void *src, size_t len)
+NDK_HOT int sw_stag_sge_write(struct sw_stag_table *t, uint32_t pd_id,
+			      uint32_t token, uint64_t va, const void *src,
+			      size_t len)
 {
 	const struct stag_copy cp = { .src = src, .to_mem = true };
 
