@@ -79,8 +79,8 @@ struct timespec tool_deadline(unsigned int ms)
 	return ts;
 }
 
-/* Hot: the latency tests read it in every iteration (tools/perf). */
-__attribute__((hot)) uint64_t tool_now_ns(void)
+/* The latency tests read it in every iteration (tools/perf). */
+TOOL_HOT uint64_t tool_now_ns(void)
 {
 	struct timespec ts;
 

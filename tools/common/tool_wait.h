@@ -13,6 +13,12 @@
 #include <time.h>
 #include <ndk/ndk.h>
 
+/* The functions a measured iteration runs through (the latency tests'
+ * loops and their clock), placed together by the compiler: a loop then
+ * spans one or two pages of code, as a plain socket ping-pong does
+ * (docs/performance.md, "Code that stays in the TLB"). */
+#define TOOL_HOT __attribute__((hot))
+
 /* A request completion, counted: NDK completes each request exactly once,
  * so a count above one is a provider bug that callers can check for. */
 struct tool_wait {

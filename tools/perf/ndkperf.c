@@ -262,7 +262,7 @@ struct progress {
 	bool shown;
 };
 
-static PERF_HOT void progress(struct side *s, struct progress *p, uint64_t done)
+static TOOL_HOT void progress(struct side *s, struct progress *p, uint64_t done)
 {
 	uint64_t now;
 
@@ -338,7 +338,7 @@ static bool post_ok(const char *what, NTSTATUS status)
 	return true;
 }
 
-static PERF_HOT bool post_recv(struct side *s, size_t off, size_t len)
+static TOOL_HOT bool post_recv(struct side *s, size_t off, size_t len)
 {
 	NDK_SGE sge = { .VirtualAddress = s->buf.mem + off,
 			.Length = (ULONG)len,
@@ -349,7 +349,7 @@ static PERF_HOT bool post_recv(struct side *s, size_t off, size_t len)
 						   len ? 1 : 0));
 }
 
-static PERF_HOT bool post_send(struct side *s, size_t off, size_t len,
+static TOOL_HOT bool post_send(struct side *s, size_t off, size_t len,
 			       ULONG flags)
 {
 	NDK_SGE sge = { .VirtualAddress = s->buf.mem + off,
@@ -373,7 +373,7 @@ static ULONG inline_flag(const struct side *s, size_t len)
 		       : 0;
 }
 
-static PERF_HOT bool post_rdma(struct side *s, bool write, size_t off,
+static TOOL_HOT bool post_rdma(struct side *s, bool write, size_t off,
 			       size_t len, uint64_t raddr, ULONG flags)
 {
 	NDK_SGE sge = { .VirtualAddress = s->buf.mem + off,
@@ -389,7 +389,7 @@ static PERF_HOT bool post_rdma(struct side *s, bool write, size_t off,
 						s->rtok, flags));
 }
 
-static PERF_HOT void count_results(const NDK_RESULT *res, ULONG got,
+static TOOL_HOT void count_results(const NDK_RESULT *res, ULONG got,
 				   struct perf_counts *n)
 {
 	ULONG i;
@@ -411,7 +411,7 @@ static PERF_HOT void count_results(const NDK_RESULT *res, ULONG got,
 
 /* False once the CQ is abandoned (the peer disconnected) or a request
  * failed; s->err says so. */
-static PERF_HOT bool reap(struct side *s)
+static TOOL_HOT bool reap(struct side *s)
 {
 	NDK_RESULT res[64];
 	ULONG got;
@@ -459,7 +459,7 @@ tag_read(const volatile uint8_t *p)
  * instead; TAG_GONE if nothing landed in TAG_WAIT_NS or the peer
  * disconnected.
  */
-static PERF_HOT enum tag_result tag_wait(volatile uint8_t *p, uint8_t tag,
+static TOOL_HOT enum tag_result tag_wait(volatile uint8_t *p, uint8_t tag,
 					 struct side *s, bool poll_cq)
 {
 	uint64_t deadline = 0, now;
@@ -514,7 +514,7 @@ static void side_check(struct side *s, const void *p, size_t len, uint64_t seed,
 		s->bad++;
 }
 
-static PERF_HOT void sample(struct side *s, uint64_t t0, double div)
+static TOOL_HOT void sample(struct side *s, uint64_t t0, double div)
 {
 	if (!perf_samples_add(s->lat, (double)(tool_now_ns() - t0) / div)) {
 		fprintf(stderr, "%s: out of memory\n", tool_prog);
@@ -658,7 +658,7 @@ static bool passive_finish(struct side *s, uint64_t iters)
 /* The tests, one function per role                                   */
 
 /* Send latency, active: a Send, then the echo; half the round trip. */
-static PERF_HOT bool send_lat_active(struct side *s)
+static TOOL_HOT bool send_lat_active(struct side *s)
 {
 	struct progress pg = { 0 };
 	uint8_t *echo = s->buf.mem + s->b_off;
@@ -697,7 +697,7 @@ static PERF_HOT bool send_lat_active(struct side *s)
 }
 
 /* Send latency, passive: echo each message from B until END. */
-static PERF_HOT bool send_lat_passive(struct side *s)
+static TOOL_HOT bool send_lat_passive(struct side *s)
 {
 	uint64_t i;
 	char what[64];
@@ -834,7 +834,7 @@ static bool send_bw_passive(struct side *s)
 
 /* Write latency, active: a Write whose last byte is the tag, then a spin
  * on the passive side's answer. Half the round trip. */
-static PERF_HOT bool write_lat_active(struct side *s)
+static TOOL_HOT bool write_lat_active(struct side *s)
 {
 	volatile uint8_t *landing = s->buf.mem + s->b_off + s->size - 1;
 	uint8_t *src = s->buf.mem + s->a_off;
@@ -886,7 +886,7 @@ static PERF_HOT bool write_lat_active(struct side *s)
 }
 
 /* Write latency, passive: answers each Write with one of its own. */
-static PERF_HOT bool write_lat_passive(struct side *s)
+static TOOL_HOT bool write_lat_passive(struct side *s)
 {
 	uint8_t *a = s->buf.mem + s->a_off, *b = s->buf.mem + s->b_off;
 	bool poll = !(s->flags & (PERF_F_EVENTS | PERF_F_MEM_ONLY));
@@ -932,7 +932,7 @@ static PERF_HOT bool write_lat_passive(struct side *s)
 
 /* Read latency, active: one Read at a time; its round trip (as
  * ib_read_lat). */
-static PERF_HOT bool read_lat_active(struct side *s)
+static TOOL_HOT bool read_lat_active(struct side *s)
 {
 	struct progress pg = { 0 };
 	uint64_t i, t;
@@ -1019,7 +1019,7 @@ static bool rdma_passive(struct side *s)
 }
 
 /* What the side does, by test and role; false if the run failed. */
-static PERF_HOT bool side_run(struct side *s)
+static TOOL_HOT bool side_run(struct side *s)
 {
 	s->start_ns = tool_now_ns();
 	if (s->passive) {

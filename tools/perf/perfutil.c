@@ -46,7 +46,7 @@ static void perf_result_check(const NDK_RESULT *r)
 	}
 }
 
-PERF_HOT ULONG perf_cq_wait(struct perf_cq *c, NDK_RESULT *res, ULONG n,
+TOOL_HOT ULONG perf_cq_wait(struct perf_cq *c, NDK_RESULT *res, ULONG n,
 			    uint64_t deadline_ns)
 {
 	ULONG got, i;
@@ -152,7 +152,7 @@ double perf_percentile(double *v, size_t n, double p)
 	return sorted_percentile(v, n, p);
 }
 
-PERF_HOT bool perf_samples_add(struct perf_samples *s, double usec)
+TOOL_HOT bool perf_samples_add(struct perf_samples *s, double usec)
 {
 	size_t i = atomic_load_explicit(&s->n, memory_order_relaxed);
 	size_t c = i >> PERF_SAMPLE_CHUNK_BITS;

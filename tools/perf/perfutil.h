@@ -17,12 +17,6 @@
 
 #define PERF_DEFAULT_PORT 7471
 
-/* The functions a measured iteration runs through, placed together by the
- * compiler: a latency test's loop then spans one or two pages of code, as
- * a plain socket ping-pong does (docs/performance.md, "Code that stays in
- * the TLB"). */
-#define PERF_HOT __attribute__((hot))
-
 /*
  * A CQ polled by its owner, or (event mode) armed and waited on: the
  * notification callback signals a condition variable.
