@@ -61,9 +61,12 @@ struct node {
 
 static const struct opts *o;
 
+/* Receives land in the second half of the buffer and sends leave from the
+ * first: rdma-core's cmatose shares one buffer, so the peer's messages
+ * can land while this side's sends still read it (a race TSan reports). */
 static void post_recvs(struct node *n)
 {
-	NDK_SGE sge = { .VirtualAddress = n->mem.mem,
+	NDK_SGE sge = { .VirtualAddress = n->mem.mem + o->size,
 			.Length = o->size,
 			.MemoryRegionToken = n->mem.ltok };
 	int i;
@@ -140,8 +143,9 @@ static void init_node(struct tool_host *h, struct node *n, int id)
 
 	n->id = id;
 	iw_conn_init(h, &n->cn, depth, depth);
-	tool_buf_alloc(h, &n->mem, o->size, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
-	memset(n->mem.mem, 'a' + id % 26, o->size);
+	tool_buf_alloc(h, &n->mem, 2 * (size_t)o->size,
+		       NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
+	memset(n->mem.mem, 'a' + id % 26, 2 * (size_t)o->size);
 	post_recvs(n);
 }
 
