@@ -528,11 +528,67 @@ static int set_nonblock(int fd)
 
 static void async_io_fn(struct ndk_io *io, uint32_t events);
 
+/* Milliseconds between rdma_cm's device scans, and how many it gets. */
+#define CM_SCAN_WAIT_MS 20
+#define CM_SCANS	8
+
+static struct ibv_context *cm_find(struct ibv_context **devs, int n,
+				   const char *name)
+{
+	int i;
+
+	for (i = 0; devs && i < n; i++)
+		if (!strcmp(ibv_get_device_name(devs[i]->device), name))
+			return devs[i];
+	return NULL;
+}
+
+/*
+ * The device's context is rdma_cm's own: the one its identifiers use, so
+ * that their QPs can take this adapter's PDs and CQs. rdma_cm lists its
+ * contexts after scanning libibverbs' devices; that scan can miss a
+ * device that RDMA netlink has just listed, or fail whole, while another
+ * device comes or goes (the rxe of a veth whose namespace ended is
+ * unregistered by a kernel worker, later). Such a miss is transient, so
+ * the scan is repeated for a while before the device counts as absent.
+ */
+static int cm_context(struct ndk_vadapter *v, const char *name)
+{
+	char listed[128];
+	int i, n = 0, scan;
+
+	for (scan = 1;; scan++) {
+		v->devs = rdma_get_devices(&n);
+		v->ctx = cm_find(v->devs, n, name);
+		if (v->ctx)
+			return 0;
+		if (scan == CM_SCANS)
+			break;
+		ndk_dbg("verbs: rdma_cm lists %d devices, not %s: scanning again",
+			n, name);
+		if (v->devs)
+			rdma_free_devices(v->devs);
+		v->devs = NULL;
+		usleep(CM_SCAN_WAIT_MS * 1000);
+	}
+	listed[0] = '\0';
+	for (i = 0; v->devs && i < n; i++) {
+		size_t len = strlen(listed);
+
+		snprintf(listed + len, sizeof(listed) - len, " %s",
+			 ibv_get_device_name(v->devs[i]->device));
+	}
+	ndk_warn("verbs: rdma_cm does not know device %s after %d scans "
+		 "(it lists %d devices:%s)",
+		 name, CM_SCANS, n, listed);
+	return -ENODEV;
+}
+
 int ndk_verbs_adapter_init(struct ndk_adapter *ad)
 {
 	struct ndk_vadapter *v;
 	struct dev_port dp;
-	int i, n = 0, ret;
+	int i, ret;
 
 	ret = find_device(ad->ifindex, &dp);
 	if (ret)
@@ -548,14 +604,9 @@ int ndk_verbs_adapter_init(struct ndk_adapter *ad)
 	ndk_lock_init(&v->cm_ref_lock, NDK_LOCK_LEAF);
 	v->port = (uint8_t)dp.port;
 	memcpy(v->dev_name, dp.name, sizeof(v->dev_name));
-	v->devs = rdma_get_devices(&n);
-	for (i = 0; v->devs && i < n; i++)
-		if (!strcmp(ibv_get_device_name(v->devs[i]->device), dp.name))
-			v->ctx = v->devs[i];
-	if (!v->ctx) {
-		ndk_warn("verbs: rdma_cm does not know device %s", dp.name);
-		return -ENODEV;
-	}
+	ret = cm_context(v, dp.name);
+	if (ret)
+		return ret;
 	if (ibv_query_device(v->ctx, &v->dev_attr) ||
 	    ibv_query_port(v->ctx, v->port, &v->port_attr))
 		return -ENODEV;
