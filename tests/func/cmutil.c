@@ -91,18 +91,24 @@ bool cm_device_is(struct cm_host *h, const char *prefix)
 	return !strncmp(pi.Device, prefix, strlen(prefix));
 }
 
-void cm_software_only(void)
+void cm_test_provider(NDK_PROVIDER_INFO *pi)
 {
 	NDK_VERSION v = { 2, 0 };
-	NDK_PROVIDER_INFO pi;
 	NDK_ADAPTER *ad;
 
-	memset(&pi, 0, sizeof(pi));
+	memset(pi, 0, sizeof(*pi));
 	if (NdkOpenAdapter(v, if_nametoindex(cm_test_ifname()), &ad) ==
 	    STATUS_SUCCESS) {
-		NdkQueryAdapterProvider(ad, &pi);
+		NdkQueryAdapterProvider(ad, pi);
 		NdkCloseAdapter(ad);
 	}
+}
+
+void cm_software_only(void)
+{
+	NDK_PROVIDER_INFO pi;
+
+	cm_test_provider(&pi);
 	if (!strcmp(pi.Provider, "software"))
 		return;
 	printf("skipped: a test of the software provider, and %s gets "

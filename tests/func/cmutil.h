@@ -53,6 +53,9 @@ bool cm_provider_is(struct cm_host *h, const char *name);
 /* Whether h's RDMA device name starts with prefix ("siw", "rxe"): a
  * device's own limit, documented in docs/verbs.md. */
 bool cm_device_is(struct cm_host *h, const char *prefix);
+/* What the adapter of the test interface (cm_test_ifname) reports of its
+ * provider and device; all zero when none opens there. */
+void cm_test_provider(NDK_PROVIDER_INFO *pi);
 /*
  * For the start of main() in tests of the software provider's own wire
  * (raw MPA, DDP and RDMAP peers) and timing: exits 77 (CTest's skip)

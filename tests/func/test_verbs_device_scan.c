@@ -79,14 +79,9 @@ static bool find_node(const char *dev)
 static int setup(void **state)
 {
 	NDK_PROVIDER_INFO pi;
-	NDK_ADAPTER *ad;
 
 	(void)state;
-	memset(&pi, 0, sizeof(pi));
-	if (open_adapter(&ad) == STATUS_SUCCESS) {
-		NdkQueryAdapterProvider(ad, &pi);
-		NdkCloseAdapter(ad);
-	}
+	cm_test_provider(&pi);
 	if (strcmp(pi.Provider, "verbs")) {
 		skip_why = "the test interface's adapter is not the verbs "
 			   "provider's";
@@ -127,6 +122,7 @@ static void *unhide_later(void *arg)
 static void test_device_back_during_scans(void **state)
 {
 	NDK_ADAPTER *ad = NULL;
+	struct cm_host h;
 	pthread_t t;
 	NTSTATUS st;
 
@@ -140,8 +136,6 @@ static void test_device_back_during_scans(void **state)
 	NdkCloseAdapter(ad);
 
 	/* And once more, from a host with everything on it. */
-	struct cm_host h;
-
 	cm_host_open(&h, cm_test_ifname());
 	cm_host_close(&h);
 }
