@@ -195,68 +195,6 @@ static void test_mixed_queue_in_order(void **state)
 	}
 }
 
-/*
- * NDK_OP_FLAG_DEFER (NDKPI Deferred Processing Scheme): deferred Sends wait for the request
- * that ends their chain and then leave together, in order; a request that
- * fails inline sends the deferred ones before it instead, and itself gets
- * no completion.
- */
-static void test_defer_chain(void **state)
-{
-	NDK_RESULT_EX res[8];
-	NDK_SGE big[8];
-	ULONG i;
-
-	for (i = 0; i < 6; i++)
-		assert_int_equal(P.qp->Dispatch->NdkReceive(
-					 P.qp, (PVOID)(uintptr_t)i, NULL, 0),
-				 STATUS_SUCCESS);
-	for (i = 0; i < 3; i++)
-		assert_int_equal(
-			A.qp->Dispatch->NdkSend(A.qp, (PVOID)(uintptr_t)i, NULL,
-						0, NDK_OP_FLAG_DEFER),
-			STATUS_SUCCESS);
-	/* The verbs provider ignores the hint, as NDK allows
-	 * (docs/verbs.md, Queue pairs): its requests go at once. */
-	if (cm_provider_is(&cli, "software")) {
-		tu_sleep_ms(100);
-		assert_int_equal(
-			srv.cq->Dispatch->NdkGetCqResultsEx(srv.cq, res, 8), 0);
-		assert_int_equal(
-			cli.cq->Dispatch->NdkGetCqResultsEx(cli.cq, res, 8), 0);
-	}
-	/* The end of the chain. */
-	assert_int_equal(
-		A.qp->Dispatch->NdkSend(A.qp, (PVOID)(uintptr_t)3, NULL, 0, 0),
-		STATUS_SUCCESS);
-	assert_int_equal(poll_cq(srv.cq, res, 4), 4);
-	for (i = 0; i < 4; i++)
-		assert_ptr_equal(res[i].RequestContext, (PVOID)(uintptr_t)i);
-	assert_int_equal(poll_cq(cli.cq, res, 4), 4);
-	for (i = 0; i < 4; i++) {
-		assert_ptr_equal(res[i].RequestContext, (PVOID)(uintptr_t)i);
-		assert_int_equal(res[i].Status, STATUS_SUCCESS);
-	}
-
-	/* Two deferred, then one with more SGEs than the QP takes. */
-	for (i = 4; i < 6; i++)
-		assert_int_equal(
-			A.qp->Dispatch->NdkSend(A.qp, (PVOID)(uintptr_t)i, NULL,
-						0, NDK_OP_FLAG_DEFER),
-			STATUS_SUCCESS);
-	memset(big, 0, sizeof(big));
-	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, (PVOID)99, big, 8, 0),
-			 STATUS_INVALID_PARAMETER);
-	assert_int_equal(poll_cq(srv.cq, res, 2), 2);
-	assert_ptr_equal(res[0].RequestContext, (PVOID)(uintptr_t)4);
-	assert_ptr_equal(res[1].RequestContext, (PVOID)(uintptr_t)5);
-	assert_int_equal(poll_cq(cli.cq, res, 2), 2);
-	assert_ptr_equal(res[1].RequestContext, (PVOID)(uintptr_t)5);
-	tu_sleep_ms(50);
-	assert_int_equal(cli.cq->Dispatch->NdkGetCqResultsEx(cli.cq, res, 8),
-			 0);
-}
-
 static void test_write_and_read(void **state)
 {
 	static const size_t sizes[] = { 0, 1, 777, 65536, 1 << 20, 16 << 20 };
@@ -1080,8 +1018,6 @@ int main(void)
 						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_mixed_queue_in_order,
 						setup, dp_teardown),
-		cmocka_unit_test_setup_teardown(test_defer_chain, setup,
-						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_write_and_read, setup,
 						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_reads_beyond_ord_wait,
