@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include "dp_pair.h"
@@ -28,9 +29,9 @@ static int setup(void **state)
 
 static void post_send_ctx(uintptr_t ctx, ULONG flags)
 {
-	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, (PVOID)ctx, NULL, 0,
-						 flags),
-			 STATUS_SUCCESS);
+	assert_int_equal(
+		A.qp->Dispatch->NdkSend(A.qp, (PVOID)ctx, NULL, 0, flags),
+		STATUS_SUCCESS);
 }
 
 /*
@@ -105,23 +106,22 @@ static void test_defer_long_mixed(void **state)
 			st = A.qp->Dispatch->NdkSend(A.qp, ctx, &s, 1, flags);
 			want[i].type = NdkOperationTypeSend;
 			nrecv++;
-		} else if (i % 3 == 1) {
-			/* Into P's second MiB, slot i. */
-			st = A.qp->Dispatch->NdkWrite(
-				A.qp, ctx, &s, 1,
-				(UINT64)(uintptr_t)(P.buf + (1 << 20) +
-						    i * LEN),
-				P.rtok, flags);
-			want[i].type = NdkOperationTypeWrite;
 		} else {
-			/* From P's fifth MiB into A's third, slot i. */
-			s = sge(A.buf + (2 << 20) + i * LEN, LEN, A.ltok);
-			st = A.qp->Dispatch->NdkRead(
-				A.qp, ctx, &s, 1,
-				(UINT64)(uintptr_t)(P.buf + (4 << 20) +
-						    i * LEN),
+			/* A Write into P's second MiB, or a Read from P's
+			 * fifth MiB into A's third, slot i. */
+			bool rd = i % 3 == 2;
+			uint8_t *remote =
+				P.buf + (rd ? 4 << 20 : 1 << 20) + i * LEN;
+
+			if (rd)
+				s = sge(A.buf + (2 << 20) + i * LEN, LEN,
+					A.ltok);
+			st = (rd ? A.qp->Dispatch->NdkRead
+				 : A.qp->Dispatch->NdkWrite)(
+				A.qp, ctx, &s, 1, (UINT64)(uintptr_t)remote,
 				P.rtok, flags);
-			want[i].type = NdkOperationTypeRead;
+			want[i].type = rd ? NdkOperationTypeRead
+					  : NdkOperationTypeWrite;
 		}
 		assert_int_equal(st, STATUS_SUCCESS);
 	}
@@ -163,10 +163,10 @@ static void test_defer_inline(void **state)
 	post_recv(P.qp, 1, P.buf, 4096, P.ltok);
 	post_recv(P.qp, 2, P.buf + 4096, 4096, P.ltok);
 	memset(msg, 'a', sizeof(msg));
-	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, (PVOID)1, &s, 1,
-						 NDK_OP_FLAG_INLINE |
-							 NDK_OP_FLAG_DEFER),
-			 STATUS_SUCCESS);
+	assert_int_equal(
+		A.qp->Dispatch->NdkSend(A.qp, (PVOID)1, &s, 1,
+					NDK_OP_FLAG_INLINE | NDK_OP_FLAG_DEFER),
+		STATUS_SUCCESS);
 	memset(msg, 'b', sizeof(msg));
 	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, (PVOID)2, &s, 1,
 						 NDK_OP_FLAG_INLINE),
@@ -220,8 +220,8 @@ int main(void)
 						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_defer_inline, setup,
 						dp_teardown),
-		cmocka_unit_test_setup_teardown(test_defer_flush_unended,
-						setup, dp_teardown),
+		cmocka_unit_test_setup_teardown(test_defer_flush_unended, setup,
+						dp_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
