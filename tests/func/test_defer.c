@@ -80,72 +80,83 @@ static void test_defer_chain(void **state)
 }
 
 /*
+ * Where request i of test_defer_long_mixed reads and writes: Send 3k from
+ * A's slot 3k into the receive k of P's first MiB, a Write from A's slot
+ * into P's second MiB, a Read from P's fifth MiB into A's third.
+ */
+enum { CHAIN_N = 60, CHAIN_LEN = 3000 };
+
+static void chain_slot(ULONG i, uint8_t **local, uint8_t **remote)
+{
+	size_t off = (size_t)i * CHAIN_LEN;
+
+	switch (i % 3) {
+	case 0:
+		*local = A.buf + off;
+		*remote = P.buf + i / 3 * CHAIN_LEN;
+		break;
+	case 1:
+		*local = A.buf + off;
+		*remote = P.buf + (1 << 20) + off;
+		break;
+	default:
+		*local = A.buf + (2 << 20) + off;
+		*remote = P.buf + (4 << 20) + off;
+		break;
+	}
+}
+
+/*
  * 60 deferred requests, Sends, Writes and Reads in turn (more Reads than
- * the ORD of 8), ended by one more Send: every request completes once, in
- * posting order, and every byte lands.
+ * the ORD of 8), ended by one more Send (CHAIN_N % 3 == 0): every request
+ * completes once, in posting order, and every byte lands.
  */
 static void test_defer_long_mixed(void **state)
 {
-	enum { N = 60, LEN = 3000 }; /* N % 3 == 0: the ending one a Send */
-	struct want want[N + 1];
+	static const NDK_OPERATION_TYPE type[3] = { NdkOperationTypeSend,
+						    NdkOperationTypeWrite,
+						    NdkOperationTypeRead };
+	struct want want[CHAIN_N + 1];
+	uint8_t *local, *remote;
 	ULONG nrecv = 0, i;
 
-	fill(A.buf, N * LEN, 41);
-	fill(P.buf + (4 << 20), N * LEN, 42);
-	for (i = 0; i <= N; i++)
-		post_recv(P.qp, i, P.buf + i * LEN, LEN, P.ltok);
-	for (i = 0; i <= N; i++) {
-		NDK_SGE s = sge(A.buf + i * LEN, LEN, A.ltok);
-		ULONG flags = i < N ? NDK_OP_FLAG_DEFER : 0;
+	fill(A.buf, CHAIN_N * CHAIN_LEN, 41);
+	fill(P.buf + (4 << 20), CHAIN_N * CHAIN_LEN, 42);
+	for (i = 0; i <= CHAIN_N; i++)
+		post_recv(P.qp, i, P.buf + i * CHAIN_LEN, CHAIN_LEN, P.ltok);
+	for (i = 0; i <= CHAIN_N; i++) {
+		ULONG flags = i < CHAIN_N ? NDK_OP_FLAG_DEFER : 0;
 		PVOID ctx = (PVOID)(uintptr_t)i;
+		NDK_SGE s;
 		NTSTATUS st;
 
-		want[i].ctx = i;
-		want[i].status = STATUS_SUCCESS;
+		chain_slot(i, &local, &remote);
+		s = sge(local, CHAIN_LEN, A.ltok);
+		want[i] = (struct want){ i, type[i % 3], STATUS_SUCCESS };
 		if (i % 3 == 0) {
 			st = A.qp->Dispatch->NdkSend(A.qp, ctx, &s, 1, flags);
-			want[i].type = NdkOperationTypeSend;
 			nrecv++;
 		} else {
-			/* A Write into P's second MiB, or a Read from P's
-			 * fifth MiB into A's third, slot i. */
-			bool rd = i % 3 == 2;
-			uint8_t *remote =
-				P.buf + (rd ? 4 << 20 : 1 << 20) + i * LEN;
-
-			if (rd)
-				s = sge(A.buf + (2 << 20) + i * LEN, LEN,
-					A.ltok);
-			st = (rd ? A.qp->Dispatch->NdkRead
-				 : A.qp->Dispatch->NdkWrite)(
+			st = (i % 3 == 2 ? A.qp->Dispatch->NdkRead
+					 : A.qp->Dispatch->NdkWrite)(
 				A.qp, ctx, &s, 1, (UINT64)(uintptr_t)remote,
 				P.rtok, flags);
-			want[i].type = rd ? NdkOperationTypeRead
-					  : NdkOperationTypeWrite;
 		}
 		assert_int_equal(st, STATUS_SUCCESS);
 	}
-	for (i = 0; i <= N; i += 16)
-		expect_results(cli.cq, want + i, MIN(16u, N + 1 - i));
+	for (i = 0; i <= CHAIN_N; i += 16)
+		expect_results(cli.cq, want + i, MIN(16u, CHAIN_N + 1 - i));
 	for (i = 0; i < nrecv; i++) {
 		NDK_RESULT_EX r;
 
 		poll_one_ok(srv.cq, &r, NdkOperationTypeReceive);
-		assert_int_equal(r.BytesTransferred, LEN);
+		assert_int_equal(r.BytesTransferred, CHAIN_LEN);
 	}
 	assert_cq_quiet(srv.cq);
-	/* The Sends landed in order (receive k holds Send 3k, the ending
-	 * one among them), the Writes and Reads in their slots. */
-	for (i = 0; i <= N; i++) {
-		if (i % 3 == 0)
-			assert_memory_equal(P.buf + i / 3 * LEN,
-					    A.buf + i * LEN, LEN);
-		else if (i % 3 == 1)
-			assert_memory_equal(P.buf + (1 << 20) + i * LEN,
-					    A.buf + i * LEN, LEN);
-		else
-			assert_memory_equal(A.buf + (2 << 20) + i * LEN,
-					    P.buf + (4 << 20) + i * LEN, LEN);
+	/* Every request's bytes where it put them (the Sends' in order). */
+	for (i = 0; i <= CHAIN_N; i++) {
+		chain_slot(i, &local, &remote);
+		assert_memory_equal(local, remote, CHAIN_LEN);
 	}
 }
 
