@@ -26,12 +26,9 @@
 #include "core/lock.h"
 #include "core/compiler.h"
 #include "core/log.h"
+#include "core/netns.h"
 #include "oid/registry.h"
 #include "oid/registry_int.h"
-
-#ifndef SO_NETNS_COOKIE
-#define SO_NETNS_COOKIE 71
-#endif
 
 #define REG_DIR_DEFAULT "/dev/shm/libndk"
 
@@ -270,19 +267,9 @@ int ndk_reg_for_each_user_dir(ndk_reg_user_dir_fn fn, void *arg)
 
 uint64_t ndk_reg_netns_self(void)
 {
-	uint64_t cookie = 0;
-	socklen_t len = sizeof(cookie);
+	uint64_t cookie = ndk_netns_cookie();
 	struct stat st;
-	int fd;
 
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0) {
-		if (getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &cookie,
-			       &len) ||
-		    len != sizeof(cookie))
-			cookie = 0;
-		close(fd);
-	}
 	if (cookie)
 		return cookie;
 	/* Kernels before 5.14: the namespace's inode, tagged apart. */

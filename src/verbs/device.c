@@ -23,6 +23,7 @@
 #include <rdma/rdma_netlink.h>
 #include "core/compiler.h"
 #include "core/log.h"
+#include "core/netns.h"
 #include "verbs/cm.h"
 #include "verbs/cq.h"
 #include "verbs/lam.h"
@@ -37,10 +38,6 @@
 #define RXE_VENDOR_ID 0xffffff
 
 #define NL_BUF 32768
-
-#ifndef SO_NETNS_COOKIE
-#define SO_NETNS_COOKIE 71
-#endif
 
 /*
  * Every verbs adapter of the process. Adapters on one device share
@@ -242,18 +239,9 @@ static void read_driver(const struct nl_attrs *a, void *arg)
  */
 static bool initial_netns(void)
 {
-	uint64_t cookie = 0;
-	socklen_t len = sizeof(cookie);
+	uint64_t cookie = ndk_netns_cookie();
 	struct stat self, init;
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
-	if (fd >= 0) {
-		if (getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &cookie,
-			       &len) ||
-		    len != sizeof(cookie))
-			cookie = 0;
-		close(fd);
-	}
 	if (cookie)
 		return cookie == 1;
 	if (stat("/proc/self/ns/net", &self) || stat("/proc/1/ns/net", &init))
