@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Tests of bench/ab, through its output and exit status:
+#
+#   check_bench_ab.sh AB BUILD
+#
+# --help and --version; usage errors exit 2; a bandwidth and a latency
+# comparison of two configurations of BUILD's ndkperf, as a table and as
+# JSON (every run a positive figure, medians within min-max); a client
+# that cannot reach its server (something else on the port) exits 1 and
+# names the round. Pinned when there are two CPUs.
+ab=$1
+build=$2
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+out=$("$ab" --help) || fail "--help exit status $?"
+grep -q '^usage: bench/ab' <<<"$out" || fail "--help: $out"
+out=$("$ab" --version) || fail "--version exit status $?"
+grep -Eq '^ab \(libndk\) [0-9.]+, NDKPI 2\.1$' <<<"$out" ||
+	fail "--version: $out"
+
+for args in "" "$build" "-n x $build $build" "--rounds 0 $build $build" \
+	"-p 70000 $build $build" "$build /nonexistent" "--bogus $build $build" \
+	"--lf -t send_lat $build $build"; do
+	rc=0
+	# shellcheck disable=SC2086 # the words are the arguments
+	"$ab" $args >/dev/null 2>&1 || rc=$?
+	[ "$rc" = 2 ] || fail "'bench/ab $args': exit status $rc, not 2"
+done
+
+pin=
+[ "$(nproc)" -ge 2 ] && pin=--pin
+port=$(free_port)
+out=$("$ab" $pin -p "$port" --rounds 2 -n 300 "$build" \
+	"$build:NDK_MPA_CRC=0,NDK_LOG=error") || fail "write_bw: exit status $?"
+grep -Eq '^round  2  A +[0-9.]+  B +[0-9.]+  B/A [0-9.]+$' <<<"$out" ||
+	fail "write_bw: no second round: $out"
+grep -Eq '^B/A +median [0-9.]+ \([0-9.]+-[0-9.]+\)$' <<<"$out" ||
+	fail "write_bw: no median of B/A: $out"
+
+port=$(free_port)
+out=$("$ab" -j -t send_lat -p "$port" --rounds 3 -n 300 "$build" "$build") ||
+	fail "send_lat: exit status $?"
+python3 - "$out" <<'EOF' || fail "send_lat JSON: $out"
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["tool"] == "ab" and d["test"] == "send_lat", d
+assert d["metric"] == "p50_usec" and d["rounds"] == 3, d
+assert len(d["runs"]) == 3 and all(len(r) == 2 and min(r) > 0 for r in d["runs"]), d
+for k in ("A", "B", "B/A"):
+    s = d[k]
+    assert 0 < s["min"] <= s["median"] <= s["max"], (k, s)
+EOF
+
+# Something else on the port, which closes what it accepts: the client
+# reaches no ndkperf server.
+port=$(free_port)
+python3 -c 'import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
+while True:
+    s.accept()[0].close()' "$port" &
+squatter=$!
+pids+=("$squatter")
+for _ in $(seq 50); do
+	ss -Htln "sport = :$port" | grep -q . && break
+	sleep 0.1
+done
+rc=0
+err=$("$ab" -p "$port" --rounds 1 -n 300 "$build" "$build" 2>&1 >/dev/null) ||
+	rc=$?
+kill "$squatter" 2>/dev/null
+wait "$squatter" 2>/dev/null || true
+[ "$rc" = 1 ] || fail "port taken: exit status $rc, not 1 ($err)"
+grep -q '^bench/ab: round 1: A: ' <<<"$err" || fail "port taken: $err"
+
+echo "bench/ab: ok"
