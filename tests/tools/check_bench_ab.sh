@@ -13,10 +13,6 @@ build=$2
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 out=$("$ab" --help) || fail "--help exit status $?"
 grep -q '^usage: bench/ab' <<<"$out" || fail "--help: $out"
 out=$("$ab" --version) || fail "--version exit status $?"
@@ -66,10 +62,7 @@ while True:
     s.accept()[0].close()' "$port" &
 squatter=$!
 pids+=("$squatter")
-for _ in $(seq 50); do
-	ss -Htln "sport = :$port" | grep -q . && break
-	sleep 0.1
-done
+wait_port "$port"
 rc=0
 err=$("$ab" -p "$port" --rounds 1 -n 300 "$build" "$build" 2>&1 >/dev/null) ||
 	rc=$?

@@ -20,21 +20,6 @@ ndkperf=$2
 # largest history keeps the stacks the suppressions match by name.
 export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS }history_size=7 suppressions=$(dirname "$0")/tsan.supp"
 
-# A free port: bind to 0 and read it back (the servers bind it again).
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# Waits until a server listens on 127.0.0.1:$1.
-wait_port() {
-	local i
-	for i in $(seq 100); do
-		ss -Htln "sport = :$1" | grep -q . && return 0
-		sleep 0.1
-	done
-	fail "nothing listens on port $1"
-}
-
 # --- ndkping ---------------------------------------------------------
 port=$(free_port)
 # A wildcard server (docs/tools.md, Servers): one adapter per interface.

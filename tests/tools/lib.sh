@@ -1,7 +1,8 @@
-# Sourced by the tool tests (check_tools.sh, check_perf.sh): a private
-# scratch directory and NDK_RUNTIME_DIR (so ndkstat sees only this test's
-# processes and the counters start at zero), background processes that are
-# killed on exit, and fail(), which prints what the test kept in $tmp.
+# Sourced by the tool tests (check_tools.sh, check_perf.sh,
+# check_bench_ab.sh): a private scratch directory and NDK_RUNTIME_DIR (so
+# ndkstat sees only this test's processes and the counters start at zero),
+# background processes that are killed on exit, fail(), which prints what
+# the test kept in $tmp, and free_port and wait_port for servers.
 set -euo pipefail
 
 tmp=$(mktemp -d)
@@ -29,4 +30,19 @@ fail() {
 command -v python3 >/dev/null || {
 	echo "SKIP: python3 is needed to check the JSON output"
 	exit 77
+}
+
+# A free port: bind to 0 and read it back (the servers bind it again).
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Waits until a server listens on 127.0.0.1:$1.
+wait_port() {
+	local i
+	for i in $(seq 100); do
+		ss -Htln "sport = :$1" | grep -q . && return 0
+		sleep 0.1
+	done
+	fail "nothing listens on port $1"
 }
