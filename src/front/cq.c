@@ -84,7 +84,10 @@ static NDK_HOT ULONG cq_get_results(NDK_CQ *pNdkCq, NDK_RESULT Results[],
 				    ULONG nResults)
 {
 	struct ndk_cq *cq = to_ndk_cq(pNdkCq);
-	NDK_RESULT_EX ex[16];
+	/* Small: a larger array put the stack of a busy-polling consumer
+	 * on one more page, which costs a page walk after every system
+	 * call (docs/performance.md, "Pages per hop"); a long batch loops. */
+	NDK_RESULT_EX ex[4];
 	ULONG done = 0, want, n, i;
 
 	if (!Results)

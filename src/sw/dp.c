@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "front/adapter.h"
 #include "iwarp/mpa.h"
+#include "sw/adapter.h"
 #include "sw/dp.h"
 #include "sw/dp_rx.h"
 #include "sw/dp_tx.h"
@@ -378,15 +379,21 @@ static void dp_release(struct sw_dp *dp)
 int sw_dp_attach(const struct sw_dp_qp *qp, const struct sw_dp_socket *s,
 		 struct sw_dp **out)
 {
-	struct sw_dp *dp = calloc(1, sizeof(*dp));
+	struct sw_dp *dp = NULL;
 	uint32_t stride, size = 1;
 	int mss = 0, ret;
 	socklen_t len = sizeof(mss);
 
-	if (!dp)
+	/* Page-aligned: what a small request touches, everything before
+	 * tx's batch arrays, is one page (docs/performance.md, "Pages per
+	 * hop"). */
+	if (posix_memalign((void **)&dp, 4096, sizeof(*dp)))
 		return -ENOMEM;
+	memset(dp, 0, sizeof(*dp));
 	dp->qp = *qp;
 	dp->ad = qp->obj->adapter;
+	dp->stags = sw_stags(dp->ad);
+	dp->max_transfer = dp->ad->info.MaxTransferLength;
 	dp->crc = s->crc;
 	stride = (uint32_t)(sizeof(struct sw_wqe) +
 			    MAX((size_t)qp->max_sge * sizeof(NDK_SGE),

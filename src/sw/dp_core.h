@@ -203,10 +203,6 @@ struct sw_dp_irq {
  * and which request its last byte completes.
  */
 struct sw_dp_tx {
-	uint8_t hdr[SW_TX_BATCH][FPDU_HDR_MAX];
-	uint8_t trl[SW_TX_BATCH][FPDU_TRAILER_MAX];
-	struct iovec iov[SW_TX_IOV];
-	struct sw_dp_txrec rec[SW_TX_BATCH];
 	int iovcnt; /* iovecs in the batch */
 	int iov_pos; /* first iovec not all written */
 	uint32_t nrec; /* FPDUs in the batch */
@@ -238,11 +234,20 @@ struct sw_dp_tx {
 	struct sw_stag_ref src;
 	const void *src_key;
 	uint32_t src_token;
+	/* Last: a batch's arrays, which a small request does not touch. */
+	uint8_t hdr[SW_TX_BATCH][FPDU_HDR_MAX];
+	uint8_t trl[SW_TX_BATCH][FPDU_TRAILER_MAX];
+	struct iovec iov[SW_TX_IOV];
+	struct sw_dp_txrec rec[SW_TX_BATCH];
 };
 
 struct sw_dp {
 	struct sw_dp_qp qp;
 	struct ndk_adapter *ad;
+	/* The adapter's, copied here: the data path reads them on every
+	 * request, and the adapter lies on another page. */
+	struct sw_stag_table *stags;
+	uint32_t max_transfer; /* MaxTransferLength */
 	struct ndk_lock lock;
 	enum sw_dp_state state; /* under lock; sw_dp_set_state_locked */
 	bool crc;
@@ -255,7 +260,6 @@ struct sw_dp {
 	struct sw_dp_sock sock;
 	struct sw_dp_sq sq;
 	struct sw_dp_irq irq;
-	struct sw_dp_tx tx;
 
 	/* Receive: rx_lock is held while a pass runs, so a QP close on
 	 * another thread cannot take the receive being filled. */
@@ -296,6 +300,9 @@ struct sw_dp {
 	uint64_t polls_seen; /* under lock */
 	unsigned int poll_streak; /* recent consumer passes, under rx_lock */
 	uint64_t streak_start_ns; /* under rx_lock */
+
+	/* Under lock. Last: its batch arrays are most of this structure. */
+	struct sw_dp_tx tx;
 };
 
 /* The one state setter: checks the transition table (asserts in debug

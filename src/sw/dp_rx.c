@@ -120,9 +120,9 @@ NDK_HOT int sw_dp_rx_write_ref(struct sw_dp *dp)
 
 	if (rx->have_ref)
 		return 0;
-	ret = sw_stag_lookup(sw_stags(dp->ad), rx->hdr.stag, dp->qp.pd_id,
-			     rx->hdr.to, rx->parser.payload_len,
-			     SW_ACCESS_REMOTE_WRITE, &rx->ref, &addr);
+	ret = sw_stag_lookup(dp->stags, rx->hdr.stag, dp->qp.pd_id, rx->hdr.to,
+			     rx->parser.payload_len, SW_ACCESS_REMOTE_WRITE,
+			     &rx->ref, &addr);
 	if (ret)
 		return rx_fail_stag(dp, ret, false);
 	rx->have_ref = true;
@@ -298,11 +298,11 @@ static NDK_HOT int place_sgl(struct sw_dp *dp, const NDK_SGE *sge,
 		va = (uint64_t)(uintptr_t)sge[i].VirtualAddress + off;
 		if (n <= PLACE_COPY_MAX) {
 			/* Small: copied under the table's lock, no pin. */
-			ret = sw_stag_sge_write(sw_stags(dp->ad), dp->qp.pd_id,
+			ret = sw_stag_sge_write(dp->stags, dp->qp.pd_id,
 						sge[i].MemoryRegionToken, va,
 						data, (size_t)n);
 		} else {
-			ret = sw_stag_sge_lookup(sw_stags(dp->ad), dp->qp.pd_id,
+			ret = sw_stag_sge_lookup(dp->stags, dp->qp.pd_id,
 						 sge[i].MemoryRegionToken, va,
 						 n, SW_ACCESS_LOCAL_WRITE, &ref,
 						 &addr);
@@ -442,8 +442,8 @@ static int rx_read_req(struct sw_dp *dp, const struct fpdu_ev *ev)
 			       DDP_UNTAGGED_MSN_RANGE);
 	rx->msn_readreq++;
 	if (rr->size) {
-		ret = sw_stag_lookup(sw_stags(dp->ad), rr->src_stag,
-				     dp->qp.pd_id, rr->src_to, rr->size,
+		ret = sw_stag_lookup(dp->stags, rr->src_stag, dp->qp.pd_id,
+				     rr->src_to, rr->size,
 				     SW_ACCESS_REMOTE_READ, NULL, &addr);
 		if (ret)
 			return rx_fail_stag(dp, ret, true);
@@ -525,7 +525,7 @@ static NDK_HOT int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
 					     ? STATUS_BUFFER_OVERFLOW
 					     : STATUS_ACCESS_VIOLATION;
 			if (inv && st == STATUS_SUCCESS)
-				ret = sw_stag_invalidate(sw_stags(dp->ad),
+				ret = sw_stag_invalidate(dp->stags,
 							 rx->hdr.inv_stag,
 							 dp->qp.pd_id);
 			sw_rq_complete(

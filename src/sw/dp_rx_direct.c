@@ -66,8 +66,7 @@ static bool direct_add_sgl(struct sw_dp *dp, struct rx_direct *d,
 		}
 		n = MIN((uint64_t)sge[i].Length - off, len);
 		if (sw_stag_sge_lookup(
-			    sw_stags(dp->ad), dp->qp.pd_id,
-			    sge[i].MemoryRegionToken,
+			    dp->stags, dp->qp.pd_id, sge[i].MemoryRegionToken,
 			    (uint64_t)(uintptr_t)sge[i].VirtualAddress + off, n,
 			    SW_ACCESS_LOCAL_WRITE, &d->ref[d->nref], &addr))
 			return false;

@@ -227,8 +227,8 @@ static const struct sw_stag_ref *tx_src(struct sw_dp *dp, const void *key,
 	    va - r->va <= r->len && n <= r->len - (va - r->va))
 		return r;
 	tx_src_put(dp);
-	*err = sw_stag_sge_lookup(sw_stags(dp->ad), dp->qp.pd_id, token, va,
-				  rest, access, &dp->tx.src, &addr);
+	*err = sw_stag_sge_lookup(dp->stags, dp->qp.pd_id, token, va, rest,
+				  access, &dp->tx.src, &addr);
 	if (*err)
 		return NULL;
 	dp->tx.src_key = key;
@@ -608,7 +608,7 @@ static int small_copy(struct sw_dp *dp, const struct sw_wqe *w, uint8_t *dst)
 		if (!s->Length)
 			continue;
 		ret = sw_stag_sge_read(
-			sw_stags(dp->ad), dp->qp.pd_id, s->MemoryRegionToken,
+			dp->stags, dp->qp.pd_id, s->MemoryRegionToken,
 			(uint64_t)(uintptr_t)s->VirtualAddress, dst, s->Length);
 		if (ret)
 			return ret;
@@ -802,7 +802,7 @@ void sw_dp_kick(struct sw_dp *dp)
 static bool sgl_valid(struct sw_dp *dp, const NDK_SGE *sgl, ULONG nsge,
 		      uint32_t access)
 {
-	struct sw_stag_table *t = sw_stags(dp->ad);
+	struct sw_stag_table *t = dp->stags;
 	ULONG i;
 
 	if (access == SW_ACCESS_LOCAL_READ && nsge == 1 && sgl[0].Length)
@@ -870,8 +870,7 @@ NDK_HOT NTSTATUS sw_dp_post_send(struct sw_dp *dp, PVOID ctx,
 	ULONG i;
 
 	if ((nsge && !sgl) || (!inl && nsge > dp->qp.max_sge) ||
-	    (inl && len > dp->qp.inline_size) ||
-	    len > dp->ad->info.MaxTransferLength)
+	    (inl && len > dp->qp.inline_size) || len > dp->max_transfer)
 		return STATUS_INVALID_PARAMETER;
 	w = sq_begin(dp, SW_WQE_SEND, ctx, flags, &status);
 	if (!w)

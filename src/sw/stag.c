@@ -67,9 +67,28 @@ struct sw_stag_entry {
 };
 
 struct sw_stag_table {
+	/*
+	 * First, together: what a lookup reads. A data-path hop runs right
+	 * after a system call, which on a CPU without PCIDs (and with page
+	 * table isolation) empties the TLB, so each page it touches costs a
+	 * page walk (docs/performance.md, "Pages per hop").
+	 */
 	struct ndk_rwlock lock;
-	struct sw_stag_entry **chunks; /* NCHUNKS slots */
 	uint32_t nalloc; /* indices [0, nalloc) exist */
+	/*
+	 * Tokens of the consumer's SGEs (and the source of a Read Response
+	 * we send, an STag its Read Request's lookup, made without this,
+	 * already found valid): wire index (high half) and table index. Six
+	 * dependent reads of round[] are a good part of a lookup on the data
+	 * path. The mapping never changes, so a slot is either right or
+	 * names another wire index. An STag a peer guesses is looked up
+	 * without it, so its timing tells the peer nothing.
+	 */
+	_Atomic uint64_t local_index[LOCAL_INDEX_SLOTS];
+	/* The entries, CHUNK_SIZE at a time, allocated as the table grows;
+	 * the first pointers share the page above. */
+	struct sw_stag_entry *chunks[NCHUNKS];
+
 	/*
 	 * FIFO free list: a freed index is reused as late as possible, so
 	 * together with the key a stale token rarely names a live entry.
@@ -87,16 +106,6 @@ struct sw_stag_table {
 	/* Wire index of table index 0 before the shift that makes it 0. */
 	uint32_t wire0;
 	uint16_t round[FEISTEL_ROUNDS][1u << HALF_BITS];
-	/*
-	 * Tokens of the consumer's SGEs (and the source of a Read Response
-	 * we send, an STag its Read Request's lookup, made without this,
-	 * already found valid): wire index (high half) and table index. Six
-	 * dependent reads of round[] are a good part of a lookup on the data
-	 * path. The mapping never changes, so a slot is either right or
-	 * names another wire index. An STag a peer guesses is looked up
-	 * without it, so its timing tells the peer nothing.
-	 */
-	_Atomic uint64_t local_index[LOCAL_INDEX_SLOTS];
 };
 
 static int entropy_getrandom(void *buf, size_t len)
@@ -293,13 +302,7 @@ struct sw_stag_table *sw_stag_table_create(struct ndk_lam_table *lams)
 
 	if (!t)
 		return NULL;
-	t->chunks = calloc(NCHUNKS, sizeof(*t->chunks));
-	if (!t->chunks) {
-		free(t);
-		return NULL;
-	}
 	if (entropy(t->round, sizeof(t->round))) {
-		free(t->chunks);
 		free(t);
 		return NULL;
 	}
@@ -326,7 +329,6 @@ void sw_stag_table_destroy(struct sw_stag_table *t)
 			 t->used);
 	for (i = 0; i < NCHUNKS; i++)
 		free(t->chunks[i]);
-	free(t->chunks);
 	ndk_rwlock_destroy(&t->lock);
 	free(t);
 }
