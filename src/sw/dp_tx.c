@@ -905,15 +905,14 @@ NDK_HOT NTSTATUS sw_dp_post_rdma(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
 				 const NDK_SGE *sgl, ULONG nsge, UINT64 addr,
 				 UINT32 stag, ULONG flags)
 {
-	const NDK_ADAPTER_INFO *info = &dp->ad->info;
 	uint64_t len = sgl_length(sgl, nsge);
-	ULONG max_sge = op == SW_WQE_READ
-				? MIN(dp->qp.max_sge, info->MaxReadRequestSge)
-				: dp->qp.max_sge;
+	ULONG max_sge = op == SW_WQE_READ ? MIN(dp->qp.max_sge,
+						dp->ad->info.MaxReadRequestSge)
+					  : dp->qp.max_sge;
 	struct sw_wqe *w;
 	NTSTATUS status;
 
-	if ((nsge && !sgl) || nsge > max_sge || len > info->MaxTransferLength)
+	if ((nsge && !sgl) || nsge > max_sge || len > dp->max_transfer)
 		return STATUS_INVALID_PARAMETER;
 	w = sq_begin(dp, op, ctx, flags, &status);
 	if (!w)

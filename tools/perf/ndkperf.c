@@ -413,9 +413,9 @@ static TOOL_HOT void count_results(const NDK_RESULT *res, ULONG got,
  * failed; s->err says so. */
 static TOOL_HOT bool reap(struct side *s)
 {
-	/* Sixteen: no test has more outstanding per poll that matter, and
-	 * a smaller stack frame is one page fewer per hop (docs/
-	 * performance.md, "Pages per hop"). */
+	/* Sixteen results per call are enough for every test, and the
+	 * smaller frame keeps a hop's stack on one page fewer
+	 * (docs/performance.md, "Pages per hop"). */
 	NDK_RESULT res[16];
 	ULONG got;
 
