@@ -31,7 +31,8 @@ struct sw_cq_poller {
 	struct list_head node; /* in cq->pollers, under cq->lock */
 	void (*poll)(struct sw_cq_poller *p);
 	/* NdkArmCq: the consumer stops polling and will sleep; whatever
-	 * poll() took over goes back to the engine. May be NULL. */
+	 * poll() took over goes back to the engine, and bytes its owner
+	 * held back are written. May be NULL. */
 	void (*armed)(struct sw_cq_poller *p);
 	struct ndk_obj *owner;
 	bool added;

@@ -14,6 +14,7 @@
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include "core/config.h"
 #include "core/log.h"
 #include "front/adapter.h"
 #include "iwarp/mpa.h"
@@ -231,35 +232,62 @@ static void tx_fault_work_fn(struct ndk_work *w)
 #define BACKSTOP_MIN_MS 1
 #define BACKSTOP_MAX_MS 8
 
+bool sw_dp_backstop_locked(struct sw_dp *dp)
+{
+	NDK_ASSERT_LOCKED(&dp->lock);
+	if (dp->backstop_armed)
+		return true;
+	if (ndk_timer_start(dp->sock.engine, &dp->backstop, BACKSTOP_MIN_MS))
+		return false;
+	dp->backstop_armed = true;
+	dp->backstop_ms = BACKSTOP_MIN_MS;
+	ndk_obj_get(dp->qp.obj);
+	return true;
+}
+
+/* A CQ calls a poller's armed() at NdkArmCq while the poller is claimed:
+ * while its consumer busy-polls, or its posts hold tails (which the
+ * consumer, about to sleep, must not wait for). Lock held. */
+static void dp_pollers_claim_locked(struct sw_dp *dp)
+{
+	bool claimed = dp->rx_consumer || dp->arm_watch;
+
+	sw_cq_poller_claim(dp->qp.rcq, &dp->rpoll, claimed);
+	sw_cq_poller_claim(dp->qp.icq, &dp->ipoll, claimed);
+}
+
+bool sw_dp_hold_watch_locked(struct sw_dp *dp)
+{
+	if (!sw_dp_backstop_locked(dp))
+		return false;
+	if (!dp->arm_watch) {
+		dp->arm_watch = true;
+		dp_pollers_claim_locked(dp);
+	}
+	return true;
+}
+
 static void dp_claim(struct sw_dp *dp, bool consumer)
 {
-	bool ref = false;
-
 	ndk_lock(&dp->lock);
+	/* Only a consumer that comes back holds a tail (dp_tx.c). */
+	if (!consumer && dp->tx.held)
+		sw_dp_tx_locked(dp);
 	if (!sw_dp_attached(dp) || dp->rx_consumer == consumer) {
 		ndk_unlock(&dp->lock);
 		return;
 	}
 	dp->rx_consumer = consumer;
 	sw_dp_interest_locked(dp);
-	if (consumer && !dp->backstop_armed &&
-	    !ndk_timer_start(dp->sock.engine, &dp->backstop, BACKSTOP_MIN_MS)) {
-		dp->backstop_armed = true;
-		dp->backstop_ms = BACKSTOP_MIN_MS;
-		ref = true;
-	} else if (consumer && !dp->backstop_armed) {
+	if (consumer && !sw_dp_backstop_locked(dp)) {
 		/* No backstop, no takeover. */
 		dp->rx_consumer = false;
 		sw_dp_interest_locked(dp);
 	}
-	consumer = dp->rx_consumer;
-	atomic_store_explicit(&dp->rx_consumer_hint, consumer,
+	atomic_store_explicit(&dp->rx_consumer_hint, dp->rx_consumer,
 			      memory_order_relaxed);
+	dp_pollers_claim_locked(dp);
 	ndk_unlock(&dp->lock);
-	if (ref)
-		ndk_obj_get(dp->qp.obj);
-	sw_cq_poller_claim(dp->qp.rcq, &dp->rpoll, consumer);
-	sw_cq_poller_claim(dp->qp.icq, &dp->ipoll, consumer);
 }
 
 /* Engine thread: hands receiving back from a consumer that stopped
@@ -273,16 +301,27 @@ static void backstop_fn(struct ndk_timer *t)
 	uint64_t polls = atomic_load_explicit(&dp->polls, memory_order_relaxed);
 
 	ndk_lock(&dp->lock);
-	if (sw_dp_attached(dp) && dp->rx_consumer) {
-		/* Polled since the last tick: still busy. */
+	/* A tail held since the last tick goes now (dp_tx.c). */
+	if (dp->tx.held)
+		sw_dp_tx_locked(dp);
+	if (sw_dp_attached(dp)) {
+		/* Polled since the last tick: still receiving. */
+		bool rx_busy = dp->rx_consumer && polls != dp->polls_seen;
+		/* Held a tail since: still streaming. */
+		bool tx_busy = dp->tx.holds != dp->tx.holds_seen;
+
 		dp->backstop_ms = MIN(2 * dp->backstop_ms, BACKSTOP_MAX_MS);
-		if (polls != dp->polls_seen &&
+		if ((rx_busy || tx_busy) &&
 		    !ndk_timer_start(dp->sock.engine, t, dp->backstop_ms))
 			keep = true;
-		else
-			give_back = true;
+		give_back = dp->rx_consumer && !(keep && rx_busy);
+		if (dp->arm_watch && !(keep && tx_busy)) {
+			dp->arm_watch = false;
+			dp_pollers_claim_locked(dp);
+		}
 	}
 	dp->polls_seen = polls;
+	dp->tx.holds_seen = dp->tx.holds;
 	if (!keep)
 		dp->backstop_armed = false;
 	ndk_unlock(&dp->lock);
@@ -300,6 +339,14 @@ static NDK_HOT void dp_poll(struct sw_dp *dp)
 	bool got = false, claim = false;
 	int ret;
 
+	/* The consumer found its CQ empty: held bytes go ("The tail hold",
+	 * dp_tx.c). */
+	if (atomic_load_explicit(&dp->tx_held_hint, memory_order_relaxed)) {
+		ndk_lock(&dp->lock);
+		if (dp->tx.held)
+			sw_dp_tx_locked(dp);
+		ndk_unlock(&dp->lock);
+	}
 	/* Busy: the engine (or another poller) is receiving right now. */
 	if (!ndk_trylock(&dp->rx_lock))
 		return;
@@ -395,6 +442,7 @@ int sw_dp_attach(const struct sw_dp_qp *qp, const struct sw_dp_socket *s,
 	dp->stags = sw_stags(dp->ad);
 	dp->max_transfer = dp->ad->info.MaxTransferLength;
 	dp->crc = s->crc;
+	dp->tx_hold = ndk_config_bool("NDK_TX_HOLD", true);
 	stride = (uint32_t)(sizeof(struct sw_wqe) +
 			    MAX((size_t)qp->max_sge * sizeof(NDK_SGE),
 				(size_t)qp->inline_size));
@@ -529,6 +577,9 @@ void sw_dp_free(struct sw_dp *dp)
 void sw_dp_shutdown(struct sw_dp *dp)
 {
 	ndk_lock(&dp->lock);
+	/* Our FIN comes after the bytes a post held back. */
+	if (dp->tx.held)
+		sw_dp_tx_locked(dp);
 	if (dp->state != SW_DP_DETACHED)
 		shutdown(dp->sock.fd, SHUT_WR);
 	ndk_unlock(&dp->lock);

@@ -227,6 +227,17 @@ struct sw_dp_tx {
 	 * (ETIMEDOUT after TCP_USER_TIMEOUT), so the receiver then sees only
 	 * the end of the stream: this says why it ended. */
 	int error;
+	/*
+	 * The tail hold (dp_tx.c, "The tail hold"): bytes past the last
+	 * whole segment of a streaming consumer's batch wait for its next
+	 * post. held_hint (struct sw_dp) mirrors held for the poll.
+	 */
+	bool held;
+	uint8_t streak; /* posts since the consumer's last empty poll */
+	uint64_t polls_at_post; /* dp->polls at the last post */
+	uint32_t seg; /* the socket's MSS as last read (TCP_MAXSEG) */
+	uint32_t seg_age; /* held writes since it was read */
+	uint32_t holds, holds_seen; /* tails held; as the backstop saw */
 	struct sw_dp_traffic traffic;
 	/* The source of the FPDUs being built (dp_tx.c, tx_src): the rest
 	 * of one SGE or Read Response, looked up and pinned once per batch
@@ -251,6 +262,7 @@ struct sw_dp {
 	struct ndk_lock lock;
 	enum sw_dp_state state; /* under lock; sw_dp_set_state_locked */
 	bool crc;
+	bool tx_hold; /* NDK_TX_HOLD: the tail hold may run */
 	uint32_t mulpdu; /* largest ULPDU per FPDU (RFC 5044 MULPDU) */
 	uint32_t ird, ord;
 	uint32_t frame_overhead; /* estimated L2-L4 header bytes per frame */
@@ -284,12 +296,18 @@ struct sw_dp {
 	 * thread is not woken per message, which on few cores costs more
 	 * than the message. NdkArmCq, an error, or a consumer that stopped
 	 * polling (the backstop timer: 1 ms, backing off to 8 ms while the
-	 * consumer polls) hand it back.
+	 * consumer polls) hand it back. The same timer bounds how long a
+	 * post's tail is held (dp_tx.c, "The tail hold").
 	 */
 	bool rx_consumer; /* under lock */
 	/* rx_consumer for the consumer's poll, read without the lock: a
 	 * stale value costs one clock read or one claim attempt. */
 	_Atomic bool rx_consumer_hint;
+	/* tx.held, read by the consumer's poll without the lock. */
+	_Atomic bool tx_held_hint;
+	/* The pollers stay claimed for the tail hold, so that NdkArmCq
+	 * sends what it holds: under lock. */
+	bool arm_watch;
 	bool backstop_armed; /* under lock; holds a QP reference */
 	unsigned int backstop_ms; /* the next tick's delay, under lock */
 	struct ndk_timer backstop;
@@ -308,6 +326,12 @@ struct sw_dp {
 /* The one state setter: checks the transition table (asserts in debug
  * builds, logs both states). lock held. */
 void sw_dp_set_state_locked(struct sw_dp *dp, enum sw_dp_state to);
+
+/* The backstop timer runs, or starts now: false if it cannot. lock held. */
+bool sw_dp_backstop_locked(struct sw_dp *dp);
+/* A post is to hold a tail: the backstop runs and NdkArmCq will send
+ * it. False if it cannot. lock held. */
+bool sw_dp_hold_watch_locked(struct sw_dp *dp);
 const char *sw_dp_state_name(enum sw_dp_state state);
 
 static inline bool sw_dp_attached(const struct sw_dp *dp)

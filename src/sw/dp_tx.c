@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include "front/adapter.h"
@@ -140,17 +142,100 @@ static void batch_advance(struct sw_dp *dp, size_t n)
 	sw_dp_traffic(dp, &dp->tx.traffic, true, (uint64_t)n, frames, false);
 }
 
-/* Writes the batch; 0 when all of it is out, -EAGAIN, -errno. */
-static NDK_HOT int batch_write(struct sw_dp *dp)
+/* ------------------------------------------------------------------ */
+/* The tail hold                                                      */
+
+/*
+ * TCP sends what a write leaves past its last whole segment as a short
+ * segment of its own, and each segment costs both ends the work of one
+ * (a 64 KiB Write is 93 bytes over the loopback MSS). While a consumer
+ * streams requests (two posts or more since its CQ was last empty), a
+ * post writes its batch in whole segments and the rest leads the next
+ * post's write. The rest goes at the latest at the next empty poll,
+ * NdkArmCq or backstop tick (dp.c), flush or disconnect; a request whose
+ * bytes wait has not completed (docs/design.md, "The tail hold").
+ */
+#define TX_SEG_REFRESH 256 /* held writes between reads of the MSS */
+
+static void tx_set_held(struct sw_dp *dp, bool held)
+{
+	dp->tx.held = held;
+	atomic_store_explicit(&dp->tx_held_hint, held, memory_order_relaxed);
+}
+
+/* A post: whether its write may hold a tail. Lock held. */
+static bool tx_hold_ok(struct sw_dp *dp)
+{
+	uint64_t polls = atomic_load_explicit(&dp->polls, memory_order_relaxed);
+
+	if (polls != dp->tx.polls_at_post) {
+		dp->tx.polls_at_post = polls;
+		dp->tx.streak = 0;
+	}
+	if (dp->tx.streak < UINT8_MAX)
+		dp->tx.streak++;
+	return dp->tx_hold && dp->tx.streak >= 2 && sw_dp_hold_watch_locked(dp);
+}
+
+/* The segment size a held write rounds to: TCP's MSS grows after the
+ * handshake (loopback starts at half the peer's first window). */
+static uint32_t tx_seg(struct sw_dp *dp)
+{
+	int mss;
+	socklen_t len = sizeof(mss);
+
+	if (dp->tx.seg && ++dp->tx.seg_age < TX_SEG_REFRESH)
+		return dp->tx.seg;
+	dp->tx.seg_age = 0;
+	if (getsockopt(dp->sock.fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) ||
+	    mss < 512)
+		mss = (int)dp->mss;
+	dp->tx.seg = (uint32_t)mss;
+	return dp->tx.seg;
+}
+
+/*
+ * Writes the batch; 0 when all of it is out (or, if hold, all but a tail
+ * shorter than a segment: tx.held), -EAGAIN, -errno.
+ */
+static NDK_HOT int batch_write(struct sw_dp *dp, bool hold)
 {
 	struct msghdr msg = { 0 };
+	uint32_t seg = 0;
 	ssize_t n;
 
+	/* Only a batch of more than a segment, and one the next post can
+	 * add to. */
+	if (hold && batch_has_room(dp) && dp->tx.left > (seg = tx_seg(dp)))
+		hold = true;
+	else
+		hold = false;
 	while (dp->tx.left) {
+		size_t want = dp->tx.left, acc = 0, keep = 0;
+		int end = dp->tx.iovcnt, k = 0;
+
+		if (hold) {
+			want -= want % seg;
+			if (!want) {
+				tx_set_held(dp, true);
+				dp->tx.holds++;
+				return 0;
+			}
+			/* The iovec where the whole segments end, cut
+			 * there for this call. */
+			for (k = dp->tx.iov_pos;
+			     acc + dp->tx.iov[k].iov_len < want; k++)
+				acc += dp->tx.iov[k].iov_len;
+			keep = dp->tx.iov[k].iov_len;
+			dp->tx.iov[k].iov_len = want - acc;
+			end = k + 1;
+		}
 		msg.msg_iov = dp->tx.iov + dp->tx.iov_pos;
-		msg.msg_iovlen = (size_t)(dp->tx.iovcnt - dp->tx.iov_pos);
+		msg.msg_iovlen = (size_t)(end - dp->tx.iov_pos);
 		n = sw_sys_sendmsg(dp->sock.fd, &msg,
 				   MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (hold)
+			dp->tx.iov[k].iov_len = keep;
 		if (n == -EINTR)
 			continue;
 		if (n < 0)
@@ -688,14 +773,18 @@ static bool tx_small(struct sw_dp *dp)
 
 /*
  * Transmits while the socket takes data: a pending Terminate first, then
- * batches of FPDUs. Lock held.
+ * batches of FPDUs. hold: a post that may hold its tail ("The tail
+ * hold"); anything else writes held bytes too. Lock held.
  */
-NDK_HOT void sw_dp_tx_locked(struct sw_dp *dp)
+static NDK_HOT void tx_run(struct sw_dp *dp, bool hold)
 {
+	bool was_held = dp->tx.held;
 	int ret;
 
 	NDK_ASSERT_LOCKED(&dp->lock);
 
+	if (was_held)
+		tx_set_held(dp, false);
 	if (sw_dp_attached(dp) && tx_small(dp)) {
 		sw_dp_complete_locked(dp);
 		return;
@@ -703,9 +792,14 @@ NDK_HOT void sw_dp_tx_locked(struct sw_dp *dp)
 
 	while (sw_dp_attached(dp)) {
 		if (dp->tx.left) {
+			/* This post's FPDUs go behind the held bytes, in
+			 * the same write. */
+			if (was_held && hold && !dp->tx.term_len)
+				batch_fill(dp);
+			was_held = false;
 			if (dp->tx.term_len)
 				batch_cut(dp);
-			ret = batch_write(dp);
+			ret = batch_write(dp, hold && !dp->tx.term_len);
 			sw_dp_complete_locked(dp);
 			if (ret == -EAGAIN) {
 				sw_dp_want_out_locked(dp, true);
@@ -719,6 +813,8 @@ NDK_HOT void sw_dp_tx_locked(struct sw_dp *dp)
 				batch_reset(dp);
 				break;
 			}
+			if (dp->tx.held)
+				break;
 			continue;
 		}
 		batch_reset(dp);
@@ -739,15 +835,22 @@ NDK_HOT void sw_dp_tx_locked(struct sw_dp *dp)
 	sw_dp_complete_locked(dp);
 }
 
+NDK_HOT void sw_dp_tx_locked(struct sw_dp *dp)
+{
+	tx_run(dp, false);
+}
+
 bool sw_dp_tx_drain_locked(struct sw_dp *dp)
 {
 	NDK_ASSERT_LOCKED(&dp->lock);
-	return !dp->tx.left || batch_write(dp) != -EAGAIN;
+	return !dp->tx.left || batch_write(dp, false) != -EAGAIN;
 }
 
 bool sw_dp_send_raw_locked(struct sw_dp *dp, void *buf, size_t len)
 {
 	NDK_ASSERT_LOCKED(&dp->lock);
+	if (dp->tx.held)
+		sw_dp_tx_locked(dp);
 	if (!sw_dp_attached(dp) || dp->tx.terminated || dp->tx.term_len ||
 	    dp->tx.left)
 		return false;
@@ -782,7 +885,7 @@ static void sq_posted_locked(struct sw_dp *dp, ULONG flags)
 	if (flags & NDK_OP_FLAG_DEFER)
 		return;
 	dp->sq.rung = dp->sq.tail;
-	sw_dp_tx_locked(dp);
+	tx_run(dp, tx_hold_ok(dp));
 }
 
 void sw_dp_kick(struct sw_dp *dp)
@@ -1056,10 +1159,10 @@ void sw_dp_tx_flush(struct sw_dp *dp)
 	for (i = dp->tx.rec_pos; i < dp->tx.nrec; i++)
 		dp->tx.rec[i].fin = false;
 	/* A message cut short cannot be followed by the next one. */
-	if (dp->tx.open) {
+	if (dp->tx.open)
 		tx_fault_local(dp);
+	if (dp->tx.open || dp->tx.held)
 		sw_dp_tx_locked(dp);
-	}
 	sw_dp_complete_locked(dp);
 	ndk_unlock(&dp->lock);
 }
