@@ -232,7 +232,9 @@ static void tx_fault_work_fn(struct ndk_work *w)
 #define BACKSTOP_MIN_MS 1
 #define BACKSTOP_MAX_MS 8
 
-bool sw_dp_backstop_locked(struct sw_dp *dp)
+/* The backstop timer runs, or starts now: false if it cannot. Lock
+ * held. */
+static bool dp_backstop_locked(struct sw_dp *dp)
 {
 	NDK_ASSERT_LOCKED(&dp->lock);
 	if (dp->backstop_armed)
@@ -258,7 +260,7 @@ static void dp_pollers_claim_locked(struct sw_dp *dp)
 
 bool sw_dp_hold_watch_locked(struct sw_dp *dp)
 {
-	if (!sw_dp_backstop_locked(dp))
+	if (!dp_backstop_locked(dp))
 		return false;
 	if (!dp->arm_watch) {
 		dp->arm_watch = true;
@@ -271,15 +273,15 @@ static void dp_claim(struct sw_dp *dp, bool consumer)
 {
 	ndk_lock(&dp->lock);
 	/* Only a consumer that comes back holds a tail (dp_tx.c). */
-	if (!consumer && dp->tx.held)
-		sw_dp_tx_locked(dp);
+	if (!consumer)
+		sw_dp_tx_release_locked(dp);
 	if (!sw_dp_attached(dp) || dp->rx_consumer == consumer) {
 		ndk_unlock(&dp->lock);
 		return;
 	}
 	dp->rx_consumer = consumer;
 	sw_dp_interest_locked(dp);
-	if (consumer && !sw_dp_backstop_locked(dp)) {
+	if (consumer && !dp_backstop_locked(dp)) {
 		/* No backstop, no takeover. */
 		dp->rx_consumer = false;
 		sw_dp_interest_locked(dp);
@@ -302,8 +304,7 @@ static void backstop_fn(struct ndk_timer *t)
 
 	ndk_lock(&dp->lock);
 	/* A tail held since the last tick goes now (dp_tx.c). */
-	if (dp->tx.held)
-		sw_dp_tx_locked(dp);
+	sw_dp_tx_release_locked(dp);
 	if (sw_dp_attached(dp)) {
 		/* Polled since the last tick: still receiving. */
 		bool rx_busy = dp->rx_consumer && polls != dp->polls_seen;
@@ -343,8 +344,7 @@ static NDK_HOT void dp_poll(struct sw_dp *dp)
 	 * dp_tx.c). */
 	if (atomic_load_explicit(&dp->tx_held_hint, memory_order_relaxed)) {
 		ndk_lock(&dp->lock);
-		if (dp->tx.held)
-			sw_dp_tx_locked(dp);
+		sw_dp_tx_release_locked(dp);
 		ndk_unlock(&dp->lock);
 	}
 	/* Busy: the engine (or another poller) is receiving right now. */
@@ -578,8 +578,7 @@ void sw_dp_shutdown(struct sw_dp *dp)
 {
 	ndk_lock(&dp->lock);
 	/* Our FIN comes after the bytes a post held back. */
-	if (dp->tx.held)
-		sw_dp_tx_locked(dp);
+	sw_dp_tx_release_locked(dp);
 	if (dp->state != SW_DP_DETACHED)
 		shutdown(dp->sock.fd, SHUT_WR);
 	ndk_unlock(&dp->lock);

@@ -327,8 +327,6 @@ struct sw_dp {
  * builds, logs both states). lock held. */
 void sw_dp_set_state_locked(struct sw_dp *dp, enum sw_dp_state to);
 
-/* The backstop timer runs, or starts now: false if it cannot. lock held. */
-bool sw_dp_backstop_locked(struct sw_dp *dp);
 /* A post is to hold a tail: the backstop runs and NdkArmCq will send
  * it. False if it cannot. lock held. */
 bool sw_dp_hold_watch_locked(struct sw_dp *dp);

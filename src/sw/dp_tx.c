@@ -166,15 +166,18 @@ static void tx_set_held(struct sw_dp *dp, bool held)
 /* A post: whether its write may hold a tail. Lock held. */
 static bool tx_hold_ok(struct sw_dp *dp)
 {
-	uint64_t polls = atomic_load_explicit(&dp->polls, memory_order_relaxed);
+	uint64_t polls;
 
+	if (!dp->tx_hold)
+		return false;
+	polls = atomic_load_explicit(&dp->polls, memory_order_relaxed);
 	if (polls != dp->tx.polls_at_post) {
 		dp->tx.polls_at_post = polls;
 		dp->tx.streak = 0;
 	}
 	if (dp->tx.streak < UINT8_MAX)
 		dp->tx.streak++;
-	return dp->tx_hold && dp->tx.streak >= 2 && sw_dp_hold_watch_locked(dp);
+	return dp->tx.streak >= 2 && sw_dp_hold_watch_locked(dp);
 }
 
 /* The segment size a held write rounds to: TCP's MSS grows after the
@@ -206,10 +209,7 @@ static NDK_HOT int batch_write(struct sw_dp *dp, bool hold)
 
 	/* Only a batch of more than a segment, and one the next post can
 	 * add to. */
-	if (hold && batch_has_room(dp) && dp->tx.left > (seg = tx_seg(dp)))
-		hold = true;
-	else
-		hold = false;
+	hold = hold && batch_has_room(dp) && dp->tx.left > (seg = tx_seg(dp));
 	while (dp->tx.left) {
 		size_t want = dp->tx.left, acc = 0, keep = 0;
 		int end = dp->tx.iovcnt, k = 0;
@@ -840,6 +840,12 @@ NDK_HOT void sw_dp_tx_locked(struct sw_dp *dp)
 	tx_run(dp, false);
 }
 
+void sw_dp_tx_release_locked(struct sw_dp *dp)
+{
+	if (dp->tx.held)
+		tx_run(dp, false);
+}
+
 bool sw_dp_tx_drain_locked(struct sw_dp *dp)
 {
 	NDK_ASSERT_LOCKED(&dp->lock);
@@ -849,8 +855,7 @@ bool sw_dp_tx_drain_locked(struct sw_dp *dp)
 bool sw_dp_send_raw_locked(struct sw_dp *dp, void *buf, size_t len)
 {
 	NDK_ASSERT_LOCKED(&dp->lock);
-	if (dp->tx.held)
-		sw_dp_tx_locked(dp);
+	sw_dp_tx_release_locked(dp);
 	if (!sw_dp_attached(dp) || dp->tx.terminated || dp->tx.term_len ||
 	    dp->tx.left)
 		return false;
@@ -1159,10 +1164,11 @@ void sw_dp_tx_flush(struct sw_dp *dp)
 	for (i = dp->tx.rec_pos; i < dp->tx.nrec; i++)
 		dp->tx.rec[i].fin = false;
 	/* A message cut short cannot be followed by the next one. */
-	if (dp->tx.open)
+	if (dp->tx.open) {
 		tx_fault_local(dp);
-	if (dp->tx.open || dp->tx.held)
 		sw_dp_tx_locked(dp);
+	}
+	sw_dp_tx_release_locked(dp);
 	sw_dp_complete_locked(dp);
 	ndk_unlock(&dp->lock);
 }

@@ -46,6 +46,11 @@ void sw_dp_tx_flush(struct sw_dp *dp);
  * FPDUs, while the socket takes data. lock held. */
 void sw_dp_tx_locked(struct sw_dp *dp);
 
+/* Writes the bytes a post held back, if any (dp_tx.c, "The tail hold"):
+ * before a FIN or another frame, or when the consumer stops posting. lock
+ * held. */
+void sw_dp_tx_release_locked(struct sw_dp *dp);
+
 /* After the end: writes what is left of the batch (the rest of an FPDU,
  * the Terminate). True once nothing is left or the socket failed; false
  * while it waits for room. lock held. */
