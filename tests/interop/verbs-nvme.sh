@@ -118,6 +118,10 @@ echo 10.0.2.15 >$n/ports/1/addr_traddr
 echo 4420 >$n/ports/1/addr_trsvcid
 ln -s $s $n/ports/1/subsystems/$N || echo "RXE-FAIL port"
 /opt/ndk/ndkinfo -I eth0 | grep -E "^(Provider|Device|RdmaTechnology) " | sed "s/^/rxe: /"
+# rxe says why it refuses a bind or an invalidation (dynamic debug): a
+# failed fast-register load then names the check in the dmesg below.
+mount -t debugfs none /sys/kernel/debug 2>/dev/null
+echo "file rxe_mw.c +p" >/sys/kernel/debug/dynamic_debug/control 2>/dev/null || echo "RXE-NO-DYNDBG"
 # One MR per queue, then a fast-registered MR per command, which the
 # target invalidates by Send with Invalidate (a type 2 window on rxe:
 # docs/verbs.md, Fast registration).
@@ -239,6 +243,12 @@ want C-LOAD 0 "verified randrw load"
 want C-FR-WRITE 0 "fast-registered, remotely invalidated: write LBA 7000 +1000"
 want C-FR-VERIFY 0 "fast-registered: verify LBA 7000 +1000"
 want C-FR-LOAD 0 "fast-registered: verified randrw load, 64 KiB"
+# What rxe said about windows (its dynamic debug above), at the end
+# where a CI log keeps it.
+if grep -q " mw#" "$c"; then
+	echo "rxe on memory windows:"
+	grep " mw#" "$c" | tail -n 12 | sed 's/^/    /'
+fi
 if grep -q -e "kernel BUG" -e "WARNING:" "$c"; then
 	bad "the guest kernel logged a BUG or WARNING"
 	grep -A12 -e "kernel BUG" -e "WARNING:" "$c" | head -n 30 | sed 's/^/    /'

@@ -357,8 +357,10 @@ static void on_receive(struct nh_queue *q, const NDK_RESULT_EX *res)
 
 	if (res->Status != STATUS_SUCCESS) {
 		if (!q->dead)
-			nh_fail(c, "queue %u: receive failed: %s", q->qid,
-				NdkStatusName(res->Status));
+			nh_fail(c,
+				"queue %u: receive failed: %s (provider code %u)",
+				q->qid, NdkStatusName(res->Status),
+				res->ProviderErrorCode);
 		return;
 	}
 	if (res->BytesTransferred != NVME_CQE_SIZE) {
@@ -450,8 +452,10 @@ static void reap_one(struct nh_queue *q, const NDK_RESULT_EX *res)
 		if (r->wr_status == STATUS_SUCCESS)
 			r->wr_status = res->Status;
 		if (!q->dead)
-			nh_fail(c, "queue %u: %s failed: %s", q->qid,
-				op_name(res->Type), NdkStatusName(res->Status));
+			nh_fail(c, "queue %u: %s failed: %s (provider code %u)",
+				q->qid, op_name(res->Type),
+				NdkStatusName(res->Status),
+				res->ProviderErrorCode);
 	} else if (bit == NH_WAIT_INV) {
 		r->fr_valid = false;
 	}
