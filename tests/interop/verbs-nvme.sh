@@ -132,6 +132,10 @@ run C-LOAD $H --mem global 10.0.2.15:4420 load --rw randrw --bs 4096 --qd 8 -D $
 run C-FR-WRITE $H --mem fr 10.0.2.15:4420 write 7000 1000 --pattern 6
 run C-FR-VERIFY $H --mem fr 10.0.2.15:4420 verify 7000 1000 --pattern 6
 run C-FR-LOAD $H --mem fr 10.0.2.15:4420 load --rw randrw --bs 65536 --qd 8 -D $S
+# The counts of rxe (retries, RNR, errors), for a failure of the above.
+for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do
+	v=$(cat $f); [ "$v" != 0 ] && echo "RXE-COUNTER ${f##*/} $v"
+done
 echo "==== dmesg"
 dmesg | grep -i -e nvme -e "kernel BUG" -e "WARNING:" -e "Call Trace" -e "siw" -e rxe | grep -v -e "SoftiWARP attached" -e "loading out-of-tree" -e "module verification" | tail -n 40
 '
@@ -243,8 +247,12 @@ want C-LOAD 0 "verified randrw load"
 want C-FR-WRITE 0 "fast-registered, remotely invalidated: write LBA 7000 +1000"
 want C-FR-VERIFY 0 "fast-registered: verify LBA 7000 +1000"
 want C-FR-LOAD 0 "fast-registered: verified randrw load, 64 KiB"
-# What rxe said about windows (its dynamic debug above), at the end
-# where a CI log keeps it.
+# What rxe said about windows (its dynamic debug above) and counted, at
+# the end where a CI log keeps it.
+if [[ $(rc_of C-FR-LOAD) != 0 ]]; then
+	echo "rxe's counters after the fast-registered load:"
+	grep "^RXE-COUNTER " "$c" | sed 's/^RXE-COUNTER /    /'
+fi
 if grep -q " mw#" "$c"; then
 	echo "rxe on memory windows:"
 	grep " mw#" "$c" | tail -n 12 | sed 's/^/    /'
