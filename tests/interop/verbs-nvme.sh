@@ -118,8 +118,8 @@ echo 10.0.2.15 >$n/ports/1/addr_traddr
 echo 4420 >$n/ports/1/addr_trsvcid
 ln -s $s $n/ports/1/subsystems/$N || echo "RXE-FAIL port"
 /opt/ndk/ndkinfo -I eth0 | grep -E "^(Provider|Device|RdmaTechnology) " | sed "s/^/rxe: /"
-# rxe says why it refuses a bind or an invalidation (dynamic debug): a
-# failed fast-register load then names the check in the dmesg below.
+# rxe says why it refuses a bind or an invalidation (dynamic debug), for
+# all its checks but an unknown rkey or MR: shown in the dmesg below.
 mount -t debugfs none /sys/kernel/debug 2>/dev/null
 echo "file rxe_mw.c +p" >/sys/kernel/debug/dynamic_debug/control 2>/dev/null || echo "RXE-NO-DYNDBG"
 # One MR per queue, then a fast-registered MR per command, which the
