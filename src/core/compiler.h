@@ -54,6 +54,16 @@ static inline void ndk_copy(void *dst, const void *src, size_t n)
 }
 
 #ifndef MIN
+/* In a spin-wait: lets the sibling hyperthread run, saves power. */
+static inline void ndk_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #endif
 #ifndef MAX

@@ -230,6 +230,9 @@ static void tx_fault_work_fn(struct ndk_work *w)
  * off"). A consumer that stops polling is taken over within
  * BACKSTOP_MAX_MS. */
 #define BACKSTOP_MIN_MS 1
+/* A gated poll waits this long at most: about what an empty read of
+ * the socket takes (docs/performance.md, "The receive gate"). */
+#define RX_GATE_SPIN_NS 1000
 #define BACKSTOP_MAX_MS 8
 
 /* The backstop timer runs, or starts now: false if it cannot. Lock
@@ -338,6 +341,7 @@ static NDK_HOT void dp_poll(struct sw_dp *dp)
 {
 	struct ndk_obj *qp = dp->qp.obj;
 	bool got = false, claim = false;
+	uint64_t gate;
 	int ret;
 
 	/* The consumer found its CQ empty: held bytes go ("The tail hold",
@@ -347,9 +351,27 @@ static NDK_HOT void dp_poll(struct sw_dp *dp)
 		sw_dp_tx_release_locked(dp);
 		ndk_unlock(&dp->lock);
 	}
+	/* The rest of a payload cannot be there yet (sw_dp_rx_gate): wait
+	 * about as long as the empty read would have taken, outside the
+	 * socket's lock, and read only once the gate opened. */
+	gate = atomic_load_explicit(&dp->rx_gate_ns, memory_order_relaxed);
+	if (gate) {
+		uint64_t now = ndk_now_ns(), until;
+
+		if (now < gate) {
+			until = MIN(gate, now + RX_GATE_SPIN_NS);
+			while (ndk_now_ns() < until)
+				ndk_cpu_relax();
+			if (until < gate)
+				return;
+		}
+	}
 	/* Busy: the engine (or another poller) is receiving right now. */
 	if (!ndk_trylock(&dp->rx_lock))
 		return;
+	/* Open: later polls read no clock until a read sets it again. */
+	if (gate)
+		atomic_store_explicit(&dp->rx_gate_ns, 0, memory_order_relaxed);
 	ret = dp->rx_error ? 0 : dp_receive(dp, 4, &got);
 	/* Only rx_lock's holder counts: no locked add. */
 	atomic_store_explicit(
@@ -443,6 +465,8 @@ int sw_dp_attach(const struct sw_dp_qp *qp, const struct sw_dp_socket *s,
 	dp->max_transfer = dp->ad->info.MaxTransferLength;
 	dp->crc = s->crc;
 	dp->tx_hold = ndk_config_bool("NDK_TX_HOLD", true);
+	dp->rx_gate_ns_max =
+		(uint32_t)ndk_config_u64("NDK_RX_GATE_NS", 4000, 0, 1000000);
 	stride = (uint32_t)(sizeof(struct sw_wqe) +
 			    MAX((size_t)qp->max_sge * sizeof(NDK_SGE),
 				(size_t)qp->inline_size));

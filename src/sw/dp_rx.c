@@ -22,6 +22,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include "core/log.h"
+#include "engine/engine.h"
 #include "front/adapter.h"
 #include "iwarp/fpdu.h"
 #include "iwarp/mpa.h"
@@ -695,6 +696,24 @@ NDK_HOT int sw_dp_rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
 }
 
 /*
+ * The receive gate: a direct read found the socket empty in the middle of
+ * a large payload, so the receiver is ahead of its sender, whose next
+ * bytes come with its next send(). Reading again at once finds nothing
+ * again, and each such read takes the socket's lock, which the sender's
+ * delivery then waits for. So the consumer's polls leave the socket
+ * alone for NDK_RX_GATE_NS (docs/performance.md, "The receive gate").
+ * Only a payload received in place is gated: small FPDUs, and every
+ * message's first bytes, are read at once.
+ */
+static void rx_gate(struct sw_dp *dp)
+{
+	if (dp->rx_gate_ns_max)
+		atomic_store_explicit(&dp->rx_gate_ns,
+				      ndk_now_ns() + dp->rx_gate_ns_max,
+				      memory_order_relaxed);
+}
+
+/*
  * Receives and processes what the socket has, up to budget reads; rx_lock
  * held. Returns 0 (drained or budget spent) or a negative errno when the
  * connection ended.
@@ -718,6 +737,8 @@ static int rx_pass(struct sw_dp *dp, int *budget, bool *got)
 		(*budget)--;
 		ret = sw_dp_rx_direct(dp, buf, got);
 		if (ret != 1) {
+			if (ret == -EAGAIN)
+				rx_gate(dp);
 			ret = ret == -EAGAIN ? 1 : ret;
 			goto next;
 		}
