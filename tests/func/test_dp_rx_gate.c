@@ -115,7 +115,7 @@ static void test_gate_paused_payloads(void **state)
  * around and above the segment. */
 static size_t stream_len(unsigned int i)
 {
-	static const size_t sizes[] = { 65536, 70000, 131072, 4096,
+	static const size_t sizes[] = { 65536,	70000, 131072, 4096,
 					199999, 65484, 8192 };
 
 	return sizes[i % (sizeof(sizes) / sizeof(sizes[0]))];
@@ -247,10 +247,10 @@ int main(void)
 						setup_longest, teardown),
 		cmocka_unit_test_setup_teardown(test_gate_stream, setup_off,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_gate_stream,
-						setup_default, teardown),
-		cmocka_unit_test_setup_teardown(test_gate_stream,
-						setup_longest, teardown),
+		cmocka_unit_test_setup_teardown(test_gate_stream, setup_default,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_gate_stream, setup_longest,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
