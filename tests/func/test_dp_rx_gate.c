@@ -24,9 +24,13 @@
  * for the next post. */
 #define BIG 70000
 
+/* ns: NDK_RX_GATE_NS for the pair's adapters; NULL: the default. */
 static int setup_gate(const char *ns)
 {
-	setenv("NDK_RX_GATE_NS", ns, 1);
+	if (ns)
+		setenv("NDK_RX_GATE_NS", ns, 1);
+	else
+		unsetenv("NDK_RX_GATE_NS");
 	dp_open(8 << 20);
 	dp_connect();
 	return 0;
@@ -41,10 +45,7 @@ static int setup_off(void **state)
 static int setup_default(void **state)
 {
 	(void)state;
-	unsetenv("NDK_RX_GATE_NS");
-	dp_open(8 << 20);
-	dp_connect();
-	return 0;
+	return setup_gate(NULL);
 }
 
 /* The longest gate NDK_RX_GATE_NS allows: 1 ms. */
