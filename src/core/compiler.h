@@ -53,7 +53,6 @@ static inline void ndk_copy(void *dst, const void *src, size_t n)
 	}
 }
 
-#ifndef MIN
 /* In a spin-wait: lets the sibling hyperthread run, saves power. */
 static inline void ndk_cpu_relax(void)
 {
@@ -64,6 +63,7 @@ static inline void ndk_cpu_relax(void)
 #endif
 }
 
+#ifndef MIN
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #endif
 #ifndef MAX

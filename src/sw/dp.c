@@ -230,10 +230,11 @@ static void tx_fault_work_fn(struct ndk_work *w)
  * off"). A consumer that stops polling is taken over within
  * BACKSTOP_MAX_MS. */
 #define BACKSTOP_MIN_MS 1
+#define BACKSTOP_MAX_MS 8
+
 /* A gated poll waits this long at most: about what an empty read of
  * the socket takes (docs/performance.md, "The receive gate"). */
 #define RX_GATE_SPIN_NS 1000
-#define BACKSTOP_MAX_MS 8
 
 /* The backstop timer runs, or starts now: false if it cannot. Lock
  * held. */
@@ -351,7 +352,7 @@ static NDK_HOT void dp_poll(struct sw_dp *dp)
 		sw_dp_tx_release_locked(dp);
 		ndk_unlock(&dp->lock);
 	}
-	/* The rest of a payload cannot be there yet (sw_dp_rx_gate): wait
+	/* The rest of a payload cannot be there yet (dp_rx.c, rx_gate): wait
 	 * about as long as the empty read would have taken, outside the
 	 * socket's lock, and read only once the gate opened. */
 	gate = atomic_load_explicit(&dp->rx_gate_ns, memory_order_relaxed);

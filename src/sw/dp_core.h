@@ -318,7 +318,7 @@ struct sw_dp {
 	uint64_t polls_seen; /* under lock */
 	unsigned int poll_streak; /* recent consumer passes, under rx_lock */
 	uint64_t streak_start_ns; /* under rx_lock */
-	/* The receive gate (dp_rx.c, sw_dp_rx_gate): a consumer's poll
+	/* The receive gate (dp_rx.c, rx_gate): a consumer's poll
 	 * reads the socket again only from this time on; 0: open. Set and
 	 * cleared under rx_lock, read before it. */
 	_Atomic uint64_t rx_gate_ns;
