@@ -772,6 +772,78 @@ static bool tx_small(struct sw_dp *dp)
 }
 
 /*
+ * The common small Read Response: one owed, of up to SW_TX_SMALL bytes,
+ * with nothing else to send. Built whole in the small buffer and written
+ * with one send, as tx_small does; a source that fails its lookup is
+ * left to the batch, which sends the Terminate. Returns true if the
+ * response went (the rest, if the socket took part, is in the batch).
+ * Lock held.
+ */
+static bool tx_small_resp(struct sw_dp *dp)
+{
+	struct sw_irqe *e;
+	struct ddp_hdr msg = { .dv = DDP_VERSION,
+			       .rv = RDMAP_VERSION,
+			       .tagged = true,
+			       .opcode = RDMAP_READ_RESP },
+		       h;
+	uint8_t *b = dp->tx.small;
+	struct sw_stag_ref ref;
+	size_t hlen, total;
+	uint32_t reg;
+	void *addr;
+	ssize_t n;
+
+	if (dp->tx.left || dp->tx.term_len || dp->tx.terminated ||
+	    dp->irq.tail - dp->irq.head != 1 || sq_write_in_progress(dp))
+		return false;
+	e = &dp->irq.ring[dp->irq.head % MAX(dp->ird, 1u)];
+	if (e->sent || e->length > SW_TX_SMALL ||
+	    e->length > fpdu_max_payload(dp->mulpdu, true))
+		return false;
+	msg.stag = e->sink_stag;
+	msg.to = e->sink_to;
+	fpdu_seg_at(&msg, e->length, 0, e->length, &h);
+	hlen = (size_t)fpdu_tx_hdr(b, &h, e->length, NULL);
+	if (e->length) {
+		int err;
+
+		if (sw_stag_sge_lookup(dp->stags, dp->qp.pd_id, e->src_stag,
+				       e->src_to, e->length,
+				       SW_ACCESS_REMOTE_READ, &ref, &addr))
+			return false;
+		err = sw_stag_ref_read(&ref, 0, b + hlen, e->length);
+		sw_stag_put(&ref);
+		if (err)
+			return false;
+	}
+	total = hlen + e->length;
+	reg = dp->crc ? crc32c_update(crc32c_init(), b, total) : 0;
+	total += fpdu_tx_trailer(b + total, reg, total - MPA_FPDU_HDR_LEN,
+				 dp->crc);
+	e->sent = e->length;
+	dp->irq.head++;
+	do {
+		n = sw_sys_send(dp->sock.fd, b, total,
+				MSG_DONTWAIT | MSG_NOSIGNAL);
+	} while (n == -EINTR);
+	if (n == (ssize_t)total) {
+		sw_dp_traffic(dp, &dp->tx.traffic, true, total, 1, false);
+		return true;
+	}
+	if (n < 0 && n != -EAGAIN) {
+		if (!dp->tx.error)
+			dp->tx.error = (int)n;
+		return true;
+	}
+	n = MAX(n, 0);
+	sw_dp_traffic(dp, &dp->tx.traffic, true, (uint64_t)n, 0, false);
+	batch_reset(dp);
+	batch_add_raw(dp, b + n, total - (size_t)n, false, 0);
+	return true;
+}
+
+/*
  * Transmits while the socket takes data: a pending Terminate first, then
  * batches of FPDUs. hold: a post that may hold its tail ("The tail
  * hold"); anything else writes held bytes too. Lock held.
@@ -785,6 +857,12 @@ static NDK_HOT void tx_run(struct sw_dp *dp, bool hold)
 
 	if (was_held)
 		tx_set_held(dp, false);
+	if (sw_dp_attached(dp) && tx_small_resp(dp) && !dp->tx.left &&
+	    dp->sq.rung == dp->sq.next) {
+		sw_dp_want_out_locked(dp, false);
+		sw_dp_complete_locked(dp);
+		return;
+	}
 	if (sw_dp_attached(dp) && tx_small(dp)) {
 		sw_dp_complete_locked(dp);
 		return;
