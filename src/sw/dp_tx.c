@@ -703,6 +703,39 @@ static int small_copy(struct sw_dp *dp, const struct sw_wqe *w, uint8_t *dst)
 }
 
 /*
+ * Writes the total bytes built in the small buffer with one send. 1: all
+ * went; 0: the socket took part, the rest is a frame of the batch (whose
+ * end completes request fin_idx if fin); a negative errno: the
+ * connection is failing, and as for batch_write's callers, its end
+ * reports it. Lock held.
+ */
+static int small_send(struct sw_dp *dp, size_t total, bool fin,
+		      uint32_t fin_idx)
+{
+	uint8_t *b = dp->tx.small;
+	ssize_t n;
+
+	do {
+		n = sw_sys_send(dp->sock.fd, b, total,
+				MSG_DONTWAIT | MSG_NOSIGNAL);
+	} while (n == -EINTR);
+	if (n == (ssize_t)total) {
+		sw_dp_traffic(dp, &dp->tx.traffic, true, total, 1, false);
+		return 1;
+	}
+	if (n < 0 && n != -EAGAIN) {
+		if (!dp->tx.error)
+			dp->tx.error = (int)n;
+		return (int)n;
+	}
+	n = MAX(n, 0);
+	sw_dp_traffic(dp, &dp->tx.traffic, true, (uint64_t)n, 0, false);
+	batch_reset(dp);
+	batch_add_raw(dp, b + n, total - (size_t)n, fin, fin_idx);
+	return 0;
+}
+
+/*
  * The common small request: a Send or Write of up to SW_TX_SMALL bytes
  * that is the only thing to send. Its bytes are copied behind the header
  * and the FPDU goes out with one CRC pass and one send, without the
@@ -717,7 +750,6 @@ static bool tx_small(struct sw_dp *dp)
 	struct sw_wqe *w;
 	size_t hlen, total;
 	uint32_t reg;
-	ssize_t n;
 
 	if (dp->tx.left || dp->tx.term_len || dp->tx.terminated ||
 	    dp->irq.head != dp->irq.tail || dp->sq.rung - dp->sq.next != 1)
@@ -748,27 +780,11 @@ static bool tx_small(struct sw_dp *dp)
 	w->done_bytes = w->length;
 	w->state = SW_WQE_ACTIVE;
 	dp->sq.next++;
-	do {
-		n = sw_sys_send(dp->sock.fd, b, total,
-				MSG_DONTWAIT | MSG_NOSIGNAL);
-	} while (n == -EINTR);
-	if (n == (ssize_t)total) {
-		w->state = SW_WQE_DONE;
-		w->status = STATUS_SUCCESS;
-		sw_dp_traffic(dp, &dp->tx.traffic, true, total, 1, false);
-		return true;
-	}
-	if (n < 0 && n != -EAGAIN) {
-		/* As batch_write's callers do: the end reports it. */
-		if (!dp->tx.error)
-			dp->tx.error = (int)n;
+	if (small_send(dp, total, true, dp->sq.next - 1) <= 0)
 		return false;
-	}
-	n = MAX(n, 0);
-	sw_dp_traffic(dp, &dp->tx.traffic, true, (uint64_t)n, 0, false);
-	batch_reset(dp);
-	batch_add_raw(dp, b + n, total - (size_t)n, true, dp->sq.next - 1);
-	return false;
+	w->state = SW_WQE_DONE;
+	w->status = STATUS_SUCCESS;
+	return true;
 }
 
 /*
@@ -792,7 +808,6 @@ static bool tx_small_resp(struct sw_dp *dp)
 	size_t hlen, total;
 	uint32_t reg;
 	void *addr;
-	ssize_t n;
 
 	if (dp->tx.left || dp->tx.term_len || dp->tx.terminated ||
 	    dp->irq.tail - dp->irq.head != 1 || sq_write_in_progress(dp))
@@ -823,23 +838,7 @@ static bool tx_small_resp(struct sw_dp *dp)
 				 dp->crc);
 	e->sent = e->length;
 	dp->irq.head++;
-	do {
-		n = sw_sys_send(dp->sock.fd, b, total,
-				MSG_DONTWAIT | MSG_NOSIGNAL);
-	} while (n == -EINTR);
-	if (n == (ssize_t)total) {
-		sw_dp_traffic(dp, &dp->tx.traffic, true, total, 1, false);
-		return true;
-	}
-	if (n < 0 && n != -EAGAIN) {
-		if (!dp->tx.error)
-			dp->tx.error = (int)n;
-		return true;
-	}
-	n = MAX(n, 0);
-	sw_dp_traffic(dp, &dp->tx.traffic, true, (uint64_t)n, 0, false);
-	batch_reset(dp);
-	batch_add_raw(dp, b + n, total - (size_t)n, false, 0);
+	small_send(dp, total, false, 0);
 	return true;
 }
 
