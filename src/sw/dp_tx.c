@@ -703,16 +703,19 @@ static int small_copy(struct sw_dp *dp, const struct sw_wqe *w, uint8_t *dst)
 }
 
 /*
- * Writes the total bytes built in the small buffer with one send. 1: all
- * went; 0: the socket took part, the rest is a frame of the batch (whose
- * end completes request fin_idx if fin); a negative errno: the
- * connection is failing, and as for batch_write's callers, its end
- * reports it. Lock held.
+ * Ends the FPDU whose header and payload are the first len bytes of the
+ * small buffer (pad and CRC) and writes it with one send. 1: all went;
+ * 0: the socket took part, the rest is a frame of the batch (whose end
+ * completes request fin_idx if fin); a negative errno: the connection is
+ * failing, and as for batch_write's callers, its end reports it. Lock
+ * held.
  */
-static int small_send(struct sw_dp *dp, size_t total, bool fin,
-		      uint32_t fin_idx)
+static int small_send(struct sw_dp *dp, size_t len, bool fin, uint32_t fin_idx)
 {
 	uint8_t *b = dp->tx.small;
+	uint32_t reg = dp->crc ? crc32c_update(crc32c_init(), b, len) : 0;
+	size_t total = len + fpdu_tx_trailer(b + len, reg,
+					     len - MPA_FPDU_HDR_LEN, dp->crc);
 	ssize_t n;
 
 	do {
@@ -748,8 +751,7 @@ static bool tx_small(struct sw_dp *dp)
 	struct ddp_hdr msg = { .dv = DDP_VERSION, .rv = RDMAP_VERSION }, h;
 	uint8_t *b = dp->tx.small;
 	struct sw_wqe *w;
-	size_t hlen, total;
-	uint32_t reg;
+	size_t hlen;
 
 	if (dp->tx.left || dp->tx.term_len || dp->tx.terminated ||
 	    dp->irq.head != dp->irq.tail || dp->sq.rung - dp->sq.next != 1)
@@ -771,16 +773,12 @@ static bool tx_small(struct sw_dp *dp)
 		dp->sq.next++;
 		return false;
 	}
-	total = hlen + w->length;
-	reg = dp->crc ? crc32c_update(crc32c_init(), b, total) : 0;
-	total += fpdu_tx_trailer(b + total, reg, total - MPA_FPDU_HDR_LEN,
-				 dp->crc);
 	if (w->op == SW_WQE_SEND)
 		dp->tx.msn_send++;
 	w->done_bytes = w->length;
 	w->state = SW_WQE_ACTIVE;
 	dp->sq.next++;
-	if (small_send(dp, total, true, dp->sq.next - 1) <= 0)
+	if (small_send(dp, hlen + w->length, true, dp->sq.next - 1) <= 0)
 		return false;
 	w->state = SW_WQE_DONE;
 	w->status = STATUS_SUCCESS;
@@ -804,10 +802,7 @@ static bool tx_small_resp(struct sw_dp *dp)
 			       .opcode = RDMAP_READ_RESP },
 		       h;
 	uint8_t *b = dp->tx.small;
-	struct sw_stag_ref ref;
-	size_t hlen, total;
-	uint32_t reg;
-	void *addr;
+	size_t hlen;
 
 	if (dp->tx.left || dp->tx.term_len || dp->tx.terminated ||
 	    dp->irq.tail - dp->irq.head != 1 || sq_write_in_progress(dp))
@@ -820,25 +815,12 @@ static bool tx_small_resp(struct sw_dp *dp)
 	msg.to = e->sink_to;
 	fpdu_seg_at(&msg, e->length, 0, e->length, &h);
 	hlen = (size_t)fpdu_tx_hdr(b, &h, e->length, NULL);
-	if (e->length) {
-		int err;
-
-		if (sw_stag_sge_lookup(dp->stags, dp->qp.pd_id, e->src_stag,
-				       e->src_to, e->length,
-				       SW_ACCESS_REMOTE_READ, &ref, &addr))
-			return false;
-		err = sw_stag_ref_read(&ref, 0, b + hlen, e->length);
-		sw_stag_put(&ref);
-		if (err)
-			return false;
-	}
-	total = hlen + e->length;
-	reg = dp->crc ? crc32c_update(crc32c_init(), b, total) : 0;
-	total += fpdu_tx_trailer(b + total, reg, total - MPA_FPDU_HDR_LEN,
-				 dp->crc);
+	if (e->length && sw_stag_read(dp->stags, e->src_stag, dp->qp.pd_id,
+				      e->src_to, b + hlen, e->length))
+		return false;
 	e->sent = e->length;
 	dp->irq.head++;
-	small_send(dp, total, false, 0);
+	small_send(dp, hlen + e->length, false, 0);
 	return true;
 }
 

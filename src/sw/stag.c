@@ -879,6 +879,16 @@ static NDK_HOT int sge_copy(struct sw_stag_table *t, uint32_t pd_id,
 	return 0;
 }
 
+NDK_HOT int sw_stag_read(struct sw_stag_table *t, uint32_t stag, uint32_t pd_id,
+			 uint64_t va, void *dst, size_t len)
+{
+	const struct stag_copy cp = { .dst = dst };
+	void *addr;
+
+	return lookup(t, index_of(t, stag), stag, pd_id, va, len,
+		      SW_ACCESS_REMOTE_READ, NULL, &addr, &cp);
+}
+
 NDK_HOT int sw_stag_sge_read(struct sw_stag_table *t, uint32_t pd_id,
 			     uint32_t token, uint64_t va, void *dst, size_t len)
 {

@@ -228,6 +228,14 @@ int sw_stag_lookup(struct sw_stag_table *t, uint32_t stag, uint32_t pd_id,
 		   uint64_t va, uint64_t len, uint32_t access,
 		   struct sw_stag_ref *ref, void **addr);
 void sw_stag_put(struct sw_stag_ref *ref);
+/*
+ * A peer's read of [va, va + len) of stag (a Read Response's source),
+ * copied into dst without a pin: checked as sw_stag_lookup checks remote
+ * read, then copied while the table's read lock keeps the range
+ * registered. For small copies: a deregistration waits.
+ */
+int sw_stag_read(struct sw_stag_table *t, uint32_t stag, uint32_t pd_id,
+		 uint64_t va, void *dst, size_t len);
 
 /*
  * Host address of byte off (< ref->len) of a looked-up range, and in
