@@ -15,7 +15,8 @@ boundary. Prints the opcodes per direction.
 With --crc it also recomputes the MPA CRC (CRC32c, RFC 5044) of every FPDU
 and prints one BAD-CRC line per FPDU whose CRC field does not match its
 bytes, naming the stream, the sender, the peer's port, where the FPDU is
-in the stream and what it carries. A stream whose CRC fields are all zero
+in the stream (the stream's last, or followed only by Sends) and what it
+carries. A stream whose CRC fields are all zero
 and none matches ran without CRC and is not checked. --peer-ports LO-HI
 walks only the connections whose other port is in LO..HI (one test case).
 
@@ -102,10 +103,15 @@ def check_crcs(buf):
                              "tagged STag %s TO 0x%s" % (buf[i + 4:i + 8].hex(),
                                                          buf[i + 8:i + 16].hex())
                              if ddp & 0x80 else "untagged")
+        # What the sender had queued behind it may still have left before
+        # the peer's Terminate reached it: Sends place nothing.
+        sends_after = all(not buf[j + 2] & 0x80 and 3 <= buf[j + 3] & 0xF <= 6
+                          for j, _, _, _ in fpdus[k + 1:])
         bad.append("FPDU %d of %d at byte %d%s: ULPDU %d bytes, %s; CRC on the "
                    "wire %08x, over its bytes %08x" % (
                        k + 1, len(fpdus), i,
-                       " (the stream's last)" if k == len(fpdus) - 1 else "",
+                       " (the stream's last)" if k == len(fpdus) - 1 else
+                       " (followed only by Sends)" if sends_after else "",
                        ulpdu, what, wire, own))
     if fpdus and zero == len(fpdus) and len(bad) == len(fpdus):
         bad = None  # no CRC on this connection

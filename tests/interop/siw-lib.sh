@@ -130,8 +130,9 @@ siw_check_pcap() { # pcap [known-bad]
 # every CRC of the connections on PORT (those with a peer port in PEERS,
 # LO-HI, if given). Known only if each bad CRC is in a stream sent by siw
 # (SIDE, as mpa-walk.py names the sender: "target" when PORT is siw's,
-# "host" when it is ours), is the last FPDU siw sent there (we ended the
-# connection at it), and the streams walk cleanly; prints the FPDUs and
+# "host" when it is ours), is the last FPDU siw sent there or is followed
+# only by Sends siw had queued before our Terminate reached it (we ended
+# the connection at it), and the streams walk cleanly; prints the FPDUs and
 # sets siw_known_crc to their count. Returns 1 otherwise.
 siw_known_bad_crc() { # pcap port side [peers] -> siw_known_crc
 	local pcap=$1 port=$2 side=$3 peers=${4:-} w
@@ -140,7 +141,8 @@ siw_known_bad_crc() { # pcap port side [peers] -> siw_known_crc
 		${peers:+--peer-ports "$peers"} "$pcap" "$port" 2>&1 || true)
 	grep -q ' 0 streams with errors' <<<"$w" || return 1
 	grep -q 'BAD-CRC' <<<"$w" || return 1
-	if grep 'BAD-CRC' <<<"$w" | grep -v -q "from the $side, .*(the stream's last)"; then
+	if grep 'BAD-CRC' <<<"$w" | grep -v -q -E \
+		"from the $side, .*\((the stream's last|followed only by Sends)\)"; then
 		return 1
 	fi
 	siw_known_crc=$(grep -c 'BAD-CRC' <<<"$w")
