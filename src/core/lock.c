@@ -187,7 +187,14 @@ void ndk_cond_wait(struct ndk_cond *c, struct ndk_lock *l)
 
 void ndk_rwlock_init(struct ndk_rwlock *l, enum ndk_lock_level level)
 {
-	pthread_rwlock_init(&l->rwlock, NULL);
+	pthread_rwlockattr_t a;
+
+	/* As the futex rwlock: a waiting writer holds new readers off. */
+	pthread_rwlockattr_init(&a);
+	pthread_rwlockattr_setkind_np(
+		&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&l->rwlock, &a);
+	pthread_rwlockattr_destroy(&a);
 	l->level = level;
 }
 
@@ -209,6 +216,11 @@ void ndk_rw_unlock(struct ndk_rwlock *l)
 {
 	pop(l, l->level);
 	pthread_rwlock_unlock(&l->rwlock);
+}
+
+void ndk_rwlock_destroy(struct ndk_rwlock *l)
+{
+	pthread_rwlock_destroy(&l->rwlock);
 }
 
 #endif /* NDK_LOCK_DEBUG */
@@ -240,6 +252,72 @@ void ndk_lock_wait(struct ndk_lock *l)
 void ndk_lock_wake(struct ndk_lock *l)
 {
 	futex_wake(&l->state, 1);
+}
+
+/*
+ * A reader finds a writer holding the lock or waiting for it: it marks
+ * the word (SLEEP) and sleeps until the word changes; the release that
+ * finds the mark wakes everyone, and each looks again.
+ */
+void ndk_rw_read_wait(struct ndk_rwlock *l)
+{
+	uint32_t s = atomic_load_explicit(&l->state, memory_order_relaxed);
+
+	for (;;) {
+		if (!(s & (NDK_RW_WRITER | NDK_RW_WWAIT))) {
+			if (atomic_compare_exchange_weak_explicit(
+				    &l->state, &s, s + 1, memory_order_acquire,
+				    memory_order_relaxed))
+				return;
+			continue;
+		}
+		if (!(s & NDK_RW_SLEEP) &&
+		    !atomic_compare_exchange_weak_explicit(
+			    &l->state, &s, s | NDK_RW_SLEEP,
+			    memory_order_relaxed, memory_order_relaxed))
+			continue;
+		futex_wait(&l->state, s | NDK_RW_SLEEP);
+		s = atomic_load_explicit(&l->state, memory_order_relaxed);
+	}
+}
+
+/*
+ * A writer finds readers or another writer: it says it waits (WWAIT
+ * keeps new readers out) and sleeps. Taking the lock clears WWAIT; a
+ * writer still asleep behind it sets it again when it wakes.
+ */
+void ndk_rw_write_wait(struct ndk_rwlock *l)
+{
+	uint32_t s = atomic_load_explicit(&l->state, memory_order_relaxed);
+	uint32_t want;
+
+	for (;;) {
+		if (!(s & (NDK_RW_READERS | NDK_RW_WRITER))) {
+			if (atomic_compare_exchange_weak_explicit(
+				    &l->state, &s,
+				    NDK_RW_WRITER | (s & NDK_RW_SLEEP),
+				    memory_order_acquire, memory_order_relaxed))
+				return;
+			continue;
+		}
+		want = s | NDK_RW_WWAIT | NDK_RW_SLEEP;
+		if (s != want &&
+		    !atomic_compare_exchange_weak_explicit(
+			    &l->state, &s, want, memory_order_relaxed,
+			    memory_order_relaxed))
+			continue;
+		futex_wait(&l->state, want);
+		s = atomic_load_explicit(&l->state, memory_order_relaxed);
+	}
+}
+
+/* The mark goes first: a sleeper that sets it again after this sleeps
+ * on a word that no longer matches, or is woken here. */
+void ndk_rw_wake(struct ndk_rwlock *l)
+{
+	atomic_fetch_and_explicit(&l->state, ~NDK_RW_SLEEP,
+				  memory_order_relaxed);
+	futex_wake(&l->state, INT_MAX);
 }
 
 void ndk_cond_init(struct ndk_cond *c)

@@ -80,12 +80,26 @@ void ndk_cond_signal(struct ndk_cond *c);
 void ndk_cond_broadcast(struct ndk_cond *c);
 void ndk_cond_wait(struct ndk_cond *c, struct ndk_lock *l);
 
+#ifdef NDK_LOCK_DEBUG
 struct ndk_rwlock {
 	pthread_rwlock_t rwlock;
-#ifdef NDK_LOCK_DEBUG
 	enum ndk_lock_level level;
-#endif
 };
+#else
+/*
+ * Readers counted in the low bits, beside three flags. A waiting writer
+ * holds new readers off, so a stream of lookups cannot starve a
+ * registration (no thread takes one rwlock twice: the hierarchy forbids
+ * it, so this cannot deadlock a reader).
+ */
+#define NDK_RW_READERS 0x1fffffffu
+#define NDK_RW_WRITER  0x20000000u /* held for writing */
+#define NDK_RW_WWAIT   0x40000000u /* a writer waits: readers wait too */
+#define NDK_RW_SLEEP   0x80000000u /* someone may sleep on the word */
+struct ndk_rwlock {
+	_Atomic uint32_t state;
+};
+#endif
 
 #ifdef NDK_LOCK_DEBUG
 #define NDK_LOCK_INITIALIZER(lvl)                                  \
@@ -102,6 +116,7 @@ void ndk_rwlock_init(struct ndk_rwlock *l, enum ndk_lock_level level);
 void ndk_read_lock(struct ndk_rwlock *l);
 void ndk_write_lock(struct ndk_rwlock *l);
 void ndk_rw_unlock(struct ndk_rwlock *l);
+void ndk_rwlock_destroy(struct ndk_rwlock *l);
 /* True if the calling thread holds l (any mode for a rwlock). */
 bool ndk_lock_held_by_me(const void *l);
 /* Aborts, naming the lock and its level. */
@@ -168,36 +183,67 @@ static inline void ndk_unlock(struct ndk_lock *l)
 		ndk_lock_wake(l);
 }
 
+/* The contended halves (core/lock.c). */
+void ndk_rw_read_wait(struct ndk_rwlock *l);
+void ndk_rw_write_wait(struct ndk_rwlock *l);
+void ndk_rw_wake(struct ndk_rwlock *l);
+
 static inline void ndk_rwlock_init(struct ndk_rwlock *l,
 				   enum ndk_lock_level level)
 {
 	(void)level;
-	pthread_rwlock_init(&l->rwlock, NULL);
+	atomic_init(&l->state, 0);
+}
+
+static inline void ndk_rwlock_destroy(struct ndk_rwlock *l)
+{
+	(void)l;
 }
 
 static inline void ndk_read_lock(struct ndk_rwlock *l)
 {
-	pthread_rwlock_rdlock(&l->rwlock);
+	uint32_t s = atomic_load_explicit(&l->state, memory_order_relaxed);
+
+	if ((s & (NDK_RW_WRITER | NDK_RW_WWAIT)) ||
+	    !atomic_compare_exchange_weak_explicit(&l->state, &s, s + 1,
+						   memory_order_acquire,
+						   memory_order_relaxed))
+		ndk_rw_read_wait(l);
 }
 
 static inline void ndk_write_lock(struct ndk_rwlock *l)
 {
-	pthread_rwlock_wrlock(&l->rwlock);
+	uint32_t free = 0;
+
+	if (!atomic_compare_exchange_strong_explicit(
+		    &l->state, &free, NDK_RW_WRITER, memory_order_acquire,
+		    memory_order_relaxed))
+		ndk_rw_write_wait(l);
 }
 
+/*
+ * A writer is alone, so the flag says which kind of holder we are. Only
+ * the last reader out can have someone to wake: a writer, and readers
+ * held off behind it.
+ */
 static inline void ndk_rw_unlock(struct ndk_rwlock *l)
 {
-	pthread_rwlock_unlock(&l->rwlock);
+	uint32_t s = atomic_load_explicit(&l->state, memory_order_relaxed);
+
+	if (s & NDK_RW_WRITER)
+		s = atomic_exchange_explicit(&l->state, 0,
+					     memory_order_release);
+	else if (((s = atomic_fetch_sub_explicit(&l->state, 1,
+						 memory_order_release)) &
+		  NDK_RW_READERS) != 1)
+		return;
+	if (s & NDK_RW_SLEEP)
+		ndk_rw_wake(l);
 }
 
 #define NDK_ASSERT_LOCKED(l)   ((void)(l))
 #define NDK_ASSERT_UNLOCKED(l) ((void)(l))
 
 #endif /* NDK_LOCK_DEBUG */
-
-static inline void ndk_rwlock_destroy(struct ndk_rwlock *l)
-{
-	pthread_rwlock_destroy(&l->rwlock);
-}
 
 #endif /* NDK_CORE_LOCK_H */

@@ -5,7 +5,8 @@
  * without being held, and NDK_ASSERT_LOCKED on a lock the thread does not
  * hold (free, or held by another thread) each abort. Each abort is
  * provoked in a forked child. In either build, locks and conditions under
- * contention: mutual exclusion, no lost wake-up.
+ * contention: mutual exclusion, no lost wake-up; a waiting writer goes
+ * before readers that come after it.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,10 +14,12 @@
 #include <cmocka.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "core/lock.h"
@@ -203,6 +206,78 @@ static void test_rw_contended(void **state)
 	ndk_rwlock_destroy(&rw);
 }
 
+/* The writer-preference test: who got in, and in what order. */
+static atomic_int wp_writer_tid, wp_reader_tid;
+static atomic_bool wp_written, wp_reader_in, wp_reader_saw_write;
+
+static void *wp_writer(void *arg)
+{
+	(void)arg;
+	atomic_store(&wp_writer_tid, (int)syscall(SYS_gettid));
+	ndk_write_lock(&rw);
+	atomic_store(&wp_written, true);
+	ndk_rw_unlock(&rw);
+	return NULL;
+}
+
+static void *wp_reader(void *arg)
+{
+	(void)arg;
+	atomic_store(&wp_reader_tid, (int)syscall(SYS_gettid));
+	ndk_read_lock(&rw);
+	atomic_store(&wp_reader_saw_write, atomic_load(&wp_written));
+	atomic_store(&wp_reader_in, true);
+	ndk_rw_unlock(&rw);
+	return NULL;
+}
+
+/* True once thread tid of this process sleeps (it can only be in the lock). */
+static bool sleeping(atomic_int *tid)
+{
+	char path[64], buf[256], *p;
+	bool asleep = false;
+	FILE *f;
+
+	if (!atomic_load(tid))
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat",
+		 atomic_load(tid));
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+		asleep = p[1] == ' ' && p[2] == 'S';
+	fclose(f);
+	return asleep;
+}
+
+/*
+ * A writer waiting behind a reader holds the next reader off, so that
+ * readers that overlap without end cannot starve a registration: with
+ * the first reader still in, the second sleeps until the writer is done.
+ */
+static void test_rw_writer_first(void **state)
+{
+	pthread_t w, r;
+
+	(void)state;
+	ndk_rwlock_init(&rw, NDK_LOCK_LEAF);
+	ndk_read_lock(&rw);
+	assert_int_equal(pthread_create(&w, NULL, wp_writer, NULL), 0);
+	while (!sleeping(&wp_writer_tid))
+		usleep(1000);
+	assert_int_equal(pthread_create(&r, NULL, wp_reader, NULL), 0);
+	while (!sleeping(&wp_reader_tid) && !atomic_load(&wp_reader_in))
+		usleep(1000);
+	assert_false(atomic_load(&wp_reader_in));
+	ndk_rw_unlock(&rw);
+	assert_int_equal(pthread_join(w, NULL), 0);
+	assert_int_equal(pthread_join(r, NULL), 0);
+	assert_true(atomic_load(&wp_written));
+	assert_true(atomic_load(&wp_reader_saw_write));
+	ndk_rwlock_destroy(&rw);
+}
+
 /* Waits for its turn (arg); a broadcast after each turn wakes them all. */
 static void *take_turn(void *arg)
 {
@@ -358,6 +433,7 @@ int main(void)
 		cmocka_unit_test(test_cond_wait),
 		cmocka_unit_test(test_contended),
 		cmocka_unit_test(test_rw_contended),
+		cmocka_unit_test(test_rw_writer_first),
 		cmocka_unit_test(test_cond_broadcast),
 		cmocka_unit_test(test_violations_abort),
 	};
