@@ -692,6 +692,9 @@ NDK_HOT int sw_dp_rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
 		}
 		if (ret)
 			return ret;
+		/* Every byte parsed: another step would only say so. */
+		if (off == len && dp->rx->parser.state != FPDU_RX_ERROR)
+			return 0;
 	}
 }
 
