@@ -100,6 +100,10 @@ ROWS = [
         "write_bw_nocrc_lf", ("write_bw_nocrc", "mb_per_sec"),
         ("lf_write_bw", "mb_per_sec"), "libfabric tcp (lf_bench write_bw)",
         "higher"),
+    Row("64 KiB Send bandwidth, MPA CRC off (`NDK_MPA_CRC=0`) (MB/s)",
+        "send_bw_nocrc_lf", ("send_bw_nocrc", "mb_per_sec"),
+        ("lf_msg_bw", "mb_per_sec"), "libfabric tcp (lf_bench msg_bw)",
+        "higher"),
     Row("connect+accept+complete, 64 B private data, p50 (usec)", "conn_tcp",
         ("conn", "p50_usec"), ("tcp_conn", "p50_usec"),
         "TCP connect + 64 B request/reply", "lower", 2.0),
@@ -111,7 +115,8 @@ ROWS = [
 # The veth topology repeats these rows (bench/run, VETH_PAIRS); a run
 # without it (BENCH_VETH=0, not root) has none of them.
 VETH = ("send_lat", "write_lat", "read_lat", "write_bw_lf", "send_bw_lf",
-        "read_bw_lf", "write_bw_tcp", "write_bw_nocrc_lf")
+        "read_bw_lf", "write_bw_tcp", "write_bw_nocrc_lf",
+        "send_bw_nocrc_lf")
 ROWS += [Row("veth: " + r.label, r.pair + "_veth", r.ours, r.base, r.bname,
              r.better, r.target, r.primary)
          for r in ROWS if r.pair in VETH
@@ -268,6 +273,8 @@ CPU_PAIRS = [
     ("read_bw_lf", "read_bw", "lf_read_bw", "libfabric tcp"),
     ("write_bw_tcp", "write_bw", "tcp_poll_bw", "busy-poll TCP stream"),
     ("write_bw_nocrc_lf", "write_bw_nocrc", "lf_write_bw",
+     "libfabric tcp, libndk's MPA CRC off"),
+    ("send_bw_nocrc_lf", "send_bw_nocrc", "lf_msg_bw",
      "libfabric tcp, libndk's MPA CRC off"),
 ]
 CPU_PAIRS += [(p + "_veth", o, b, n) for p, o, b, n in CPU_PAIRS]
