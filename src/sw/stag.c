@@ -677,8 +677,17 @@ static NDK_HOT int lookup(struct sw_stag_table *t, uint32_t index,
 		goto fail;
 	if (len)
 		host = entry_host(mem, va);
+	if (cp && !mem->pages) {
+		/* The lock keeps the range registered while the bytes move;
+		 * contiguous host memory needs no page walk. */
+		if (len && cp->to_mem)
+			ndk_copy((void *)host, cp->src, len);
+		else if (len)
+			ndk_copy(cp->dst, (const void *)host, len);
+		ndk_rw_unlock(&t->lock);
+		return 0;
+	}
 	if (cp) {
-		/* The lock keeps the range registered while the bytes move. */
 		struct sw_stag_ref tmp = { .mem = mem,
 					   .va = va,
 					   .len = len,
