@@ -10,6 +10,8 @@
  * for those before it.
  */
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
@@ -17,6 +19,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include "front/adapter.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "iwarp/fpdu.h"
 #include "sw/cq.h"
@@ -197,6 +200,63 @@ static uint32_t tx_seg(struct sw_dp *dp)
 	return dp->tx.seg;
 }
 
+#ifdef NDK_TEST_HOOKS
+/*
+ * NDK_TEST_SEND_MAX (builds with test hooks only, never Release): the most
+ * bytes one transmit call hands the kernel, as if the socket had room for
+ * no more. Every partial-write path then runs on every request.
+ */
+static size_t tx_send_max(void)
+{
+	static _Atomic size_t max; /* 0: not read yet */
+	size_t m = atomic_load_explicit(&max, memory_order_relaxed);
+
+	if (!m) {
+		m = (size_t)ndk_config_u64("NDK_TEST_SEND_MAX", SIZE_MAX, 1,
+					   SIZE_MAX);
+		atomic_store_explicit(&max, m, memory_order_relaxed);
+	}
+	return m;
+}
+
+/* The first iovecs of msg, cut to max bytes in all, into iov. */
+static size_t tx_cut_iov(const struct msghdr *msg, struct iovec *iov,
+			 size_t niov, size_t max)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < msg->msg_iovlen && i < niov && max; i++) {
+		iov[i] = msg->msg_iov[i];
+		if (iov[i].iov_len > max)
+			iov[i].iov_len = max;
+		max -= iov[i].iov_len;
+		n++;
+	}
+	return n;
+}
+
+static ssize_t tx_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct iovec iov[16];
+	struct msghdr cut = *msg;
+	size_t max = tx_send_max();
+
+	if (max == SIZE_MAX)
+		return sw_sys_sendmsg(fd, msg, flags);
+	cut.msg_iov = iov;
+	cut.msg_iovlen = tx_cut_iov(msg, iov, 16, max);
+	return sw_sys_sendmsg(fd, &cut, flags);
+}
+
+static ssize_t tx_send(int fd, const void *buf, size_t len, int flags)
+{
+	return sw_sys_send(fd, buf, MIN(len, tx_send_max()), flags);
+}
+#else
+#define tx_sendmsg sw_sys_sendmsg
+#define tx_send	   sw_sys_send
+#endif
+
 /*
  * Writes the batch; 0 when all of it is out (or, if hold, all but a tail
  * shorter than a segment: tx.held), -EAGAIN, -errno.
@@ -232,8 +292,7 @@ static NDK_HOT int batch_write(struct sw_dp *dp, bool hold)
 		}
 		msg.msg_iov = dp->tx.iov + dp->tx.iov_pos;
 		msg.msg_iovlen = (size_t)(end - dp->tx.iov_pos);
-		n = sw_sys_sendmsg(dp->sock.fd, &msg,
-				   MSG_DONTWAIT | MSG_NOSIGNAL);
+		n = tx_sendmsg(dp->sock.fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (hold)
 			dp->tx.iov[k].iov_len = keep;
 		if (n == -EINTR)
@@ -719,8 +778,7 @@ static int small_send(struct sw_dp *dp, size_t len, bool fin, uint32_t fin_idx)
 	ssize_t n;
 
 	do {
-		n = sw_sys_send(dp->sock.fd, b, total,
-				MSG_DONTWAIT | MSG_NOSIGNAL);
+		n = tx_send(dp->sock.fd, b, total, MSG_DONTWAIT | MSG_NOSIGNAL);
 	} while (n == -EINTR);
 	if (n == (ssize_t)total) {
 		sw_dp_traffic(dp, &dp->tx.traffic, true, total, 1, false);
