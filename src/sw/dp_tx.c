@@ -244,7 +244,7 @@ static ssize_t tx_sendmsg(int fd, const struct msghdr *msg, int flags)
 	if (max == SIZE_MAX)
 		return sw_sys_sendmsg(fd, msg, flags);
 	cut.msg_iov = iov;
-	cut.msg_iovlen = tx_cut_iov(msg, iov, 16, max);
+	cut.msg_iovlen = tx_cut_iov(msg, iov, ARRAY_SIZE(iov), max);
 	return sw_sys_sendmsg(fd, &cut, flags);
 }
 

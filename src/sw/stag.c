@@ -677,17 +677,8 @@ static NDK_HOT int lookup(struct sw_stag_table *t, uint32_t index,
 		goto fail;
 	if (len)
 		host = entry_host(mem, va);
-	if (cp && !mem->pages) {
-		/* The lock keeps the range registered while the bytes move;
-		 * contiguous host memory needs no page walk. */
-		if (len && cp->to_mem)
-			ndk_copy((void *)host, cp->src, len);
-		else if (len)
-			ndk_copy(cp->dst, (const void *)host, len);
-		ndk_rw_unlock(&t->lock);
-		return 0;
-	}
 	if (cp) {
+		/* The lock keeps the range registered while the bytes move. */
 		struct sw_stag_ref tmp = { .mem = mem,
 					   .va = va,
 					   .len = len,
@@ -769,46 +760,26 @@ NDK_HOT void *sw_stag_ref_map(const struct sw_stag_ref *ref, uint64_t off,
 	return (void *)(m->pages[pos / PAGE_SIZE] + pos % PAGE_SIZE);
 }
 
-NDK_HOT int sw_stag_ref_write(const struct sw_stag_ref *ref, uint64_t off,
-			      const void *src, size_t n)
+NDK_HOT void sw_stag_ref_copy_pages(const struct sw_stag_ref *ref, uint64_t off,
+				    void *dst, const void *src, size_t n)
 {
-	const char *s = src;
 	uint64_t contig;
 	void *p;
 
-	if (off > ref->len || n > ref->len - off)
-		return -ERANGE;
 	while (n) {
 		p = sw_stag_ref_map(ref, off, &contig);
 		if (contig > n)
 			contig = n;
-		ndk_copy(p, s, contig);
-		s += contig;
+		if (src) {
+			ndk_copy(p, src, contig);
+			src = (const char *)src + contig;
+		} else {
+			ndk_copy(dst, p, contig);
+			dst = (char *)dst + contig;
+		}
 		off += contig;
 		n -= contig;
 	}
-	return 0;
-}
-
-NDK_HOT int sw_stag_ref_read(const struct sw_stag_ref *ref, uint64_t off,
-			     void *dst, size_t n)
-{
-	char *d = dst;
-	uint64_t contig;
-	const void *p;
-
-	if (off > ref->len || n > ref->len - off)
-		return -ERANGE;
-	while (n) {
-		p = sw_stag_ref_map(ref, off, &contig);
-		if (contig > n)
-			contig = n;
-		ndk_copy(d, p, contig);
-		d += contig;
-		off += contig;
-		n -= contig;
-	}
-	return 0;
 }
 
 /* ------------------------------------------------------------------ */

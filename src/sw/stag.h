@@ -43,9 +43,11 @@
 #ifndef SW_STAG_H
 #define SW_STAG_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "core/compiler.h"
 
 struct sw_stag_table;
 struct sw_stag_entry;
@@ -244,11 +246,37 @@ int sw_stag_read(struct sw_stag_table *t, uint32_t stag, uint32_t pd_id,
  */
 void *sw_stag_ref_map(const struct sw_stag_ref *ref, uint64_t off,
 		      uint64_t *contig);
-/* Copy into / out of [off, off + n) of the range; -ERANGE past its end. */
-int sw_stag_ref_write(const struct sw_stag_ref *ref, uint64_t off,
-		      const void *src, size_t n);
-int sw_stag_ref_read(const struct sw_stag_ref *ref, uint64_t off, void *dst,
-		     size_t n);
+/* The page walk of the two below, for a range that is not contiguous
+ * (in range: they checked): from src into the range, or, with src NULL,
+ * out of it into dst. */
+void sw_stag_ref_copy_pages(const struct sw_stag_ref *ref, uint64_t off,
+			    void *dst, const void *src, size_t n);
+
+/* Copy into / out of [off, off + n) of the range; -ERANGE past its end.
+ * Inline: most ranges are contiguous, one copy. */
+static inline int sw_stag_ref_write(const struct sw_stag_ref *ref, uint64_t off,
+				    const void *src, size_t n)
+{
+	if (off > ref->len || n > ref->len - off)
+		return -ERANGE;
+	if (n && ref->host)
+		ndk_copy((void *)(ref->host + off), src, n);
+	else if (n)
+		sw_stag_ref_copy_pages(ref, off, NULL, src, n);
+	return 0;
+}
+
+static inline int sw_stag_ref_read(const struct sw_stag_ref *ref, uint64_t off,
+				   void *dst, size_t n)
+{
+	if (off > ref->len || n > ref->len - off)
+		return -ERANGE;
+	if (n && ref->host)
+		ndk_copy(dst, (const void *)(ref->host + off), n);
+	else if (n)
+		sw_stag_ref_copy_pages(ref, off, dst, NULL, n);
+	return 0;
+}
 
 /*
  * Privileged-token SGE check against the adapter's live LAMs
