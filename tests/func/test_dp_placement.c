@@ -4,7 +4,8 @@
  * destination (a receive's SGEs, an STag range, a Read's SGEs), small ones
  * through the receiving thread's buffer. Through the public API: every
  * byte lands where it should and nowhere else, whatever the mix of sizes,
- * the number of SGEs, or the layout of a fast-registered page list.
+ * the number of SGEs, or the layout of a fast-registered page list, and
+ * every byte sent or read out of such a list comes from its page.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,8 @@
 #include <string.h>
 #include "dp_pair.h"
 #include "testutil.h"
+
+enum { SCATTER_PAGES = 40 };
 
 static int setup(void **state)
 {
@@ -91,88 +94,179 @@ static void test_send_over_sges(void **state)
 }
 
 /*
- * A Write into a fast-registered MR whose pages are in reverse order: the
- * tagged range is contiguous, the host memory is not, and each page's
- * bytes land on the page the list names. More pages than one direct read
- * has pieces for: the rest goes in a further read. The verbs provider
- * cannot map scattered pages (STATUS_NOT_SUPPORTED, docs/verbs.md, Fast
- * registration): there the pages go in order, at the host address on siw.
+ * A fast-registered MR over the server's memory at mem, its pages in
+ * reverse order: the tagged range is contiguous, the host memory is not.
+ * The verbs provider cannot map scattered pages (STATUS_NOT_SUPPORTED,
+ * docs/verbs.md, Fast registration): there the pages go in order, at the
+ * host address on siw.
  */
-static void test_write_to_scattered_pages(void **state)
-{
-	enum { PAGES = 40 };
-	uint8_t *mem = P.buf + (8 << 20); /* page-aligned, registered */
-	PMDL mdl = IoAllocateMdl(mem, PAGES * PAGE_SIZE, FALSE, FALSE, NULL);
+struct scattered {
+	uint8_t *mem;
+	NDK_MR *fr;
+	UINT32 tok, ltok; /* remote and local token */
+	uint64_t base;
+	bool reversed;
+	PMDL mdl;
 	union {
 		NDK_LOGICAL_ADDRESS_MAPPING lam;
 		uint8_t raw[sizeof(NDK_LOGICAL_ADDRESS_MAPPING) +
-			    PAGES * sizeof(NDK_LOGICAL_ADDRESS)];
+			    SCATTER_PAGES * sizeof(NDK_LOGICAL_ADDRESS)];
 	} u;
-	NDK_LOGICAL_ADDRESS rev[PAGES];
+};
+
+static void scattered_register(struct scattered *sc, ULONG flags)
+{
+	NDK_LOGICAL_ADDRESS rev[SCATTER_PAGES];
 	const NDK_LOGICAL_ADDRESS *pages;
-	ULONG lam_size = sizeof(u), fbo = 0;
-	NDK_SGE s = sge(A.buf, PAGES * PAGE_SIZE - 100, A.ltok);
+	ULONG lam_size = sizeof(sc->u), fbo = 0;
 	NDK_RESULT_EX res[1];
-	NDK_MR *fr;
-	UINT32 tok;
-	uint64_t base = 0x200000;
-	ULONG flags =
-		NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_ALLOW_LOCAL_WRITE;
-	bool reversed = true;
 	NTSTATUS st;
 	int i;
 
 	cm_require(srv.info.FRMRPageCount > 0, "fast registration");
-	fr = fr_mr_create(PAGES);
+	sc->mem = P.buf + (8 << 20); /* page-aligned, registered */
+	sc->base = 0x200000;
+	sc->reversed = true;
+	sc->mdl = IoAllocateMdl(sc->mem, SCATTER_PAGES * PAGE_SIZE, FALSE,
+				FALSE, NULL);
+	sc->fr = fr_mr_create(SCATTER_PAGES);
 	assert_int_equal(srv.ad->Dispatch->NdkBuildLAM(
-				 srv.ad, mdl, PAGES * PAGE_SIZE, NULL, NULL,
-				 &u.lam, &lam_size, &fbo),
+				 srv.ad, sc->mdl, SCATTER_PAGES * PAGE_SIZE,
+				 NULL, NULL, &sc->u.lam, &lam_size, &fbo),
 			 STATUS_SUCCESS);
-	assert_int_equal(u.lam.AdapterPageCount, PAGES);
+	assert_int_equal(sc->u.lam.AdapterPageCount, SCATTER_PAGES);
 	/* The array is declared with one element (Microsoft's layout). */
 	pages = (const NDK_LOGICAL_ADDRESS
-			 *)(const void *)(u.raw +
+			 *)(const void *)(sc->u.raw +
 					  offsetof(NDK_LOGICAL_ADDRESS_MAPPING,
 						   AdapterPageArray));
-	for (i = 0; i < PAGES; i++)
-		rev[i] = pages[PAGES - 1 - i];
-	st = P.qp->Dispatch->NdkFastRegister(P.qp, (PVOID)4, fr, PAGES, rev, 0,
-					     PAGES * PAGE_SIZE,
-					     (PVOID)(uintptr_t)base, flags);
+	for (i = 0; i < SCATTER_PAGES; i++)
+		rev[i] = pages[SCATTER_PAGES - 1 - i];
+	st = P.qp->Dispatch->NdkFastRegister(
+		P.qp, (PVOID)4, sc->fr, SCATTER_PAGES, rev, 0,
+		SCATTER_PAGES * PAGE_SIZE, (PVOID)(uintptr_t)sc->base, flags);
 	if (cm_provider_is(&srv, "verbs")) {
 		assert_int_equal(st, STATUS_NOT_SUPPORTED);
-		reversed = false;
+		sc->reversed = false;
 		if (cm_device_is(&srv, "siw"))
-			base = (uint64_t)(uintptr_t)mem;
+			sc->base = (uint64_t)(uintptr_t)sc->mem;
 		st = P.qp->Dispatch->NdkFastRegister(
-			P.qp, (PVOID)4, fr, PAGES, pages, 0, PAGES * PAGE_SIZE,
-			(PVOID)(uintptr_t)base, flags);
+			P.qp, (PVOID)4, sc->fr, SCATTER_PAGES, pages, 0,
+			SCATTER_PAGES * PAGE_SIZE, (PVOID)(uintptr_t)sc->base,
+			flags);
 	}
 	assert_int_equal(st, STATUS_SUCCESS);
-	tok = fr->Dispatch->NdkGetRemoteTokenFromMr(fr);
+	sc->tok = sc->fr->Dispatch->NdkGetRemoteTokenFromMr(sc->fr);
+	sc->ltok = sc->fr->Dispatch->NdkGetLocalTokenFromMr(sc->fr);
 	poll_one_ok(srv.cq, res, NdkOperationTypeFastRegister);
+}
 
-	fill(A.buf, PAGES * PAGE_SIZE, 29);
-	memset(mem, 0, PAGES * PAGE_SIZE);
+/* The host address of the byte at off into the tagged range. */
+static uint8_t *scattered_host(const struct scattered *sc, size_t off)
+{
+	size_t pg = off / PAGE_SIZE;
+
+	if (sc->reversed)
+		pg = SCATTER_PAGES - 1 - pg;
+	return sc->mem + pg * PAGE_SIZE + off % PAGE_SIZE;
+}
+
+static void scattered_release(struct scattered *sc)
+{
+	srv.ad->Dispatch->NdkReleaseLAM(srv.ad, &sc->u.lam);
+	IoFreeMdl(sc->mdl);
+}
+
+/*
+ * A Write into the scattered MR: each page's bytes land on the page the
+ * list names. More pages than one direct read has pieces for: the rest
+ * goes in a further read.
+ */
+static void test_write_to_scattered_pages(void **state)
+{
+	struct scattered sc;
+	NDK_SGE s = sge(A.buf, SCATTER_PAGES * PAGE_SIZE - 100, A.ltok);
+	size_t i;
+
+	scattered_register(&sc, NDK_OP_FLAG_ALLOW_REMOTE_WRITE |
+					NDK_OP_FLAG_ALLOW_LOCAL_WRITE);
+	fill(A.buf, SCATTER_PAGES * PAGE_SIZE, 29);
+	memset(sc.mem, 0, SCATTER_PAGES * PAGE_SIZE);
 	/* From 100 bytes into tagged page 0 to the end of the range. */
-	assert_int_equal(A.qp->Dispatch->NdkWrite(A.qp, NULL, &s, 1, base + 100,
-						  tok,
+	assert_int_equal(A.qp->Dispatch->NdkWrite(A.qp, NULL, &s, 1,
+						  sc.base + 100, sc.tok,
 						  NDK_OP_FLAG_SILENT_SUCCESS),
 			 STATUS_SUCCESS);
 	placed_by_send();
-	for (i = 0; i < PAGES; i++) {
-		const uint8_t *host =
-			mem +
-			(size_t)(reversed ? PAGES - 1 - i : i) * PAGE_SIZE;
+	for (i = 0; i < SCATTER_PAGES; i++) {
+		const uint8_t *host = scattered_host(&sc, i * PAGE_SIZE);
 		size_t skip = i ? 0 : 100;
 
 		assert_all(host, skip, 0, "before the Write");
 		assert_memory_equal(host + skip,
-				    A.buf + (size_t)i * PAGE_SIZE + skip - 100,
+				    A.buf + i * PAGE_SIZE + skip - 100,
 				    PAGE_SIZE - skip);
 	}
-	srv.ad->Dispatch->NdkReleaseLAM(srv.ad, &u.lam);
-	IoFreeMdl(mdl);
+	scattered_release(&sc);
+}
+
+/*
+ * Out of the scattered MR, across page boundaries: Reads the peer makes
+ * of it (small ones, whose Read Response is copied out under the STag
+ * table's lock, and a large one) and a small Send the server gathers from
+ * it with its token as a local one. Every byte comes from the page the
+ * list names.
+ */
+static void test_read_from_scattered_pages(void **state)
+{
+	/* Offsets into the tagged range, lengths: each crosses a page. */
+	static const struct {
+		size_t off, len;
+	} rd[] = {
+		{ PAGE_SIZE - 1, 2 },
+		{ PAGE_SIZE - 100, 200 },
+		{ 3 * PAGE_SIZE - 5, 2 * PAGE_SIZE + 9 },
+		{ 100, 20 * PAGE_SIZE },
+	};
+	struct scattered sc;
+	uint8_t *sink = A.buf + (4 << 20);
+	NDK_RESULT_EX res[1];
+	NDK_SGE s;
+	size_t i, k;
+
+	scattered_register(&sc, NDK_OP_FLAG_ALLOW_REMOTE_READ);
+	for (i = 0; i < SCATTER_PAGES * PAGE_SIZE; i++)
+		*scattered_host(&sc, i) = (uint8_t)(i * 7 + i / 251);
+	for (k = 0; k < sizeof(rd) / sizeof(rd[0]); k++) {
+		memset(sink, 0x33, rd[k].len + 16);
+		s = sge(sink + 8, rd[k].len, A.ltok);
+		assert_int_equal(A.qp->Dispatch->NdkRead(A.qp, (PVOID)7, &s, 1,
+							 sc.base + rd[k].off,
+							 sc.tok, 0),
+				 STATUS_SUCCESS);
+		poll_one_ok(cli.cq, res, NdkOperationTypeRead);
+		assert_int_equal(res[0].BytesTransferred, rd[k].len);
+		for (i = 0; i < rd[k].len; i++)
+			if (sink[8 + i] != *scattered_host(&sc, rd[k].off + i))
+				fail_msg("Read %zu: byte %zu of %zu differs", k,
+					 i, rd[k].len);
+		assert_all(sink, 8, 0x33, "before the sink");
+		assert_all(sink + 8 + rd[k].len, 8, 0x33, "after the sink");
+	}
+	/* A small Send gathered from the page boundary. */
+	s = sge((void *)(uintptr_t)(sc.base + PAGE_SIZE - 30), 60, sc.ltok);
+	memset(sink, 0x33, 64 + 16);
+	post_recv(A.qp, 1, sink + 8, 64, A.ltok);
+	assert_int_equal(P.qp->Dispatch->NdkSend(P.qp, (PVOID)2, &s, 1, 0),
+			 STATUS_SUCCESS);
+	poll_one_ok(srv.cq, res, NdkOperationTypeSend);
+	poll_one_ok(cli.cq, res, NdkOperationTypeReceive);
+	assert_int_equal(res[0].BytesTransferred, 60);
+	for (i = 0; i < 60; i++)
+		if (sink[8 + i] != *scattered_host(&sc, PAGE_SIZE - 30 + i))
+			fail_msg("Send: byte %zu of 60 differs", i);
+	assert_all(sink + 8 + 60, 8, 0x33, "after the Send");
+	scattered_release(&sc);
 }
 
 /* A large Read lands in its sink SGEs, with guard bytes untouched. */
@@ -252,6 +346,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gather_over_fpdus, setup,
 						dp_teardown),
 		cmocka_unit_test_setup_teardown(test_write_to_scattered_pages,
+						setup, dp_teardown),
+		cmocka_unit_test_setup_teardown(test_read_from_scattered_pages,
 						setup, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_read_into_sges, setup,
 						dp_teardown),
