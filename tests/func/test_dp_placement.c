@@ -12,6 +12,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "dp_pair.h"
@@ -171,6 +172,17 @@ static uint8_t *scattered_host(const struct scattered *sc, size_t off)
 	return sc->mem + pg * PAGE_SIZE + off % PAGE_SIZE;
 }
 
+/* The len bytes at got are those at off into the tagged range. */
+static void assert_from_pages(const struct scattered *sc, const uint8_t *got,
+			      size_t off, size_t len, const char *what)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (got[i] != *scattered_host(sc, off + i))
+			fail_msg("%s: byte %zu of %zu differs", what, i, len);
+}
+
 static void scattered_release(struct scattered *sc)
 {
 	srv.ad->Dispatch->NdkReleaseLAM(srv.ad, &sc->u.lam);
@@ -233,6 +245,7 @@ static void test_read_from_scattered_pages(void **state)
 	NDK_RESULT_EX res[1];
 	NDK_SGE s;
 	size_t i, k;
+	char what[32];
 
 	scattered_register(&sc, NDK_OP_FLAG_ALLOW_REMOTE_READ);
 	for (i = 0; i < SCATTER_PAGES * PAGE_SIZE; i++)
@@ -246,10 +259,8 @@ static void test_read_from_scattered_pages(void **state)
 				 STATUS_SUCCESS);
 		poll_one_ok(cli.cq, res, NdkOperationTypeRead);
 		assert_int_equal(res[0].BytesTransferred, rd[k].len);
-		for (i = 0; i < rd[k].len; i++)
-			if (sink[8 + i] != *scattered_host(&sc, rd[k].off + i))
-				fail_msg("Read %zu: byte %zu of %zu differs", k,
-					 i, rd[k].len);
+		snprintf(what, sizeof(what), "Read %zu", k);
+		assert_from_pages(&sc, sink + 8, rd[k].off, rd[k].len, what);
 		assert_all(sink, 8, 0x33, "before the sink");
 		assert_all(sink + 8 + rd[k].len, 8, 0x33, "after the sink");
 	}
@@ -262,9 +273,7 @@ static void test_read_from_scattered_pages(void **state)
 	poll_one_ok(srv.cq, res, NdkOperationTypeSend);
 	poll_one_ok(cli.cq, res, NdkOperationTypeReceive);
 	assert_int_equal(res[0].BytesTransferred, 60);
-	for (i = 0; i < 60; i++)
-		if (sink[8 + i] != *scattered_host(&sc, PAGE_SIZE - 30 + i))
-			fail_msg("Send: byte %zu of 60 differs", i);
+	assert_from_pages(&sc, sink + 8, PAGE_SIZE - 30, 60, "Send");
 	assert_all(sink + 8 + 60, 8, 0x33, "after the Send");
 	scattered_release(&sc);
 }
