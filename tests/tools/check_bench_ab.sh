@@ -7,7 +7,9 @@
 # comparison of two configurations of BUILD's ndkperf, as a table and as
 # JSON (every run a positive figure, medians within min-max); a client
 # that cannot reach its server (something else on the port) exits 1 and
-# names the round. Pinned when there are two CPUs.
+# names the round. Pinned when there are two CPUs. --interleave: a sliced
+# latency comparison, and bench/slicer itself (one side runs at a time,
+# in slices; a failing client fails it).
 ab=$1
 build=$2
 # shellcheck source=lib.sh
@@ -21,7 +23,9 @@ grep -Eq '^ab \(libndk\) [0-9.]+, NDKPI 2\.1$' <<<"$out" ||
 
 for args in "" "$build" "-n x $build $build" "--rounds 0 $build $build" \
 	"-p 70000 $build $build" "$build /nonexistent" "--bogus $build $build" \
-	"--lf -t send_lat $build $build"; do
+	"--lf -t send_lat $build $build" "--interleave $build $build" \
+	"--interleave -t send_lat -i x $build $build" \
+	"--interleave --lf -t send_lat $build $build"; do
 	rc=0
 	# shellcheck disable=SC2086 # the words are the arguments
 	"$ab" $args >/dev/null 2>&1 || rc=$?
@@ -51,6 +55,44 @@ for k in ("A", "B", "B/A"):
     s = d[k]
     assert 0 < s["min"] <= s["median"] <= s["max"], (k, s)
 EOF
+
+port=$(free_port)
+out=$("$ab" --interleave -t write_lat -p "$port" --rounds 2 -n 2000 "$build" \
+	"$build") || fail "--interleave: exit status $?"
+grep -Eq '^round  2  A +[0-9.]+  B +[0-9.]+  B/A [0-9.]+$' <<<"$out" ||
+	fail "--interleave: no second round: $out"
+
+# bench/slicer: two clients that record the time as fast as they can.
+# Sliced, the merged record switches between them once a slice, not once
+# a sample; both finish and exit 0. The "servers" are two sleepers.
+slicer=$tmp/slicer
+cc -O2 -o "$slicer" "$(dirname "$ab")/slicer.c" || fail "slicer did not build"
+sleep 30 &
+s1=$!
+sleep 30 &
+s2=$!
+pids+=("$s1" "$s2")
+rec='import time, sys
+t0 = time.monotonic(); v = []
+while time.monotonic() - t0 < 0.3:
+    v.append(time.monotonic())
+print("\n".join(map(repr, v)))'
+"$slicer" -i 0.01 "$s1" "$s2" "$tmp/a" "$tmp/b" -- python3 -c "$rec" -- \
+	python3 -c "$rec" || fail "slicer: exit status $?"
+python3 - "$tmp/a" "$tmp/b" <<'EOF' || fail "slicer did not slice"
+import sys
+a = [(float(x), 0) for x in open(sys.argv[1])]
+b = [(float(x), 1) for x in open(sys.argv[2])]
+m = sorted(a + b)
+switches = sum(1 for i in range(1, len(m)) if m[i][1] != m[i - 1][1])
+assert len(a) > 1000 and len(b) > 1000, (len(a), len(b))
+# 0.3 s of each in 10 ms slices: some 60 switches; unsliced, thousands.
+assert 4 <= switches <= 200, switches
+EOF
+rc=0
+"$slicer" -i 0.01 "$s1" "$s2" "$tmp/a" "$tmp/b" -- true -- false || rc=$?
+[ "$rc" = 1 ] || fail "slicer: a failing client: exit status $rc, not 1"
+kill "$s1" "$s2" 2>/dev/null || true
 
 # Something else on the port, which closes what it accepts: the client
 # reaches no ndkperf server.
