@@ -9,7 +9,7 @@ has no sample on one of its sides (the missing rows are named on stderr).
 
 Every row compares the two sides of one pair of bench/run: the samples of
 each side come from the runs of that pair only, where the two programs ran
-back to back. A row's ratio is the ratio of the two medians, and a target
+back to back, or (sliced pairs) at once, one at a time in short slices. A row's ratio is the ratio of the two medians, and a target
 holds only if that ratio meets it. Beside it, the paired ratio: the ratio
 of the two sides within each repetition, median (min-max) over the
 repetitions, which a machine that changes speed between repetitions moves
@@ -37,19 +37,23 @@ LAT = "usec"
 BW = "MB/s"
 # The rows with targets first (primary), then the secondary rows.
 ROWS = [
-    Row("8 B send one-way p50 (usec)", "send_lat",
+    # The p50 rows with targets come from sliced pairs (bench/slicer: both
+    # sides at once, one running at a time); means, which a slice boundary
+    # inside a round trip would move, from the same pairs run back to back.
+    Row("8 B send one-way p50 (usec), sliced", "send_lat",
         ("send_lat", "p50_usec"), ("tcp_poll_lat", "p50_usec"),
         "busy-poll TCP ping-pong", "lower", 1.10, True),
-    Row("8 B send one-way mean (usec)", "send_lat",
+    Row("8 B send one-way mean (usec)", "send_lat_b2b",
         ("send_lat", "mean_usec"), ("tcp_poll_lat", "mean_usec"),
         "busy-poll TCP ping-pong", "lower", None, True),
-    Row("8 B RDMA Write one-way p50 (usec)", "write_lat",
+    Row("8 B RDMA Write one-way p50 (usec), sliced", "write_lat",
         ("write_lat", "p50_usec"), ("tcp_poll_lat", "p50_usec"),
         "busy-poll TCP ping-pong", "lower", 1.15, True),
     Row("8 B RDMA Write one-way mean (usec), against its own p50",
-        "write_lat", ("write_lat", "mean_usec"), ("write_lat", "p50_usec"),
-        "libndk's p50, same runs", "lower", 1.3, True),
-    Row("8 B RDMA Read round trip p50 (usec)", "read_lat",
+        "write_lat_b2b", ("write_lat", "mean_usec"),
+        ("write_lat", "p50_usec"), "libndk's p50, same runs", "lower", 1.3,
+        True),
+    Row("8 B RDMA Read round trip p50 (usec), sliced", "read_lat",
         ("read_lat", "p50_usec"), ("tcp_poll_lat", "p50_usec"),
         "busy-poll TCP one-way", "lower", 2.3, True),
     Row("64 KiB RDMA Write bandwidth (MB/s)", "write_bw_lf",
@@ -71,6 +75,15 @@ ROWS = [
         "msg_rate_defer_lf", ("msg_rate_defer", "msgs_per_sec"),
         ("lf_msg_rate", "msgs_per_sec"), "libfabric tcp (lf_bench msg_bw 8 B)",
         "higher", 3.0, True),
+    Row("8 B send one-way p50 (usec), back to back", "send_lat_b2b",
+        ("send_lat", "p50_usec"), ("tcp_poll_lat", "p50_usec"),
+        "busy-poll TCP ping-pong", "lower"),
+    Row("8 B RDMA Write one-way p50 (usec), back to back", "write_lat_b2b",
+        ("write_lat", "p50_usec"), ("tcp_poll_lat", "p50_usec"),
+        "busy-poll TCP ping-pong", "lower"),
+    Row("8 B RDMA Read round trip p50 (usec), back to back", "read_lat_b2b",
+        ("read_lat", "p50_usec"), ("tcp_poll_lat", "p50_usec"),
+        "busy-poll TCP one-way", "lower"),
     Row("8 B send one-way p50 (usec)", "send_lat_tcpblk",
         ("send_lat", "p50_usec"), ("tcp_lat", "p50_usec"),
         "blocking TCP ping-pong (tcp_bench lat)", "lower"),
@@ -114,7 +127,8 @@ ROWS = [
 
 # The veth topology repeats these rows (bench/run, VETH_PAIRS); a run
 # without it (BENCH_VETH=0, not root) has none of them.
-VETH = ("send_lat", "write_lat", "read_lat", "write_bw_lf", "send_bw_lf",
+VETH = ("send_lat", "write_lat", "read_lat", "send_lat_b2b", "write_lat_b2b",
+        "read_lat_b2b", "write_bw_lf", "send_bw_lf",
         "read_bw_lf", "write_bw_tcp", "write_bw_nocrc_lf",
         "send_bw_nocrc_lf")
 ROWS += [Row("veth: " + r.label, r.pair + "_veth", r.ours, r.base, r.bname,
@@ -501,7 +515,9 @@ def caption(res):
     return ("`%sREPS=%s bench/run` at commit %s, %s: kernel %s, %s CPUs, "
             "loopback, CRC %s%s, TCP congestion control %s, polling. Ratios "
             "are of the medians of the two sides of a pair, run back to back "
-            "in each repetition; a target holds only if the ratio of medians "
+            "in each repetition, or (rows marked sliced) at once, one side "
+            "running at a time in slices of 5 ms (bench/slicer); a target "
+            "holds only if the ratio of medians "
             "meets it in this run. The paired ratio is the ratio within "
             "each repetition, median (min-max). Rows marked `*` are "
             "secondary (no target)." % (
