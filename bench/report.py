@@ -324,10 +324,20 @@ def cpu_per_gb(samples):
 
 
 def syscalls(samples):
-    """{metric: {"server": {...}, "client": {...}}} per message."""
-    return {m[len("sys_"):]: runs[0]
-            for (p, m, _), runs in samples.items()
-            if p == "syscalls" and runs}
+    """{metric: {"server": {...}, "client": {...}, "runs": n}} per
+    message, each count the median of the runs."""
+    out = {}
+    for (p, m, _), runs in samples.items():
+        if p != "syscalls" or not runs:
+            continue
+        d = {"runs": len(runs)}
+        for side in ("server", "client"):
+            keys = set().union(*(r[side].keys() for r in runs))
+            d[side] = {k: statistics.median(r[side][k] for r in runs
+                                            if k in r[side])
+                       for k in keys}
+        out[m[len("sys_"):]] = d
+    return out
 
 
 def cpu_table(res):
@@ -352,7 +362,9 @@ def syscall_table(res):
     s = res.get("syscalls") or {}
     if not s:
         return []
-    out = ["| Program (one run under perf stat) | server: receive (empty) / "
+    runs = max(d.get("runs", 1) for d in s.values())
+    what = ("one run" if runs == 1 else "median of %d runs" % runs)
+    out = ["| Program (%s under perf stat) | server: receive (empty) / " % what +
            "send / wait / all | client: receive (empty) / send / wait / all |",
            "|---|---|---|"]
     for m in [m + sfx for sfx in ("", "_veth")

@@ -35,8 +35,9 @@ CPU_CAPTION = (
     "and the two sides' ratio within each repetition (paired). On two "
     "cores bandwidth is CPU, so this says where it goes.")
 SYSCALL_CAPTION = (
-    "System calls per 64 KiB message, from one extra run of each program "
-    "with its own server, both under `perf stat` (syscall tracepoints): "
+    "System calls per 64 KiB message, from extra runs of each program "
+    "with its own server, both under `perf stat` (syscall tracepoints; the "
+    "median of each count over three runs since 2026-12-01, one before): "
     "receive (recv*, read*; in brackets those of recvfrom and recvmsg that "
     "found nothing, EAGAIN: a polling receiver's empty polls), send (send*, "
     "write*), wait (poll, epoll) and all system calls, divided by the "
