@@ -9,8 +9,9 @@ has no sample on one of its sides (the missing rows are named on stderr).
 
 Every row compares the two sides of one pair of bench/run: the samples of
 each side come from the runs of that pair only, where the two programs ran
-back to back, or (sliced pairs) at once, one at a time in short slices. A row's ratio is the ratio of the two medians, and a target
-holds only if that ratio meets it. Beside it, the paired ratio: the ratio
+back to back, or (sliced pairs) at once, one at a time in short slices. A
+row's ratio is the ratio of the two medians, and a target holds only if
+that ratio meets it. Beside it, the paired ratio: the ratio
 of the two sides within each repetition, median (min-max) over the
 repetitions, which a machine that changes speed between repetitions moves
 less.
@@ -529,9 +530,8 @@ def caption(res):
             "are of the medians of the two sides of a pair, run back to back "
             "in each repetition, or (rows marked sliced) at once, 100,000 "
             "round trips a side, one side running at a time in slices of 5 "
-            "ms (bench/slicer); a target "
-            "holds only if the ratio of medians "
-            "meets it in this run. The paired ratio is the ratio within "
+            "ms (bench/slicer); a target holds only if the ratio of "
+            "medians meets it in this run. The paired ratio is the ratio within "
             "each repetition, median (min-max). Rows marked `*` are "
             "secondary (no target)." % (
                 "BENCH_QUICK=1 " if m.get("quick") else "", m.get("reps"),
