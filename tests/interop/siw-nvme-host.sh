@@ -297,7 +297,10 @@ gone() {
 gone gone-port 24421 GUEST-GONE 20 -q 2 --timeout 10 load --rw randrw --qd 16 -D 300 --range 400000 16384
 gone gone-silent 24422 GUEST-SILENT 25 -q 2 --timeout 4 load --rw randrw --qd 16 -D 300 --range 500000 16384
 grep -h -e 'controller failed' "$out"/gone-*.err | sed 's/^/  [gone] /'
-grep -q 'controller failed: queue [0-9]*: the controller closed the connection' "$out/gone-port.err" ||
+# The guest's siw closes a queue whose socket still holds unread commands
+# of the load; TCP then ends it with a reset rather than a FIN. Either is
+# the controller ending the connection, as opposed to going silent.
+grep -E -q 'controller failed: queue [0-9]*: the (controller closed the connection|connection was reset)' "$out/gone-port.err" ||
 	bad "gone-port: no lost connection reported"
 grep -q 'controller failed: queue [0-9]*: command .* got no response in 4000 ms' "$out/gone-silent.err" ||
 	bad "gone-silent: no command timeout reported"
