@@ -11,9 +11,12 @@
  *   lf_bench read_bw HOST PORT SIZE ITERS   RMA read bandwidth
  *   lf_bench conn    HOST PORT ITERS        fi_connect with 64 B CM data
  *
- * One JSON object per run on stdout.
+ * One JSON object per run on stdout. SIGINT or SIGTERM ends a bandwidth
+ * run early (bench/slicer --together): it reports the messages it moved
+ * so far, with "interrupted":true.
  */
 #include <endian.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -146,6 +149,13 @@ static char ctx_tx, ctx_rx;
 
 /* The server survives a client that goes away; the client does not. */
 static bool serving;
+static volatile sig_atomic_t stop; /* SIGINT, SIGTERM: end the run here */
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
 
 /* Reaps completions; false once the endpoint failed (server only). */
 static bool poll_cq(struct lf_ep *e)
@@ -201,15 +211,18 @@ static uint32_t next_event(uint32_t want, void *entry, size_t len, bool soft)
 	uint32_t ev;
 	ssize_t n;
 
-	n = fi_eq_sread(eq, &ev, entry, len, -1, 0);
+	/* A stop and continue (bench/slicer) ends the wait with EINTR. */
+	do
+		n = fi_eq_sread(eq, &ev, entry, len, -1, 0);
+	while (n == -FI_EINTR || n == -FI_EAGAIN);
 	if (n < 0 && soft) {
 		fi_eq_readerr(eq, &err, 0);
 		return 0;
 	}
 	if (n < 0) {
 		fi_eq_readerr(eq, &err, 0);
-		fprintf(stderr, "lf_bench: eq error %s\n",
-			fi_strerror(err.err));
+		fprintf(stderr, "lf_bench: eq error %s (%s)\n",
+			fi_strerror(err.err), fi_strerror((int)-n));
 		exit(1);
 	}
 	if (want && ev != want) {
@@ -377,17 +390,23 @@ static int run_bw(int test, const char *host, const char *port, size_t size,
 	struct lf_reply r;
 	struct lf_ep e;
 	uint64_t posted = 0, t0, ns;
+	struct sigaction sa = { .sa_handler = on_stop, .sa_flags = SA_RESTART };
 	unsigned int k;
 	double cpu0;
 	ssize_t rc;
 
 	client_connect(&e, host, port, &h, &r);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	/* Connected, clock not started: bench/slicer --ready waits for it. */
+	if (getenv("NDK_BENCH_READY_STOP"))
+		raise(SIGSTOP);
 	t0 = now_ns();
 	cpu0 = cpu_now();
 	if (test == T_MSG_BW) {
 		for (k = 0; k < 8; k++)
 			post_recv(&e, size, 1);
-		while (e.rx_done * (CREDITS / 2) < iters) {
+		while (e.rx_done * (CREDITS / 2) < iters && !stop) {
 			uint64_t credits = e.rx_done * (CREDITS / 2) + CREDITS;
 
 			while (posted < iters && posted < credits &&
@@ -400,8 +419,11 @@ static int run_bw(int test, const char *host, const char *port, size_t size,
 			for (; k < e.rx_done; k++)
 				post_recv(&e, size, 1);
 		}
+		/* Stopped early: what was posted, all of it sent. */
+		while (e.tx_done < posted)
+			poll_cq(&e);
 	} else {
-		while (e.tx_done < iters) {
+		while (e.tx_done < iters && !stop) {
 			while (posted < iters && posted - e.tx_done < WINDOW) {
 				rc = test == T_WRITE_BW
 					     ? fi_write(e.ep, e.buf, size,
@@ -422,19 +444,24 @@ static int run_bw(int test, const char *host, const char *port, size_t size,
 		/* "done", and the server's answer: every Write placed. */
 		post_recv(&e, size, 1);
 		post_send(&e, 0);
-		while (e.rx_done < 1 || e.tx_done < iters + 1)
+		while (e.rx_done < 1 || e.tx_done < posted + 1)
 			poll_cq(&e);
 	}
+	iters = posted;
 	ns = now_ns() - t0;
+	/* mono_*_ns: as ndkperf's, for bench/slicer's pauses. */
 	printf("{\"test\":\"lf_%s\",\"bytes\":%zu,\"iters\":%llu,"
 	       "\"seconds\":%.6f,\"mb_per_sec\":%.3f,\"usec_per_xfer\":%.3f,"
-	       "\"cpu_sec\":%.3f}\n",
+	       "\"cpu_sec\":%.3f,\"mono_start_ns\":%llu,"
+	       "\"mono_end_ns\":%llu,\"interrupted\":%s}\n",
 	       test == T_MSG_BW	    ? "msg_bw"
 	       : test == T_WRITE_BW ? "write_bw"
 				    : "read_bw",
 	       size, (unsigned long long)iters, (double)ns / 1e9,
 	       (double)(size * iters) * 1e3 / (double)ns,
-	       (double)ns / 1e3 / (double)iters, cpu_now() - cpu0);
+	       iters ? (double)ns / 1e3 / (double)iters : 0, cpu_now() - cpu0,
+	       (unsigned long long)t0, (unsigned long long)(t0 + ns),
+	       stop ? "true" : "false");
 	fi_shutdown(e.ep, 0);
 	ep_close(&e);
 	return 0;

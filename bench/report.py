@@ -38,9 +38,10 @@ LAT = "usec"
 BW = "MB/s"
 # The rows with targets first (primary), then the secondary rows.
 ROWS = [
-    # The p50 rows with targets come from sliced pairs (bench/slicer: both
-    # sides at once, one running at a time); means, which a slice boundary
-    # inside a round trip would move, from the same pairs run back to back.
+    # The p50 and bandwidth rows with targets come from sliced pairs
+    # (bench/slicer: both sides at once, one running at a time; a rate is
+    # over the time its side ran); means, which a slice boundary inside a
+    # round trip would move, from the same latency pairs run back to back.
     Row("8 B send one-way p50 (usec), sliced", "send_lat",
         ("send_lat", "p50_usec"), ("tcp_poll_lat", "p50_usec"),
         "busy-poll TCP ping-pong", "lower", 1.10, True),
@@ -57,16 +58,16 @@ ROWS = [
     Row("8 B RDMA Read round trip p50 (usec), sliced", "read_lat",
         ("read_lat", "p50_usec"), ("tcp_poll_lat", "p50_usec"),
         "busy-poll TCP one-way", "lower", 2.3, True),
-    Row("64 KiB RDMA Write bandwidth (MB/s)", "write_bw_lf",
+    Row("64 KiB RDMA Write bandwidth (MB/s), sliced", "write_bw_lf",
         ("write_bw", "mb_per_sec"), ("lf_write_bw", "mb_per_sec"),
         "libfabric tcp (lf_bench write_bw)", "higher", 1.0, True),
-    Row("64 KiB Send bandwidth (MB/s)", "send_bw_lf",
+    Row("64 KiB Send bandwidth (MB/s), sliced", "send_bw_lf",
         ("send_bw", "mb_per_sec"), ("lf_msg_bw", "mb_per_sec"),
         "libfabric tcp (lf_bench msg_bw)", "higher", 1.0, True),
-    Row("64 KiB RDMA Read bandwidth (MB/s)", "read_bw_lf",
+    Row("64 KiB RDMA Read bandwidth (MB/s), sliced", "read_bw_lf",
         ("read_bw", "mb_per_sec"), ("lf_read_bw", "mb_per_sec"),
         "libfabric tcp (lf_bench read_bw)", "higher", 1.0, True),
-    Row("64 KiB RDMA Write bandwidth (MB/s)", "write_bw_tcp",
+    Row("64 KiB RDMA Write bandwidth (MB/s), sliced", "write_bw_tcp",
         ("write_bw", "mb_per_sec"), ("tcp_poll_bw", "mb_per_sec"),
         "busy-poll TCP stream", "higher", 0.8, True),
     Row("4 QPs aggregate 64 KiB RDMA Write bandwidth (MB/s)",
@@ -528,9 +529,11 @@ def caption(res):
     return ("`%sREPS=%s bench/run` at commit %s, %s: kernel %s, %s CPUs, "
             "loopback, CRC %s%s, TCP congestion control %s, polling. Ratios "
             "are of the medians of the two sides of a pair, run back to back "
-            "in each repetition, or (rows marked sliced) at once, 100,000 "
-            "round trips a side, one side running at a time in slices of 5 "
-            "ms (bench/slicer); a target holds only if the ratio of "
+            "in each repetition, or (rows marked sliced) at once, one side "
+            "running at a time (bench/slicer): latency in slices of 5 ms, "
+            "100,000 round trips a side; bandwidth in slices of 20 ms, "
+            "60,000 messages a side until the first ends, its rate over the "
+            "time it ran; a target holds only if the ratio of "
             "medians meets it in this run. The paired ratio is the ratio within "
             "each repetition, median (min-max). Rows marked `*` are "
             "secondary (no target)." % (

@@ -21,13 +21,17 @@
  * per message unless the kernel splits it. Sends block: a stream's
  * sender that spins on send(MSG_DONTWAIT) instead reached a third of the
  * bandwidth on a 2-vCPU VM. The stream lands every message in the same
- * SIZE-byte buffer, as an RDMA Write bandwidth test does.
+ * SIZE-byte buffer, as an RDMA Write bandwidth test does. SIGINT or
+ * SIGTERM ends a stream early (bench/slicer --together): the client
+ * closes its side, waits until the server has read everything and closed
+ * too, and reports the messages sent, with "interrupted":true.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -307,8 +311,17 @@ static double cpu_now(void)
 	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
+static volatile sig_atomic_t stop; /* SIGINT, SIGTERM: end the stream */
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
 static int poll_bw(const char *host, int port, uint32_t size, long iters)
 {
+	struct sigaction sa = { .sa_handler = on_stop, .sa_flags = SA_RESTART };
 	struct poll_hello h = { .mode = POLL_BW,
 				.size = size,
 				.iters = (uint64_t)iters };
@@ -324,22 +337,37 @@ static int poll_bw(const char *host, int port, uint32_t size, long iters)
 			strerror(errno));
 		return 1;
 	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	/* Connected, clock not started: bench/slicer --ready waits for it. */
+	if (getenv("NDK_BENCH_READY_STOP"))
+		raise(SIGSTOP);
 	t0 = now_ns();
 	cpu0 = cpu_now();
-	for (i = 0; i < iters; i++)
+	for (i = 0; i < iters && !stop; i++)
 		if (full(fd, buf, size, 1))
 			break;
-	if (i < iters || spin_recv(fd, &ack, 1)) {
+	if (stop) {
+		/* The server reads to our FIN, then closes: all of it read. */
+		shutdown(fd, SHUT_WR);
+		while (recv(fd, &ack, 1, 0) > 0)
+			;
+		iters = i;
+	} else if (i < iters || spin_recv(fd, &ack, 1)) {
 		fprintf(stderr, "tcp_bench poll-bw: %s\n", strerror(errno));
 		return 1;
 	}
 	ns = now_ns() - t0;
 	close(fd);
+	/* mono_*_ns: as ndkperf's, for bench/slicer's pauses. */
 	printf("{\"test\":\"tcp_poll_bw\",\"bytes\":%u,\"iters\":%ld,"
-	       "\"seconds\":%.6f,\"mb_per_sec\":%.3f,\"cpu_sec\":%.3f}\n",
+	       "\"seconds\":%.6f,\"mb_per_sec\":%.3f,\"cpu_sec\":%.3f,"
+	       "\"mono_start_ns\":%llu,\"mono_end_ns\":%llu,"
+	       "\"interrupted\":%s}\n",
 	       size, iters, (double)ns / 1e9,
 	       (double)size * (double)iters * 1e3 / (double)ns,
-	       cpu_now() - cpu0);
+	       cpu_now() - cpu0, (unsigned long long)t0,
+	       (unsigned long long)(t0 + ns), stop ? "true" : "false");
 	free(buf);
 	return 0;
 }

@@ -89,6 +89,37 @@ assert len(a) > 1000 and len(b) > 1000, (len(a), len(b))
 # 0.3 s of each in 10 ms slices: some 60 switches; unsliced, thousands.
 assert 4 <= switches <= 200, switches
 EOF
+# --ready --together -r, as for a rate: A sets up slowly (0.2 s) and B at
+# once, B would run forever and A 0.3 s. Both timed parts must start
+# together (after both stopped themselves) and end together (B stopped by
+# SIGINT when A exits), each side running about half of that stretch.
+cli='import os, signal, sys, time
+if sys.argv[1] == "slow":
+    time.sleep(0.2)
+if os.environ.get("NDK_BENCH_READY_STOP"):
+    os.kill(os.getpid(), signal.SIGSTOP)
+t0 = t = time.monotonic_ns()
+try:
+    while t - t0 < float(sys.argv[2]) * 1e9:
+        t = time.monotonic_ns()
+except KeyboardInterrupt:
+    pass
+print(t0, t)'
+"$slicer" -i 0.01 --ready --together -r "$tmp/runs" "$s1" "$s2" "$tmp/a" \
+	"$tmp/b" -- python3 -c "$cli" slow 0.3 -- python3 -c "$cli" fast 30 ||
+	fail "slicer --ready --together: exit status $?"
+python3 - "$tmp/a" "$tmp/b" "$tmp/runs" <<'EOF' || fail "slicer --ready --together -r: wrong"
+import sys
+(a0, a1), (b0, b1) = [map(int, open(f).read().split()) for f in sys.argv[1:3]]
+assert abs(a0 - b0) < 50e6 and abs(a1 - b1) < 50e6, (a0, a1, b0, b1)
+ran = {"A": 0, "B": 0}
+for line in open(sys.argv[3]):
+    side, x, y = line.split()
+    lo, hi = (a0, a1) if side == "A" else (b0, b1)
+    ran[side] += max(0, min(int(y), hi) - max(int(x), lo))
+for side, (lo, hi) in (("A", (a0, a1)), ("B", (b0, b1))):
+    assert 0.3 < ran[side] / (hi - lo) < 0.7, (side, ran, lo, hi)
+EOF
 rc=0
 "$slicer" -i 0.01 "$s1" "$s2" "$tmp/a" "$tmp/b" -- true -- false || rc=$?
 [ "$rc" = 1 ] || fail "slicer: a failing client: exit status $rc, not 1"

@@ -35,6 +35,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1589,6 +1590,9 @@ struct perf_row {
 	uint64_t iters, tx_iters, rx_iters;
 	uint64_t total;
 	double seconds;
+	/* CLOCK_MONOTONIC at the ends of the timed run, so that a harness that
+	 * pauses the process (bench/slicer) can take its pauses out. */
+	uint64_t mono_start_ns, mono_end_ns;
 	double usec_per_xfer; /* latency tests: the mean; else wall / xfer */
 	bool has_lat;
 	struct perf_lat_stats lat;
@@ -1764,6 +1768,10 @@ static void print_json(void)
 		json_uint(&j, "iters", r->iters);
 		json_uint(&j, "total_bytes", r->total);
 		json_double(&j, "seconds", r->seconds, 6);
+		if (r->mono_end_ns > r->mono_start_ns) {
+			json_uint(&j, "mono_start_ns", r->mono_start_ns);
+			json_uint(&j, "mono_end_ns", r->mono_end_ns);
+		}
 		json_double(&j, "mb_per_sec",
 			    r->seconds > 0 ? (double)r->total / r->seconds / 1e6
 					   : 0,
@@ -1881,6 +1889,10 @@ static void *data_worker(void *arg)
 	s->rtok = le32toh(cc.reply.token);
 	if (opt.duration > 0)
 		s->deadline_ns = tool_now_ns() + (uint64_t)(opt.duration * 1e9);
+	/* Connected, clock not started: a harness that starts two runs'
+	 * timed parts together (bench/slicer) waits for this stop. */
+	if (getenv("NDK_BENCH_READY_STOP"))
+		raise(SIGSTOP);
 	wk->ok = side_run(s);
 	if (!wk->ok && s->passive && tool_stop && s->err == SIDE_GONE) {
 		/* Interrupted: what arrived so far is the result. */
@@ -2098,6 +2110,8 @@ static int client_data(size_t size)
 		 * that happen not to overlap do not count as aggregate
 		 * bandwidth. */
 		row.seconds = last > first ? (double)(last - first) / 1e9 : 0;
+		row.mono_start_ns = first;
+		row.mono_end_ns = last;
 		row.tx_iters = workers_done(wk, nw, false);
 		row.rx_iters = workers_done(wk, nw, true);
 		row.iters = row.tx_iters + row.rx_iters;
