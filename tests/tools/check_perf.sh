@@ -161,6 +161,9 @@ for r in doc["results"]:
         assert r["bytes"] == 0 or r["mb_per_sec"] > 0, r
         assert r["cpu_sec"] >= 0 and r["cpu_percent"] >= 0, r
         assert r["server_cpu_percent"] >= 0, r
+        # The timed run on CLOCK_MONOTONIC, for bench/slicer.
+        wall = (r["mono_end_ns"] - r["mono_start_ns"]) / 1e9
+        assert abs(wall - r["seconds"]) < 2e-6, r
 PY
 	echo "ok: ndkperf $name"
 }
@@ -176,6 +179,29 @@ for t in send_bw write_bw read_bw; do
 	run "$t" -t "$t" -n 100
 done
 run send_lat_sizes -t send_lat -S 4m -n 5
+
+# NDK_BENCH_READY_STOP: the client stops itself once connected, before
+# its clock starts, and runs on when continued.
+NDK_BENCH_READY_STOP=1 "$ndkperf" -j -t write_bw -n 100 "127.0.0.1:$port" \
+	>"$tmp/ready.json" 2>"$tmp/ready.log" &
+ready=$!
+pids+=("$ready")
+for _ in $(seq 100); do
+	[ "$(awk '{ print $3 }' "/proc/$ready/stat" 2>/dev/null)" = T ] && break
+	sleep 0.1
+done
+[ "$(awk '{ print $3 }' "/proc/$ready/stat" 2>/dev/null)" = T ] ||
+	fail "NDK_BENCH_READY_STOP: the client did not stop itself"
+t_stop=$(python3 -c 'import time; print(time.monotonic_ns())')
+sleep 0.3
+kill -CONT "$ready"
+wait "$ready" || fail "NDK_BENCH_READY_STOP: exit $? after SIGCONT"
+python3 - "$tmp/ready.json" "$t_stop" <<'PY' || fail "NDK_BENCH_READY_STOP: its clock ran while stopped"
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+assert r["iters"] == 100 and r["mono_start_ns"] > int(sys.argv[2]) + 2e8, r
+PY
+echo "ok: ndkperf NDK_BENCH_READY_STOP"
 run write_lat_mem_only -t write_lat -m -n 300
 run write_lat_events -t write_lat -e -n 300
 run write_bw_events -t write_bw -e -q 2 -n 100
