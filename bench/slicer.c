@@ -22,8 +22,7 @@
  * do): A is started and waited for, then B, and only then does slicing
  * begin, so that neither side's setup (libfabric's takes about 0.3 s)
  * falls in the other's timed part. When one client has exited, the other
- * side runs
- * to its end unsliced; with --together, it is sent SIGINT first, which
+ * side runs to its end unsliced; with --together, it is sent SIGINT, which
  * must make it report what it measured so far and exit (ndkperf,
  * lf_bench and tcp_bench's streams do), so that both sides measured the
  * same stretch of time.
@@ -179,7 +178,10 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(argv[1], "--together") ||
 		    !strcmp(argv[1], "--ready")) {
-			*(argv[1][2] == 't' ? &together : &wait_ready) = 1;
+			if (!strcmp(argv[1], "--together"))
+				together = 1;
+			else
+				wait_ready = 1;
 			argc--;
 			argv++;
 			continue;
