@@ -707,13 +707,42 @@ NDK_HOT int sw_dp_rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
  * alone for NDK_RX_GATE_NS (docs/performance.md, "The receive gate").
  * Only a payload received in place is gated: small FPDUs, and every
  * message's first bytes, are read at once.
+ *
+ * A sender that posts back to back writes whole segments and leads its
+ * next write with the rest (dp_tx.c, the tail hold), so the rest of a
+ * payload comes a whole post of the sender later: tens of microseconds
+ * when the sender is slow, a dozen empty reads at NDK_RX_GATE_NS. So the
+ * first empty read of a wait gates for three quarters of what such waits
+ * have lasted lately (at most RX_GATE_WAIT_MAX times NDK_RX_GATE_NS),
+ * and the reads after it for NDK_RX_GATE_NS each.
  */
+#define RX_GATE_WAIT_MAX 8
+
 static void rx_gate(struct sw_dp *dp)
 {
-	if (dp->rx_gate_ns_max)
-		atomic_store_explicit(&dp->rx_gate_ns,
-				      ndk_now_ns() + dp->rx_gate_ns_max,
-				      memory_order_relaxed);
+	struct sw_dp_rx *rx = dp->rx;
+	uint64_t now, d;
+
+	if (!dp->rx_gate_ns_max)
+		return;
+	now = ndk_now_ns();
+	d = dp->rx_gate_ns_max;
+	if (!rx->wait_from_ns) {
+		rx->wait_from_ns = now;
+		d = MAX(d, MIN((uint64_t)rx->wait_est_ns * 3 / 4,
+			       d * RX_GATE_WAIT_MAX));
+	}
+	atomic_store_explicit(&dp->rx_gate_ns, now + d, memory_order_relaxed);
+}
+
+/* The rest of a payload arrived after a wait: how long it took. */
+static void rx_gate_waited(struct sw_dp_rx *rx, uint32_t max)
+{
+	uint64_t w = ndk_now_ns() - rx->wait_from_ns;
+
+	w = MIN(w, (uint64_t)max * RX_GATE_WAIT_MAX * 2);
+	rx->wait_est_ns = (uint32_t)((rx->wait_est_ns * 3ull + w) / 4);
+	rx->wait_from_ns = 0;
 }
 
 /*
@@ -742,6 +771,8 @@ static int rx_pass(struct sw_dp *dp, int *budget, bool *got)
 		if (ret != 1) {
 			if (ret == -EAGAIN)
 				rx_gate(dp);
+			else if (dp->rx->wait_from_ns)
+				rx_gate_waited(dp->rx, dp->rx_gate_ns_max);
 			ret = ret == -EAGAIN ? 1 : ret;
 			goto next;
 		}
@@ -756,6 +787,8 @@ static int rx_pass(struct sw_dp *dp, int *budget, bool *got)
 			ret = n == -EAGAIN || n == -EINTR ? 1 : (int)n;
 		else {
 			*got = true;
+			if (dp->rx->wait_from_ns)
+				rx_gate_waited(dp->rx, dp->rx_gate_ns_max);
 			sw_dp_traffic(dp, &dp->rx_traffic, false, (uint64_t)n,
 				      0, false);
 			ret = sw_dp_rx_bytes(dp, buf, (size_t)n, false);

@@ -73,6 +73,11 @@ struct sw_dp_rx {
 	 * payload behind them is received in place (a large message ends
 	 * with a small FPDU, its rest). */
 	uint8_t small_run;
+	/* The receive gate (dp_rx.c, rx_gate): when the current wait for the
+	 * rest of a payload began (0: not waiting), and how long such waits
+	 * have lasted lately. */
+	uint64_t wait_from_ns;
+	uint32_t wait_est_ns;
 	uint32_t ended; /* messages whose last FPDU arrived, ever */
 	uint8_t term[RDMAP_TERM_BODY_MAX];
 	size_t term_len;
