@@ -71,14 +71,6 @@ static void usage(FILE *f)
 		"Exit status: 0 ok, 1 a client failed or timed out, 2 usage.\n");
 }
 
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* The slice log (-r): when each side's current slice began (0: stopped). */
 static FILE *runs;
 static unsigned long long since[2];
@@ -90,6 +82,11 @@ static unsigned long long now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (unsigned long long)t.tv_sec * 1000000000ull +
 	       (unsigned long long)t.tv_nsec;
+}
+
+static double now(void)
+{
+	return (double)now_ns() / 1e9;
 }
 
 /* Side I starts (go) or ends (!go) a slice. */

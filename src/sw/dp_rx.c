@@ -735,12 +735,16 @@ static void rx_gate(struct sw_dp *dp)
 	atomic_store_explicit(&dp->rx_gate_ns, now + d, memory_order_relaxed);
 }
 
-/* The rest of a payload arrived after a wait: how long it took. */
-static void rx_gate_waited(struct sw_dp_rx *rx, uint32_t max)
+/* Bytes arrived: if after a wait, how long it took. */
+static void rx_gate_waited(struct sw_dp *dp)
 {
-	uint64_t w = ndk_now_ns() - rx->wait_from_ns;
+	struct sw_dp_rx *rx = dp->rx;
+	uint64_t w;
 
-	w = MIN(w, (uint64_t)max * RX_GATE_WAIT_MAX * 2);
+	if (!rx->wait_from_ns)
+		return;
+	w = ndk_now_ns() - rx->wait_from_ns;
+	w = MIN(w, (uint64_t)dp->rx_gate_ns_max * RX_GATE_WAIT_MAX * 2);
 	rx->wait_est_ns = (uint32_t)((rx->wait_est_ns * 3ull + w) / 4);
 	rx->wait_from_ns = 0;
 }
@@ -771,8 +775,8 @@ static int rx_pass(struct sw_dp *dp, int *budget, bool *got)
 		if (ret != 1) {
 			if (ret == -EAGAIN)
 				rx_gate(dp);
-			else if (dp->rx->wait_from_ns)
-				rx_gate_waited(dp->rx, dp->rx_gate_ns_max);
+			else
+				rx_gate_waited(dp);
 			ret = ret == -EAGAIN ? 1 : ret;
 			goto next;
 		}
@@ -787,8 +791,7 @@ static int rx_pass(struct sw_dp *dp, int *budget, bool *got)
 			ret = n == -EAGAIN || n == -EINTR ? 1 : (int)n;
 		else {
 			*got = true;
-			if (dp->rx->wait_from_ns)
-				rx_gate_waited(dp->rx, dp->rx_gate_ns_max);
+			rx_gate_waited(dp);
 			sw_dp_traffic(dp, &dp->rx_traffic, false, (uint64_t)n,
 				      0, false);
 			ret = sw_dp_rx_bytes(dp, buf, (size_t)n, false);
