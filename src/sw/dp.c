@@ -306,7 +306,18 @@ static void backstop_fn(struct ndk_timer *t)
 
 	uint64_t polls = atomic_load_explicit(&dp->polls, memory_order_relaxed);
 
-	ndk_lock(&dp->lock);
+	/*
+	 * Held: a consumer is posting or polling right now, which is what
+	 * the tick looks for; the next one looks again. Waiting instead
+	 * queued the engine behind a streaming sender that takes the lock
+	 * again before the woken engine runs: some thirty futex waits and
+	 * wakes a tick (docs/performance.md, "The backstop does not wait").
+	 */
+	if (!ndk_trylock(&dp->lock)) {
+		if (!ndk_timer_start(dp->sock.engine, t, BACKSTOP_MAX_MS))
+			return;
+		ndk_lock(&dp->lock);
+	}
 	/* A tail held since the last tick goes now (dp_tx.c). */
 	sw_dp_tx_release_locked(dp);
 	if (sw_dp_attached(dp)) {
