@@ -769,7 +769,8 @@ static int small_copy(struct sw_dp *dp, const struct sw_wqe *w, uint8_t *dst)
  * failing, and as for batch_write's callers, its end reports it. Lock
  * held.
  */
-static int small_send(struct sw_dp *dp, size_t len, bool fin, uint32_t fin_idx)
+static NDK_HOT int small_send(struct sw_dp *dp, size_t len, bool fin,
+			      uint32_t fin_idx)
 {
 	uint8_t *b = dp->tx.small;
 	uint32_t reg = dp->crc ? crc32c_update(crc32c_init(), b, len) : 0;

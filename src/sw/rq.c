@@ -154,8 +154,11 @@ NDK_HOT void sw_rq_complete(struct sw_rq *rq, struct sw_rqe *rqe,
 	/* An error status satisfies a SOLICITED arm anyway (NDK_FN_ARM_CQ). */
 	rq_push(rq, rqe->ctx, status, bytes, type, tsco, solicited);
 	rq->done++;
-	/* Flushed receives queued behind this one may go now. */
-	rq_push_flushed_locked(rq);
+	/* Flushed receives queued behind this one may go now; there are none
+	 * unless a flush ran while this one was being filled (the call stays
+	 * off the code pages of a message's path). */
+	if (rq->done != rq->head)
+		rq_push_flushed_locked(rq);
 	ndk_unlock(&rq->lock);
 }
 
