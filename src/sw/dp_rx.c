@@ -706,15 +706,18 @@ NDK_HOT int sw_dp_rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
  * delivery then waits for. So the consumer's polls leave the socket
  * alone for NDK_RX_GATE_NS (docs/performance.md, "The receive gate").
  * Only a payload received in place is gated: small FPDUs, and every
- * message's first bytes, are read at once.
+ * message's first bytes, are read at once. A short read (fewer bytes than
+ * the payload still needs) found the socket empty too; it gates as well
+ * while the sender streams (rx_note_end), so a wait starts without the
+ * empty read that would prove it.
  *
  * A sender that posts back to back writes whole segments and leads its
  * next write with the rest (dp_tx.c, the tail hold), so the rest of a
  * payload comes a whole post of the sender later: tens of microseconds
  * when the sender is slow, a dozen empty reads at NDK_RX_GATE_NS. So the
- * first empty read of a wait gates for three quarters of what such waits
- * have lasted lately (at most RX_GATE_WAIT_MAX times NDK_RX_GATE_NS),
- * and the reads after it for NDK_RX_GATE_NS each.
+ * first gate of a wait lasts three quarters of what such waits have
+ * lasted lately (at most RX_GATE_WAIT_MAX times NDK_RX_GATE_NS), and
+ * each one after it NDK_RX_GATE_NS.
  */
 #define RX_GATE_WAIT_MAX 8
 
@@ -750,6 +753,20 @@ static void rx_gate_waited(struct sw_dp *dp)
 }
 
 /*
+ * After a read: if it ended a message, whether bytes came behind that end
+ * (the parser stopped inside an FPDU, or more than one message ended). A
+ * receiver that finished a payload only waits for the next while its
+ * sender streams.
+ */
+static void rx_note_end(struct sw_dp_rx *rx, uint32_t ended)
+{
+	if (rx->ended == ended)
+		return;
+	rx->streaming = rx->ended - ended > 1 ||
+			rx->parser.state != FPDU_RX_HDR || rx->parser.have;
+}
+
+/*
  * Receives and processes what the socket has, up to budget reads; rx_lock
  * held. Returns 0 (drained or budget spent) or a negative errno when the
  * connection ended.
@@ -757,7 +774,7 @@ static void rx_gate_waited(struct sw_dp *dp)
 static int rx_pass(struct sw_dp *dp, int *budget, bool *got)
 {
 	uint8_t *buf = rx_thread_buf();
-	uint32_t ended;
+	uint32_t ended, before;
 	int ret;
 
 	if (!buf)
@@ -771,13 +788,23 @@ static int rx_pass(struct sw_dp *dp, int *budget, bool *got)
 		ssize_t n;
 
 		(*budget)--;
+		before = dp->rx->ended;
 		ret = sw_dp_rx_direct(dp, buf, got);
 		if (ret != 1) {
-			if (ret == -EAGAIN)
-				rx_gate(dp);
-			else
+			if (ret != -EAGAIN)
 				rx_gate_waited(dp);
-			ret = ret == -EAGAIN ? 1 : ret;
+			if (!ret)
+				rx_note_end(dp->rx, before);
+			/* Found empty, or emptied by a short read while the
+			 * sender streams: the rest comes with its next post,
+			 * and a read now would find nothing. From a sender
+			 * that does not, it may be a moment away. */
+			if (ret == SW_DP_RX_SHORT)
+				ret = dp->rx->streaming ? -EAGAIN : 0;
+			if (ret == -EAGAIN) {
+				rx_gate(dp);
+				ret = 1;
+			}
 			goto next;
 		}
 		/* Among large FPDUs: a header's worth, the payload direct. */
@@ -795,6 +822,8 @@ static int rx_pass(struct sw_dp *dp, int *budget, bool *got)
 			sw_dp_traffic(dp, &dp->rx_traffic, false, (uint64_t)n,
 				      0, false);
 			ret = sw_dp_rx_bytes(dp, buf, (size_t)n, false);
+			if (!ret)
+				rx_note_end(dp->rx, before);
 			/* Fewer bytes than asked: the socket was empty a
 			 * moment ago. A message that ended in this pass (a
 			 * completion, a Write's last byte) goes to the

@@ -180,5 +180,7 @@ NDK_HOT int sw_dp_rx_direct(struct sw_dp *dp, uint8_t *probe, bool *got)
 	direct_put(&d);
 	if (!ret && (size_t)n > d.len)
 		ret = sw_dp_rx_bytes(dp, probe, (size_t)n - d.len, false);
+	if (!ret && (size_t)n < d.len)
+		ret = SW_DP_RX_SHORT;
 	return ret;
 }

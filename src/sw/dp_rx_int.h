@@ -78,6 +78,9 @@ struct sw_dp_rx {
 	 * have lasted lately. */
 	uint64_t wait_from_ns;
 	uint32_t wait_est_ns;
+	/* The read that brought the last message's end brought bytes
+	 * behind it too: its sender posts back to back (rx_note_end). */
+	bool streaming;
 	uint32_t ended; /* messages whose last FPDU arrived, ever */
 	uint8_t term[RDMAP_TERM_BODY_MAX];
 	size_t term_len;
@@ -124,8 +127,11 @@ int sw_dp_rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
  * One read of the rest of the current payload in place, then up to
  * RX_PROBE bytes behind it into probe. Returns 1 if the payload is not
  * received in place (the caller reads into its buffer), else as one step
- * of sw_dp_rx_pass: 0 go on, -EAGAIN drained, or a negative errno.
+ * of sw_dp_rx_pass: 0 go on, SW_DP_RX_SHORT bytes placed but fewer than
+ * the payload still needs (the socket is empty now), -EAGAIN drained, or
+ * a negative errno.
  */
+#define SW_DP_RX_SHORT 2
 int sw_dp_rx_direct(struct sw_dp *dp, uint8_t *probe, bool *got);
 
 /* Pins the current Write FPDU's range (rx->hdr) unless it is pinned: 0, or
