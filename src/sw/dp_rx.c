@@ -477,6 +477,7 @@ static NDK_HOT int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
 
 	if (ev->last)
 		rx->ended++;
+	rx->cont = !ev->last;
 
 	if (rx->target == RX_WRITE) {
 		if (ev->crc_ok && rx->holding) {
@@ -767,6 +768,24 @@ static void rx_note_end(struct sw_dp_rx *rx, uint32_t ended)
 }
 
 /*
+ * The parser stopped inside an FPDU of a large message from a sender that
+ * streams: the rest comes with that sender's next post. A message of one
+ * small FPDU is read again at once, as a small message always was, and so
+ * is a Read Response: its completion frees one of the few Reads the
+ * requester may have outstanding (ORD), and the next Read waits on it.
+ */
+static bool rx_mid_stream(const struct sw_dp_rx *rx)
+{
+	const struct fpdu_rx *p = &rx->parser;
+
+	if (!rx->streaming || (p->state == FPDU_RX_HDR && !p->have) ||
+	    rx->target == RX_READ_RESP)
+		return false;
+	return rx->cont ||
+	       (p->state != FPDU_RX_HDR && p->payload_len >= RX_DIRECT_MIN);
+}
+
+/*
  * Receives and processes what the socket has, up to budget reads; rx_lock
  * held. Returns 0 (drained or budget spent) or a negative errno when the
  * connection ended.
@@ -814,9 +833,11 @@ static int rx_pass(struct sw_dp *dp, int *budget, bool *got)
 		n = sw_sys_recv(dp->sock.fd, buf, want, MSG_DONTWAIT);
 		if (n == 0)
 			ret = -EPIPE;
-		else if (n < 0)
+		else if (n < 0) {
 			ret = n == -EAGAIN || n == -EINTR ? 1 : (int)n;
-		else {
+			if (n == -EAGAIN && rx_mid_stream(dp->rx))
+				rx_gate(dp);
+		} else {
 			*got = true;
 			rx_gate_waited(dp);
 			sw_dp_traffic(dp, &dp->rx_traffic, false, (uint64_t)n,
@@ -825,13 +846,21 @@ static int rx_pass(struct sw_dp *dp, int *budget, bool *got)
 			if (!ret)
 				rx_note_end(dp->rx, before);
 			/* Fewer bytes than asked: the socket was empty a
-			 * moment ago. A message that ended in this pass (a
-			 * completion, a Write's last byte) goes to the
-			 * consumer now, not after one more recv() that finds
-			 * nothing; in the middle of one, the next read is as
-			 * likely to find more. */
-			if (!ret && (size_t)n < want && dp->rx->ended != ended)
+			 * moment ago. In the middle of an FPDU from a sender
+			 * that streams, the rest comes with its next post, as
+			 * for a payload received in place. Otherwise a
+			 * message that ended in this pass (a completion, a
+			 * Write's last byte) goes to the consumer now, not
+			 * after one more recv() that finds nothing; in the
+			 * middle of one, the next read is as likely to find
+			 * more. */
+			if (!ret && (size_t)n < want && rx_mid_stream(dp->rx)) {
+				rx_gate(dp);
 				ret = 1;
+			} else if (!ret && (size_t)n < want &&
+				   dp->rx->ended != ended) {
+				ret = 1;
+			}
 		}
 next:
 		/* A Read Response or a Terminate goes out before the next

@@ -81,6 +81,7 @@ struct sw_dp_rx {
 	/* The read that brought the last message's end brought bytes
 	 * behind it too: its sender posts back to back (rx_note_end). */
 	bool streaming;
+	bool cont; /* the FPDU being received continues a message */
 	uint32_t ended; /* messages whose last FPDU arrived, ever */
 	uint8_t term[RDMAP_TERM_BODY_MAX];
 	size_t term_len;
