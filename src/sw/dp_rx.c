@@ -706,11 +706,13 @@ NDK_HOT int sw_dp_rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
  * again, and each such read takes the socket's lock, which the sender's
  * delivery then waits for. So the consumer's polls leave the socket
  * alone for NDK_RX_GATE_NS (docs/performance.md, "The receive gate").
- * Only a payload received in place is gated: small FPDUs, and every
- * message's first bytes, are read at once. A short read (fewer bytes than
- * the payload still needs) found the socket empty too; it gates as well
- * while the sender streams (rx_note_end), so a wait starts without the
- * empty read that would prove it.
+ * A payload received in place is gated, and so is an FPDU of a large
+ * message that the copy path left unfinished while its sender streams
+ * (rx_mid_stream); small messages, and every message's first bytes, are
+ * read at once. A short read (fewer bytes than asked for) found the
+ * socket empty too; it gates as well while the sender streams
+ * (rx_note_end), so a wait starts without the empty read that would
+ * prove it.
  *
  * A sender that posts back to back writes whole segments and leads its
  * next write with the rest (dp_tx.c, the tail hold), so the rest of a
