@@ -770,11 +770,13 @@ static void rx_note_end(struct sw_dp_rx *rx, uint32_t ended)
 }
 
 /*
- * The parser stopped inside an FPDU of a large message from a sender that
- * streams: the rest comes with that sender's next post. A message of one
- * small FPDU is read again at once, as a small message always was, and so
- * is a Read Response: its completion frees one of the few Reads the
- * requester may have outstanding (ORD), and the next Read waits on it.
+ * The copy path stopped inside an FPDU of a large message from a sender
+ * that streams: the rest comes with that sender's next post. A message of
+ * one small FPDU is read again at once, as a small message always was,
+ * and so is the copy path's part of a Read Response (its trailer, its
+ * small last FPDU): its completion frees one of the few Reads the
+ * requester may have outstanding (ORD). A direct read of a Read
+ * Response's payload is gated like any other (rx_pass).
  */
 static bool rx_mid_stream(const struct sw_dp_rx *rx)
 {
