@@ -858,12 +858,13 @@ static int rx_pass(struct sw_dp *dp, int *budget, bool *got)
 			 * after one more recv() that finds nothing; in the
 			 * middle of one, the next read is as likely to find
 			 * more. */
-			if (!ret && (size_t)n < want && rx_mid_stream(dp->rx)) {
-				rx_gate(dp);
-				ret = 1;
-			} else if (!ret && (size_t)n < want &&
-				   dp->rx->ended != ended) {
-				ret = 1;
+			if (!ret && (size_t)n < want) {
+				if (rx_mid_stream(dp->rx)) {
+					rx_gate(dp);
+					ret = 1;
+				} else if (dp->rx->ended != ended) {
+					ret = 1;
+				}
 			}
 		}
 next:
