@@ -63,13 +63,23 @@ static void engine_wake_locked(struct ndk_engine *e)
 {
 	uint64_t one = 1;
 	ssize_t r;
+	int old;
 
 	NDK_ASSERT_LOCKED(&e->lock);
 
+	/*
+	 * write() is a cancellation point, and a consumer's thread gets here
+	 * from NdkGetCqResults (a poller taking over receiving arms its
+	 * backstop timer) with the engine's lock and a QP's lock held: a
+	 * pending pthread_cancel would end the thread here and leave both
+	 * held for ever (sw/sysio.h says the same of the socket calls).
+	 */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	/* EAGAIN means the counter is saturated: already readable. */
 	do
 		r = write(e->wakefd, &one, sizeof(one));
 	while (r < 0 && errno == EINTR);
+	pthread_setcancelstate(old, NULL);
 }
 
 static void engine_drain_wakefd(struct ndk_engine *e)
