@@ -655,6 +655,84 @@ static NDK_HOT int rx_whole(struct sw_dp *dp, const struct fpdu_ev *ev)
 	return rx_end(dp, ev);
 }
 
+/*
+ * Header prediction, as in TCP's fast path: the common small message is a
+ * whole Send FPDU, the last of its message, on QN 0, for the next MSN, at
+ * offset 0, with a receive posted for it. Such an FPDU is recognised by
+ * comparing its header with the one predicted, its CRC checked, and its
+ * payload placed and completed here, without the parser's events and the
+ * handlers' dispatch: on a ping-pong of small Sends that is a tenth of
+ * the round trip over the busy-poll floor (docs/performance.md, "Header
+ * prediction"). Anything else is left to the parser, byte for byte, and
+ * reaches the verdict it always did: an FPDU this declines before taking
+ * a receive is untouched; one it declines after (its payload does not
+ * fit, or an SGE fails) keeps that receive in rx->rqe, which rx_header
+ * uses as its own. Returns the bytes consumed: the FPDU's, or 0.
+ */
+#define RX_PREDICT_HDR_LEN (MPA_FPDU_HDR_LEN + DDP_UNTAGGED_HDR_LEN)
+
+static NDK_HOT size_t rx_predict_send(struct sw_dp *dp, const uint8_t *p,
+				      size_t n)
+{
+	struct sw_dp_rx *rx = dp->rx;
+	size_t ulpdu, len, body;
+	struct sw_rqe *rqe;
+	unsigned int op;
+	uint32_t i;
+
+	/* Between FPDUs, between messages, with no Send in progress; the
+	 * DDP control byte exact (untagged, last, version 1, reserved 0). */
+	if (n < RX_PREDICT_HDR_LEN + MPA_FPDU_CRC_LEN ||
+	    rx->parser.state != FPDU_RX_HDR || rx->parser.have || rx->rqe ||
+	    rx->send_dropped || rx->cont ||
+	    p[MPA_FPDU_HDR_LEN] != (DDP_CTRL_LAST | DDP_VERSION))
+		return 0;
+	/* RDMAP version 1, reserved 0, Send or Send with SE; QN 0, the next
+	 * MSN, MO 0 (RFC 5041 4.3). The Invalidate STag field of a Send is
+	 * reserved and ignored, as rx_header does. */
+	op = p[MPA_FPDU_HDR_LEN + 1] ^ (RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT);
+	if ((op != RDMAP_SEND && op != RDMAP_SEND_SE) ||
+	    get_be32(p + MPA_FPDU_HDR_LEN + 6) ||
+	    get_be32(p + MPA_FPDU_HDR_LEN + 10) != rx->msn_send ||
+	    get_be32(p + MPA_FPDU_HDR_LEN + 14))
+		return 0;
+	ulpdu = get_be16(p);
+	body = MPA_FPDU_HDR_LEN + ulpdu + mpa_fpdu_pad(ulpdu);
+	if (ulpdu < DDP_UNTAGGED_HDR_LEN || ulpdu > rx->parser.max_ulpdu ||
+	    n < body + MPA_FPDU_CRC_LEN ||
+	    (dp->crc && crc32c_final(crc32c_update(crc32c_init(), p, body)) !=
+				crc32c_get_trailer(p + body)))
+		return 0;
+	/* As rx_header takes a receive for a message's first FPDU. */
+	rqe = sw_rq_take(dp->qp.rq);
+	if (!rqe)
+		return 0;
+	rx->rqe = rqe;
+	rx->recv_len = 0;
+	for (i = 0; i < rqe->nsge; i++)
+		rx->recv_len += rqe->sge[i].Length;
+	rx->recv_bytes = 0;
+	rx->recv_overflow = false;
+	len = ulpdu - DDP_UNTAGGED_HDR_LEN;
+	if (len > rx->recv_len ||
+	    place_sgl(dp, rqe->sge, rqe->nsge, 0, p + RX_PREDICT_HDR_LEN, len))
+		return 0;
+	/* What rx_whole's HEADER, PAYLOAD and END would have left. */
+	rx->rqe = NULL;
+	rx->target = RX_SEND;
+	rx->recv_bytes = (uint32_t)len;
+	rx->msn_send++;
+	rx->ended++;
+	rx->parser.hdr_in = false; /* a later Terminate quotes no stale one */
+	rx->parser.body_in = false;
+	rx->parser.stream_off += body + MPA_FPDU_CRC_LEN;
+	rx_count_payload(rx, len);
+	rx_count_fpdu(dp, ulpdu);
+	sw_rq_complete(dp->qp.rq, rqe, STATUS_SUCCESS, (uint32_t)len,
+		       NdkOperationTypeReceive, 0, op == RDMAP_SEND_SE);
+	return body + MPA_FPDU_CRC_LEN;
+}
+
 /* ------------------------------------------------------------------ */
 /* Socket readiness                                                   */
 
@@ -662,9 +740,16 @@ NDK_HOT int sw_dp_rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
 			   bool placed)
 {
 	struct fpdu_ev ev;
-	size_t off = 0;
+	size_t off = 0, n;
 	int ret;
 
+	/* Predicted small Sends first (rx_predict_send); a payload received
+	 * in place is never at an FPDU's start. */
+	while (!placed && off < len &&
+	       (n = rx_predict_send(dp, buf + off, len - off)))
+		off += n;
+	if (off && off == len)
+		return 0;
 	for (;;) {
 		off += fpdu_rx_step(&dp->rx->parser, buf + off, len - off, &ev);
 		switch (ev.type) {

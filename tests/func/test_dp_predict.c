@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Header prediction of small Sends (src/sw/dp_rx.c, rx_predict_send)
+ * changes how a whole Send FPDU is received, never what the consumer or
+ * the peer sees: FPDUs it takes and FPDUs it leaves to the parser, side
+ * by side in one read, complete in MSN order with their bytes; one that
+ * starts in an earlier read is not taken halfway, nor is a Write's
+ * payload that looks like a Send FPDU; a Send longer than its
+ * receive completes that receive once, with STATUS_BUFFER_OVERFLOW, and
+ * the Terminate; a Send with no receive posted gets its Terminate and
+ * completes nothing. Against a raw client (rawpeer_dp.h), CRC on.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <string.h>
+#include <unistd.h>
+#include "rawpeer_dp.h"
+#include "testutil.h"
+
+#define SLOT 256 /* each receive's place in P.buf */
+
+/* A Send FPDU (QN 0, MO 0, the L bit) of len bytes of v into b: RDMAP
+ * control rdmap (0x43 Send, 0x45 Send with SE), DDP control ddp. */
+static size_t send_fpdu(uint8_t *b, uint8_t ddp, uint8_t rdmap, uint32_t msn,
+			size_t len, uint8_t v)
+{
+	uint8_t u[18 + 128];
+
+	assert_true(len <= 128);
+	ddp_untagged_hdr(u, ddp, rdmap, 0, msn, 0);
+	memset(u + 18, v, len);
+	return fpdu_build(b, u, 18 + len, true);
+}
+
+/* The next result on srv.cq is receive ctx, with len bytes of v in its
+ * slot and nothing written behind them. */
+static void expect_recv(uintptr_t ctx, size_t len, uint8_t v)
+{
+	NDK_RESULT_EX res;
+	uint8_t *slot = P.buf + ctx * SLOT;
+
+	assert_int_equal(poll_cq(srv.cq, &res, 1), 1);
+	expect_result(&res, ctx, NdkOperationTypeReceive, STATUS_SUCCESS);
+	assert_int_equal(res.BytesTransferred, len);
+	assert_all(slot, len, v, "the Send's bytes");
+	assert_all(slot + len, SLOT - len, 0xee, "behind the Send");
+}
+
+/* P's QP with n receives of 128 bytes posted (ctx 1..n), accepted from a
+ * raw client; returns the client's socket. */
+static int accept_with_receives(int n)
+{
+	int i;
+
+	memset(P.buf, 0xee, (size_t)(n + 1) * SLOT);
+	P.qp = big_qp(&srv);
+	for (i = 1; i <= n; i++)
+		post_recv(P.qp, (uintptr_t)i, P.buf + i * SLOT, 128, P.ltok);
+	return dp_raw_client_accepted(4, 0);
+}
+
+/*
+ * Five Sends in one write: two that prediction takes (one empty), a Send
+ * with SE, one it leaves to the parser (a reserved DDP bit set and an
+ * Invalidate STag field, both ignored for a Send), and one it takes
+ * again behind that: five receives in order, each with its bytes.
+ */
+static void test_sends_in_one_write(void **state)
+{
+	uint8_t b[1024];
+	size_t n = 0, at;
+	int fd;
+
+	(void)state;
+	fd = accept_with_receives(5);
+	n += send_fpdu(b + n, 0x41, 0x43, 1, 8, 0x11);
+	n += send_fpdu(b + n, 0x41, 0x43, 2, 0, 0);
+	n += send_fpdu(b + n, 0x41, 0x45, 3, 13, 0x33);
+	at = n;
+	n += send_fpdu(b + n, 0x45, 0x43, 4, 40, 0x44);
+	/* The Invalidate STag field (after the two control bytes); the CRC
+	 * is made again over it. */
+	{
+		uint8_t u[18 + 40];
+
+		ddp_untagged_hdr(u, 0x45, 0x43, 0, 4, 0);
+		put_be32(u + 2, 0x12345678);
+		memset(u + 18, 0x44, 40);
+		assert_int_equal(fpdu_build(b + at, u, sizeof(u), true),
+				 n - at);
+	}
+	n += send_fpdu(b + n, 0x41, 0x43, 5, 100, 0x55);
+	raw_send(fd, b, n);
+
+	expect_recv(1, 8, 0x11);
+	expect_recv(2, 0, 0);
+	expect_recv(3, 13, 0x33);
+	expect_recv(4, 40, 0x44);
+	expect_recv(5, 100, 0x55);
+	assert_cq_quiet(srv.cq);
+	close(fd);
+}
+
+/*
+ * A Send whose first bytes came in an earlier read, and a whole one
+ * behind its rest: the second is not mistaken for the start of the
+ * stream's next FPDU before the first ends, and both complete in order.
+ */
+static void test_send_after_partial_fpdu(void **state)
+{
+	uint8_t b[512];
+	size_t n1, n;
+	int fd;
+
+	(void)state;
+	fd = accept_with_receives(2);
+	n1 = send_fpdu(b, 0x41, 0x43, 1, 60, 0x61);
+	n = n1 + send_fpdu(b + n1, 0x41, 0x43, 2, 8, 0x62);
+	raw_send(fd, b, 10);
+	usleep(QUIET_MS * 1000);
+	assert_cq_quiet(srv.cq);
+	raw_send(fd, b + 10, n - 10);
+	expect_recv(1, 60, 0x61);
+	expect_recv(2, 8, 0x62);
+	assert_cq_quiet(srv.cq);
+	close(fd);
+}
+
+/*
+ * A Write whose payload holds what looks like a whole Send FPDU for the
+ * next MSN, its header in one read and its payload in the next: the
+ * payload is the Write's, placed in its range, and no receive completes
+ * until the real Send behind it, whose bytes it gets.
+ */
+static void test_write_payload_like_a_send(void **state)
+{
+	uint8_t u[14 + 64], fake[64], b[512];
+	uint8_t *range = P.buf + 8 * SLOT;
+	NDK_MR *mr;
+	UINT32 tok;
+	size_t n, k;
+	int fd;
+
+	(void)state;
+	fd = accept_with_receives(1);
+	mr = reg_range(srv.pd, range, 4096, NDK_MR_FLAG_ALLOW_REMOTE_WRITE);
+	tok = mr->Dispatch->NdkGetRemoteTokenFromMr(mr);
+	memset(fake, 0x5f, sizeof(fake));
+	k = send_fpdu(fake, 0x41, 0x43, 1, 8, 0x99);
+	assert_true(k <= sizeof(fake));
+	ddp_tagged_hdr(u, 0xc1, 0x40, tok, (uint64_t)(uintptr_t)range);
+	memcpy(u + 14, fake, sizeof(fake));
+	n = fpdu_build(b, u, sizeof(u), true);
+	n += send_fpdu(b + n, 0x41, 0x43, 1, 8, 0x12);
+	raw_send(fd, b, 2 + 14);
+	usleep(QUIET_MS * 1000);
+	raw_send(fd, b + 2 + 14, n - 2 - 14);
+	expect_recv(1, 8, 0x12);
+	assert_memory_equal(range, fake, sizeof(fake));
+	assert_cq_quiet(srv.cq);
+	close(fd);
+}
+
+/* The FPDUs from P up to a Terminate with this DDP untagged code. */
+static void expect_untagged_terminate(int fd, unsigned int ecode)
+{
+	uint8_t t[256];
+	size_t tlen;
+
+	tlen = raw_read_fpdu(fd, t, sizeof(t), WAIT_MS);
+	dp_raw_assert_term_cause(t, tlen, 1, 2, ecode);
+	if (!tu_wait_until(disc_seen, &P, WAIT_MS))
+		fail_msg("no disconnect event");
+}
+
+/*
+ * A whole small Send longer than the receive at the head of the RQ: that
+ * receive completes once, with STATUS_BUFFER_OVERFLOW and nothing written
+ * past it, the Terminate says "too long" (DDP untagged, 5), and the flush
+ * completes the receive behind it only.
+ */
+static void test_send_longer_than_receive(void **state)
+{
+	NDK_RESULT_EX res;
+	uint8_t b[256];
+	int fd;
+
+	(void)state;
+	memset(P.buf, 0xee, 3 * SLOT);
+	P.qp = big_qp(&srv);
+	post_recv(P.qp, 1, P.buf + SLOT, 16, P.ltok);
+	post_recv(P.qp, 2, P.buf + 2 * SLOT, 128, P.ltok);
+	fd = dp_raw_client_accepted(4, 0);
+	raw_send(fd, b, send_fpdu(b, 0x41, 0x43, 1, 64, 0x71));
+	assert_int_equal(poll_cq(srv.cq, &res, 1), 1);
+	expect_result(&res, 1, NdkOperationTypeReceive, STATUS_BUFFER_OVERFLOW);
+	assert_all(P.buf + SLOT + 16, SLOT - 16, 0xee, "past the receive");
+	expect_untagged_terminate(fd, 0x05);
+	P.qp->Dispatch->NdkFlush(P.qp);
+	assert_int_equal(poll_cq(srv.cq, &res, 1), 1);
+	expect_result(&res, 2, NdkOperationTypeReceive, STATUS_CANCELLED);
+	assert_cq_quiet(srv.cq);
+	close(fd);
+}
+
+/* A whole small Send with no receive posted: the Terminate "no buffer"
+ * (DDP untagged, 2), and nothing completes. */
+static void test_send_without_receive(void **state)
+{
+	uint8_t b[256];
+	int fd;
+
+	(void)state;
+	P.qp = big_qp(&srv);
+	fd = dp_raw_client_accepted(4, 0);
+	raw_send(fd, b, send_fpdu(b, 0x41, 0x43, 1, 8, 0x81));
+	expect_untagged_terminate(fd, 0x02);
+	P.qp->Dispatch->NdkFlush(P.qp);
+	assert_cq_quiet(srv.cq);
+	close(fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_sends_in_one_write,
+						dp_setup_hosts, dp_teardown),
+		cmocka_unit_test_setup_teardown(test_send_after_partial_fpdu,
+						dp_setup_hosts, dp_teardown),
+		cmocka_unit_test_setup_teardown(test_write_payload_like_a_send,
+						dp_setup_hosts, dp_teardown),
+		cmocka_unit_test_setup_teardown(test_send_longer_than_receive,
+						dp_setup_hosts, dp_teardown),
+		cmocka_unit_test_setup_teardown(test_send_without_receive,
+						dp_setup_hosts, dp_teardown),
+	};
+
+	cm_software_only();
+	dp_set_env();
+	return cmocka_run_group_tests_name("dp_predict", tests, NULL, NULL);
+}
