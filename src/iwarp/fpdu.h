@@ -336,4 +336,50 @@ bool fpdu_seg_next(struct fpdu_seg *s, struct ddp_hdr *h, size_t *off,
 size_t fpdu_seg_at(const struct ddp_hdr *msg, size_t msg_len, size_t off,
 		   size_t max_payload, struct ddp_hdr *h);
 
+/* ---- The predicted header of a small message ------------------------- */
+
+/*
+ * A whole Send FPDU (untagged, last, QN 0, MO 0, RDMAP Send or Send with
+ * SE; RFC 5041 4.3, RFC 5040 4.1 and 4.4) is most of what a ping-pong of
+ * small messages carries, and both ends know its header in advance but
+ * for the MSN and the length: header prediction, as in TCP's fast path.
+ * FPDU_SEND_HDR_LEN bytes: MPA length, DDP and RDMAP control, the
+ * Invalidate STag field (reserved in a Send), QN, MSN, MO.
+ */
+#define FPDU_SEND_HDR_LEN (MPA_FPDU_HDR_LEN + DDP_UNTAGGED_HDR_LEN)
+
+/* That header into b, for a payload of len bytes (the caller keeps it
+ * within the MULPDU). */
+static inline void fpdu_send_hdr_put(uint8_t *b, uint32_t msn, size_t len,
+				     bool se)
+{
+	put_be16(b, (uint16_t)(DDP_UNTAGGED_HDR_LEN + len));
+	b[2] = DDP_CTRL_LAST | DDP_VERSION;
+	b[3] = (uint8_t)(RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT |
+			 (se ? RDMAP_SEND_SE : RDMAP_SEND));
+	put_be32(b + 4, 0);
+	put_be32(b + 8, DDP_QN_SEND);
+	put_be32(b + 12, msn);
+	put_be32(b + 16, 0);
+}
+
+/*
+ * Whether the FPDU_SEND_HDR_LEN bytes at b are that header for msn, with
+ * reserved bits clear (a header with any set is left to the parser, which
+ * ignores them); its ULPDU_Length is then get_be16(b), and *se whether it
+ * is a Send with SE. The Invalidate STag field is not looked at.
+ */
+static inline bool fpdu_send_hdr_match(const uint8_t *b, uint32_t msn, bool *se)
+{
+	unsigned int op = b[3] ^ (RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT);
+
+	if (b[2] != (DDP_CTRL_LAST | DDP_VERSION) ||
+	    (op != RDMAP_SEND && op != RDMAP_SEND_SE) ||
+	    get_be32(b + 8) != DDP_QN_SEND || get_be32(b + 12) != msn ||
+	    get_be32(b + 16) || get_be16(b) < DDP_UNTAGGED_HDR_LEN)
+		return false;
+	*se = op == RDMAP_SEND_SE;
+	return true;
+}
+
 #endif /* NDK_IWARP_FPDU_H */

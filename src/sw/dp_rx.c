@@ -669,37 +669,24 @@ static NDK_HOT int rx_whole(struct sw_dp *dp, const struct fpdu_ev *ev)
  * fit, or an SGE fails) keeps that receive in rx->rqe, which rx_header
  * uses as its own. Returns the bytes consumed: the FPDU's, or 0.
  */
-#define RX_PREDICT_HDR_LEN (MPA_FPDU_HDR_LEN + DDP_UNTAGGED_HDR_LEN)
-
 static NDK_HOT size_t rx_predict_send(struct sw_dp *dp, const uint8_t *p,
 				      size_t n)
 {
 	struct sw_dp_rx *rx = dp->rx;
 	size_t ulpdu, len, body;
 	struct sw_rqe *rqe;
-	unsigned int op;
 	uint32_t i;
+	bool se;
 
-	/* Between FPDUs, between messages, with no Send in progress; the
-	 * DDP control byte exact (untagged, last, version 1, reserved 0). */
-	if (n < RX_PREDICT_HDR_LEN + MPA_FPDU_CRC_LEN ||
+	/* Between FPDUs, between messages, with no Send in progress. */
+	if (n < FPDU_SEND_HDR_LEN + MPA_FPDU_CRC_LEN ||
 	    rx->parser.state != FPDU_RX_HDR || rx->parser.have || rx->rqe ||
 	    rx->send_dropped || rx->cont ||
-	    p[MPA_FPDU_HDR_LEN] != (DDP_CTRL_LAST | DDP_VERSION))
-		return 0;
-	/* RDMAP version 1, reserved 0, Send or Send with SE; QN 0, the next
-	 * MSN, MO 0 (RFC 5041 4.3). The Invalidate STag field of a Send is
-	 * reserved and ignored, as rx_header does. */
-	op = p[MPA_FPDU_HDR_LEN + 1] ^ (RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT);
-	if ((op != RDMAP_SEND && op != RDMAP_SEND_SE) ||
-	    get_be32(p + MPA_FPDU_HDR_LEN + 6) ||
-	    get_be32(p + MPA_FPDU_HDR_LEN + 10) != rx->msn_send ||
-	    get_be32(p + MPA_FPDU_HDR_LEN + 14))
+	    !fpdu_send_hdr_match(p, rx->msn_send, &se))
 		return 0;
 	ulpdu = get_be16(p);
 	body = MPA_FPDU_HDR_LEN + ulpdu + mpa_fpdu_pad(ulpdu);
-	if (ulpdu < DDP_UNTAGGED_HDR_LEN || ulpdu > rx->parser.max_ulpdu ||
-	    n < body + MPA_FPDU_CRC_LEN ||
+	if (ulpdu > rx->parser.max_ulpdu || n < body + MPA_FPDU_CRC_LEN ||
 	    (dp->crc && crc32c_final(crc32c_update(crc32c_init(), p, body)) !=
 				crc32c_get_trailer(p + body)))
 		return 0;
@@ -715,7 +702,7 @@ static NDK_HOT size_t rx_predict_send(struct sw_dp *dp, const uint8_t *p,
 	rx->recv_overflow = false;
 	len = ulpdu - DDP_UNTAGGED_HDR_LEN;
 	if (len > rx->recv_len ||
-	    place_sgl(dp, rqe->sge, rqe->nsge, 0, p + RX_PREDICT_HDR_LEN, len))
+	    place_sgl(dp, rqe->sge, rqe->nsge, 0, p + FPDU_SEND_HDR_LEN, len))
 		return 0;
 	/* What rx_whole's HEADER, PAYLOAD and END would have left. */
 	rx->rqe = NULL;
@@ -729,7 +716,7 @@ static NDK_HOT size_t rx_predict_send(struct sw_dp *dp, const uint8_t *p,
 	rx_count_payload(rx, len);
 	rx_count_fpdu(dp, ulpdu);
 	sw_rq_complete(dp->qp.rq, rqe, STATUS_SUCCESS, (uint32_t)len,
-		       NdkOperationTypeReceive, 0, op == RDMAP_SEND_SE);
+		       NdkOperationTypeReceive, 0, se);
 	return body + MPA_FPDU_CRC_LEN;
 }
 

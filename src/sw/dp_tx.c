@@ -1048,15 +1048,15 @@ static bool sgl_valid(struct sw_dp *dp, const NDK_SGE *sgl, ULONG nsge,
 }
 
 /*
- * Takes dp->lock and a free SQ slot, zeroed, with op, flags and context
- * filled in. On failure the lock is not held and *status says why.
+ * With dp->lock held, a free SQ slot, zeroed, with op, flags and context
+ * filled in. On failure the lock is released and *status says why.
  */
-static NDK_HOT struct sw_wqe *sq_begin(struct sw_dp *dp, enum sw_wqe_op op,
-				       PVOID ctx, ULONG flags, NTSTATUS *status)
+static NDK_HOT struct sw_wqe *sq_begin_locked(struct sw_dp *dp,
+					      enum sw_wqe_op op, PVOID ctx,
+					      ULONG flags, NTSTATUS *status)
 {
 	struct sw_wqe *w;
 
-	ndk_lock(&dp->lock);
 	if (!sw_dp_attached(dp)) {
 		ndk_unlock(&dp->lock);
 		*status = STATUS_CONNECTION_INVALID;
@@ -1073,6 +1073,81 @@ static NDK_HOT struct sw_wqe *sq_begin(struct sw_dp *dp, enum sw_wqe_op op,
 	w->flags = flags;
 	w->ctx = ctx;
 	return w;
+}
+
+/* sq_begin_locked, taking dp->lock first. */
+static struct sw_wqe *sq_begin(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
+			       ULONG flags, NTSTATUS *status)
+{
+	ndk_lock(&dp->lock);
+	return sq_begin_locked(dp, op, ctx, flags, status);
+}
+
+/*
+ * Send prediction, the other half of the receiver's (dp_rx.c,
+ * rx_predict_send): a Send of up to SW_TX_SMALL bytes in one SGE or
+ * inline, without DEFER or an Invalidate, posted onto an empty SQ with
+ * nothing else to send, is one FPDU whose header is known
+ * (fpdu_send_hdr_put). It is built in the small buffer and written with
+ * one send from here, without the general path (sq_posted_locked,
+ * tx_run, tx_small); the SQ slot it takes holds what its completion, and
+ * a write the socket takes only part of, need. A source SGE that fails
+ * its lookup is left to the general path, which fails the request.
+ * Lock held; false: nothing was done.
+ */
+static NDK_HOT bool tx_predict_send(struct sw_dp *dp, PVOID ctx,
+				    const NDK_SGE *sgl, ULONG nsge, ULONG flags,
+				    uint32_t len)
+{
+	uint8_t *b = dp->tx.small;
+	struct sw_wqe *w;
+	uint32_t idx = dp->sq.tail;
+	ULONG i;
+
+	if ((flags & NDK_OP_FLAG_DEFER) || dp->sq.done != idx ||
+	    !sw_dp_attached(dp) || dp->tx.left || dp->tx.held ||
+	    dp->tx.term_len || dp->tx.terminated ||
+	    dp->irq.head != dp->irq.tail || len > SW_TX_SMALL ||
+	    len > fpdu_max_payload(dp->mulpdu, false))
+		return false;
+	if (flags & NDK_OP_FLAG_INLINE) {
+		uint8_t *p = b + FPDU_SEND_HDR_LEN;
+
+		for (i = 0; i < nsge; i++) {
+			ndk_copy(p, sgl[i].VirtualAddress, sgl[i].Length);
+			p += sgl[i].Length;
+		}
+	} else if (nsge > 1) {
+		return false;
+	} else if (len &&
+		   sw_stag_sge_read(dp->stags, dp->qp.pd_id,
+				    sgl[0].MemoryRegionToken,
+				    (uint64_t)(uintptr_t)sgl[0].VirtualAddress,
+				    b + FPDU_SEND_HDR_LEN, len)) {
+		return false;
+	}
+	fpdu_send_hdr_put(b, dp->tx.msn_send, len,
+			  flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+	w = sw_dp_sq_slot(dp, idx);
+	memset(w, 0, sizeof(*w));
+	w->op = SW_WQE_SEND;
+	w->flags = flags;
+	w->ctx = ctx;
+	w->length = len;
+	w->done_bytes = len;
+	w->state = SW_WQE_ACTIVE;
+	dp->sq.tail = dp->sq.rung = dp->sq.next = idx + 1;
+	dp->tx.msn_send++;
+	if (small_send(dp, FPDU_SEND_HDR_LEN + len, true, idx) > 0) {
+		w->state = SW_WQE_DONE;
+		w->status = STATUS_SUCCESS;
+		sw_dp_complete_locked(dp);
+	} else {
+		/* The rest is in the batch, or the connection is failing:
+		 * as after tx_small. */
+		tx_run(dp, tx_hold_ok(dp));
+	}
+	return true;
 }
 
 static uint64_t sgl_length(const NDK_SGE *sgl, ULONG nsge)
@@ -1098,7 +1173,13 @@ NDK_HOT NTSTATUS sw_dp_post_send(struct sw_dp *dp, PVOID ctx,
 	if ((nsge && !sgl) || (!inl && nsge > dp->qp.max_sge) ||
 	    (inl && len > dp->qp.inline_size) || len > dp->max_transfer)
 		return STATUS_INVALID_PARAMETER;
-	w = sq_begin(dp, SW_WQE_SEND, ctx, flags, &status);
+	ndk_lock(&dp->lock);
+	if (!invalidate &&
+	    tx_predict_send(dp, ctx, sgl, nsge, flags, (uint32_t)len)) {
+		ndk_unlock(&dp->lock);
+		return STATUS_SUCCESS;
+	}
+	w = sq_begin_locked(dp, SW_WQE_SEND, ctx, flags, &status);
 	if (!w)
 		return status;
 	w->length = (uint32_t)len;

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Header prediction of small Sends (src/sw/dp_rx.c, rx_predict_send)
- * changes how a whole Send FPDU is received, never what the consumer or
- * the peer sees: FPDUs it takes and FPDUs it leaves to the parser, side
- * by side in one read, complete in MSN order with their bytes; one that
- * starts in an earlier read is not taken halfway, nor is a Write's
- * payload that looks like a Send FPDU; a Send longer than its
+ * Header prediction of small Sends (src/sw/dp_rx.c, rx_predict_send;
+ * src/sw/dp_tx.c, tx_predict_send) changes how a whole Send FPDU is
+ * received and sent, never what the consumer or the peer sees. Sent,
+ * predicted Sends and the others carry the same headers, MSNs and bytes
+ * and complete in order. Received, FPDUs it takes and FPDUs it leaves to
+ * the parser, side by side in one read, complete in MSN order with their
+ * bytes; one that starts in an earlier read is not taken halfway, nor is
+ * a Write's payload that looks like a Send FPDU; a Send longer than its
  * receive completes that receive once, with STATUS_BUFFER_OVERFLOW, and
  * the Terminate; a Send with no receive posted gets its Terminate and
- * completes nothing. Against a raw client (rawpeer_dp.h), CRC on.
+ * completes nothing. Against raw peers (rawpeer_dp.h), CRC on.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -222,6 +224,69 @@ static void test_send_without_receive(void **state)
 	close(fd);
 }
 
+/* The next FPDU from A is a whole Send: RDMAP control rdmap, msn, and
+ * the len bytes at data. */
+static void expect_send_fpdu(int fd, uint8_t rdmap, uint32_t msn,
+			     const uint8_t *data, size_t len)
+{
+	uint8_t u[18 + 256];
+
+	assert_int_equal(raw_read_fpdu(fd, u, sizeof(u), WAIT_MS), 18 + len);
+	assert_int_equal(u[0], 0x41); /* untagged, last, DDP version 1 */
+	assert_int_equal(u[1], rdmap);
+	assert_int_equal(get_be32(u + 6), 0); /* QN */
+	assert_int_equal(get_be32(u + 10), msn);
+	assert_int_equal(get_be32(u + 14), 0); /* MO */
+	if (len)
+		assert_memory_equal(u + 18, data, len);
+}
+
+/*
+ * The transmit side's prediction (dp_tx.c, tx_predict_send) against the
+ * general path, Send after Send to a raw server: a Send, a Send with SE
+ * and an inline Send (predicted), a Send of two SGEs (not), a Send whose
+ * token names nothing (not: it fails, sends nothing and takes no MSN) and
+ * an empty Send: each FPDU with the next MSN and its bytes, and the
+ * completions in order with their statuses.
+ */
+static void test_sends_on_the_wire(void **state)
+{
+	struct dp_raw_server r;
+	uint8_t *src = A.buf, two_bytes[12];
+	NDK_SGE two[2], bad;
+
+	(void)state;
+	fill(src, 512, 5);
+	dp_raw_server_connect(&r, 0);
+	post_send(A.qp, 1, src, 8, A.ltok, 0);
+	expect_send_fpdu(r.fd, 0x43, 1, src, 8);
+	post_send(A.qp, 2, src + 8, 13, A.ltok,
+		  NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+	expect_send_fpdu(r.fd, 0x45, 2, src + 8, 13);
+	two[0] = sge(src, 5, A.ltok);
+	two[1] = sge(src + 100, 7, A.ltok);
+	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, (PVOID)3, two, 2, 0),
+			 STATUS_SUCCESS);
+	memcpy(two_bytes, src, 5);
+	memcpy(two_bytes + 5, src + 100, 7);
+	expect_send_fpdu(r.fd, 0x43, 3, two_bytes, 12);
+	post_send(A.qp, 4, src + 200, 20, A.ltok, NDK_OP_FLAG_INLINE);
+	expect_send_fpdu(r.fd, 0x43, 4, src + 200, 20);
+	bad = sge(src, 8, A.ltok + 0x1000);
+	assert_int_equal(A.qp->Dispatch->NdkSend(A.qp, (PVOID)5, &bad, 1, 0),
+			 STATUS_SUCCESS);
+	post_send(A.qp, 6, src + 300, 0, A.ltok, 0);
+	expect_send_fpdu(r.fd, 0x43, 5, NULL, 0);
+	EXPECT_RESULTS(cli.cq, { 1, NdkOperationTypeSend, STATUS_SUCCESS },
+		       { 2, NdkOperationTypeSend, STATUS_SUCCESS },
+		       { 3, NdkOperationTypeSend, STATUS_SUCCESS },
+		       { 4, NdkOperationTypeSend, STATUS_SUCCESS },
+		       { 5, NdkOperationTypeSend, STATUS_ACCESS_VIOLATION },
+		       { 6, NdkOperationTypeSend, STATUS_SUCCESS });
+	assert_cq_quiet(cli.cq);
+	dp_raw_server_close(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -234,6 +299,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_send_longer_than_receive,
 						dp_setup_hosts, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_send_without_receive,
+						dp_setup_hosts, dp_teardown),
+		cmocka_unit_test_setup_teardown(test_sends_on_the_wire,
 						dp_setup_hosts, dp_teardown),
 	};
 
