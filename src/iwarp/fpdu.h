@@ -382,4 +382,29 @@ static inline bool fpdu_send_hdr_match(const uint8_t *b, uint32_t msn, bool *se)
 	return true;
 }
 
+/*
+ * The same for a whole RDMA Write FPDU (tagged, last, RDMAP Write; RFC
+ * 5041 4.2, RFC 5040 4.3): MPA length, DDP and RDMAP control, STag, TO.
+ */
+#define FPDU_WRITE_HDR_LEN (MPA_FPDU_HDR_LEN + DDP_TAGGED_HDR_LEN)
+
+static inline void fpdu_write_hdr_put(uint8_t *b, uint32_t stag, uint64_t to,
+				      size_t len)
+{
+	put_be16(b, (uint16_t)(DDP_TAGGED_HDR_LEN + len));
+	b[2] = DDP_CTRL_TAGGED | DDP_CTRL_LAST | DDP_VERSION;
+	b[3] = (uint8_t)(RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT | RDMAP_WRITE);
+	put_be32(b + 4, stag);
+	put_be64(b + 8, to);
+}
+
+/* Whether the FPDU_WRITE_HDR_LEN bytes at b are such a header, reserved
+ * bits clear; its STag and TO are then at b + 4 and b + 8. */
+static inline bool fpdu_write_hdr_match(const uint8_t *b)
+{
+	return b[2] == (DDP_CTRL_TAGGED | DDP_CTRL_LAST | DDP_VERSION) &&
+	       b[3] == (RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT | RDMAP_WRITE) &&
+	       get_be16(b) >= DDP_TAGGED_HDR_LEN;
+}
+
 #endif /* NDK_IWARP_FPDU_H */

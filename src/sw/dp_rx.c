@@ -655,15 +655,24 @@ static NDK_HOT int rx_whole(struct sw_dp *dp, const struct fpdu_ev *ev)
 	return rx_end(dp, ev);
 }
 
+/* Whether the whole FPDU at p, of body bytes before its CRC, is sound. */
+static bool rx_predict_crc_ok(const struct sw_dp *dp, const uint8_t *p,
+			      size_t body)
+{
+	return !dp->crc ||
+	       crc32c_final(crc32c_update(crc32c_init(), p, body)) ==
+		       crc32c_get_trailer(p + body);
+}
+
 /*
  * Header prediction, as in TCP's fast path: the common small message is a
  * whole Send FPDU, the last of its message, on QN 0, for the next MSN, at
  * offset 0, with a receive posted for it. Such an FPDU is recognised by
  * comparing its header with the one predicted, its CRC checked, and its
  * payload placed and completed here, without the parser's events and the
- * handlers' dispatch: on a ping-pong of small Sends that is a tenth of
- * the round trip over the busy-poll floor (docs/performance.md, "Header
- * prediction"). Anything else is left to the parser, byte for byte, and
+ * handlers' dispatch, which on a ping-pong of small Sends took a quarter
+ * of what a round trip spent over the busy-poll floor
+ * (docs/performance.md, "Header prediction"). Anything else is left to the parser, byte for byte, and
  * reaches the verdict it always did: an FPDU this declines before taking
  * a receive is untouched; one it declines after (its payload does not
  * fit, or an SGE fails) keeps that receive in rx->rqe, which rx_header
@@ -678,17 +687,13 @@ static NDK_HOT size_t rx_predict_send(struct sw_dp *dp, const uint8_t *p,
 	uint32_t i;
 	bool se;
 
-	/* Between FPDUs, between messages, with no Send in progress. */
-	if (n < FPDU_SEND_HDR_LEN + MPA_FPDU_CRC_LEN ||
-	    rx->parser.state != FPDU_RX_HDR || rx->parser.have || rx->rqe ||
-	    rx->send_dropped || rx->cont ||
+	if (rx->rqe || rx->send_dropped ||
 	    !fpdu_send_hdr_match(p, rx->msn_send, &se))
 		return 0;
 	ulpdu = get_be16(p);
 	body = MPA_FPDU_HDR_LEN + ulpdu + mpa_fpdu_pad(ulpdu);
 	if (ulpdu > rx->parser.max_ulpdu || n < body + MPA_FPDU_CRC_LEN ||
-	    (dp->crc && crc32c_final(crc32c_update(crc32c_init(), p, body)) !=
-				crc32c_get_trailer(p + body)))
+	    !rx_predict_crc_ok(dp, p, body))
 		return 0;
 	/* As rx_header takes a receive for a message's first FPDU. */
 	rqe = sw_rq_take(dp->qp.rq);
@@ -709,15 +714,76 @@ static NDK_HOT size_t rx_predict_send(struct sw_dp *dp, const uint8_t *p,
 	rx->target = RX_SEND;
 	rx->recv_bytes = (uint32_t)len;
 	rx->msn_send++;
-	rx->ended++;
-	rx->parser.hdr_in = false; /* a later Terminate quotes no stale one */
-	rx->parser.body_in = false;
-	rx->parser.stream_off += body + MPA_FPDU_CRC_LEN;
 	rx_count_payload(rx, len);
 	rx_count_fpdu(dp, ulpdu);
 	sw_rq_complete(dp->qp.rq, rqe, STATUS_SUCCESS, (uint32_t)len,
 		       NdkOperationTypeReceive, 0, se);
 	return body + MPA_FPDU_CRC_LEN;
+}
+
+/*
+ * A whole RDMA Write FPDU, the only one of its message, of up to
+ * PLACE_COPY_MAX bytes: placed through its STag under the table's lock
+ * once its CRC held, as rx_header, rx_payload and rx_end place a whole
+ * FPDU, and the next Writes predicted from it as rx_end predicts them. A
+ * zero-length one (an RTR carries an arbitrary STag) and one whose STag
+ * range fails are left to the parser, which discards the first and
+ * answers the second with its Terminate.
+ */
+static NDK_HOT size_t rx_predict_write(struct sw_dp *dp, const uint8_t *p,
+				       size_t n)
+{
+	struct sw_dp_rx *rx = dp->rx;
+	size_t ulpdu, len, body;
+	uint32_t stag;
+	uint64_t to;
+
+	if (rx->in_write || !fpdu_write_hdr_match(p))
+		return 0;
+	ulpdu = get_be16(p);
+	len = ulpdu - DDP_TAGGED_HDR_LEN;
+	body = MPA_FPDU_HDR_LEN + ulpdu + mpa_fpdu_pad(ulpdu);
+	if (!len || len > PLACE_COPY_MAX || ulpdu > rx->parser.max_ulpdu ||
+	    n < body + MPA_FPDU_CRC_LEN || !rx_predict_crc_ok(dp, p, body))
+		return 0;
+	stag = get_be32(p + 4);
+	to = get_be64(p + 8);
+	if (sw_stag_write(dp->stags, stag, dp->qp.pd_id, to,
+			  p + FPDU_WRITE_HDR_LEN, len))
+		return 0;
+	rx->target = RX_WRITE;
+	rx->holding = false;
+	rx->first = true;
+	rx->hdr.stag = stag; /* pred_set's */
+	rx->parser.payload_len = (uint16_t)len;
+	pred_set(dp, &rx->next, to + len);
+	pred_set(dp, &rx->again, to);
+	rx_count_payload(rx, len);
+	rx_count_fpdu(dp, ulpdu);
+	return body + MPA_FPDU_CRC_LEN;
+}
+
+/* The predicted FPDUs, at an FPDU's start between messages: the bytes
+ * consumed (the FPDU's), or 0. */
+static NDK_HOT size_t rx_predict(struct sw_dp *dp, const uint8_t *p, size_t n)
+{
+	struct sw_dp_rx *rx = dp->rx;
+	size_t used;
+
+	if (n < FPDU_SEND_HDR_LEN + MPA_FPDU_CRC_LEN ||
+	    rx->parser.state != FPDU_RX_HDR || rx->parser.have || rx->cont)
+		return 0;
+	used = p[MPA_FPDU_HDR_LEN] & DDP_CTRL_TAGGED
+		       ? rx_predict_write(dp, p, n)
+		       : rx_predict_send(dp, p, n);
+	if (used) {
+		/* The message ended, as at rx_end of its last FPDU. */
+		rx->ended++;
+		rx->parser.hdr_in = false; /* a Terminate quotes no stale one */
+		rx->parser.body_in = false;
+		rx->parser.stream_off += used;
+	}
+	return used;
 }
 
 /* ------------------------------------------------------------------ */
@@ -730,10 +796,10 @@ NDK_HOT int sw_dp_rx_bytes(struct sw_dp *dp, const uint8_t *buf, size_t len,
 	size_t off = 0, n;
 	int ret;
 
-	/* Predicted small Sends first (rx_predict_send); a payload received
+	/* Predicted small messages first (rx_predict); a payload received
 	 * in place is never at an FPDU's start. */
 	while (!placed && off < len &&
-	       (n = rx_predict_send(dp, buf + off, len - off)))
+	       (n = rx_predict(dp, buf + off, len - off)))
 		off += n;
 	if (off && off == len)
 		return 0;

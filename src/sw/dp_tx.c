@@ -1085,20 +1085,22 @@ static struct sw_wqe *sq_begin(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
 
 /*
  * Send prediction, the other half of the receiver's (dp_rx.c,
- * rx_predict_send): a Send of up to SW_TX_SMALL bytes in one SGE or
- * inline, without DEFER or an Invalidate, posted onto an empty SQ with
- * nothing else to send, is one FPDU whose header is known
- * (fpdu_send_hdr_put). It is built in the small buffer and written with
- * one send from here, without the general path (sq_posted_locked,
- * tx_run, tx_small); the SQ slot it takes holds what its completion, and
- * a write the socket takes only part of, need. A source SGE that fails
- * its lookup is left to the general path, which fails the request.
- * Lock held; false: nothing was done.
+ * rx_predict): a Send or RDMA Write of up to SW_TX_SMALL bytes in one SGE
+ * (or a Send's inline bytes), without DEFER or an Invalidate, posted onto
+ * an empty SQ with nothing else to send, is one FPDU whose header is
+ * known (fpdu_send_hdr_put, fpdu_write_hdr_put). It is built in the small
+ * buffer and written with one send from here, without the general path
+ * (sq_posted_locked, tx_run, tx_small); the SQ slot it takes holds what
+ * its completion, and a write the socket takes only part of, need. A
+ * source SGE that fails its lookup is left to the general path, which
+ * fails the request. Lock held; false: nothing was done.
  */
-static NDK_HOT bool tx_predict_send(struct sw_dp *dp, PVOID ctx,
-				    const NDK_SGE *sgl, ULONG nsge, ULONG flags,
-				    uint32_t len)
+static NDK_HOT bool tx_predict(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
+			       const NDK_SGE *sgl, ULONG nsge, ULONG flags,
+			       uint32_t len, uint32_t stag, uint64_t addr)
 {
+	bool tagged = op == SW_WQE_WRITE;
+	size_t hlen = tagged ? FPDU_WRITE_HDR_LEN : FPDU_SEND_HDR_LEN;
 	uint8_t *b = dp->tx.small;
 	struct sw_wqe *w;
 	uint32_t idx = dp->sq.tail;
@@ -1108,10 +1110,10 @@ static NDK_HOT bool tx_predict_send(struct sw_dp *dp, PVOID ctx,
 	    !sw_dp_attached(dp) || dp->tx.left || dp->tx.held ||
 	    dp->tx.term_len || dp->tx.terminated ||
 	    dp->irq.head != dp->irq.tail || len > SW_TX_SMALL ||
-	    len > fpdu_max_payload(dp->mulpdu, false))
+	    len > fpdu_max_payload(dp->mulpdu, tagged))
 		return false;
 	if (flags & NDK_OP_FLAG_INLINE) {
-		uint8_t *p = b + FPDU_SEND_HDR_LEN;
+		uint8_t *p = b + hlen;
 
 		for (i = 0; i < nsge; i++) {
 			ndk_copy(p, sgl[i].VirtualAddress, sgl[i].Length);
@@ -1123,22 +1125,26 @@ static NDK_HOT bool tx_predict_send(struct sw_dp *dp, PVOID ctx,
 		   sw_stag_sge_read(dp->stags, dp->qp.pd_id,
 				    sgl[0].MemoryRegionToken,
 				    (uint64_t)(uintptr_t)sgl[0].VirtualAddress,
-				    b + FPDU_SEND_HDR_LEN, len)) {
+				    b + hlen, len)) {
 		return false;
 	}
-	fpdu_send_hdr_put(b, dp->tx.msn_send, len,
-			  flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+	if (tagged)
+		fpdu_write_hdr_put(b, stag, addr, len);
+	else
+		fpdu_send_hdr_put(b, dp->tx.msn_send++, len,
+				  flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
 	w = sw_dp_sq_slot(dp, idx);
 	memset(w, 0, sizeof(*w));
-	w->op = SW_WQE_SEND;
+	w->op = (uint8_t)op;
 	w->flags = flags;
 	w->ctx = ctx;
 	w->length = len;
 	w->done_bytes = len;
+	w->stag = stag;
+	w->addr = addr;
 	w->state = SW_WQE_ACTIVE;
 	dp->sq.tail = dp->sq.rung = dp->sq.next = idx + 1;
-	dp->tx.msn_send++;
-	if (small_send(dp, FPDU_SEND_HDR_LEN + len, true, idx) > 0) {
+	if (small_send(dp, hlen + len, true, idx) > 0) {
 		w->state = SW_WQE_DONE;
 		w->status = STATUS_SUCCESS;
 		sw_dp_complete_locked(dp);
@@ -1174,8 +1180,8 @@ NDK_HOT NTSTATUS sw_dp_post_send(struct sw_dp *dp, PVOID ctx,
 	    (inl && len > dp->qp.inline_size) || len > dp->max_transfer)
 		return STATUS_INVALID_PARAMETER;
 	ndk_lock(&dp->lock);
-	if (!invalidate &&
-	    tx_predict_send(dp, ctx, sgl, nsge, flags, (uint32_t)len)) {
+	if (!invalidate && tx_predict(dp, SW_WQE_SEND, ctx, sgl, nsge, flags,
+				      (uint32_t)len, 0, 0)) {
 		ndk_unlock(&dp->lock);
 		return STATUS_SUCCESS;
 	}
@@ -1221,7 +1227,14 @@ NDK_HOT NTSTATUS sw_dp_post_rdma(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
 
 	if ((nsge && !sgl) || nsge > max_sge || len > dp->max_transfer)
 		return STATUS_INVALID_PARAMETER;
-	w = sq_begin(dp, op, ctx, flags, &status);
+	ndk_lock(&dp->lock);
+	if (op == SW_WQE_WRITE &&
+	    tx_predict(dp, op, ctx, sgl, nsge, flags & ~NDK_OP_FLAG_INLINE,
+		       (uint32_t)len, stag, addr)) {
+		ndk_unlock(&dp->lock);
+		return STATUS_SUCCESS;
+	}
+	w = sq_begin_locked(dp, op, ctx, flags, &status);
 	if (!w)
 		return status;
 	w->length = (uint32_t)len;

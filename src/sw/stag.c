@@ -869,6 +869,17 @@ NDK_HOT int sw_stag_read(struct sw_stag_table *t, uint32_t stag, uint32_t pd_id,
 		      SW_ACCESS_REMOTE_READ, NULL, &addr, &cp);
 }
 
+NDK_HOT int sw_stag_write(struct sw_stag_table *t, uint32_t stag,
+			  uint32_t pd_id, uint64_t va, const void *src,
+			  size_t len)
+{
+	const struct stag_copy cp = { .src = src, .to_mem = true };
+	void *addr;
+
+	return lookup(t, index_of(t, stag), stag, pd_id, va, len,
+		      SW_ACCESS_REMOTE_WRITE, NULL, &addr, &cp);
+}
+
 NDK_HOT int sw_stag_sge_read(struct sw_stag_table *t, uint32_t pd_id,
 			     uint32_t token, uint64_t va, void *dst, size_t len)
 {

@@ -238,6 +238,11 @@ void sw_stag_put(struct sw_stag_ref *ref);
  */
 int sw_stag_read(struct sw_stag_table *t, uint32_t stag, uint32_t pd_id,
 		 uint64_t va, void *dst, size_t len);
+/* A peer's small Write into [va, va + len) of stag, from src, the same
+ * way: checked as sw_stag_lookup checks remote write, copied under the
+ * table's read lock. */
+int sw_stag_write(struct sw_stag_table *t, uint32_t stag, uint32_t pd_id,
+		  uint64_t va, const void *src, size_t len);
 
 /*
  * Host address of byte off (< ref->len) of a looked-up range, and in

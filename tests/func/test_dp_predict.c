@@ -10,7 +10,9 @@
  * a Write's payload that looks like a Send FPDU; a Send longer than its
  * receive completes that receive once, with STATUS_BUFFER_OVERFLOW, and
  * the Terminate; a Send with no receive posted gets its Terminate and
- * completes nothing. Against raw peers (rawpeer_dp.h), CRC on.
+ * completes nothing. Small Writes, predicted (dp_rx.c, rx_predict_write)
+ * or not, are placed in order before the Send behind them. Against raw
+ * peers (rawpeer_dp.h), CRC on.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -224,6 +226,80 @@ static void test_send_without_receive(void **state)
 	close(fd);
 }
 
+/* A whole Write FPDU of len bytes of v at to of stag into b. */
+static size_t write_fpdu(uint8_t *b, UINT32 stag, uint64_t to, size_t len,
+			 uint8_t v)
+{
+	uint8_t u[14 + 256];
+
+	assert_true(len <= 256);
+	ddp_tagged_hdr(u, 0xc1, 0x40, stag, to);
+	memset(u + 14, v, len);
+	return fpdu_build(b, u, 14 + len, true);
+}
+
+/*
+ * Writes in one read, predicted (small, whole) and not (empty, or with a
+ * reserved bit set), then a Send: the
+ * Send's receive completes only after every Write before it was placed,
+ * each where it was aimed; then a Write through a token that names
+ * nothing gets the Terminate a Write always did (DDP tagged, invalid
+ * STag).
+ */
+static void test_writes_in_one_write(void **state)
+{
+	uint8_t *range = P.buf + 16 * SLOT, b[16384], t[256];
+	uint64_t to = (uint64_t)(uintptr_t)range;
+	size_t n = 0, tlen;
+	NDK_MR *mr;
+	UINT32 tok;
+	int fd;
+
+	(void)state;
+	fd = accept_with_receives(1);
+	memset(range, 0xee, 8192);
+	mr = reg_range(srv.pd, range, 8192, NDK_MR_FLAG_ALLOW_REMOTE_WRITE);
+	tok = mr->Dispatch->NdkGetRemoteTokenFromMr(mr);
+	n += write_fpdu(b + n, tok, to, 8, 0x21);
+	n += write_fpdu(b + n, tok, to + 8, 0, 0);
+	n += write_fpdu(b + n, tok, to + 8, 100, 0x22);
+	{
+		uint8_t u[14 + 20];
+
+		ddp_tagged_hdr(u, 0xc5, 0x40, tok, to + 108);
+		memset(u + 14, 0x23, 20);
+		n += fpdu_build(b + n, u, sizeof(u), true);
+	}
+	n += send_fpdu(b + n, 0x41, 0x43, 1, 8, 0x24);
+	raw_send(fd, b, n);
+	expect_recv(1, 8, 0x24);
+	assert_all(range, 8, 0x21, "the first Write");
+	assert_all(range + 8, 100, 0x22, "the third Write");
+	assert_all(range + 108, 20, 0x23, "the fourth Write");
+	assert_all(range + 128, 8192 - 128, 0xee, "past the Writes");
+
+	raw_send(fd, b, write_fpdu(b, tok + 0x100, to, 8, 0x25));
+	tlen = raw_read_fpdu(fd, t, sizeof(t), WAIT_MS);
+	dp_raw_assert_term_cause(t, tlen, 1, 1, 0x00);
+	assert_all(range, 8, 0x21, "after the refused Write");
+	close(fd);
+}
+
+/* The next FPDU from A is a whole Write of the len bytes at data to to
+ * of stag. */
+static void expect_write_fpdu(int fd, UINT32 stag, const uint8_t *data,
+			      size_t len, uint64_t to)
+{
+	uint8_t u[14 + 256];
+
+	assert_int_equal(raw_read_fpdu(fd, u, sizeof(u), WAIT_MS), 14 + len);
+	assert_int_equal(u[0], 0xc1); /* tagged, last, DDP version 1 */
+	assert_int_equal(u[1], 0x40); /* RDMAP version 1, Write */
+	assert_int_equal(get_be32(u + 2), stag);
+	assert_true(get_be64(u + 6) == to);
+	assert_memory_equal(u + 14, data, len);
+}
+
 /* The next FPDU from A is a whole Send: RDMAP control rdmap, msn, and
  * the len bytes at data. */
 static void expect_send_fpdu(int fd, uint8_t rdmap, uint32_t msn,
@@ -277,12 +353,23 @@ static void test_sends_on_the_wire(void **state)
 			 STATUS_SUCCESS);
 	post_send(A.qp, 6, src + 300, 0, A.ltok, 0);
 	expect_send_fpdu(r.fd, 0x43, 5, NULL, 0);
+	/* A Write (predicted) between them, and one of two SGEs (not). */
+	assert_int_equal(A.qp->Dispatch->NdkWrite(A.qp, (PVOID)7, two, 1,
+						  0x1000, 0x4242, 0),
+			 STATUS_SUCCESS);
+	expect_write_fpdu(r.fd, 0x4242, src, 5, 0x1000);
+	assert_int_equal(A.qp->Dispatch->NdkWrite(A.qp, (PVOID)8, two, 2,
+						  0x2000, 0x4343, 0),
+			 STATUS_SUCCESS);
+	expect_write_fpdu(r.fd, 0x4343, two_bytes, 12, 0x2000);
 	EXPECT_RESULTS(cli.cq, { 1, NdkOperationTypeSend, STATUS_SUCCESS },
 		       { 2, NdkOperationTypeSend, STATUS_SUCCESS },
 		       { 3, NdkOperationTypeSend, STATUS_SUCCESS },
 		       { 4, NdkOperationTypeSend, STATUS_SUCCESS },
 		       { 5, NdkOperationTypeSend, STATUS_ACCESS_VIOLATION },
-		       { 6, NdkOperationTypeSend, STATUS_SUCCESS });
+		       { 6, NdkOperationTypeSend, STATUS_SUCCESS },
+		       { 7, NdkOperationTypeWrite, STATUS_SUCCESS },
+		       { 8, NdkOperationTypeWrite, STATUS_SUCCESS });
 	assert_cq_quiet(cli.cq);
 	dp_raw_server_close(&r);
 }
@@ -299,6 +386,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_send_longer_than_receive,
 						dp_setup_hosts, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_send_without_receive,
+						dp_setup_hosts, dp_teardown),
+		cmocka_unit_test_setup_teardown(test_writes_in_one_write,
 						dp_setup_hosts, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_sends_on_the_wire,
 						dp_setup_hosts, dp_teardown),
