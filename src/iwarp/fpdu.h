@@ -383,28 +383,61 @@ static inline bool fpdu_send_hdr_match(const uint8_t *b, uint32_t msn, bool *se)
 }
 
 /*
- * The same for a whole RDMA Write FPDU (tagged, last, RDMAP Write; RFC
- * 5041 4.2, RFC 5040 4.3): MPA length, DDP and RDMAP control, STag, TO.
+ * The same for a whole tagged FPDU (last; RDMAP Write or Read Response;
+ * RFC 5041 4.2, RFC 5040 4.3 and 4.5): MPA length, DDP and RDMAP
+ * control, STag, TO.
  */
-#define FPDU_WRITE_HDR_LEN (MPA_FPDU_HDR_LEN + DDP_TAGGED_HDR_LEN)
+#define FPDU_TAGGED_HDR_LEN (MPA_FPDU_HDR_LEN + DDP_TAGGED_HDR_LEN)
 
-static inline void fpdu_write_hdr_put(uint8_t *b, uint32_t stag, uint64_t to,
-				      size_t len)
+static inline void fpdu_tagged_hdr_put(uint8_t *b, unsigned int opcode,
+				       uint32_t stag, uint64_t to, size_t len)
 {
 	put_be16(b, (uint16_t)(DDP_TAGGED_HDR_LEN + len));
 	b[2] = DDP_CTRL_TAGGED | DDP_CTRL_LAST | DDP_VERSION;
-	b[3] = (uint8_t)(RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT | RDMAP_WRITE);
+	b[3] = (uint8_t)(RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT | opcode);
 	put_be32(b + 4, stag);
 	put_be64(b + 8, to);
 }
 
-/* Whether the FPDU_WRITE_HDR_LEN bytes at b are such a header, reserved
- * bits clear; its STag and TO are then at b + 4 and b + 8. */
-static inline bool fpdu_write_hdr_match(const uint8_t *b)
+/* Whether the FPDU_TAGGED_HDR_LEN bytes at b are such a header with this
+ * opcode, reserved bits clear; its STag and TO are then at b + 4 and
+ * b + 8. */
+static inline bool fpdu_tagged_hdr_match(const uint8_t *b, unsigned int opcode)
 {
 	return b[2] == (DDP_CTRL_TAGGED | DDP_CTRL_LAST | DDP_VERSION) &&
-	       b[3] == (RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT | RDMAP_WRITE) &&
+	       b[3] == (RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT | opcode) &&
 	       get_be16(b) >= DDP_TAGGED_HDR_LEN;
+}
+
+/*
+ * A Read Request's whole FPDU but its CRC (untagged, last, QN 1, MO 0;
+ * RFC 5040 4.4): FPDU_SEND_HDR_LEN + RDMAP_READ_REQ_LEN bytes.
+ */
+#define FPDU_READ_REQ_LEN (FPDU_SEND_HDR_LEN + RDMAP_READ_REQ_LEN)
+
+static inline void fpdu_read_req_put(uint8_t *b, uint32_t msn,
+				     const struct rdmap_read_req *rr)
+{
+	put_be16(b, FPDU_READ_REQ_ULPDU);
+	b[2] = DDP_CTRL_LAST | DDP_VERSION;
+	b[3] = (uint8_t)(RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT | RDMAP_READ_REQ);
+	put_be32(b + 4, 0);
+	put_be32(b + 8, DDP_QN_READ_REQ);
+	put_be32(b + 12, msn);
+	put_be32(b + 16, 0);
+	rdmap_read_req_put(b + FPDU_SEND_HDR_LEN, rr);
+}
+
+/* Whether b starts such a Read Request for msn, reserved bits clear; its
+ * body is then at b + FPDU_SEND_HDR_LEN. */
+static inline bool fpdu_read_req_match(const uint8_t *b, uint32_t msn)
+{
+	return get_be16(b) == FPDU_READ_REQ_ULPDU &&
+	       b[2] == (DDP_CTRL_LAST | DDP_VERSION) &&
+	       b[3] == (RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT |
+			RDMAP_READ_REQ) &&
+	       get_be32(b + 8) == DDP_QN_READ_REQ && get_be32(b + 12) == msn &&
+	       !get_be32(b + 16);
 }
 
 #endif /* NDK_IWARP_FPDU_H */

@@ -430,11 +430,36 @@ static int rx_payload_placed(struct sw_dp *dp, const struct fpdu_ev *ev)
 
 /* A Read Request whose CRC held: checked at the data source, then queued
  * for the TX side to answer (RFC 5040 4.4). */
+/*
+ * A Read Request that passed its checks joins the IRQ, and its response
+ * goes out after the receive pass. False: more Reads in flight than our
+ * IRD allows (RFC 5040 6.6). dp->lock held.
+ */
+static bool irq_queue_locked(struct sw_dp *dp, const struct rdmap_read_req *rr,
+			     uint32_t msn)
+{
+	struct sw_irqe *e;
+
+	NDK_ASSERT_LOCKED(&dp->lock);
+	if (!dp->ird || dp->irq.tail - dp->irq.head >= dp->ird)
+		return false;
+	e = &dp->irq.ring[dp->irq.tail % MAX(dp->ird, 1u)];
+	e->sink_stag = rr->sink_stag;
+	e->sink_to = rr->sink_to;
+	e->src_stag = rr->src_stag;
+	e->src_to = rr->src_to;
+	e->length = rr->size;
+	e->sent = 0;
+	e->msn = msn;
+	dp->irq.tail++;
+	dp->rx_wants_tx = true;
+	return true;
+}
+
 static int rx_read_req(struct sw_dp *dp, const struct fpdu_ev *ev)
 {
 	const struct rdmap_read_req *rr = &ev->read_req;
 	struct sw_dp_rx *rx = dp->rx;
-	struct sw_irqe *e;
 	void *addr;
 	int ret;
 
@@ -450,22 +475,11 @@ static int rx_read_req(struct sw_dp *dp, const struct fpdu_ev *ev)
 			return rx_fail_stag(dp, ret, true);
 	}
 	ndk_lock(&dp->lock);
-	/* More Reads in flight than our IRD allows (RFC 5040 6.6). */
-	if (!dp->ird || dp->irq.tail - dp->irq.head >= dp->ird) {
+	if (!irq_queue_locked(dp, rr, rx->hdr.msn)) {
 		ndk_unlock(&dp->lock);
 		return rx_fail(dp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 			       RDMAP_ECODE_CATASTROPHIC_STREAM);
 	}
-	e = &dp->irq.ring[dp->irq.tail % MAX(dp->ird, 1u)];
-	e->sink_stag = rr->sink_stag;
-	e->sink_to = rr->sink_to;
-	e->src_stag = rr->src_stag;
-	e->src_to = rr->src_to;
-	e->length = rr->size;
-	e->sent = 0;
-	e->msn = rx->hdr.msn;
-	dp->irq.tail++;
-	dp->rx_wants_tx = true; /* the response goes out after the pass */
 	ndk_unlock(&dp->lock);
 	return 0;
 }
@@ -738,7 +752,7 @@ static NDK_HOT size_t rx_predict_write(struct sw_dp *dp, const uint8_t *p,
 	uint32_t stag;
 	uint64_t to;
 
-	if (rx->in_write || !fpdu_write_hdr_match(p))
+	if (rx->in_write || !fpdu_tagged_hdr_match(p, RDMAP_WRITE))
 		return 0;
 	ulpdu = get_be16(p);
 	len = ulpdu - DDP_TAGGED_HDR_LEN;
@@ -749,7 +763,7 @@ static NDK_HOT size_t rx_predict_write(struct sw_dp *dp, const uint8_t *p,
 	stag = get_be32(p + 4);
 	to = get_be64(p + 8);
 	if (sw_stag_write(dp->stags, stag, dp->qp.pd_id, to,
-			  p + FPDU_WRITE_HDR_LEN, len))
+			  p + FPDU_TAGGED_HDR_LEN, len))
 		return 0;
 	rx->target = RX_WRITE;
 	rx->holding = false;
@@ -758,6 +772,88 @@ static NDK_HOT size_t rx_predict_write(struct sw_dp *dp, const uint8_t *p,
 	rx->parser.payload_len = (uint16_t)len;
 	pred_set(dp, &rx->next, to + len);
 	pred_set(dp, &rx->again, to);
+	rx_count_payload(rx, len);
+	rx_count_fpdu(dp, ulpdu);
+	return body + MPA_FPDU_CRC_LEN;
+}
+
+/*
+ * A whole Read Request for the next MSN on QN 1 whose source passes its
+ * lookup and that our IRD has room for joins the IRQ, as rx_read_req
+ * would have it join after the parser's events; any other is left to
+ * them, and gets the Terminate it always did.
+ */
+static NDK_HOT size_t rx_predict_read_req(struct sw_dp *dp, const uint8_t *p,
+					  size_t n)
+{
+	struct sw_dp_rx *rx = dp->rx;
+	struct rdmap_read_req rr;
+	void *addr;
+	bool queued;
+
+	if (n < FPDU_READ_REQ_LEN + MPA_FPDU_CRC_LEN ||
+	    !fpdu_read_req_match(p, rx->msn_readreq) ||
+	    !rx_predict_crc_ok(dp, p, FPDU_READ_REQ_LEN))
+		return 0;
+	rdmap_read_req_get(p + FPDU_SEND_HDR_LEN, &rr);
+	if (rr.size &&
+	    sw_stag_lookup(dp->stags, rr.src_stag, dp->qp.pd_id, rr.src_to,
+			   rr.size, SW_ACCESS_REMOTE_READ, NULL, &addr))
+		return 0;
+	ndk_lock(&dp->lock);
+	queued = irq_queue_locked(dp, &rr, rx->msn_readreq);
+	ndk_unlock(&dp->lock);
+	if (!queued)
+		return 0;
+	rx->msn_readreq++;
+	rx->target = RX_READ_REQ;
+	rx_count_payload(rx, 0);
+	rx_count_fpdu(dp, FPDU_READ_REQ_ULPDU);
+	return FPDU_READ_REQ_LEN + MPA_FPDU_CRC_LEN;
+}
+
+/*
+ * A whole Read Response of up to PLACE_COPY_MAX bytes that answers the
+ * Read at the head of the ORQ in full, at its sink's first byte: placed
+ * (a local SGE that fails its lookup makes the Read fail, as in
+ * rx_payload) and the Read completed, under one hold of dp->lock where
+ * the parser's path takes it at each of three events. Any other response
+ * is left to that path.
+ */
+static NDK_HOT size_t rx_predict_read_resp(struct sw_dp *dp, const uint8_t *p,
+					   size_t n)
+{
+	struct sw_dp_rx *rx = dp->rx;
+	size_t ulpdu, len, body;
+	struct sw_wqe *w;
+
+	if (!fpdu_tagged_hdr_match(p, RDMAP_READ_RESP))
+		return 0;
+	ulpdu = get_be16(p);
+	len = ulpdu - DDP_TAGGED_HDR_LEN;
+	body = MPA_FPDU_HDR_LEN + ulpdu + mpa_fpdu_pad(ulpdu);
+	if (!len || len > PLACE_COPY_MAX || ulpdu > rx->parser.max_ulpdu ||
+	    n < body + MPA_FPDU_CRC_LEN || !rx_predict_crc_ok(dp, p, body))
+		return 0;
+	ndk_lock(&dp->lock);
+	w = sw_dp_rx_orq_head(dp);
+	if (dp->sq.rtr_read_out || !w || w->state != SW_WQE_WAIT_RESPONSE ||
+	    w->status != STATUS_PENDING || w->done_bytes || w->length != len ||
+	    !w->nsge || get_be32(p + 4) != w->sge[0].MemoryRegionToken ||
+	    get_be64(p + 8) != (uint64_t)(uintptr_t)w->sge[0].VirtualAddress) {
+		ndk_unlock(&dp->lock);
+		return 0;
+	}
+	if (place_sgl(dp, w->sge, w->nsge, 0, p + FPDU_TAGGED_HDR_LEN, len))
+		w->status = STATUS_ACCESS_VIOLATION;
+	w->done_bytes = (uint32_t)len;
+	orq_retire(dp, STATUS_SUCCESS);
+	sw_dp_complete_locked(dp);
+	/* A transmit pass after this one only if requests wait (rx_end). */
+	if ((int32_t)(dp->sq.rung - dp->sq.next) > 0)
+		dp->rx_wants_tx = true;
+	ndk_unlock(&dp->lock);
+	rx->target = RX_READ_RESP;
 	rx_count_payload(rx, len);
 	rx_count_fpdu(dp, ulpdu);
 	return body + MPA_FPDU_CRC_LEN;
@@ -773,9 +869,19 @@ static NDK_HOT size_t rx_predict(struct sw_dp *dp, const uint8_t *p, size_t n)
 	if (n < FPDU_SEND_HDR_LEN + MPA_FPDU_CRC_LEN ||
 	    rx->parser.state != FPDU_RX_HDR || rx->parser.have || rx->cont)
 		return 0;
-	used = p[MPA_FPDU_HDR_LEN] & DDP_CTRL_TAGGED
-		       ? rx_predict_write(dp, p, n)
-		       : rx_predict_send(dp, p, n);
+	switch (p[MPA_FPDU_HDR_LEN + 1] & RDMAP_CTRL_OPCODE) {
+	case RDMAP_WRITE:
+		used = rx_predict_write(dp, p, n);
+		break;
+	case RDMAP_READ_REQ:
+		used = rx_predict_read_req(dp, p, n);
+		break;
+	case RDMAP_READ_RESP:
+		used = rx_predict_read_resp(dp, p, n);
+		break;
+	default:
+		used = rx_predict_send(dp, p, n);
+	}
 	if (used) {
 		/* The message ended, as at rx_end of its last FPDU. */
 		rx->ended++;
@@ -950,7 +1056,11 @@ static int rx_pass(struct sw_dp *dp, int *budget, bool *got)
 
 		(*budget)--;
 		before = dp->rx->ended;
-		ret = sw_dp_rx_direct(dp, buf, got);
+		/* Only a payload can be received in place: between FPDUs a
+		 * poll goes straight to the copy path's read. */
+		ret = dp->rx->parser.state == FPDU_RX_PAYLOAD
+			      ? sw_dp_rx_direct(dp, buf, got)
+			      : 1;
 		if (ret != 1) {
 			if (ret != -EAGAIN)
 				rx_gate_waited(dp);

@@ -855,13 +855,7 @@ static bool tx_small(struct sw_dp *dp)
 static bool tx_small_resp(struct sw_dp *dp)
 {
 	struct sw_irqe *e;
-	struct ddp_hdr msg = { .dv = DDP_VERSION,
-			       .rv = RDMAP_VERSION,
-			       .tagged = true,
-			       .opcode = RDMAP_READ_RESP },
-		       h;
 	uint8_t *b = dp->tx.small;
-	size_t hlen;
 
 	if (dp->tx.left || dp->tx.term_len || dp->tx.terminated ||
 	    dp->irq.tail - dp->irq.head != 1 || sq_write_in_progress(dp))
@@ -870,16 +864,16 @@ static bool tx_small_resp(struct sw_dp *dp)
 	if (e->sent || e->length > SW_TX_SMALL ||
 	    e->length > fpdu_max_payload(dp->mulpdu, true))
 		return false;
-	msg.stag = e->sink_stag;
-	msg.to = e->sink_to;
-	fpdu_seg_at(&msg, e->length, 0, e->length, &h);
-	hlen = (size_t)fpdu_tx_hdr(b, &h, e->length, NULL);
-	if (e->length && sw_stag_read(dp->stags, e->src_stag, dp->qp.pd_id,
-				      e->src_to, b + hlen, e->length))
+	/* One whole FPDU: its header is the predicted one. */
+	fpdu_tagged_hdr_put(b, RDMAP_READ_RESP, e->sink_stag, e->sink_to,
+			    e->length);
+	if (e->length &&
+	    sw_stag_read(dp->stags, e->src_stag, dp->qp.pd_id, e->src_to,
+			 b + FPDU_TAGGED_HDR_LEN, e->length))
 		return false;
 	e->sent = e->length;
 	dp->irq.head++;
-	small_send(dp, hlen + e->length, false, 0);
+	small_send(dp, FPDU_TAGGED_HDR_LEN + e->length, false, 0);
 	return true;
 }
 
@@ -1084,11 +1078,58 @@ static struct sw_wqe *sq_begin(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
 }
 
 /*
+ * A Read of one SGE (tx_predict's conditions held): its Read Request is
+ * one FPDU of known form (fpdu_read_req_put), built and written here; the
+ * Read then waits for its response in the ORQ, as build_from_sq leaves
+ * it. A sink that fails its lookup is left to the general path.
+ */
+static NDK_HOT bool tx_predict_read(struct sw_dp *dp, PVOID ctx,
+				    const NDK_SGE *sgl, ULONG nsge, ULONG flags,
+				    uint32_t len, uint32_t stag, uint64_t addr)
+{
+	struct rdmap_read_req rr;
+	uint32_t idx = dp->sq.tail;
+	struct sw_wqe *w;
+	void *p;
+
+	if (nsge != 1 || !len || dp->sq.rtr_read_out || !dp->ord ||
+	    sw_stag_sge_lookup(dp->stags, dp->qp.pd_id,
+			       sgl[0].MemoryRegionToken,
+			       (uint64_t)(uintptr_t)sgl[0].VirtualAddress, len,
+			       SW_ACCESS_LOCAL_WRITE, NULL, &p))
+		return false;
+	rr.sink_stag = sgl[0].MemoryRegionToken;
+	rr.sink_to = (uint64_t)(uintptr_t)sgl[0].VirtualAddress;
+	rr.size = len;
+	rr.src_stag = stag;
+	rr.src_to = addr;
+	fpdu_read_req_put(dp->tx.small, dp->tx.msn_readreq++, &rr);
+	w = sw_dp_sq_slot(dp, idx);
+	memset(w, 0, sizeof(*w));
+	w->op = SW_WQE_READ;
+	w->flags = flags;
+	w->ctx = ctx;
+	w->length = len;
+	w->stag = stag;
+	w->addr = addr;
+	w->nsge = 1;
+	w->sge[0] = sgl[0];
+	w->status = STATUS_PENDING;
+	w->state = SW_WQE_WAIT_RESPONSE;
+	dp->sq.tail = dp->sq.rung = dp->sq.next = idx + 1;
+	dp->sq.orq_head = idx;
+	dp->sq.reads_out = 1;
+	if (small_send(dp, FPDU_READ_REQ_LEN, false, 0) <= 0)
+		tx_run(dp, tx_hold_ok(dp)); /* as after tx_small */
+	return true;
+}
+
+/*
  * Send prediction, the other half of the receiver's (dp_rx.c,
  * rx_predict): a Send or RDMA Write of up to SW_TX_SMALL bytes in one SGE
  * (or a Send's inline bytes), without DEFER or an Invalidate, posted onto
  * an empty SQ with nothing else to send, is one FPDU whose header is
- * known (fpdu_send_hdr_put, fpdu_write_hdr_put). It is built in the small
+ * known (fpdu_send_hdr_put, fpdu_tagged_hdr_put). It is built in the small
  * buffer and written with one send from here, without the general path
  * (sq_posted_locked, tx_run, tx_small); the SQ slot it takes holds what
  * its completion, and a write the socket takes only part of, need. A
@@ -1100,7 +1141,7 @@ static NDK_HOT bool tx_predict(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
 			       uint32_t len, uint32_t stag, uint64_t addr)
 {
 	bool tagged = op == SW_WQE_WRITE;
-	size_t hlen = tagged ? FPDU_WRITE_HDR_LEN : FPDU_SEND_HDR_LEN;
+	size_t hlen = tagged ? FPDU_TAGGED_HDR_LEN : FPDU_SEND_HDR_LEN;
 	uint8_t *b = dp->tx.small;
 	struct sw_wqe *w;
 	uint32_t idx = dp->sq.tail;
@@ -1109,8 +1150,12 @@ static NDK_HOT bool tx_predict(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
 	if ((flags & NDK_OP_FLAG_DEFER) || dp->sq.done != idx ||
 	    !sw_dp_attached(dp) || dp->tx.left || dp->tx.held ||
 	    dp->tx.term_len || dp->tx.terminated ||
-	    dp->irq.head != dp->irq.tail || len > SW_TX_SMALL ||
-	    len > fpdu_max_payload(dp->mulpdu, tagged))
+	    dp->irq.head != dp->irq.tail)
+		return false;
+	if (op == SW_WQE_READ)
+		return tx_predict_read(dp, ctx, sgl, nsge, flags, len, stag,
+				       addr);
+	if (len > SW_TX_SMALL || len > fpdu_max_payload(dp->mulpdu, tagged))
 		return false;
 	if (flags & NDK_OP_FLAG_INLINE) {
 		uint8_t *p = b + hlen;
@@ -1129,7 +1174,7 @@ static NDK_HOT bool tx_predict(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
 		return false;
 	}
 	if (tagged)
-		fpdu_write_hdr_put(b, stag, addr, len);
+		fpdu_tagged_hdr_put(b, RDMAP_WRITE, stag, addr, len);
 	else
 		fpdu_send_hdr_put(b, dp->tx.msn_send++, len,
 				  flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
@@ -1228,8 +1273,7 @@ NDK_HOT NTSTATUS sw_dp_post_rdma(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
 	if ((nsge && !sgl) || nsge > max_sge || len > dp->max_transfer)
 		return STATUS_INVALID_PARAMETER;
 	ndk_lock(&dp->lock);
-	if (op == SW_WQE_WRITE &&
-	    tx_predict(dp, op, ctx, sgl, nsge, flags & ~NDK_OP_FLAG_INLINE,
+	if (tx_predict(dp, op, ctx, sgl, nsge, flags & ~NDK_OP_FLAG_INLINE,
 		       (uint32_t)len, stag, addr)) {
 		ndk_unlock(&dp->lock);
 		return STATUS_SUCCESS;

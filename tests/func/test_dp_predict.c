@@ -11,8 +11,10 @@
  * receive completes that receive once, with STATUS_BUFFER_OVERFLOW, and
  * the Terminate; a Send with no receive posted gets its Terminate and
  * completes nothing. Small Writes, predicted (dp_rx.c, rx_predict_write)
- * or not, are placed in order before the Send behind them. Against raw
- * peers (rawpeer_dp.h), CRC on.
+ * or not, are placed in order before the Send behind them. Small Reads
+ * are predicted at both ends: requests answered, responses placed, Reads
+ * completed as on the general path. Against raw peers (rawpeer_dp.h),
+ * CRC on.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -300,6 +302,119 @@ static void expect_write_fpdu(int fd, UINT32 stag, const uint8_t *data,
 	assert_memory_equal(u + 14, data, len);
 }
 
+/* A Read Request (QN 1) for msn: size bytes of src_stag at src_to, into
+ * the sink sink_stag at sink_to; its FPDU into b. */
+static size_t read_request_fpdu(uint8_t *b, uint32_t msn, UINT32 sink_stag,
+				uint64_t sink_to, uint32_t size,
+				UINT32 src_stag, const void *src)
+{
+	uint8_t u[46];
+
+	ddp_untagged_hdr(u, 0x41, 0x41, 1, msn, 0);
+	put_be32(u + 18, sink_stag);
+	put_be64(u + 22, sink_to);
+	put_be32(u + 30, size);
+	put_be32(u + 34, src_stag);
+	put_be64(u + 38, (uint64_t)(uintptr_t)src);
+	return fpdu_build(b, u, sizeof(u), true);
+}
+
+/* The next FPDU from P is a whole Read Response of the len bytes at data
+ * to to of stag. */
+static void expect_read_response(int fd, UINT32 stag, uint64_t to,
+				 const uint8_t *data, size_t len)
+{
+	uint8_t u[14 + 256];
+
+	assert_int_equal(raw_read_fpdu(fd, u, sizeof(u), WAIT_MS), 14 + len);
+	assert_int_equal(u[0], 0xc1);
+	assert_int_equal(u[1], 0x42);
+	assert_int_equal(get_be32(u + 2), stag);
+	assert_true(get_be64(u + 6) == to);
+	if (len)
+		assert_memory_equal(u + 14, data, len);
+}
+
+/*
+ * Read Requests in one read, each whole (predicted: dp_rx.c,
+ * rx_predict_read_req): a Read Response for each, in order, with the
+ * source's bytes and the sink the request named (an empty one too); then
+ * one whose source token names nothing gets the Terminate it always did
+ * (RDMAP, remote protection, invalid STag), and no response.
+ */
+static void test_read_requests_answered(void **state)
+{
+	uint8_t *src = P.buf + 32 * SLOT, b[256], t[256];
+	NDK_MR *mr;
+	size_t n = 0, tlen;
+	UINT32 tok;
+	int fd;
+
+	(void)state;
+	fill(src, 64, 7);
+	fd = accept_with_receives(0);
+	mr = reg_range(srv.pd, src, 4096, NDK_MR_FLAG_ALLOW_REMOTE_READ);
+	tok = mr->Dispatch->NdkGetRemoteTokenFromMr(mr);
+	n += read_request_fpdu(b + n, 1, 0x11223344, 0x1000, 64, tok, src);
+	n += read_request_fpdu(b + n, 2, 0x11223344, 0x2000, 0, tok, src);
+	raw_send(fd, b, n);
+	expect_read_response(fd, 0x11223344, 0x1000, src, 64);
+	expect_read_response(fd, 0x11223344, 0x2000, NULL, 0);
+	raw_send(fd, b,
+		 read_request_fpdu(b, 3, 0x11223344, 0x3000, 8, tok + 0x100,
+				   src));
+	tlen = raw_read_fpdu(fd, t, sizeof(t), WAIT_MS);
+	dp_raw_assert_term_cause(t, tlen, 0, 1, 0x00);
+	close(fd);
+}
+
+/*
+ * A's Reads of a raw server: one of one SGE, whose Read Request goes out
+ * from the post (dp_tx.c, tx_predict_read), and one of two SGEs (the
+ * general path); each answered with one whole Read Response (predicted on
+ * receipt, rx_predict_read_resp) that completes it with the bytes in its
+ * sink, and nothing written around them.
+ */
+static void test_reads_completed(void **state)
+{
+	uint8_t *sink = A.buf + 64 * SLOT, u[14 + 64], b[256];
+	struct dp_raw_server r;
+	NDK_SGE one, two[2];
+
+	(void)state;
+	memset(sink, 0xee, 512);
+	dp_raw_server_connect(&r, 0);
+	one = sge(sink, 40, A.ltok);
+	assert_int_equal(A.qp->Dispatch->NdkRead(A.qp, (PVOID)1, &one, 1,
+						 0x5000, 0x77, 0),
+			 STATUS_SUCCESS);
+	dp_raw_expect_read_request(r.fd, 1, A.ltok, sink, 40);
+	ddp_tagged_hdr(u, 0xc1, 0x42, A.ltok, (uint64_t)(uintptr_t)sink);
+	memset(u + 14, 0x3c, 40);
+	raw_send(r.fd, b, fpdu_build(b, u, 14 + 40, true));
+	EXPECT_RESULTS(cli.cq, { 1, NdkOperationTypeRead, STATUS_SUCCESS });
+	assert_all(sink, 40, 0x3c, "the first Read's sink");
+	assert_all(sink + 40, 60, 0xee, "past the first Read's sink");
+
+	two[0] = sge(sink + 100, 10, A.ltok);
+	two[1] = sge(sink + 200, 20, A.ltok);
+	assert_int_equal(A.qp->Dispatch->NdkRead(A.qp, (PVOID)2, two, 2, 0x6000,
+						 0x77, 0),
+			 STATUS_SUCCESS);
+	dp_raw_expect_read_request(r.fd, 2, A.ltok, sink + 100, 30);
+	ddp_tagged_hdr(u, 0xc1, 0x42, A.ltok,
+		       (uint64_t)(uintptr_t)(sink + 100));
+	memset(u + 14, 0x3d, 30);
+	raw_send(r.fd, b, fpdu_build(b, u, 14 + 30, true));
+	EXPECT_RESULTS(cli.cq, { 2, NdkOperationTypeRead, STATUS_SUCCESS });
+	assert_all(sink + 100, 10, 0x3d, "the second Read's first SGE");
+	assert_all(sink + 110, 90, 0xee, "between its SGEs");
+	assert_all(sink + 200, 20, 0x3d, "its second SGE");
+	assert_all(sink + 220, 292, 0xee, "past its second SGE");
+	assert_cq_quiet(cli.cq);
+	dp_raw_server_close(&r);
+}
+
 /* The next FPDU from A is a whole Send: RDMAP control rdmap, msn, and
  * the len bytes at data. */
 static void expect_send_fpdu(int fd, uint8_t rdmap, uint32_t msn,
@@ -390,6 +505,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_writes_in_one_write,
 						dp_setup_hosts, dp_teardown),
 		cmocka_unit_test_setup_teardown(test_sends_on_the_wire,
+						dp_setup_hosts, dp_teardown),
+		cmocka_unit_test_setup_teardown(test_read_requests_answered,
+						dp_setup_hosts, dp_teardown),
+		cmocka_unit_test_setup_teardown(test_reads_completed,
 						dp_setup_hosts, dp_teardown),
 	};
 
