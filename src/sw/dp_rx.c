@@ -736,6 +736,36 @@ static NDK_HOT size_t rx_predict_send(struct sw_dp *dp, const uint8_t *p,
 }
 
 /*
+ * A whole tagged FPDU with this opcode at p, of 1 to PLACE_COPY_MAX
+ * payload bytes, with a sound CRC: its payload length, or 0.
+ */
+static size_t rx_predict_tagged(const struct sw_dp *dp, const uint8_t *p,
+				size_t n, unsigned int opcode)
+{
+	size_t ulpdu, len, body;
+
+	if (!fpdu_tagged_hdr_match(p, opcode))
+		return 0;
+	ulpdu = get_be16(p);
+	len = ulpdu - DDP_TAGGED_HDR_LEN;
+	body = MPA_FPDU_HDR_LEN + ulpdu + mpa_fpdu_pad(ulpdu);
+	if (!len || len > PLACE_COPY_MAX || ulpdu > dp->rx->parser.max_ulpdu ||
+	    n < body + MPA_FPDU_CRC_LEN || !rx_predict_crc_ok(dp, p, body))
+		return 0;
+	return len;
+}
+
+/* The bytes of the whole FPDU with a payload of len after a tagged
+ * header. */
+static size_t rx_tagged_fpdu_len(size_t len)
+{
+	size_t ulpdu = DDP_TAGGED_HDR_LEN + len;
+
+	return MPA_FPDU_HDR_LEN + ulpdu + mpa_fpdu_pad(ulpdu) +
+	       MPA_FPDU_CRC_LEN;
+}
+
+/*
  * A whole RDMA Write FPDU, the only one of its message, of up to
  * PLACE_COPY_MAX bytes: placed through its STag under the table's lock
  * once its CRC held, as rx_header, rx_payload and rx_end place a whole
@@ -748,17 +778,11 @@ static NDK_HOT size_t rx_predict_write(struct sw_dp *dp, const uint8_t *p,
 				       size_t n)
 {
 	struct sw_dp_rx *rx = dp->rx;
-	size_t ulpdu, len, body;
 	uint32_t stag;
 	uint64_t to;
+	size_t len;
 
-	if (rx->in_write || !fpdu_tagged_hdr_match(p, RDMAP_WRITE))
-		return 0;
-	ulpdu = get_be16(p);
-	len = ulpdu - DDP_TAGGED_HDR_LEN;
-	body = MPA_FPDU_HDR_LEN + ulpdu + mpa_fpdu_pad(ulpdu);
-	if (!len || len > PLACE_COPY_MAX || ulpdu > rx->parser.max_ulpdu ||
-	    n < body + MPA_FPDU_CRC_LEN || !rx_predict_crc_ok(dp, p, body))
+	if (rx->in_write || !(len = rx_predict_tagged(dp, p, n, RDMAP_WRITE)))
 		return 0;
 	stag = get_be32(p + 4);
 	to = get_be64(p + 8);
@@ -773,8 +797,8 @@ static NDK_HOT size_t rx_predict_write(struct sw_dp *dp, const uint8_t *p,
 	pred_set(dp, &rx->next, to + len);
 	pred_set(dp, &rx->again, to);
 	rx_count_payload(rx, len);
-	rx_count_fpdu(dp, ulpdu);
-	return body + MPA_FPDU_CRC_LEN;
+	rx_count_fpdu(dp, DDP_TAGGED_HDR_LEN + len);
+	return rx_tagged_fpdu_len(len);
 }
 
 /*
@@ -824,16 +848,10 @@ static NDK_HOT size_t rx_predict_read_resp(struct sw_dp *dp, const uint8_t *p,
 					   size_t n)
 {
 	struct sw_dp_rx *rx = dp->rx;
-	size_t ulpdu, len, body;
 	struct sw_wqe *w;
+	size_t len;
 
-	if (!fpdu_tagged_hdr_match(p, RDMAP_READ_RESP))
-		return 0;
-	ulpdu = get_be16(p);
-	len = ulpdu - DDP_TAGGED_HDR_LEN;
-	body = MPA_FPDU_HDR_LEN + ulpdu + mpa_fpdu_pad(ulpdu);
-	if (!len || len > PLACE_COPY_MAX || ulpdu > rx->parser.max_ulpdu ||
-	    n < body + MPA_FPDU_CRC_LEN || !rx_predict_crc_ok(dp, p, body))
+	if (!(len = rx_predict_tagged(dp, p, n, RDMAP_READ_RESP)))
 		return 0;
 	ndk_lock(&dp->lock);
 	w = sw_dp_rx_orq_head(dp);
@@ -855,8 +873,8 @@ static NDK_HOT size_t rx_predict_read_resp(struct sw_dp *dp, const uint8_t *p,
 	ndk_unlock(&dp->lock);
 	rx->target = RX_READ_RESP;
 	rx_count_payload(rx, len);
-	rx_count_fpdu(dp, ulpdu);
-	return body + MPA_FPDU_CRC_LEN;
+	rx_count_fpdu(dp, DDP_TAGGED_HDR_LEN + len);
+	return rx_tagged_fpdu_len(len);
 }
 
 /* The predicted FPDUs, at an FPDU's start between messages: the bytes

@@ -1077,6 +1077,27 @@ static struct sw_wqe *sq_begin(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
 	return sq_begin_locked(dp, op, ctx, flags, status);
 }
 
+/* A predicted request's SQ slot, the only one in flight, in state. */
+static struct sw_wqe *tx_predict_slot(struct sw_dp *dp, enum sw_wqe_op op,
+				      PVOID ctx, ULONG flags, uint32_t len,
+				      uint32_t stag, uint64_t addr,
+				      enum sw_wqe_state state)
+{
+	uint32_t idx = dp->sq.tail;
+	struct sw_wqe *w = sw_dp_sq_slot(dp, idx);
+
+	memset(w, 0, sizeof(*w));
+	w->op = (uint8_t)op;
+	w->flags = flags;
+	w->ctx = ctx;
+	w->length = len;
+	w->stag = stag;
+	w->addr = addr;
+	w->state = (uint8_t)state;
+	dp->sq.tail = dp->sq.rung = dp->sq.next = idx + 1;
+	return w;
+}
+
 /*
  * A Read of one SGE (tx_predict's conditions held): its Read Request is
  * one FPDU of known form (fpdu_read_req_put), built and written here; the
@@ -1088,7 +1109,6 @@ static NDK_HOT bool tx_predict_read(struct sw_dp *dp, PVOID ctx,
 				    uint32_t len, uint32_t stag, uint64_t addr)
 {
 	struct rdmap_read_req rr;
-	uint32_t idx = dp->sq.tail;
 	struct sw_wqe *w;
 	void *p;
 
@@ -1104,20 +1124,12 @@ static NDK_HOT bool tx_predict_read(struct sw_dp *dp, PVOID ctx,
 	rr.src_stag = stag;
 	rr.src_to = addr;
 	fpdu_read_req_put(dp->tx.small, dp->tx.msn_readreq++, &rr);
-	w = sw_dp_sq_slot(dp, idx);
-	memset(w, 0, sizeof(*w));
-	w->op = SW_WQE_READ;
-	w->flags = flags;
-	w->ctx = ctx;
-	w->length = len;
-	w->stag = stag;
-	w->addr = addr;
+	dp->sq.orq_head = dp->sq.tail;
+	w = tx_predict_slot(dp, SW_WQE_READ, ctx, flags, len, stag, addr,
+			    SW_WQE_WAIT_RESPONSE);
 	w->nsge = 1;
 	w->sge[0] = sgl[0];
 	w->status = STATUS_PENDING;
-	w->state = SW_WQE_WAIT_RESPONSE;
-	dp->sq.tail = dp->sq.rung = dp->sq.next = idx + 1;
-	dp->sq.orq_head = idx;
 	dp->sq.reads_out = 1;
 	if (small_send(dp, FPDU_READ_REQ_LEN, false, 0) <= 0)
 		tx_run(dp, tx_hold_ok(dp)); /* as after tx_small */
@@ -1178,17 +1190,8 @@ static NDK_HOT bool tx_predict(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
 	else
 		fpdu_send_hdr_put(b, dp->tx.msn_send++, len,
 				  flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
-	w = sw_dp_sq_slot(dp, idx);
-	memset(w, 0, sizeof(*w));
-	w->op = (uint8_t)op;
-	w->flags = flags;
-	w->ctx = ctx;
-	w->length = len;
+	w = tx_predict_slot(dp, op, ctx, flags, len, stag, addr, SW_WQE_ACTIVE);
 	w->done_bytes = len;
-	w->stag = stag;
-	w->addr = addr;
-	w->state = SW_WQE_ACTIVE;
-	dp->sq.tail = dp->sq.rung = dp->sq.next = idx + 1;
 	if (small_send(dp, hlen + len, true, idx) > 0) {
 		w->state = SW_WQE_DONE;
 		w->status = STATUS_SUCCESS;
