@@ -1110,6 +1110,7 @@ static NDK_HOT bool tx_predict_read(struct sw_dp *dp, PVOID ctx,
 {
 	struct rdmap_read_req rr;
 	struct sw_wqe *w;
+	bool hold;
 	void *p;
 
 	if (nsge != 1 || !len || dp->sq.rtr_read_out || !dp->ord ||
@@ -1131,8 +1132,9 @@ static NDK_HOT bool tx_predict_read(struct sw_dp *dp, PVOID ctx,
 	w->sge[0] = sgl[0];
 	w->status = STATUS_PENDING;
 	dp->sq.reads_out = 1;
+	hold = tx_hold_ok(dp); /* a post the tail hold counts, as any */
 	if (small_send(dp, FPDU_READ_REQ_LEN, false, 0) <= 0)
-		tx_run(dp, tx_hold_ok(dp)); /* as after tx_small */
+		tx_run(dp, hold); /* as after tx_small */
 	return true;
 }
 
@@ -1157,6 +1159,7 @@ static NDK_HOT bool tx_predict(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
 	uint8_t *b = dp->tx.small;
 	struct sw_wqe *w;
 	uint32_t idx = dp->sq.tail;
+	bool hold;
 	ULONG i;
 
 	if ((flags & NDK_OP_FLAG_DEFER) || dp->sq.done != idx ||
@@ -1192,6 +1195,7 @@ static NDK_HOT bool tx_predict(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
 				  flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
 	w = tx_predict_slot(dp, op, ctx, flags, len, stag, addr, SW_WQE_ACTIVE);
 	w->done_bytes = len;
+	hold = tx_hold_ok(dp); /* a post the tail hold counts, as any */
 	if (small_send(dp, hlen + len, true, idx) > 0) {
 		w->state = SW_WQE_DONE;
 		w->status = STATUS_SUCCESS;
@@ -1199,7 +1203,7 @@ static NDK_HOT bool tx_predict(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
 	} else {
 		/* The rest is in the batch, or the connection is failing:
 		 * as after tx_small. */
-		tx_run(dp, tx_hold_ok(dp));
+		tx_run(dp, hold);
 	}
 	return true;
 }
