@@ -348,19 +348,39 @@ size_t fpdu_seg_at(const struct ddp_hdr *msg, size_t msg_len, size_t off,
  */
 #define FPDU_SEND_HDR_LEN (MPA_FPDU_HDR_LEN + DDP_UNTAGGED_HDR_LEN)
 
+/* A whole untagged FPDU's header (last, MO 0) into b. */
+static inline void fpdu_untagged_hdr_put(uint8_t *b, unsigned int opcode,
+					 uint32_t qn, uint32_t msn,
+					 size_t ulpdu_len)
+{
+	put_be16(b, (uint16_t)ulpdu_len);
+	b[2] = DDP_CTRL_LAST | DDP_VERSION;
+	b[3] = (uint8_t)(RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT | opcode);
+	put_be32(b + 4, 0);
+	put_be32(b + 8, qn);
+	put_be32(b + 12, msn);
+	put_be32(b + 16, 0);
+}
+
+/* Whether b starts a whole untagged FPDU on qn for msn at MO 0, reserved
+ * bits clear; its RDMAP opcode is then b[3] & RDMAP_CTRL_OPCODE. */
+static inline bool fpdu_untagged_hdr_match(const uint8_t *b, uint32_t qn,
+					   uint32_t msn)
+{
+	return b[2] == (DDP_CTRL_LAST | DDP_VERSION) &&
+	       (b[3] & (RDMAP_CTRL_RV | RDMAP_CTRL_RSVD)) ==
+		       RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT &&
+	       get_be32(b + 8) == qn && get_be32(b + 12) == msn &&
+	       !get_be32(b + 16);
+}
+
 /* That header into b, for a payload of len bytes (the caller keeps it
  * within the MULPDU). */
 static inline void fpdu_send_hdr_put(uint8_t *b, uint32_t msn, size_t len,
 				     bool se)
 {
-	put_be16(b, (uint16_t)(DDP_UNTAGGED_HDR_LEN + len));
-	b[2] = DDP_CTRL_LAST | DDP_VERSION;
-	b[3] = (uint8_t)(RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT |
-			 (se ? RDMAP_SEND_SE : RDMAP_SEND));
-	put_be32(b + 4, 0);
-	put_be32(b + 8, DDP_QN_SEND);
-	put_be32(b + 12, msn);
-	put_be32(b + 16, 0);
+	fpdu_untagged_hdr_put(b, se ? RDMAP_SEND_SE : RDMAP_SEND, DDP_QN_SEND,
+			      msn, DDP_UNTAGGED_HDR_LEN + len);
 }
 
 /*
@@ -371,12 +391,11 @@ static inline void fpdu_send_hdr_put(uint8_t *b, uint32_t msn, size_t len,
  */
 static inline bool fpdu_send_hdr_match(const uint8_t *b, uint32_t msn, bool *se)
 {
-	unsigned int op = b[3] ^ (RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT);
+	unsigned int op = b[3] & RDMAP_CTRL_OPCODE;
 
-	if (b[2] != (DDP_CTRL_LAST | DDP_VERSION) ||
+	if (!fpdu_untagged_hdr_match(b, DDP_QN_SEND, msn) ||
 	    (op != RDMAP_SEND && op != RDMAP_SEND_SE) ||
-	    get_be32(b + 8) != DDP_QN_SEND || get_be32(b + 12) != msn ||
-	    get_be32(b + 16) || get_be16(b) < DDP_UNTAGGED_HDR_LEN)
+	    get_be16(b) < DDP_UNTAGGED_HDR_LEN)
 		return false;
 	*se = op == RDMAP_SEND_SE;
 	return true;
@@ -418,13 +437,8 @@ static inline bool fpdu_tagged_hdr_match(const uint8_t *b, unsigned int opcode)
 static inline void fpdu_read_req_put(uint8_t *b, uint32_t msn,
 				     const struct rdmap_read_req *rr)
 {
-	put_be16(b, FPDU_READ_REQ_ULPDU);
-	b[2] = DDP_CTRL_LAST | DDP_VERSION;
-	b[3] = (uint8_t)(RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT | RDMAP_READ_REQ);
-	put_be32(b + 4, 0);
-	put_be32(b + 8, DDP_QN_READ_REQ);
-	put_be32(b + 12, msn);
-	put_be32(b + 16, 0);
+	fpdu_untagged_hdr_put(b, RDMAP_READ_REQ, DDP_QN_READ_REQ, msn,
+			      FPDU_READ_REQ_ULPDU);
 	rdmap_read_req_put(b + FPDU_SEND_HDR_LEN, rr);
 }
 
@@ -433,11 +447,8 @@ static inline void fpdu_read_req_put(uint8_t *b, uint32_t msn,
 static inline bool fpdu_read_req_match(const uint8_t *b, uint32_t msn)
 {
 	return get_be16(b) == FPDU_READ_REQ_ULPDU &&
-	       b[2] == (DDP_CTRL_LAST | DDP_VERSION) &&
-	       b[3] == (RDMAP_VERSION << RDMAP_CTRL_RV_SHIFT |
-			RDMAP_READ_REQ) &&
-	       get_be32(b + 8) == DDP_QN_READ_REQ && get_be32(b + 12) == msn &&
-	       !get_be32(b + 16);
+	       (b[3] & RDMAP_CTRL_OPCODE) == RDMAP_READ_REQ &&
+	       fpdu_untagged_hdr_match(b, DDP_QN_READ_REQ, msn);
 }
 
 #endif /* NDK_IWARP_FPDU_H */

@@ -138,18 +138,34 @@ static bool pred_holds(const struct rx_write_pred *p, const struct ddp_hdr *h,
 	       len <= p->max;
 }
 
-/* A prediction from the current Write FPDU, whose CRC held. */
-static void pred_set(struct sw_dp *dp, struct rx_write_pred *p, uint64_t to)
+/* A prediction from a Write FPDU of len bytes into stag, whose CRC
+ * held. */
+static void pred_set(const struct sw_dp *dp, struct rx_write_pred *p,
+		     uint32_t stag, uint64_t to, size_t len)
 {
-	struct sw_dp_rx *rx = dp->rx;
-
 	p->valid = true;
-	p->stag = rx->hdr.stag;
+	p->stag = stag;
 	p->to = to;
 	/* No longer than that FPDU, or than an FPDU of ours: a damaged
 	 * length reaches no further than a sound one. */
-	p->max = (uint16_t)MAX(rx->parser.payload_len,
-			       fpdu_max_payload(dp->mulpdu, true));
+	p->max = (uint16_t)MAX(len, fpdu_max_payload(dp->mulpdu, true));
+}
+
+/* A Send's first FPDU: the receive at the head of the RQ (or SRQ) becomes
+ * the one being filled. False: none is posted. */
+static bool rx_take_receive(struct sw_dp_rx *rx, struct sw_rq *rq)
+{
+	uint32_t i;
+
+	rx->rqe = sw_rq_take(rq);
+	if (!rx->rqe)
+		return false;
+	rx->recv_len = 0;
+	for (i = 0; i < rx->rqe->nsge; i++)
+		rx->recv_len += rx->rqe->sge[i].Length;
+	rx->recv_bytes = 0;
+	rx->recv_overflow = false;
+	return true;
 }
 
 static NDK_HOT int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
@@ -179,20 +195,9 @@ static NDK_HOT int rx_header(struct sw_dp *dp, const struct fpdu_ev *ev)
 			rx->target = RX_SEND_DROP;
 			return 0;
 		}
-		if (h->mo == 0 && !rx->rqe) {
-			uint32_t i;
-
-			rx->rqe = sw_rq_take(dp->qp.rq);
-			if (!rx->rqe)
-				return rx_fail(dp, TERM_LAYER_DDP,
-					       DDP_ETYPE_UNTAGGED,
-					       DDP_UNTAGGED_MSN_NO_BUFFER);
-			rx->recv_len = 0;
-			for (i = 0; i < rx->rqe->nsge; i++)
-				rx->recv_len += rx->rqe->sge[i].Length;
-			rx->recv_bytes = 0;
-			rx->recv_overflow = false;
-		}
+		if (h->mo == 0 && !rx->rqe && !rx_take_receive(rx, dp->qp.rq))
+			return rx_fail(dp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+				       DDP_UNTAGGED_MSN_NO_BUFFER);
 		if (!rx->rqe || h->mo != rx->recv_bytes)
 			return rx_fail(dp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
 				       DDP_UNTAGGED_INVALID_MO);
@@ -428,8 +433,6 @@ static int rx_payload_placed(struct sw_dp *dp, const struct fpdu_ev *ev)
 	return 0;
 }
 
-/* A Read Request whose CRC held: checked at the data source, then queued
- * for the TX side to answer (RFC 5040 4.4). */
 /*
  * A Read Request that passed its checks joins the IRQ, and its response
  * goes out after the receive pass. False: more Reads in flight than our
@@ -456,6 +459,8 @@ static bool irq_queue_locked(struct sw_dp *dp, const struct rdmap_read_req *rr,
 	return true;
 }
 
+/* A Read Request whose CRC held: checked at the data source, then queued
+ * for the TX side to answer (RFC 5040 4.4). */
 static int rx_read_req(struct sw_dp *dp, const struct fpdu_ev *ev)
 {
 	const struct rdmap_read_req *rr = &ev->read_req;
@@ -505,10 +510,13 @@ static NDK_HOT int rx_end(struct sw_dp *dp, const struct fpdu_ev *ev)
 		}
 		/* A sound header predicts where the next ones go. */
 		if (ev->crc_ok) {
-			pred_set(dp, &rx->next,
-				 rx->hdr.to + rx->parser.payload_len);
+			size_t len = rx->parser.payload_len;
+
+			pred_set(dp, &rx->next, rx->hdr.stag, rx->hdr.to + len,
+				 len);
 			if (rx->first)
-				pred_set(dp, &rx->again, rx->hdr.to);
+				pred_set(dp, &rx->again, rx->hdr.stag,
+					 rx->hdr.to, len);
 		}
 	}
 	if (rx->have_ref) {
@@ -686,11 +694,12 @@ static bool rx_predict_crc_ok(const struct sw_dp *dp, const uint8_t *p,
  * payload placed and completed here, without the parser's events and the
  * handlers' dispatch, which on a ping-pong of small Sends took a quarter
  * of what a round trip spent over the busy-poll floor
- * (docs/performance.md, "Header prediction"). Anything else is left to the parser, byte for byte, and
- * reaches the verdict it always did: an FPDU this declines before taking
- * a receive is untouched; one it declines after (its payload does not
- * fit, or an SGE fails) keeps that receive in rx->rqe, which rx_header
- * uses as its own. Returns the bytes consumed: the FPDU's, or 0.
+ * (docs/performance.md, "Header prediction"). Anything else is left to
+ * the parser, byte for byte, and reaches the verdict it always did: an
+ * FPDU this declines before taking a receive is untouched; one it
+ * declines after (its payload does not fit, or an SGE fails) keeps that
+ * receive in rx->rqe, which rx_header uses as its own. Returns the bytes
+ * consumed: the FPDU's, or 0.
  */
 static NDK_HOT size_t rx_predict_send(struct sw_dp *dp, const uint8_t *p,
 				      size_t n)
@@ -698,27 +707,20 @@ static NDK_HOT size_t rx_predict_send(struct sw_dp *dp, const uint8_t *p,
 	struct sw_dp_rx *rx = dp->rx;
 	size_t ulpdu, len, body;
 	struct sw_rqe *rqe;
-	uint32_t i;
 	bool se;
 
 	if (rx->rqe || rx->send_dropped ||
 	    !fpdu_send_hdr_match(p, rx->msn_send, &se))
 		return 0;
 	ulpdu = get_be16(p);
-	body = MPA_FPDU_HDR_LEN + ulpdu + mpa_fpdu_pad(ulpdu);
+	body = mpa_fpdu_len(ulpdu) - MPA_FPDU_CRC_LEN;
 	if (ulpdu > rx->parser.max_ulpdu || n < body + MPA_FPDU_CRC_LEN ||
 	    !rx_predict_crc_ok(dp, p, body))
 		return 0;
 	/* As rx_header takes a receive for a message's first FPDU. */
-	rqe = sw_rq_take(dp->qp.rq);
-	if (!rqe)
+	if (!rx_take_receive(rx, dp->qp.rq))
 		return 0;
-	rx->rqe = rqe;
-	rx->recv_len = 0;
-	for (i = 0; i < rqe->nsge; i++)
-		rx->recv_len += rqe->sge[i].Length;
-	rx->recv_bytes = 0;
-	rx->recv_overflow = false;
+	rqe = rx->rqe;
 	len = ulpdu - DDP_UNTAGGED_HDR_LEN;
 	if (len > rx->recv_len ||
 	    place_sgl(dp, rqe->sge, rqe->nsge, 0, p + FPDU_SEND_HDR_LEN, len))
@@ -732,7 +734,7 @@ static NDK_HOT size_t rx_predict_send(struct sw_dp *dp, const uint8_t *p,
 	rx_count_fpdu(dp, ulpdu);
 	sw_rq_complete(dp->qp.rq, rqe, STATUS_SUCCESS, (uint32_t)len,
 		       NdkOperationTypeReceive, 0, se);
-	return body + MPA_FPDU_CRC_LEN;
+	return mpa_fpdu_len(ulpdu);
 }
 
 /*
@@ -748,21 +750,11 @@ static size_t rx_predict_tagged(const struct sw_dp *dp, const uint8_t *p,
 		return 0;
 	ulpdu = get_be16(p);
 	len = ulpdu - DDP_TAGGED_HDR_LEN;
-	body = MPA_FPDU_HDR_LEN + ulpdu + mpa_fpdu_pad(ulpdu);
+	body = mpa_fpdu_len(ulpdu) - MPA_FPDU_CRC_LEN;
 	if (!len || len > PLACE_COPY_MAX || ulpdu > dp->rx->parser.max_ulpdu ||
 	    n < body + MPA_FPDU_CRC_LEN || !rx_predict_crc_ok(dp, p, body))
 		return 0;
 	return len;
-}
-
-/* The bytes of the whole FPDU with a payload of len after a tagged
- * header. */
-static size_t rx_tagged_fpdu_len(size_t len)
-{
-	size_t ulpdu = DDP_TAGGED_HDR_LEN + len;
-
-	return MPA_FPDU_HDR_LEN + ulpdu + mpa_fpdu_pad(ulpdu) +
-	       MPA_FPDU_CRC_LEN;
 }
 
 /*
@@ -792,13 +784,11 @@ static NDK_HOT size_t rx_predict_write(struct sw_dp *dp, const uint8_t *p,
 	rx->target = RX_WRITE;
 	rx->holding = false;
 	rx->first = true;
-	rx->hdr.stag = stag; /* pred_set's */
-	rx->parser.payload_len = (uint16_t)len;
-	pred_set(dp, &rx->next, to + len);
-	pred_set(dp, &rx->again, to);
+	pred_set(dp, &rx->next, stag, to + len, len);
+	pred_set(dp, &rx->again, stag, to, len);
 	rx_count_payload(rx, len);
 	rx_count_fpdu(dp, DDP_TAGGED_HDR_LEN + len);
-	return rx_tagged_fpdu_len(len);
+	return mpa_fpdu_len(DDP_TAGGED_HDR_LEN + len);
 }
 
 /*
@@ -833,7 +823,7 @@ static NDK_HOT size_t rx_predict_read_req(struct sw_dp *dp, const uint8_t *p,
 	rx->target = RX_READ_REQ;
 	rx_count_payload(rx, 0);
 	rx_count_fpdu(dp, FPDU_READ_REQ_ULPDU);
-	return FPDU_READ_REQ_LEN + MPA_FPDU_CRC_LEN;
+	return mpa_fpdu_len(FPDU_READ_REQ_ULPDU);
 }
 
 /*
@@ -874,7 +864,7 @@ static NDK_HOT size_t rx_predict_read_resp(struct sw_dp *dp, const uint8_t *p,
 	rx->target = RX_READ_RESP;
 	rx_count_payload(rx, len);
 	rx_count_fpdu(dp, DDP_TAGGED_HDR_LEN + len);
-	return rx_tagged_fpdu_len(len);
+	return mpa_fpdu_len(DDP_TAGGED_HDR_LEN + len);
 }
 
 /* The predicted FPDUs, at an FPDU's start between messages: the bytes

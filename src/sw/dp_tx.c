@@ -797,6 +797,26 @@ static NDK_HOT int small_send(struct sw_dp *dp, size_t len, bool fin,
 	return 0;
 }
 
+/* Nothing of the connection waits to be written, and no Terminate is
+ * due or gone: a small request may go out in one send of its own. */
+static bool tx_quiet(const struct sw_dp *dp)
+{
+	return !dp->tx.left && !dp->tx.term_len && !dp->tx.terminated;
+}
+
+/* An inline request's bytes, gathered from the consumer's SGL. */
+static void copy_inline(uint8_t *dst, const NDK_SGE *sgl, ULONG nsge)
+{
+	ULONG i;
+
+	for (i = 0; i < nsge; i++) {
+		if (!sgl[i].Length)
+			continue;
+		ndk_copy(dst, sgl[i].VirtualAddress, sgl[i].Length);
+		dst += sgl[i].Length;
+	}
+}
+
 /*
  * The common small request: a Send or Write of up to SW_TX_SMALL bytes
  * that is the only thing to send. Its bytes are copied behind the header
@@ -812,8 +832,8 @@ static bool tx_small(struct sw_dp *dp)
 	struct sw_wqe *w;
 	size_t hlen;
 
-	if (dp->tx.left || dp->tx.term_len || dp->tx.terminated ||
-	    dp->irq.head != dp->irq.tail || dp->sq.rung - dp->sq.next != 1)
+	if (!tx_quiet(dp) || dp->irq.head != dp->irq.tail ||
+	    dp->sq.rung - dp->sq.next != 1)
 		return false;
 	w = sw_dp_sq_slot(dp, dp->sq.next);
 	if (w->state != SW_WQE_QUEUED ||
@@ -857,8 +877,8 @@ static bool tx_small_resp(struct sw_dp *dp)
 	struct sw_irqe *e;
 	uint8_t *b = dp->tx.small;
 
-	if (dp->tx.left || dp->tx.term_len || dp->tx.terminated ||
-	    dp->irq.tail - dp->irq.head != 1 || sq_write_in_progress(dp))
+	if (!tx_quiet(dp) || dp->irq.tail - dp->irq.head != 1 ||
+	    sq_write_in_progress(dp))
 		return false;
 	e = &dp->irq.ring[dp->irq.head % MAX(dp->ird, 1u)];
 	if (e->sent || e->length > SW_TX_SMALL ||
@@ -1160,11 +1180,9 @@ static NDK_HOT bool tx_predict(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
 	struct sw_wqe *w;
 	uint32_t idx = dp->sq.tail;
 	bool hold;
-	ULONG i;
 
 	if ((flags & NDK_OP_FLAG_DEFER) || dp->sq.done != idx ||
-	    !sw_dp_attached(dp) || dp->tx.left || dp->tx.held ||
-	    dp->tx.term_len || dp->tx.terminated ||
+	    !sw_dp_attached(dp) || !tx_quiet(dp) || dp->tx.held ||
 	    dp->irq.head != dp->irq.tail)
 		return false;
 	if (op == SW_WQE_READ)
@@ -1173,12 +1191,7 @@ static NDK_HOT bool tx_predict(struct sw_dp *dp, enum sw_wqe_op op, PVOID ctx,
 	if (len > SW_TX_SMALL || len > fpdu_max_payload(dp->mulpdu, tagged))
 		return false;
 	if (flags & NDK_OP_FLAG_INLINE) {
-		uint8_t *p = b + hlen;
-
-		for (i = 0; i < nsge; i++) {
-			ndk_copy(p, sgl[i].VirtualAddress, sgl[i].Length);
-			p += sgl[i].Length;
-		}
+		copy_inline(b + hlen, sgl, nsge);
 	} else if (nsge > 1) {
 		return false;
 	} else if (len &&
@@ -1226,7 +1239,6 @@ NDK_HOT NTSTATUS sw_dp_post_send(struct sw_dp *dp, PVOID ctx,
 	uint64_t len = sgl_length(sgl, nsge);
 	struct sw_wqe *w;
 	NTSTATUS status;
-	ULONG i;
 
 	if ((nsge && !sgl) || (!inl && nsge > dp->qp.max_sge) ||
 	    (inl && len > dp->qp.inline_size) || len > dp->max_transfer)
@@ -1244,15 +1256,8 @@ NDK_HOT NTSTATUS sw_dp_post_send(struct sw_dp *dp, PVOID ctx,
 	w->stag = invalidate ? inv_stag : 0;
 	if (inl) {
 		/* Copied now: the buffer is only valid during the call. */
-		uint8_t *p = (uint8_t *)(void *)w->sge;
-
 		w->inline_data = true;
-		for (i = 0; i < nsge; i++) {
-			if (!sgl[i].Length)
-				continue;
-			ndk_copy(p, sgl[i].VirtualAddress, sgl[i].Length);
-			p += sgl[i].Length;
-		}
+		copy_inline((uint8_t *)(void *)w->sge, sgl, nsge);
 	} else {
 		w->nsge = nsge;
 		if (nsge)
