@@ -12,9 +12,10 @@
  *	crc32c_put_trailer(trailer, crc32c_final(c));
  *
  * update() works on the raw register: chain the value it returns, and apply
- * final() exactly once. The implementation (AVX-512 carry-less folding,
- * the SSE4.2 crc32 instruction or a portable slicing-by-8 table) is picked
- * once, on first use, from the CPU.
+ * final() exactly once. The implementation (AVX-512 or 128-bit carry-less
+ * folding beside the SSE4.2 crc32 instruction, that instruction alone, or
+ * a portable slicing-by-8 table) is picked once, on first use, from the
+ * CPU.
  */
 #ifndef NDK_IWARP_CRC32C_H
 #define NDK_IWARP_CRC32C_H
@@ -34,6 +35,7 @@ enum crc32c_impl {
 	CRC32C_IMPL_SLICE8, /* portable table, always available */
 	CRC32C_IMPL_SSE42, /* x86 crc32 instruction */
 	CRC32C_IMPL_FOLD, /* x86 AVX-512 VPCLMULQDQ folding + crc32 */
+	CRC32C_IMPL_CLMUL, /* x86 128-bit PCLMULQDQ folding + crc32 */
 	CRC32C_IMPL_COUNT,
 };
 
@@ -77,7 +79,8 @@ bool crc32c_impl_available(enum crc32c_impl impl);
 /* The implementation crc32c_update() uses on this CPU (never AUTO). */
 enum crc32c_impl crc32c_impl_active(void);
 
-/* "auto", "slice8", "sse4.2", "avx512-vpclmulqdq"; "?" out of range. */
+/* "auto", "slice8", "sse4.2", "avx512-vpclmulqdq", "pclmulqdq"; "?" out of
+ * range. */
 const char *crc32c_impl_name(enum crc32c_impl impl);
 
 /*

@@ -252,16 +252,18 @@ static void test_impls_equal(void **state)
 	for (int r = 0; r < 8; r++)
 		assert_impls_agree(list, n, buf + rng() % 16,
 				   2048 + rng() % 2048);
-	/* Around the folding path's 256- and 64-byte steps, the hybrid's
-	 * start and its lane lengths (a step every 11 x 256 bytes, the
-	 * longest past 11 x 16 KiB), up to past a whole loopback FPDU. */
+	/* Around the folding path's 256- and 64-byte steps, the hybrids'
+	 * starts and their lane lengths (AVX-512: a step every 11 x 256
+	 * bytes, the longest past 11 x 16 KiB; 128-bit: a step every 4 x
+	 * 256, the longest from 64 KiB), up to past a whole loopback FPDU. */
 	{
 		static uint8_t big[200000 + 64];
 		static const size_t edge[] = {
-			511,   512,    513,    767,    768,   769,   1023,
-			1024,  1087,   4095,   4096,   4097,  5631,  5632,
-			5633,  8447,   8448,   65535,  65536, 65537, 69999,
-			70000, 180223, 180224, 180225, 200000
+			511,   512,    513,    767,    768,    769,   1023,
+			1024,  1087,   4095,   4096,   4097,   5631,  5632,
+			5633,  8447,   8448,   65535,  65536,  65537, 69999,
+			70000, 180223, 180224, 180225, 200000, 2047,  2048,
+			2049,  3071,   3072,   3073,   1025,   1088
 		};
 
 		rng_fill(big, sizeof(big));
@@ -336,7 +338,7 @@ static void test_impl_info(void **state)
 
 	(void)state;
 	assert_true(act == CRC32C_IMPL_SLICE8 || act == CRC32C_IMPL_SSE42 ||
-		    act == CRC32C_IMPL_FOLD);
+		    act == CRC32C_IMPL_FOLD || act == CRC32C_IMPL_CLMUL);
 	assert_true(crc32c_impl_available(act));
 	assert_true(crc32c_impl_available(CRC32C_IMPL_AUTO));
 	assert_true(crc32c_impl_available(CRC32C_IMPL_SLICE8));
@@ -345,6 +347,7 @@ static void test_impl_info(void **state)
 	assert_string_equal(crc32c_impl_name(CRC32C_IMPL_SSE42), "sse4.2");
 	assert_string_equal(crc32c_impl_name(CRC32C_IMPL_FOLD),
 			    "avx512-vpclmulqdq");
+	assert_string_equal(crc32c_impl_name(CRC32C_IMPL_CLMUL), "pclmulqdq");
 	assert_string_equal(crc32c_impl_name(CRC32C_IMPL_COUNT), "?");
 #if defined(__x86_64__)
 	/* The fastest one the CPU has. */
@@ -354,6 +357,9 @@ static void test_impl_info(void **state)
 	    __builtin_cpu_supports("pclmul") &&
 	    __builtin_cpu_supports("sse4.2"))
 		assert_int_equal(act, CRC32C_IMPL_FOLD);
+	else if (__builtin_cpu_supports("pclmul") &&
+		 __builtin_cpu_supports("sse4.2"))
+		assert_int_equal(act, CRC32C_IMPL_CLMUL);
 	else if (__builtin_cpu_supports("sse4.2"))
 		assert_int_equal(act, CRC32C_IMPL_SSE42);
 #endif
