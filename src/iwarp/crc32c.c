@@ -847,6 +847,26 @@ CRC32C_FOLD_TARGET static uint32_t crc32c_fold_finish(__m512i z0, __m512i z1,
 		(uint32_t)_mm_crc32_u64(_mm_crc32_u64(0, q[0]), q[1]), p, len);
 }
 
+/* Three crc32 chains, each over the next step bytes of its lane. */
+static inline __attribute__((always_inline, target("sse4.2"))) void
+crc32c_lanes_step(uint64_t c[3], const uint8_t *l[3], size_t step)
+{
+	uint64_t w0, w1, w2;
+	size_t i;
+
+	for (i = 0; i < step; i += 8) {
+		memcpy(&w0, l[0] + i, 8);
+		memcpy(&w1, l[1] + i, 8);
+		memcpy(&w2, l[2] + i, 8);
+		c[0] = _mm_crc32_u64(c[0], w0);
+		c[1] = _mm_crc32_u64(c[1], w1);
+		c[2] = _mm_crc32_u64(c[2], w2);
+	}
+	l[0] += step;
+	l[1] += step;
+	l[2] += step;
+}
+
 /*
  * Hybrid. The folds keep the carry-less multiplier busy and leave the
  * unit of the crc32 instruction idle: on large buffers the end of the
@@ -897,6 +917,16 @@ CRC32C_CLMUL_TARGET static uint32_t crc32c_hyb_shift(uint32_t r,
 	return (uint32_t)_mm_crc32_u64(_mm_crc32_u64(0, q[0]), q[1]);
 }
 
+/* The register r of what precedes three lanes of `units` units each,
+ * whose chains ran from zero into c: the register after the lanes. */
+CRC32C_CLMUL_TARGET static uint32_t
+crc32c_lanes_join(uint32_t r, const uint64_t c[3], unsigned int units)
+{
+	r = crc32c_hyb_shift(r, units) ^ (uint32_t)c[0];
+	r = crc32c_hyb_shift(r, units) ^ (uint32_t)c[1];
+	return crc32c_hyb_shift(r, units) ^ (uint32_t)c[2];
+}
+
 /* len >= CRC32C_HYB_MIN. Past 11 lanes of the longest, the folds take
  * the rest alone. */
 CRC32C_FOLD_TARGET static uint32_t crc32c_hybrid(uint32_t crc, const uint8_t *p,
@@ -908,10 +938,10 @@ CRC32C_FOLD_TARGET static uint32_t crc32c_hybrid(uint32_t crc, const uint8_t *p,
 	size_t lane = units * CRC32C_HYB_UNIT;
 	size_t fold = (len - 3 * lane) / 256 * 256;
 	const uint8_t *fold_end = p + fold;
-	const uint8_t *l0 = fold_end, *l1 = l0 + lane, *l2 = l1 + lane;
-	const uint8_t *end = l2 + lane;
-	uint64_t c0 = 0, c1 = 0, c2 = 0, w0, w1, w2;
-	size_t steps = lane / CRC32C_HYB_STEP, i;
+	const uint8_t *l[3] = { fold_end, fold_end + lane,
+				fold_end + 2 * lane };
+	uint64_t c[3] = { 0, 0, 0 };
+	size_t steps = lane / CRC32C_HYB_STEP;
 	__m512i z0, z1, z2, z3, k;
 	uint32_t r;
 
@@ -934,25 +964,13 @@ CRC32C_FOLD_TARGET static uint32_t crc32c_hybrid(uint32_t crc, const uint8_t *p,
 			p += 256;
 		}
 		if (steps) {
-			for (i = 0; i < CRC32C_HYB_STEP; i += 8) {
-				memcpy(&w0, l0 + i, 8);
-				memcpy(&w1, l1 + i, 8);
-				memcpy(&w2, l2 + i, 8);
-				c0 = _mm_crc32_u64(c0, w0);
-				c1 = _mm_crc32_u64(c1, w1);
-				c2 = _mm_crc32_u64(c2, w2);
-			}
-			l0 += CRC32C_HYB_STEP;
-			l1 += CRC32C_HYB_STEP;
-			l2 += CRC32C_HYB_STEP;
+			crc32c_lanes_step(c, l, CRC32C_HYB_STEP);
 			steps--;
 		}
 	}
 	r = crc32c_fold_finish(z0, z1, z2, z3, p, 0);
-	r = crc32c_hyb_shift(r, (unsigned int)units) ^ (uint32_t)c0;
-	r = crc32c_hyb_shift(r, (unsigned int)units) ^ (uint32_t)c1;
-	r = crc32c_hyb_shift(r, (unsigned int)units) ^ (uint32_t)c2;
-	return crc32c_sse42(r, end, len - fold - 3 * lane);
+	r = crc32c_lanes_join(r, c, (unsigned int)units);
+	return crc32c_sse42(r, fold_end + 3 * lane, len - fold - 3 * lane);
 }
 
 /*
@@ -970,21 +988,17 @@ CRC32C_CLMUL_TARGET static __attribute__((noinline)) uint32_t
 crc32c_clmul_long(uint32_t crc, const uint8_t *p, size_t len)
 {
 	/* lane / len = 64 / (64 + 3 * 64) = 1 / 4 */
-	size_t units, lane, fold, steps, i;
-	const uint8_t *fold_end, *l0, *l1, *l2, *end;
-	uint64_t c0 = 0, c1 = 0, c2 = 0, w0, w1, w2, q[2];
-	__m128i x0, x1, x2, x3, k;
+	size_t units = MIN(len / 4 / CRC32C_HYB_UNIT, (size_t)CRC32C_HYB_UNITS);
+	size_t lane = units * CRC32C_HYB_UNIT;
+	size_t fold = (len - 3 * lane) / 64 * 64;
+	const uint8_t *fold_end = p + fold;
+	const uint8_t *l[3] = { fold_end, fold_end + lane,
+				fold_end + 2 * lane };
+	uint64_t c[3] = { 0, 0, 0 }, q[2];
+	size_t steps = lane / CRC32C_CLMUL_STEP;
+	__m128i x0, x1, x2, x3;
 	uint32_t r;
 
-	units = MIN(len / 4 / CRC32C_HYB_UNIT, (size_t)CRC32C_HYB_UNITS);
-	lane = units * CRC32C_HYB_UNIT;
-	fold = (len - 3 * lane) / 64 * 64;
-	fold_end = p + fold;
-	l0 = fold_end;
-	l1 = l0 + lane;
-	l2 = l1 + lane;
-	end = l2 + lane;
-	steps = lane / CRC32C_CLMUL_STEP;
 	pthread_once(&crc32c_fold_once, crc32c_fold_init);
 	pthread_once(&crc32c_hyb_once, crc32c_hyb_init);
 	x0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p),
@@ -993,44 +1007,24 @@ crc32c_clmul_long(uint32_t crc, const uint8_t *p, size_t len)
 	x2 = _mm_loadu_si128((const __m128i *)(p + 32));
 	x3 = _mm_loadu_si128((const __m128i *)(p + 48));
 	p += 64;
-	k = _mm_set_epi64x((long long)crc32c_k512.lo,
-			   (long long)crc32c_k512.hi);
 	while (p < fold_end || steps) {
 		if (p < fold_end) {
-			x0 = _mm_xor_si128(
-				_mm_xor_si128(
-					_mm_clmulepi64_si128(x0, k, 0x00),
-					_mm_clmulepi64_si128(x0, k, 0x11)),
+			x0 = crc32c_fold128(
+				x0, crc32c_k512,
 				_mm_loadu_si128((const __m128i *)p));
-			x1 = _mm_xor_si128(
-				_mm_xor_si128(
-					_mm_clmulepi64_si128(x1, k, 0x00),
-					_mm_clmulepi64_si128(x1, k, 0x11)),
+			x1 = crc32c_fold128(
+				x1, crc32c_k512,
 				_mm_loadu_si128((const __m128i *)(p + 16)));
-			x2 = _mm_xor_si128(
-				_mm_xor_si128(
-					_mm_clmulepi64_si128(x2, k, 0x00),
-					_mm_clmulepi64_si128(x2, k, 0x11)),
+			x2 = crc32c_fold128(
+				x2, crc32c_k512,
 				_mm_loadu_si128((const __m128i *)(p + 32)));
-			x3 = _mm_xor_si128(
-				_mm_xor_si128(
-					_mm_clmulepi64_si128(x3, k, 0x00),
-					_mm_clmulepi64_si128(x3, k, 0x11)),
+			x3 = crc32c_fold128(
+				x3, crc32c_k512,
 				_mm_loadu_si128((const __m128i *)(p + 48)));
 			p += 64;
 		}
 		if (steps) {
-			for (i = 0; i < CRC32C_CLMUL_STEP; i += 8) {
-				memcpy(&w0, l0 + i, 8);
-				memcpy(&w1, l1 + i, 8);
-				memcpy(&w2, l2 + i, 8);
-				c0 = _mm_crc32_u64(c0, w0);
-				c1 = _mm_crc32_u64(c1, w1);
-				c2 = _mm_crc32_u64(c2, w2);
-			}
-			l0 += CRC32C_CLMUL_STEP;
-			l1 += CRC32C_CLMUL_STEP;
-			l2 += CRC32C_CLMUL_STEP;
+			crc32c_lanes_step(c, l, CRC32C_CLMUL_STEP);
 			steps--;
 		}
 	}
@@ -1040,10 +1034,8 @@ crc32c_clmul_long(uint32_t crc, const uint8_t *p, size_t len)
 	x3 = crc32c_fold128(x2, crc32c_k128, x3);
 	_mm_storeu_si128((__m128i *)q, x3);
 	r = (uint32_t)_mm_crc32_u64(_mm_crc32_u64(0, q[0]), q[1]);
-	r = crc32c_hyb_shift(r, (unsigned int)units) ^ (uint32_t)c0;
-	r = crc32c_hyb_shift(r, (unsigned int)units) ^ (uint32_t)c1;
-	r = crc32c_hyb_shift(r, (unsigned int)units) ^ (uint32_t)c2;
-	return crc32c_sse42(r, end, len - fold - 3 * lane);
+	r = crc32c_lanes_join(r, c, (unsigned int)units);
+	return crc32c_sse42(r, fold_end + 3 * lane, len - fold - 3 * lane);
 }
 
 /* A small FPDU's CRC (every hop of a latency test) goes straight on to
