@@ -1094,24 +1094,23 @@ static bool crc32c_cpu_has_sse42(void)
 #endif
 }
 
+/* crc32c_cpu_has_sse42 has run the CPU probe before either asks. */
 static bool crc32c_cpu_has_clmul(void)
 {
 #if CRC32C_HAVE_FOLD
-	__builtin_cpu_init();
 	return crc32c_cpu_has_sse42() && __builtin_cpu_supports("pclmul");
 #else
 	return false;
 #endif
 }
 
+/* The 128-bit folds' needs and AVX-512's. */
 static bool crc32c_cpu_has_fold(void)
 {
 #if CRC32C_HAVE_FOLD
-	__builtin_cpu_init();
-	return crc32c_cpu_has_sse42() && __builtin_cpu_supports("avx512f") &&
+	return crc32c_cpu_has_clmul() && __builtin_cpu_supports("avx512f") &&
 	       __builtin_cpu_supports("avx512vl") &&
-	       __builtin_cpu_supports("vpclmulqdq") &&
-	       __builtin_cpu_supports("pclmul");
+	       __builtin_cpu_supports("vpclmulqdq");
 #else
 	return false;
 #endif
