@@ -204,6 +204,14 @@ static inline bool fpdu_rx_at_boundary(const struct fpdu_rx *rx)
 	return rx->state == FPDU_RX_HDR && rx->have == 0;
 }
 
+/* In an FPDU's payload: the bytes to its end (the rest of the payload,
+ * its pad and its CRC field). */
+static inline size_t fpdu_rx_left(const struct fpdu_rx *rx)
+{
+	return (size_t)(rx->payload_len - rx->payload_off) + rx->pad +
+	       MPA_FPDU_CRC_LEN;
+}
+
 /*
  * The Terminate to send for cause about the current FPDU (a latched error,
  * or one the caller found, e.g. an invalid STag at FPDU_EV_HEADER): the

@@ -1086,10 +1086,15 @@ static int rx_pass(struct sw_dp *dp, int *budget, bool *got)
 			}
 			goto next;
 		}
-		/* Among large FPDUs: a header's worth, the payload direct. */
-		if (dp->rx->small_run < RX_SMALL_RUN &&
-		    dp->rx->parser.state != FPDU_RX_PAYLOAD)
-			want = RX_PROBE;
+		/* Among large FPDUs: a header's worth, the payload direct;
+		 * in a payload not received in place, its rest and the next
+		 * header, so that the next payload is not read here. */
+		if (dp->rx->small_run < RX_SMALL_RUN)
+			want = dp->rx->parser.state != FPDU_RX_PAYLOAD
+				       ? RX_PROBE
+				       : MIN(RX_BUF_SIZE,
+					     fpdu_rx_left(&dp->rx->parser) +
+						     RX_PROBE);
 		n = sw_sys_recv(dp->sock.fd, buf, want, MSG_DONTWAIT);
 		if (n == 0)
 			ret = -EPIPE;
