@@ -17,7 +17,8 @@
  *   from 4 KiB on, three crc32 chains run over the buffer's end between
  *   the fold steps (crc32c_hybrid).
  * - PCLMULQDQ without AVX-512: the same hybrid with 128-bit folds over a
- *   quarter of the buffer (crc32c_clmul).
+ *   quarter of the buffer from 4 KiB on; from 192 bytes, three crc32
+ *   chains joined by carry-less shifts (crc32c_clmul).
  *
  * The only mutable global is the pointer to the chosen implementation,
  * resolved on first use. Racing first calls store the same value.
@@ -887,34 +888,50 @@ crc32c_lanes_step(uint64_t c[3], const uint8_t *l[3], size_t step)
 static uint64_t crc32c_hyb_k[CRC32C_HYB_UNITS + 1];
 static pthread_once_t crc32c_hyb_once = PTHREAD_ONCE_INIT;
 
-static void crc32c_hyb_init(void)
+/*
+ * k[i] = x^(8L - 97) mod P, reflected, for lanes of L = i * bytes zero
+ * bytes (i = 1..n; entries with L < 16 stay 0), in one walk up the
+ * powers.
+ */
+static void crc32c_shift_consts(uint64_t *k, unsigned int n, unsigned int bytes)
 {
-	unsigned int i, n = 0, want;
+	unsigned int i, e = 0, want;
 	uint64_t r = 1;
 
-	/* x^(8L - 97) mod P for L = i units, in one walk up the powers. */
-	for (i = 1; i <= CRC32C_HYB_UNITS; i++) {
-		want = 8 * i * CRC32C_HYB_UNIT - 97;
-		for (; n < want; n++) {
+	for (i = 1; i <= n; i++) {
+		if (i * bytes < 16)
+			continue;
+		want = 8 * i * bytes - 97;
+		for (; e < want; e++) {
 			r <<= 1;
 			if (r & 0x100000000ull)
 				r ^= 0x100000000ull | CRC32C_POLY_NORMAL;
 		}
-		crc32c_hyb_k[i] = crc32c_reflect((uint32_t)r);
+		k[i] = crc32c_reflect((uint32_t)r);
 	}
+}
+
+static void crc32c_hyb_init(void)
+{
+	crc32c_shift_consts(crc32c_hyb_k, CRC32C_HYB_UNITS, CRC32C_HYB_UNIT);
+}
+
+/* The register r after the zero bytes of k (crc32c_shift_consts). */
+CRC32C_CLMUL_TARGET static uint32_t crc32c_shift_k(uint32_t r, uint64_t k)
+{
+	__m128i x = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)r),
+					 _mm_cvtsi64_si128((long long)k), 0x00);
+	uint64_t q[2];
+
+	_mm_storeu_si128((__m128i *)q, x);
+	return (uint32_t)_mm_crc32_u64(_mm_crc32_u64(0, q[0]), q[1]);
 }
 
 /* The register r after `units` lane units of zero bytes. */
 CRC32C_CLMUL_TARGET static uint32_t crc32c_hyb_shift(uint32_t r,
 						     unsigned int units)
 {
-	__m128i x = _mm_clmulepi64_si128(
-		_mm_cvtsi32_si128((int)r),
-		_mm_cvtsi64_si128((long long)crc32c_hyb_k[units]), 0x00);
-	uint64_t q[2];
-
-	_mm_storeu_si128((__m128i *)q, x);
-	return (uint32_t)_mm_crc32_u64(_mm_crc32_u64(0, q[0]), q[1]);
+	return crc32c_shift_k(r, crc32c_hyb_k[units]);
 }
 
 /* The register r of what precedes three lanes of `units` units each,
@@ -982,7 +999,7 @@ CRC32C_FOLD_TARGET static uint32_t crc32c_hybrid(uint32_t crc, const uint8_t *p,
  * (on Zen 2 they share enough that this gains 15% over the chains
  * alone, docs/performance.md, "The CRC without AVX-512").
  */
-#define CRC32C_CLMUL_MIN  1024
+#define CRC32C_CLMUL_MIN  4096
 #define CRC32C_CLMUL_STEP 64
 
 CRC32C_CLMUL_TARGET static __attribute__((noinline)) uint32_t
@@ -1039,14 +1056,51 @@ crc32c_clmul_long(uint32_t crc, const uint8_t *p, size_t len)
 	return crc32c_sse42(r, fold_end + 3 * lane, len - fold - 3 * lane);
 }
 
+/*
+ * Mid-sized buffers (an FPDU of one segment on a 1500-byte MTU, a small
+ * request): three crc32 chains over three lanes of equal length, in
+ * 8-byte steps, the first chain from crc; two shifts join them. On such
+ * lengths the folds' start-up and their uneven split of the buffer cost
+ * more than they bring.
+ */
+#define CRC32C_MID_MIN	 192
+#define CRC32C_LANE8_MAX (CRC32C_CLMUL_MIN / 24) /* lanes of 8-byte units */
+
+static uint64_t crc32c_lane8_k[CRC32C_LANE8_MAX + 1];
+static pthread_once_t crc32c_lane8_once = PTHREAD_ONCE_INIT;
+
+static void crc32c_lane8_init(void)
+{
+	crc32c_shift_consts(crc32c_lane8_k, CRC32C_LANE8_MAX, 8);
+}
+
+/* CRC32C_MID_MIN <= len < CRC32C_CLMUL_MIN */
+CRC32C_CLMUL_TARGET static __attribute__((noinline)) uint32_t
+crc32c_clmul_mid(uint32_t crc, const uint8_t *p, size_t len)
+{
+	size_t lane = len / 24 * 8;
+	const uint8_t *l[3] = { p, p + lane, p + 2 * lane };
+	uint64_t c[3] = { crc, 0, 0 }, k;
+	uint32_t r;
+
+	pthread_once(&crc32c_lane8_once, crc32c_lane8_init);
+	k = crc32c_lane8_k[lane / 8];
+	crc32c_lanes_step(c, l, lane);
+	r = crc32c_shift_k((uint32_t)c[0], k) ^ (uint32_t)c[1];
+	r = crc32c_shift_k(r, k) ^ (uint32_t)c[2];
+	return crc32c_sse42(r, l[2], len - 3 * lane);
+}
+
 /* A small FPDU's CRC (every hop of a latency test) goes straight on to
- * the chain, without the long path's register saves. */
+ * the chain, without the longer paths' register saves. */
 CRC32C_CLMUL_TARGET static NDK_HOT uint32_t crc32c_clmul(uint32_t crc,
 							 const uint8_t *p,
 							 size_t len)
 {
-	if (len < CRC32C_CLMUL_MIN)
+	if (len < CRC32C_MID_MIN)
 		return crc32c_sse42(crc, p, len);
+	if (len < CRC32C_CLMUL_MIN)
+		return crc32c_clmul_mid(crc, p, len);
 	return crc32c_clmul_long(crc, p, len);
 }
 
