@@ -99,13 +99,14 @@ struct sw_dp_rx {
  * destination with one recvmsg, after the STag or receive checks passed
  * for that range; smaller payloads are copied out of the thread's buffer,
  * where one read brings many FPDUs. RX_PROBE bytes are read behind a
- * direct payload (its trailer and the next header), and are all a read
- * takes between large FPDUs, so that their payloads are not read into the
- * buffer first.
+ * direct payload (its trailer and the next header, or a short FPDU and
+ * the header after it: a 64 KiB Send ends with 72 bytes of those), and
+ * are all a read takes between large FPDUs, so that their payloads are
+ * not read into the buffer first.
  */
 #define RX_DIRECT_MIN 4096
 #define RX_DIRECT_IOV 32
-#define RX_PROBE      64
+#define RX_PROBE      128
 #define RX_SMALL_RUN  4
 
 static inline struct sw_wqe *sw_dp_rx_orq_head(struct sw_dp *dp)
