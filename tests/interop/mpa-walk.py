@@ -104,14 +104,32 @@ def check_crcs(buf):
                                                          buf[i + 8:i + 16].hex())
                              if ddp & 0x80 else "untagged")
         # What the sender had queued behind it may still have left before
-        # the peer's Terminate reached it: Sends place nothing.
+        # the peer's Terminate reached it: Sends place nothing, and the
+        # rest of a tagged message was in the sender's socket already.
         sends_after = all(not buf[j + 2] & 0x80 and 3 <= buf[j + 3] & 0xF <= 6
                           for j, _, _, _ in fpdus[k + 1:])
+        rest_after = bool(ddp & 0x80) and not ddp & 0x40
+        to = int.from_bytes(buf[i + 8:i + 16], "big") + ulpdu - 14
+        for m, (j, uj, _, _) in enumerate(fpdus[k + 1:]):
+            if not rest_after:
+                break
+            if not (buf[j + 2] & 0x80 and buf[j + 4:j + 8] == buf[i + 4:i + 8]
+                    and int.from_bytes(buf[j + 8:j + 16], "big") == to):
+                rest_after = False
+                break
+            to += uj - 14
+            if buf[j + 2] & 0x40:
+                rest_after = all(not buf[x + 2] & 0x80 and
+                                 3 <= buf[x + 3] & 0xF <= 6
+                                 for x, _, _, _ in fpdus[k + 2 + m:])
+                break
         bad.append("FPDU %d of %d at byte %d%s: ULPDU %d bytes, %s; CRC on the "
                    "wire %08x, over its bytes %08x" % (
                        k + 1, len(fpdus), i,
                        " (the stream's last)" if k == len(fpdus) - 1 else
-                       " (followed only by Sends)" if sends_after else "",
+                       " (followed only by Sends)" if sends_after else
+                       " (followed only by the rest of its message)"
+                       if rest_after else "",
                        ulpdu, what, wire, own))
     if fpdus and zero == len(fpdus) and len(bad) == len(fpdus):
         bad = None  # no CRC on this connection

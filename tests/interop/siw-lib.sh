@@ -131,8 +131,9 @@ siw_check_pcap() { # pcap [known-bad]
 # LO-HI, if given). Known only if each bad CRC is in a stream sent by siw
 # (SIDE, as mpa-walk.py names the sender: "target" when PORT is siw's,
 # "host" when it is ours), is the last FPDU siw sent there or is followed
-# only by Sends siw had queued before our Terminate reached it (we ended
-# the connection at it), and the streams walk cleanly; prints the FPDUs and
+# only by Sends, or by the rest of its own Write, that siw had queued
+# before our Terminate reached it (we ended the connection at it), and the
+# streams walk cleanly; prints the FPDUs and
 # sets siw_known_crc to their count. Returns 1 otherwise.
 siw_known_bad_crc() { # pcap port side [peers] -> siw_known_crc
 	local pcap=$1 port=$2 side=$3 peers=${4:-} w
@@ -142,7 +143,7 @@ siw_known_bad_crc() { # pcap port side [peers] -> siw_known_crc
 	grep -q ' 0 streams with errors' <<<"$w" || return 1
 	grep -q 'BAD-CRC' <<<"$w" || return 1
 	if grep 'BAD-CRC' <<<"$w" | grep -v -q -E \
-		"from the $side, .*\((the stream's last|followed only by Sends)\)"; then
+		"from the $side, .*\((the stream's last|followed only by Sends|followed only by the rest of its message)\)"; then
 		return 1
 	fi
 	siw_known_crc=$(grep -c 'BAD-CRC' <<<"$w")
