@@ -74,6 +74,12 @@ def crc32c(b):
     return c ^ 0xFFFFFFFF
 
 
+def only_sends(buf, fpdus):
+    """True if every FPDU of the list is an untagged Send (opcodes 3-6)."""
+    return all(not buf[j + 2] & 0x80 and 3 <= buf[j + 3] & 0xF <= 6
+               for j, _, _, _ in fpdus)
+
+
 def check_crcs(buf):
     """(FPDUs, FPDUs with a zero CRC field, [bad FPDU descriptions]) of a
     stream that walks cleanly. The CRC covers the FPDU from its length
@@ -106,22 +112,20 @@ def check_crcs(buf):
         # What the sender had queued behind it may still have left before
         # the peer's Terminate reached it: Sends place nothing, and the
         # rest of a tagged message was in the sender's socket already.
-        sends_after = all(not buf[j + 2] & 0x80 and 3 <= buf[j + 3] & 0xF <= 6
-                          for j, _, _, _ in fpdus[k + 1:])
+        sends_after = only_sends(buf, fpdus[k + 1:])
+        # The rest of its tagged message: the same STag, each TO where the
+        # last one ended, up to the last segment; then only Sends.
         rest_after = bool(ddp & 0x80) and not ddp & 0x40
         to = int.from_bytes(buf[i + 8:i + 16], "big") + ulpdu - 14
-        for m, (j, uj, _, _) in enumerate(fpdus[k + 1:]):
-            if not rest_after:
-                break
-            if not (buf[j + 2] & 0x80 and buf[j + 4:j + 8] == buf[i + 4:i + 8]
-                    and int.from_bytes(buf[j + 8:j + 16], "big") == to):
-                rest_after = False
-                break
+        n = k + 1
+        while rest_after and n < len(fpdus):
+            j, uj = fpdus[n][:2]
+            rest_after = (buf[j + 2] & 0x80 and buf[j + 4:j + 8] == buf[i + 4:i + 8]
+                          and int.from_bytes(buf[j + 8:j + 16], "big") == to)
             to += uj - 14
-            if buf[j + 2] & 0x40:
-                rest_after = all(not buf[x + 2] & 0x80 and
-                                 3 <= buf[x + 3] & 0xF <= 6
-                                 for x, _, _, _ in fpdus[k + 2 + m:])
+            n += 1
+            if rest_after and buf[j + 2] & 0x40:
+                rest_after = only_sends(buf, fpdus[n:])
                 break
         bad.append("FPDU %d of %d at byte %d%s: ULPDU %d bytes, %s; CRC on the "
                    "wire %08x, over its bytes %08x" % (
