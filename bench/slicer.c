@@ -118,8 +118,28 @@ static pid_t start(char **argv, const char *out)
 	_exit(127);
 }
 
+/* A client's end as the exit status this program keeps (128: a signal),
+ * said on stderr when it is not 0, since a client killed by a signal
+ * prints nothing of its own. */
+static int ended(int i, int s)
+{
+	if (WIFEXITED(s)) {
+		if (WEXITSTATUS(s))
+			fprintf(stderr,
+				"slicer: client %c exited with status %d\n",
+				'A' + i, WEXITSTATUS(s));
+		return WEXITSTATUS(s);
+	}
+	if (WIFSIGNALED(s))
+		fprintf(stderr,
+			"slicer: client %c was killed by signal %d (%s)%s\n",
+			'A' + i, WTERMSIG(s), strsignal(WTERMSIG(s)),
+			WCOREDUMP(s) ? ", core dumped" : "");
+	return 128;
+}
+
 /* Waits until client P stops itself (1) or exits (0; its status in *st). */
-static int ready(pid_t p, int *st, double t_end)
+static int ready(int i, pid_t p, int *st, double t_end)
 {
 	struct timespec d = { 0, 1000000 };
 	int s;
@@ -130,12 +150,18 @@ static int ready(pid_t p, int *st, double t_end)
 		if (r == p && WIFSTOPPED(s))
 			return 1;
 		if (r == p) {
-			*st = WIFEXITED(s) ? WEXITSTATUS(s) : 128;
+			fprintf(stderr,
+				"slicer: client %c ended before it was "
+				"ready\n",
+				'A' + i);
+			*st = ended(i, s);
 			return 0;
 		}
 		if (now() > t_end) {
-			fprintf(stderr, "slicer: a client did not stop itself "
-					"(NDK_BENCH_READY_STOP) in time\n");
+			fprintf(stderr,
+				"slicer: client %c did not stop itself "
+				"(NDK_BENCH_READY_STOP) in time\n",
+				'A' + i);
 			kill(p, SIGKILL);
 			waitpid(p, &s, 0);
 			*st = 128;
@@ -222,11 +248,11 @@ int main(int argc, char **argv)
 		/* One client at a time to its stop, each with its server. */
 		setenv("NDK_BENCH_READY_STOP", "1", 1);
 		cli[0] = start(&argv[a], outs[0]);
-		if (ready(cli[0], &st[0], t0 + timeout)) {
+		if (ready(0, cli[0], &st[0], t0 + timeout)) {
 			kill(srv[0], SIGSTOP);
 			kill(srv[1], SIGCONT);
 			cli[1] = start(&argv[b + 1], outs[1]);
-			if (!ready(cli[1], &st[1], t0 + timeout))
+			if (!ready(1, cli[1], &st[1], t0 + timeout))
 				cli[1] = 0;
 			kill(srv[1], SIGSTOP);
 			side(0, cli, srv, SIGCONT);
@@ -260,7 +286,7 @@ int main(int argc, char **argv)
 			for (i = 0; i < 2; i++) {
 				if (p != cli[i])
 					continue;
-				st[i] = WIFEXITED(s) ? WEXITSTATUS(s) : 128;
+				st[i] = ended(i, s);
 				cli[i] = 0;
 				mark(i, 0); /* its client is done */
 			}
