@@ -128,30 +128,20 @@ if ! siw_wait_lines "$out/console.log" '^NDKVM-LISTENING 4422' 1 300 "$vm"; then
 	exit 1
 fi
 
-# siw_check_pcap, except that TCP payload sent after a connection began to
-# close, on a connection that then ended with a reset, may be the start of
-# an FPDU the reset cut off (the target going away mid-transfer while we
-# close), and the last payload one side of a connection sent may be the
-# start of an FPDU whose rest never reached the capture (the guest taking
-# its link down mid-FPDU, gone-silent), and a segment right behind bytes
-# the capture itself missed (tshark: "previous segment not captured",
-# seen as the guest's link came back in gone-silent) cannot be decoded
-# for want of them: listed, not counted.
-nvme_check_pcap() { # pcap
-	local p=$1 f st r src sp dp port fin=() rst=() cut=0 und=0 line rc=0
-	local -A last=() walked=()
-	local o=(-o tcp.try_heuristic_first:TRUE --enable-heuristic iwarp_mpa_tcp
-		--disable-heuristic rpcrdma_iwarp --disable-heuristic smb_direct_iwarp)
-	line=$(siw_check_pcap "$p") || rc=1
-	echo "$line"
-	((rc)) || return 0
-	grep -q ', 0 Bad CRC32' <<<"$line" || return 1
-	# tshark finds FPDUs segment by segment, and in bulk data without a
-	# CRC to resync on it can lose their boundaries and read payload as
-	# headers, calling a frame malformed (a BoundError). Such a frame in
-	# connections that mpa-walk.py follows through every byte (framing,
-	# versions, opcodes, CRCs) is tshark's: listed, not counted, as in
-	# siw-nvme-target.sh. Any other malformed frame fails.
+# tshark's options for a capture of iWARP connections, as siw-lib.sh's.
+mpa_o=(-o tcp.try_heuristic_first:TRUE --enable-heuristic iwarp_mpa_tcp
+	--disable-heuristic rpcrdma_iwarp --disable-heuristic smb_direct_iwarp)
+
+# tshark finds FPDUs segment by segment, and in bulk data without a CRC
+# to resync on it can lose their boundaries and read payload as headers,
+# calling a frame malformed (a BoundError). Such a frame in connections
+# that mpa-walk.py follows through every byte (framing, versions,
+# opcodes, CRCs) is tshark's: listed, not counted, as in
+# siw-nvme-target.sh. Returns 1 if a malformed frame's connections do not
+# walk.
+nvme_walk_malformed() { # pcap
+	local p=$1 f st sp dp port
+	local -A walked=()
 	while read -r f st sp dp; do
 		port=$((sp < dp ? sp : dp))
 		if [[ -z ${walked[$port]:-} ]]; then
@@ -164,9 +154,28 @@ nvme_check_pcap() { # pcap
 			walked[$port]=1
 		fi
 		echo "pcap: frame $f (connection $st): tshark lost its FPDU boundaries there; mpa-walk.py walks every byte of the connections on port $port"
-	done < <(tshark -r "$p" "${o[@]}" -Y '_ws.malformed' -T fields \
+	done < <(tshark -r "$p" "${mpa_o[@]}" -Y '_ws.malformed' -T fields \
 		-e frame.number -e tcp.stream -e tcp.srcport -e tcp.dstport \
 		2>/dev/null)
+}
+
+# siw_check_pcap, except that TCP payload sent after a connection began to
+# close, on a connection that then ended with a reset, may be the start of
+# an FPDU the reset cut off (the target going away mid-transfer while we
+# close), and the last payload one side of a connection sent may be the
+# start of an FPDU whose rest never reached the capture (the guest taking
+# its link down mid-FPDU, gone-silent), and a segment right behind bytes
+# the capture itself missed (tshark: "previous segment not captured",
+# seen as the guest's link came back in gone-silent) cannot be decoded
+# for want of them: listed, not counted.
+nvme_check_pcap() { # pcap
+	local p=$1 f st r src fin=() rst=() cut=0 und=0 line rc=0
+	local -A last=()
+	line=$(siw_check_pcap "$p") || rc=1
+	echo "$line"
+	((rc)) || return 0
+	grep -q ', 0 Bad CRC32' <<<"$line" || return 1
+	grep -q ' 0 malformed, ' <<<"$line" || nvme_walk_malformed "$p" || return 1
 	# The first FIN of every connection and whether it saw a reset.
 	while read -r st f r; do
 		[[ -z ${fin[$st]:-} ]] && fin[$st]=$f
@@ -190,7 +199,7 @@ nvme_check_pcap() { # pcap
 			cut=$((cut + 1))
 			echo "pcap: frame $f (connection $st) is the last its sender's capture has: the rest never came"
 		fi
-	done < <(tshark -2 -r "$p" "${o[@]}" -Y 'tcp.len > 0 && !iwarp_mpa && !tcp.reassembled_in &&
+	done < <(tshark -2 -r "$p" "${mpa_o[@]}" -Y 'tcp.len > 0 && !iwarp_mpa && !tcp.reassembled_in &&
 		!tcp.analysis.retransmission && !tcp.analysis.spurious_retransmission' \
 		-T fields -e frame.number -e tcp.stream -e tcp.srcport \
 		-e tcp.analysis.lost_segment 2>/dev/null)
