@@ -543,7 +543,8 @@ def crc_speed(m):
 def caption(res):
     m = res.get("meta", {})
     return ("`%sREPS=%s bench/run` at commit %s, %s: kernel %s, %s CPUs, "
-            "loopback, CRC %s%s, TCP congestion control %s, polling. Ratios "
+            "loopback, CRC %s%s, TCP congestion control %s, polling, the "
+            "library %s. Ratios "
             "are of the medians of the two sides of a pair, run back to back "
             "in each repetition, or (rows marked sliced) at once, one side "
             "running at a time (bench/slicer): latency in slices of 5 ms, "
@@ -556,7 +557,10 @@ def caption(res):
                 "BENCH_QUICK=1 " if m.get("quick") else "", m.get("reps"),
                 m.get("commit"), m.get("date"), m.get("kernel"),
                 m.get("cpus"), "on" if m.get("mpa_crc", True) else "off",
-                crc_speed(m), m.get("tcp_cc", "not recorded")))
+                crc_speed(m), m.get("tcp_cc", "not recorded"),
+                {True: "profile-guided (bench/pgo)",
+                 False: "a plain Release build"}.get(m.get("pgo"),
+                                                     "a Release build")))
 
 
 def main():

@@ -1106,15 +1106,11 @@ CRC32C_CLMUL_TARGET static NDK_HOT uint32_t crc32c_clmul(uint32_t crc,
 
 /* Its loop is crc32c_hybrid's without the lanes: one loop for both, or
  * helpers shared by both, measured 3-5% slower (bench/crc_bench). */
-CRC32C_FOLD_TARGET static uint32_t crc32c_fold(uint32_t crc, const uint8_t *p,
-					       size_t len)
+CRC32C_FOLD_TARGET static __attribute__((noinline)) uint32_t
+crc32c_fold_long(uint32_t crc, const uint8_t *p, size_t len)
 {
 	__m512i z0, z1, z2, z3, k;
 
-	if (len < CRC32C_FOLD_MIN)
-		return crc32c_sse42(crc, p, len);
-	if (len >= CRC32C_HYB_MIN)
-		return crc32c_hybrid(crc, p, len);
 	pthread_once(&crc32c_fold_once, crc32c_fold_init);
 	z0 = _mm512_xor_si512(
 		_mm512_loadu_si512(p),
@@ -1134,6 +1130,21 @@ CRC32C_FOLD_TARGET static uint32_t crc32c_fold(uint32_t crc, const uint8_t *p,
 		len -= 256;
 	}
 	return crc32c_fold_finish(z0, z1, z2, z3, p, len);
+}
+
+/*
+ * The AVX-512 choice. Kept apart from the folds: a function that holds
+ * 512-bit values realigns its stack and saves six registers on entry,
+ * which every small FPDU's CRC paid before its length was looked at
+ * (docs/performance.md, "The CRC's entry").
+ */
+static NDK_HOT uint32_t crc32c_fold(uint32_t crc, const uint8_t *p, size_t len)
+{
+	if (len < CRC32C_FOLD_MIN)
+		return crc32c_sse42(crc, p, len);
+	if (len >= CRC32C_HYB_MIN)
+		return crc32c_hybrid(crc, p, len);
+	return crc32c_fold_long(crc, p, len);
 }
 #endif
 
