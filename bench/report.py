@@ -14,7 +14,10 @@ row's ratio is the ratio of the two medians, and a target holds only if
 that ratio meets it. Beside it, the paired ratio: the ratio
 of the two sides within each repetition, median (min-max) over the
 repetitions, which a machine that changes speed between repetitions moves
-less.
+less. A row whose two values come from the same run (the Write mean
+against its own p50) has no two sides: its ratio is the median of the
+per-run ratios, since a ratio of medians would set the mean of one run
+against the p50 of another.
 """
 import json
 import os
@@ -27,8 +30,10 @@ MISSING_STATUS = 3
 
 class Row:
     def __init__(self, label, pair, ours, base, bname, better, target=None,
-                 primary=False, min_cpus=None):
+                 primary=False, min_cpus=None, same_run=False):
         self.label, self.pair = label, pair
+        # Both values from one run of one program: the ratio is per run.
+        self.same_run = same_run
         self.ours, self.base = ours, base  # (metric, key)
         self.bname, self.better = bname, better
         self.target, self.primary = target, primary
@@ -57,7 +62,7 @@ ROWS = [
     Row("8 B RDMA Write one-way mean (usec), against its own p50",
         "write_lat_b2b", ("write_lat", "mean_usec"),
         ("write_lat", "p50_usec"), "libndk's p50, same runs", "lower", 1.3,
-        True),
+        True, same_run=True),
     Row("8 B RDMA Read round trip p50 (usec), sliced", "read_lat",
         ("read_lat", "p50_usec"), ("tcp_poll_lat", "p50_usec"),
         "busy-poll TCP one-way", "lower", 2.3, True),
@@ -248,6 +253,10 @@ def build(meta, samples, failures):
         o = summary(values(samples, r.pair, *r.ours))
         b = summary(values(samples, r.pair, *r.base))
         ratio = o["median"] / b["median"] if o and b and b["median"] else None
+        pr = paired(samples, r.pair, (r.ours[0], field_of(r.ours[1])),
+                    (r.base[0], field_of(r.base[1])))
+        if r.same_run and ratio is not None:
+            ratio = pr["median"] if pr else None
         holds = None
         if ratio is not None and r.target is not None:
             holds = (ratio <= r.target if r.better == "lower"
@@ -258,9 +267,7 @@ def build(meta, samples, failures):
                      "primary": r.primary, "libndk": o,
                      "baseline": r.bname, "baseline_value": b,
                      "ratio": ratio,
-                     "paired": paired(
-                         samples, r.pair, (r.ours[0], field_of(r.ours[1])),
-                         (r.base[0], field_of(r.base[1]))),
+                     "paired": pr, "same_run": r.same_run,
                      "better": r.better,
                      "target": r.target, "holds": holds,
                      "limit": cpu_limit(meta, r),
@@ -552,7 +559,9 @@ def caption(res):
             "60,000 messages a side until the first ends, its rate over the "
             "time it ran; a target holds only if the ratio of "
             "medians meets it in this run. The paired ratio is the ratio within "
-            "each repetition, median (min-max). Rows marked `*` are "
+            "each repetition, median (min-max); the Write mean against its "
+            "own p50, two values of one run, has the median of its paired "
+            "ratios as its ratio. Rows marked `*` are "
             "secondary (no target)." % (
                 "BENCH_QUICK=1 " if m.get("quick") else "", m.get("reps"),
                 m.get("commit"), m.get("date"), m.get("kernel"),
