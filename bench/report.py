@@ -255,7 +255,7 @@ def build(meta, samples, failures):
         ratio = o["median"] / b["median"] if o and b and b["median"] else None
         pr = paired(samples, r.pair, (r.ours[0], field_of(r.ours[1])),
                     (r.base[0], field_of(r.base[1])))
-        if r.same_run and ratio is not None:
+        if r.same_run:
             ratio = pr["median"] if pr else None
         holds = None
         if ratio is not None and r.target is not None:
